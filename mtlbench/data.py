@@ -1,0 +1,323 @@
+"""Data contract: a benchmark problem is a set of tasks (users) over one feature space.
+
+Two storage layouts, one interface:
+
+* **shared items** (personalized data): one item-feature matrix ``items`` (n_items x d) and,
+  per task, the indices of the items that user labelled plus the labels.  Nothing is copied
+  per user until a task's ``X`` is asked for.
+* **per-task arrays**: each task owns its ``X`` (n_t x d).
+
+Labels are always float64 in {-1, +1}.  ``TaskSet.subset`` selects rows per task (what the
+protocol does to make train / validation / test views) without copying the item matrix.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .errors import DataValidationError
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task (user).
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_t, d), float64
+        Features of the items this task labelled.
+    y : ndarray of shape (n_t,), float64 in {-1, +1}
+    name : str
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    name: str
+
+    @property
+    def n_pos(self) -> int:
+        return int(np.count_nonzero(self.y > 0))
+
+    @property
+    def n_neg(self) -> int:
+        return int(np.count_nonzero(self.y < 0))
+
+
+class TaskSet(Sequence[Task]):
+    """T tasks over one d-dimensional feature space: the input of ``MTLModel.fit``.
+
+    Build with :meth:`from_shared_items` or :meth:`from_arrays`; both validate their input
+    and raise :class:`DataValidationError` naming the task and the problem.
+
+    Attributes
+    ----------
+    name : str
+        Problem name, e.g. ``"simulated"`` or ``"shoes/brown"``.
+    d : int
+        Feature dimension.
+    T : int
+        Number of tasks.
+    task_names : list of str
+    meta : dict
+        Free-form metadata (ground truth of simulated data, preprocessing record, ...).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        items: np.ndarray | None,
+        index: Sequence[np.ndarray] | None,
+        Xs: Sequence[np.ndarray] | None,
+        labels: Sequence[np.ndarray],
+        task_names: Sequence[str],
+        meta: Mapping[str, Any] | None = None,
+        _validated: bool = False,
+    ) -> None:
+        self.name = name
+        self.items = items
+        self.index = None if index is None else [np.asarray(i, dtype=np.intp) for i in index]
+        self.Xs = None if Xs is None else list(Xs)
+        self.labels = [np.asarray(y, dtype=np.float64) for y in labels]
+        self.task_names = [str(n) for n in task_names]
+        self.meta = dict(meta or {})
+        if not _validated:
+            self._validate()
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def from_shared_items(
+        cls,
+        name: str,
+        items: np.ndarray,
+        index: Sequence[Sequence[int]],
+        labels: Sequence[Sequence[float]],
+        task_names: Sequence[str] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> "TaskSet":
+        """Tasks over shared items.
+
+        Parameters
+        ----------
+        items : array of shape (n_items, d)
+        index : T sequences of item indices (task t labelled ``items[index[t]]``)
+        labels : T sequences of labels in {-1, +1}, aligned with ``index``
+        """
+        items = _as_float_matrix(items, f"{name}: item features")
+        if len(index) != len(labels):
+            raise DataValidationError(
+                f"{name}: {len(index)} index arrays but {len(labels)} label arrays"
+            )
+        names = _task_names(task_names, len(labels), name)
+        idx = []
+        for t, ix in enumerate(index):
+            ix = np.asarray(ix)
+            if ix.ndim != 1 or (ix.size and not np.issubdtype(ix.dtype, np.integer)):
+                raise DataValidationError(
+                    f"{name}, task {names[t]!r}: item indices must be a 1-d integer array"
+                )
+            if ix.size and (ix.min() < 0 or ix.max() >= items.shape[0]):
+                raise DataValidationError(
+                    f"{name}, task {names[t]!r}: item index out of range "
+                    f"[0, {items.shape[0]}) (min {ix.min()}, max {ix.max()})"
+                )
+            idx.append(ix.astype(np.intp))
+        return cls(name, items=items, index=idx, Xs=None, labels=labels,
+                   task_names=names, meta=meta)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        name: str,
+        Xs: Sequence[np.ndarray],
+        ys: Sequence[np.ndarray],
+        task_names: Sequence[str] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> "TaskSet":
+        """Tasks with their own feature matrices ``Xs[t]`` (n_t x d) and labels ``ys[t]``."""
+        if len(Xs) != len(ys):
+            raise DataValidationError(f"{name}: {len(Xs)} feature matrices but {len(ys)} label arrays")
+        names = _task_names(task_names, len(ys), name)
+        mats = [_as_float_matrix(X, f"{name}, task {names[t]!r}: features") for t, X in enumerate(Xs)]
+        return cls(name, items=None, index=None, Xs=mats, labels=ys, task_names=names, meta=meta)
+
+    # ----------------------------------------------------------------- validation
+    def _validate(self) -> None:
+        name = self.name
+        if len(self.labels) == 0:
+            raise DataValidationError(f"{name}: the data set has no tasks")
+        if self.items is not None:
+            if not np.all(np.isfinite(self.items)):
+                bad = np.argwhere(~np.isfinite(self.items))[0]
+                raise DataValidationError(
+                    f"{name}: item features contain NaN/inf (first at item row {bad[0]}, column {bad[1]})"
+                )
+        d = self.d
+        for t, y in enumerate(self.labels):
+            tn = self.task_names[t]
+            where = f"{name}, task {tn!r}"
+            if y.ndim != 1:
+                raise DataValidationError(f"{where}: labels must be 1-d, got shape {y.shape}")
+            n = y.shape[0]
+            if n == 0:
+                raise DataValidationError(f"{where}: the task is empty (no labelled items)")
+            if self.Xs is not None:
+                X = self.Xs[t]
+                if X.shape[1] != d:
+                    raise DataValidationError(
+                        f"{where}: has {X.shape[1]} features, the first task has {d}"
+                    )
+                if X.shape[0] != n:
+                    raise DataValidationError(
+                        f"{where}: shape mismatch, {X.shape[0]} feature rows but {n} labels"
+                    )
+                if not np.all(np.isfinite(X)):
+                    r, c = np.argwhere(~np.isfinite(X))[0]
+                    raise DataValidationError(f"{where}: features contain NaN/inf (row {r}, column {c})")
+            else:
+                if self.index[t].shape[0] != n:
+                    raise DataValidationError(
+                        f"{where}: shape mismatch, {self.index[t].shape[0]} item indices but {n} labels"
+                    )
+            if not np.all(np.isfinite(y)):
+                raise DataValidationError(f"{where}: labels contain NaN/inf")
+            bad = ~np.isin(y, (-1.0, 1.0))
+            if bad.any():
+                vals = sorted(set(np.unique(y[bad]).tolist()))[:5]
+                hint = " (labels in {0, 1}? map 0 to -1)" if set(np.unique(y).tolist()) <= {0.0, 1.0} else ""
+                raise DataValidationError(
+                    f"{where}: labels must be in {{-1, +1}}, found {vals}{hint}"
+                )
+            if np.all(y == y[0]):
+                raise DataValidationError(
+                    f"{where}: has only one class ({int(y[0]):+d}, {n} labels); "
+                    "AUC is undefined; drop the task or filter users by minority-class count"
+                )
+
+    # ----------------------------------------------------------------- sequence protocol
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, t: int) -> Task:  # type: ignore[override]
+        return Task(X=self.X(t), y=self.labels[t], name=self.task_names[t])
+
+    def __iter__(self) -> Iterator[Task]:
+        for t in range(len(self)):
+            yield self[t]
+
+    def __repr__(self) -> str:
+        return f"TaskSet({self.name!r}, T={self.T}, d={self.d}, n={self.n_total})"
+
+    # ----------------------------------------------------------------- accessors
+    @property
+    def T(self) -> int:
+        return len(self.labels)
+
+    @property
+    def d(self) -> int:
+        if self.items is not None:
+            return int(self.items.shape[1])
+        return int(self.Xs[0].shape[1])
+
+    @property
+    def n_total(self) -> int:
+        return int(sum(y.shape[0] for y in self.labels))
+
+    def X(self, t: int) -> np.ndarray:
+        """Features of task ``t``, shape (n_t, d)."""
+        if self.items is not None:
+            return self.items[self.index[t]]
+        return self.Xs[t]
+
+    def y(self, t: int) -> np.ndarray:
+        """Labels of task ``t``, shape (n_t,), in {-1, +1}."""
+        return self.labels[t]
+
+    def sizes(self) -> np.ndarray:
+        return np.array([y.shape[0] for y in self.labels])
+
+    def subset(self, rows: Sequence[np.ndarray], name: str | None = None) -> "TaskSet":
+        """The same tasks restricted to ``rows[t]`` (positions within task t).
+
+        Raises :class:`DataValidationError` when a task would lose a class.
+        """
+        if len(rows) != self.T:
+            raise DataValidationError(f"{self.name}: subset needs {self.T} row arrays, got {len(rows)}")
+        labels = [self.labels[t][r] for t, r in enumerate(rows)]
+        if self.items is not None:
+            out = TaskSet(name or self.name, items=self.items,
+                          index=[self.index[t][r] for t, r in enumerate(rows)], Xs=None,
+                          labels=labels, task_names=self.task_names, meta=self.meta, _validated=True)
+        else:
+            out = TaskSet(name or self.name, items=None, index=None,
+                          Xs=[self.Xs[t][r] for t, r in enumerate(rows)],
+                          labels=labels, task_names=self.task_names, meta=self.meta, _validated=True)
+        for t, y in enumerate(labels):
+            if y.size == 0 or np.all(y == y[0]):
+                raise DataValidationError(
+                    f"{out.name}, task {self.task_names[t]!r}: a subset has only one class"
+                )
+        return out
+
+    def stacked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All rows stacked: (X of shape (n_total, d), y of shape (n_total,), task id per row)."""
+        X = np.vstack([self.X(t) for t in range(self.T)])
+        y = np.concatenate(self.labels)
+        tid = np.repeat(np.arange(self.T), self.sizes())
+        return X, y, tid
+
+    def fingerprint(self) -> str:
+        """sha256 of features and labels (identifies the data a split was drawn from)."""
+        h = hashlib.sha256()
+        h.update(f"{self.T}:{self.d}".encode())
+        if self.items is not None:
+            h.update(np.ascontiguousarray(self.items).tobytes())
+            for ix in self.index:
+                h.update(np.ascontiguousarray(ix, dtype=np.int64).tobytes())
+        else:
+            for X in self.Xs:
+                h.update(np.ascontiguousarray(X).tobytes())
+        for y in self.labels:
+            h.update(np.ascontiguousarray(y).tobytes())
+        return h.hexdigest()
+
+    def summary(self) -> dict[str, Any]:
+        """Counts the CLI and closing notes print: tasks, items, features, label balance."""
+        sizes = self.sizes()
+        pos = sum(int(np.count_nonzero(y > 0)) for y in self.labels)
+        return {
+            "problem": self.name,
+            "tasks": self.T,
+            "items": int(self.items.shape[0]) if self.items is not None else int(sizes.sum()),
+            "features": self.d,
+            "labels": int(sizes.sum()),
+            "labels_per_task_min": int(sizes.min()),
+            "labels_per_task_max": int(sizes.max()),
+            "positive_share": round(pos / max(int(sizes.sum()), 1), 4),
+        }
+
+
+def _as_float_matrix(a: Any, where: str) -> np.ndarray:
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataValidationError(f"{where}: not numeric ({exc})") from None
+    if arr.ndim != 2:
+        raise DataValidationError(f"{where}: expected a 2-d array, got shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise DataValidationError(f"{where}: has no feature columns")
+    if not np.all(np.isfinite(arr)):
+        r, c = np.argwhere(~np.isfinite(arr))[0]
+        raise DataValidationError(f"{where}: contains NaN/inf (row {r}, column {c})")
+    return arr
+
+
+def _task_names(names: Sequence[str] | None, T: int, problem: str) -> list[str]:
+    if names is None:
+        return [f"task{t}" for t in range(T)]
+    if len(names) != T:
+        raise DataValidationError(f"{problem}: {len(names)} task names for {T} tasks")
+    return [str(n) for n in names]

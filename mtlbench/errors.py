@@ -1,0 +1,33 @@
+"""Exceptions that carry a message meant for the user (the CLI prints them without a traceback)."""
+from __future__ import annotations
+
+
+class MTLBenchError(Exception):
+    """Base class of every error whose message is written for the user."""
+
+
+class DataValidationError(MTLBenchError, ValueError):
+    """Input data is malformed: the message names the task and the problem."""
+
+
+class DatasetUnavailableError(MTLBenchError):
+    """A dataset's files are missing, truncated or fail their checksum."""
+
+
+class PluginError(MTLBenchError):
+    """A plugin failed to load or register (raised only in strict mode)."""
+
+
+class PluginConflictError(MTLBenchError):
+    """Two plugins registered the same model or dataset name."""
+
+
+class UnknownNameError(MTLBenchError, KeyError):
+    """A model, dataset or problem name that no plugin provides."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ConfigError(MTLBenchError, ValueError):
+    """An invalid hyperparameter override, config file or command-line option."""

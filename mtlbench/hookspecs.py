@@ -1,0 +1,36 @@
+"""Hook specifications of mtlbench plugins.
+
+A plugin is a module (or object) named by an entry point in the group ``mtlbench``.  It
+implements one or both hooks below; each hook receives a ``register`` callback::
+
+    from mtlbench import hookimpl, MTLModel
+
+    class MeanRegularised(MTLModel): ...
+
+    @hookimpl
+    def register_models(register):
+        register(MeanRegularised)
+
+Built-in models and datasets are registered through exactly the same hooks.
+"""
+from __future__ import annotations
+
+import pluggy
+
+PROJECT_NAME = "mtlbench"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def register_models(register):
+    """Register model classes: call ``register(cls)`` for each ``MTLModel`` subclass.
+
+    ``cls.name`` is the name users type (``mtlbench compare --models NAME``).
+    """
+
+
+@hookspec
+def register_datasets(register):
+    """Register dataset plugins: call ``register(obj)`` with a ``Dataset`` subclass or instance."""

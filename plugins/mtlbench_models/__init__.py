@@ -1,0 +1,6 @@
+"""Built-in model plugins of mtlbench, one module per model.
+
+Each module implements the ``register_models`` hook and is named by its own entry point in
+the ``mtlbench`` group (see pyproject.toml), exactly as a third-party plugin would be.
+Shared numerical pieces (losses, proximal operators) live in ``_losses`` and ``_prox``.
+"""
