@@ -13,7 +13,7 @@ protocol does to make train / validation / test views) without copying the item 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np

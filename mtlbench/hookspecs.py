@@ -34,3 +34,11 @@ def register_models(register):
 @hookspec
 def register_datasets(register):
     """Register dataset plugins: call ``register(obj)`` with a ``Dataset`` subclass or instance."""
+
+
+@hookspec
+def register_commands(cli):
+    """Add click commands to the ``mtlbench`` command group: ``cli.add_command(cmd)``.
+
+    Used by plugins that ship a tool of their own (e.g. TFCL's ``check-ustep``).
+    """

@@ -8,7 +8,6 @@ Two plugins registering the same name is always an error naming both distributio
 """
 from __future__ import annotations
 
-import importlib
 import os
 import traceback
 import warnings
@@ -161,6 +160,20 @@ class Registry:
         if _strict():
             raise PluginError(msg + f"  [{STRICT_ENV} is set]")
         warnings.warn(msg, PluginWarning, stacklevel=3)
+
+    def add_commands(self, cli: Any) -> None:
+        """Let every loaded plugin add click commands to ``cli`` (resilient like loading)."""
+        for info in list(self.plugins):
+            plugin = self.pm.get_plugin(f"{info.distribution}:{info.name}")
+            impl = getattr(plugin, "register_commands", None)
+            if impl is None:
+                continue
+            try:
+                impl(cli=cli)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(PluginFailure(info.name, info.distribution, info.version,
+                                         "register_commands", f"{type(exc).__name__}: {exc}",
+                                         traceback.format_exc()))
 
     # ------------------------------------------------------------------ lookup
     @property
