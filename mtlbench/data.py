@@ -239,22 +239,26 @@ class TaskSet(Sequence[Task]):
     def sizes(self) -> np.ndarray:
         return np.array([y.shape[0] for y in self.labels])
 
-    def subset(self, rows: Sequence[np.ndarray], name: str | None = None) -> "TaskSet":
+    def subset(self, rows: Sequence[np.ndarray], name: str | None = None,
+               meta: Mapping[str, Any] | None = None) -> "TaskSet":
         """The same tasks restricted to ``rows[t]`` (positions within task t).
 
-        Raises :class:`DataValidationError` when a task would lose a class.
+        ``meta`` replaces the metadata (default: keep it); the protocol passes ``{}`` so that no
+        model can read ground truth.  Raises :class:`DataValidationError` when a task would
+        lose a class.
         """
+        meta = self.meta if meta is None else meta
         if len(rows) != self.T:
             raise DataValidationError(f"{self.name}: subset needs {self.T} row arrays, got {len(rows)}")
         labels = [self.labels[t][r] for t, r in enumerate(rows)]
         if self.items is not None:
             out = TaskSet(name or self.name, items=self.items,
                           index=[self.index[t][r] for t, r in enumerate(rows)], Xs=None,
-                          labels=labels, task_names=self.task_names, meta=self.meta, _validated=True)
+                          labels=labels, task_names=self.task_names, meta=meta, _validated=True)
         else:
             out = TaskSet(name or self.name, items=None, index=None,
                           Xs=[self.Xs[t][r] for t, r in enumerate(rows)],
-                          labels=labels, task_names=self.task_names, meta=self.meta, _validated=True)
+                          labels=labels, task_names=self.task_names, meta=meta, _validated=True)
         for t, y in enumerate(labels):
             if y.size == 0 or np.all(y == y[0]):
                 raise DataValidationError(

@@ -1,0 +1,317 @@
+"""The common evaluation protocol (the TFCL paper's Experimental Settings, made exact).
+
+For repetition r of a run with seed s, independently per task t:
+
+1. the labelled items of task t are split, stratified by class, into train+validation
+   (1 - ``test_fraction``, the paper's 85 %) and test (``test_fraction``, 15 %);
+2. a validation part (``val_fraction`` of train+validation, stratified) is carved from
+   train+validation only;
+3. every grid point of the model's search space is fitted on train and scored by the mean
+   over tasks of the validation AUC; the best grid point (first in grid order on ties) wins;
+4. the winner is refitted on train+validation and scored on test: per-task test AUC (rank
+   based, ties count half), averaged over tasks.
+
+The random stream of (s, r, t) is ``numpy.random.SeedSequence([s, r, t])``: splits depend only
+on the data, the seed and the repetition — never on the model — so every model sees identical
+splits.  Their sha256 fingerprint is stored with every result.  Test labels are never passed
+to any ``fit`` and never read before step 4.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .data import TaskSet
+from .errors import ConfigError, DataValidationError
+from .metrics import auc_score
+from .model import MTLModel, clone
+
+PROTOCOL_VERSION = 1
+MIN_PER_CLASS = 3  # one per class in each of train, validation and test
+
+
+@dataclass(frozen=True)
+class ProtocolConfig:
+    """Settings of the protocol that identify a result (part of every unit's key)."""
+
+    reps: int = 15
+    seed: int = 0
+    test_fraction: float = 0.15
+    val_fraction: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.reps < 1:
+            raise ConfigError(f"reps must be >= 1, got {self.reps}")
+        if not 0 < self.test_fraction < 1:
+            raise ConfigError(f"test_fraction must be in (0, 1), got {self.test_fraction}")
+        if not 0 < self.val_fraction < 1:
+            raise ConfigError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+
+    def split_settings(self) -> dict[str, Any]:
+        return {"seed": self.seed, "test_fraction": self.test_fraction,
+                "val_fraction": self.val_fraction, "protocol_version": PROTOCOL_VERSION}
+
+
+@dataclass
+class Split:
+    """Row positions per task for one repetition (each a list of T int arrays)."""
+
+    train: list[np.ndarray]
+    val: list[np.ndarray]
+    test: list[np.ndarray]
+
+    @property
+    def trainval(self) -> list[np.ndarray]:
+        return [np.sort(np.concatenate([a, b])) for a, b in zip(self.train, self.val)]
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.train, self.val, self.test):
+            for rows in part:
+                h.update(np.asarray(rows, dtype=np.int64).tobytes())
+                h.update(b"|")
+            h.update(b"#")
+        return h.hexdigest()
+
+
+def _stratified_take(rows: np.ndarray, fraction: float, keep_min: int,
+                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Split ``rows`` (one class) into (taken, rest): about ``fraction`` taken, at least 1,
+    leaving at least ``keep_min``."""
+    n = rows.shape[0]
+    k = int(np.clip(round(fraction * n), 1, n - keep_min))
+    perm = rng.permutation(rows)
+    return perm[:k], perm[k:]
+
+
+def task_split(y: np.ndarray, rng: np.random.Generator, test_fraction: float,
+               val_fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stratified (train, val, test) row positions of one task's labels ``y`` (n,)."""
+    train, val, test = [], [], []
+    for cls in (-1.0, 1.0):
+        rows = np.flatnonzero(y == cls)
+        if rows.shape[0] < MIN_PER_CLASS:
+            raise DataValidationError(
+                f"class {int(cls):+d} has {rows.shape[0]} labels; the protocol needs >= {MIN_PER_CLASS}")
+        te, rest = _stratified_take(rows, test_fraction, 2, rng)
+        va, tr = _stratified_take(rest, val_fraction, 1, rng)
+        train.append(tr), val.append(va), test.append(te)
+    return tuple(np.sort(np.concatenate(p)) for p in (train, val, test))  # type: ignore[return-value]
+
+
+def evaluable_tasks(tasks: TaskSet) -> tuple[list[int], list[str]]:
+    """Tasks the protocol can split (>= MIN_PER_CLASS labels of each class), and the dropped names.
+
+    Rule (recorded with every result): a task with fewer than 3 labels of a class cannot
+    contribute a label of that class to each of train, validation and test, so it is dropped.
+    """
+    keep, dropped = [], []
+    for t in range(tasks.T):
+        y = tasks.y(t)
+        if min(np.count_nonzero(y > 0), np.count_nonzero(y < 0)) >= MIN_PER_CLASS:
+            keep.append(t)
+        else:
+            dropped.append(tasks.task_names[t])
+    return keep, dropped
+
+
+def restrict_tasks(tasks: TaskSet, keep: Sequence[int]) -> TaskSet:
+    """The TaskSet holding only tasks ``keep`` (meta is kept, with ``kept_task_index``)."""
+    if len(keep) == tasks.T:
+        return tasks
+    meta = dict(tasks.meta)
+    meta["kept_task_index"] = list(keep)
+    if "true_W" in meta:
+        meta["true_W"] = np.asarray(meta["true_W"])[:, keep]
+    if "task_groups" in meta:
+        meta["task_groups"] = np.asarray(meta["task_groups"])[keep]
+    return TaskSet(tasks.name, items=tasks.items,
+                   index=None if tasks.index is None else [tasks.index[t] for t in keep],
+                   Xs=None if tasks.Xs is None else [tasks.Xs[t] for t in keep],
+                   labels=[tasks.labels[t] for t in keep],
+                   task_names=[tasks.task_names[t] for t in keep], meta=meta, _validated=True)
+
+
+def make_split(tasks: TaskSet, config: ProtocolConfig, rep: int) -> Split:
+    """The split of repetition ``rep``: a function of (labels, seed, rep) only."""
+    train, val, test = [], [], []
+    for t in range(tasks.T):
+        rng = np.random.default_rng(np.random.SeedSequence([config.seed, rep, t]))
+        try:
+            tr, va, te = task_split(tasks.y(t), rng, config.test_fraction, config.val_fraction)
+        except DataValidationError as exc:
+            raise DataValidationError(f"{tasks.name}, task {tasks.task_names[t]!r}: {exc}") from None
+        train.append(tr), val.append(va), test.append(te)
+    return Split(train, val, test)
+
+
+def parameter_grid(space: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+    """Cartesian product of a search space in a stable order (keys sorted)."""
+    if not space:
+        return [{}]
+    keys = sorted(space)
+    for k in keys:
+        if not isinstance(space[k], (list, tuple)) or len(space[k]) == 0:
+            raise ConfigError(f"search space entry {k!r} must be a non-empty list, got {space[k]!r}")
+    return [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
+
+
+def mean_auc(model: MTLModel, tasks: TaskSet) -> tuple[float, np.ndarray]:
+    """Mean over tasks of the per-task AUC of ``model`` on ``tasks``; raises on bad scores."""
+    per_task = np.empty(tasks.T)
+    for t in range(tasks.T):
+        X = tasks.X(t)
+        s = np.asarray(model.decision_function(X, t), dtype=np.float64)
+        if s.shape != (X.shape[0],):
+            raise FloatingPointError(
+                f"decision_function returned shape {s.shape} for task {t}, expected ({X.shape[0]},)")
+        if not np.all(np.isfinite(s)):
+            raise FloatingPointError(f"decision_function returned NaN/inf scores for task "
+                                     f"{tasks.task_names[t]!r}")
+        per_task[t] = auc_score(tasks.y(t), s)
+    return float(per_task.mean()), per_task
+
+
+@dataclass
+class UnitOutcome:
+    """What one (model, problem, repetition) produced."""
+
+    best_params: dict[str, Any]
+    val_auc: float
+    test_auc: float
+    task_auc: np.ndarray
+    task_names: list[str]
+    n_test: list[int]
+    grid: list[dict[str, Any]]
+    fit_time: float
+    select_time: float
+    n_iter: int | None
+    split_fingerprint: str
+    data_fingerprint: str
+    dropped_tasks: list[str]
+    history: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def run_protocol(base: MTLModel, search_space: Mapping[str, Sequence[Any]], tasks: TaskSet,
+                 config: ProtocolConfig, rep: int, keep_arrays: bool = False) -> UnitOutcome:
+    """Model selection on validation data, refit on train+validation, test per task.
+
+    ``base`` carries the fixed hyperparameters; ``search_space`` the ones searched.
+    """
+    keep, dropped = evaluable_tasks(tasks)
+    if not keep:
+        raise DataValidationError(f"{tasks.name}: no task has >= {MIN_PER_CLASS} labels of each class")
+    tasks = restrict_tasks(tasks, keep)
+    split = make_split(tasks, config, rep)
+    train = tasks.subset(split.train, name=f"{tasks.name}[train]", meta={})
+    val = tasks.subset(split.val, name=f"{tasks.name}[val]", meta={})
+
+    grid_log: list[dict[str, Any]] = []
+    best_params, best_val, prev = None, -math.inf, None
+    t0 = time.perf_counter()
+    for params in parameter_grid(search_space):
+        model = clone(base, **params)
+        entry: dict[str, Any] = {"params": params}
+        try:
+            model.fit(train, init=prev if base.supports_warm_start else None)
+            score, _ = mean_auc(model, val)
+            entry["val_auc"] = score
+            prev = model
+            if score > best_val:
+                best_val, best_params = score, params
+        except Exception as exc:  # noqa: BLE001 - a failing grid point is recorded, not fatal
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        grid_log.append(entry)
+    select_time = time.perf_counter() - t0
+    if best_params is None:
+        errors = "; ".join(e.get("error", "") for e in grid_log[:3])
+        raise RuntimeError(f"every grid point failed ({len(grid_log)} tried): {errors}")
+
+    # Test labels are touched only from here on.
+    trainval = tasks.subset(split.trainval, name=f"{tasks.name}[train+val]", meta={})
+    test = tasks.subset(split.test, name=f"{tasks.name}[test]", meta={})
+    final = clone(base, **best_params)
+    t1 = time.perf_counter()
+    final.fit(trainval)
+    fit_time = time.perf_counter() - t1
+    test_auc, per_task = mean_auc(final, test)
+
+    history = {k: _jsonable(getattr(final, attr)) for k, attr in (
+        ("objective", "objective_history_"), ("w_change", "w_change_history_"),
+        ("u_change", "u_change_history_")) if getattr(final, attr, None) is not None}
+    diagnostics = structure_recovery(final, tasks)
+    diagnostics.update(_jsonable(getattr(final, "diagnostics_", None) or {}))
+    arrays = {}
+    if keep_arrays:
+        for attr in ("coef_", "feature_groups_", "task_groups_"):
+            val_ = getattr(final, attr, None)
+            if isinstance(val_, np.ndarray):
+                arrays[attr.rstrip("_")] = val_
+    return UnitOutcome(
+        best_params=best_params, val_auc=best_val, test_auc=test_auc, task_auc=per_task,
+        task_names=list(tasks.task_names), n_test=[int(r.shape[0]) for r in split.test],
+        grid=grid_log, fit_time=fit_time, select_time=select_time,
+        n_iter=_int_or_none(getattr(final, "n_iter_", None)),
+        split_fingerprint=split.fingerprint(), data_fingerprint=tasks.fingerprint(),
+        dropped_tasks=dropped, history=history, diagnostics=diagnostics, arrays=arrays)
+
+
+def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
+    """On data with known structure (``meta['true_W']``, ``meta['task_groups']``): support
+    precision/recall of ``coef_`` against the true support, and the adjusted Rand index of
+    the model's task / feature groups against the true ones."""
+    out: dict[str, Any] = {}
+    true_W = tasks.meta.get("true_W")
+    coef = getattr(model, "coef_", None)
+    if true_W is not None and isinstance(coef, np.ndarray) and coef.shape == np.shape(true_W):
+        scale = np.abs(coef).max()
+        est = np.abs(coef) > 1e-6 * scale if scale > 0 else np.zeros(coef.shape, bool)
+        true = np.asarray(true_W) != 0
+        tp = int(np.count_nonzero(est & true))
+        out["support_precision"] = tp / max(int(est.sum()), 1)
+        out["support_recall"] = tp / max(int(true.sum()), 1)
+    from sklearn.metrics import adjusted_rand_score
+
+    for key, attr in (("task_groups", "task_groups_"), ("feature_groups", "feature_groups_")):
+        truth, found = tasks.meta.get(key), getattr(model, attr, None)
+        if truth is not None and found is not None and len(found) == len(truth):
+            out[f"ari_{key}"] = float(adjusted_rand_score(np.asarray(truth), np.asarray(found)))
+    return out
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return None if v is None else int(np.max(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def _jsonable(obj: Any) -> Any:
+    """Lists/dicts of plain Python numbers (numpy scalars and small arrays converted)."""
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (np.floating, np.integer, np.bool_)):
+        return obj.item()
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return obj
+
+
+def config_json(obj: Any) -> str:
+    """Canonical JSON (sorted keys) used in unit keys."""
+    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=repr)
+
+
+__all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
+           "parameter_grid", "mean_auc", "run_protocol", "UnitOutcome", "structure_recovery"]

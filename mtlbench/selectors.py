@@ -1,0 +1,178 @@
+"""Model selectors with hyperparameter overrides, from the command line or a config file.
+
+``tfcl``                      the model with its declared search space
+``tfcl[k=5]``                 k fixed to 5 (removed from the search)
+``tfcl[k=[3,5],lam=0.1]``     k searched over [3, 5], lam fixed
+
+A config file (``--config FILE``, TOML) may hold the same overrides and compare defaults::
+
+    [compare]
+    datasets = ["simulated"]
+    reps = 3
+
+    [models.tfcl]
+    k = [3, 5]
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .model import MTLModel
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$", re.S)
+
+
+@dataclass(frozen=True)
+class ModelSelection:
+    """A registered model name plus fixed hyperparameters and the search space to use."""
+
+    name: str
+    fixed: Mapping[str, Any]
+    space: Mapping[str, list]
+    grid_overrides: Mapping[str, list]
+
+    @property
+    def label(self) -> str:
+        """Name shown in tables and stored in results: the name plus any overrides."""
+        overrides = {**self.fixed, **self.grid_overrides}
+        if not overrides:
+            return self.name
+        return f"{self.name}[{','.join(f'{k}={_fmt(v)}' for k, v in sorted(overrides.items()))}]"
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split on ``sep`` outside brackets and quotes."""
+    out, depth, quote, cur = [], 0, None, []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth != 0 or quote:
+        raise ConfigError(f"unbalanced brackets or quotes in {text!r}")
+    out.append("".join(cur))
+    return [s.strip() for s in out if s.strip()]
+
+
+def parse_value(text: str) -> Any:
+    text = text.strip()
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", text):
+            return text  # bare word: a string option such as loss=auc
+        raise ConfigError(f"cannot parse hyperparameter value {text!r}") from None
+
+
+def parse_selector(text: str) -> tuple[str, dict[str, Any]]:
+    """``"tfcl[k=[3,5]]"`` -> ("tfcl", {"k": [3, 5]})."""
+    m = _NAME.match(text)
+    if not m:
+        raise ConfigError(f"invalid model selector {text!r}; expected NAME or NAME[param=value,...]")
+    name, body = m.group(1), m.group(2)
+    overrides: dict[str, Any] = {}
+    if body:
+        for item in split_top_level(body):
+            if "=" not in item:
+                raise ConfigError(f"invalid override {item!r} in {text!r}; expected param=value")
+            key, val = item.split("=", 1)
+            overrides[key.strip()] = parse_value(val)
+    return name, overrides
+
+
+def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
+                    name: str | None = None) -> ModelSelection:
+    """Validate overrides against ``cls``'s hyperparameters and build the selection.
+
+    A scalar fixes the parameter (removing it from the search); a list becomes its grid.
+    """
+    name = name or cls.name
+    params = _init_params(cls)
+    space = {k: list(v) for k, v in dict(cls.search_space).items()}
+    fixed: dict[str, Any] = {}
+    grid_over: dict[str, list] = {}
+    for key, val in overrides.items():
+        if key not in params:
+            raise ConfigError(
+                f"model {name!r} has no hyperparameter {key!r}; its hyperparameters are: "
+                f"{', '.join(sorted(params)) or '(none)'}")
+        default = params[key]
+        values = val if isinstance(val, list) else [val]
+        if not values:
+            raise ConfigError(f"{name}[{key}=...]: an empty list searches nothing")
+        for v in values:
+            _check_type(name, key, default, v)
+        if isinstance(val, list):
+            space[key] = list(val)
+            grid_over[key] = list(val)
+        else:
+            space.pop(key, None)
+            fixed[key] = val
+    return ModelSelection(name=name, fixed=fixed, space=space, grid_overrides=grid_over)
+
+
+def _init_params(cls: type[MTLModel]) -> dict[str, Any]:
+    sig = inspect.signature(cls.__init__)
+    return {p.name: p.default for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+def _check_type(name: str, key: str, default: Any, value: Any) -> None:
+    if default is inspect.Parameter.empty or default is None or value is None:
+        return
+    num = (int, float)
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, num):
+        ok = isinstance(value, num) and not isinstance(value, bool)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    else:
+        ok = True
+    if not ok:
+        raise ConfigError(f"{name}[{key}={value!r}]: expected a value like the default "
+                          f"{default!r} ({type(default).__name__})")
+
+
+def _fmt(v: Any) -> str:
+    return repr(v).replace(" ", "") if not isinstance(v, str) else v
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a TOML config file (see module docstring) with clear errors."""
+    import tomllib
+
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            cfg = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+    unknown = set(cfg) - {"compare", "models"}
+    if unknown:
+        raise ConfigError(f"config file {str(p)!r}: unknown sections {sorted(unknown)}; "
+                          "expected [compare] and [models.NAME]")
+    models = cfg.get("models", {})
+    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+        raise ConfigError(f"config file {str(p)!r}: [models.NAME] tables must hold param = value")
+    return cfg
