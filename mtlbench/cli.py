@@ -333,6 +333,10 @@ def results(store: str, datasets_: str | None, models_: str | None, failures: bo
     rs.close()
 
 
+# ------------------------------------------------------------------------------- more commands
+# Commands defined in their own modules are added here, one line each.
+
+
 def main() -> None:  # console-script entry point
     cli(prog_name="mtlbench")
 

@@ -30,3 +30,112 @@ def prox_trace(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     s = np.maximum(s - tau, 0.0)
     keep = s > 0
     return (U[:, keep] * s[keep]) @ Vt[keep], s
+
+
+# ---------------------------------------------------------------------------------------------
+# k-support norm (Argyriou, Foygel & Srebro, "Sparse prediction with the k-support norm",
+# NIPS 2012) and l_{1,inf} (Quattoni et al. 2009).  Used by VSTG-MTL (Jeong & Jun, KDD 2018).
+#
+# Both k-support helpers rest on the box-norm variational form (McDonald, Pontil & Stamos,
+# "Spectral k-support norm regularization", NIPS 2014, with box [0, 1] and budget k):
+#
+#     (||w||_k^sp)^2 = min { sum_i w_i^2 / theta_i : 0 < theta_i <= 1, sum_i theta_i <= k }.
+# ---------------------------------------------------------------------------------------------
+
+def ksupport_norm(w: np.ndarray, k: int) -> float:
+    """k-support norm of a vector (Argyriou et al. 2012, Prop. 2.1).
+
+    With z = |w| sorted decreasingly (z_0 = +inf), r in {0, ..., k-1} is the unique integer with
+    z_{k-r-1} > (1/(r+1)) sum_{i>=k-r} z_i >= z_{k-r}, and
+    ||w||^sp_k = ( sum_{i<k-r} z_i^2 + (sum_{i>=k-r} z_i)^2 / (r+1) )^{1/2}   (1-based indices).
+    k >= len(w) gives the l2 norm, k = 1 the l1 norm.
+    """
+    z = np.sort(np.abs(np.asarray(w, dtype=np.float64).ravel()))[::-1]
+    d = z.size
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"ksupport_norm: k must be >= 1, got {k}")
+    if k >= d:
+        return float(np.sqrt(z @ z))
+    tail = np.cumsum(z[::-1])[::-1]           # tail[j] = sum_{i>=j} z_i (0-based)
+    for r in range(k):
+        j = k - r - 1                          # 0-based index of z_{k-r}
+        avg = tail[j] / (r + 1)
+        upper = np.inf if j == 0 else z[j - 1]
+        if upper > avg >= z[j] or r == k - 1:
+            return float(np.sqrt(z[:j] @ z[:j] + tail[j] ** 2 / (r + 1)))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarray:
+    """argmin_W 1/2 ||W - V||^2 + lam/2 (||W||_k^sp)^2, column by column (a 1-d V is one column).
+
+    ``lam`` may be a scalar or one value per column.  Exact, O(p^2) per column of length p
+    (fine for the short columns VSTG-MTL needs; p = number of latent bases).
+
+    Derivation (box-norm form above): for fixed theta the minimiser is
+    w_i = v_i theta_i / (theta_i + lam); what remains, sum_i lam v_i^2 / (2 (theta_i + lam)),
+    is convex in theta and its KKT conditions give theta_i = clip(s |v_i| - lam, 0, 1) with the
+    scalar s > 0 such that sum_i theta_i = k (the budget binds unless at most k entries are
+    nonzero, where theta_i = 1 and W = V / (1 + lam)).  sum_i theta_i(s) is piecewise linear and
+    nondecreasing in s with kinks at lam / |v_i| and (1 + lam) / |v_i|: we evaluate it at every
+    kink and interpolate linearly inside the bracketing segment.  This is the same solution as
+    Algorithm 1 of Argyriou et al. (2012) (top entries scaled by 1/(1+lam), middle entries
+    shifted by a common amount, the rest set to 0).
+    """
+    V = np.asarray(V, dtype=np.float64)
+    one_d = V.ndim == 1
+    M = V[:, None] if one_d else V
+    p, m = M.shape
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"prox_ksupport_sq: k must be >= 1, got {k}")
+    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (m,))
+    if np.any(lam < 0):
+        raise ValueError("prox_ksupport_sq: lam must be >= 0")
+    A = np.abs(M)
+    out = M / (1.0 + lam)                      # the case "at most k nonzeros" (and k >= p)
+    nnz = np.count_nonzero(A, axis=0)
+    todo = np.flatnonzero((nnz > k) & (lam > 0))
+    for j in todo:                              # columns are short; the work per column is vectorised
+        a, l = A[:, j], lam[j]
+        nzm = a > 0
+        an = a[nzm]
+        kinks = np.sort(np.concatenate([l / an, (1.0 + l) / an]))
+        theta_sum = np.clip(kinks[:, None] * an[None, :] - l, 0.0, 1.0).sum(axis=1)
+        i = int(np.searchsorted(theta_sum, k))  # first kink with sum >= k (exists: max sum = nnz > k)
+        s1, f1 = kinks[i], theta_sum[i]
+        s0, f0 = (kinks[i - 1], theta_sum[i - 1]) if i > 0 else (0.0, 0.0)
+        s = s1 if f1 == f0 else s0 + (k - f0) * (s1 - s0) / (f1 - f0)
+        theta = np.clip(s * a - l, 0.0, 1.0)
+        out[:, j] = M[:, j] * theta / (theta + l)
+    return out[:, 0] if one_d else out
+
+
+def project_l1_ball_rows(V: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
+    """Euclidean projection of every row of V onto the l1 ball of the given radius
+    (Duchi et al., ICML 2008, sort-based, vectorised over rows)."""
+    V = np.asarray(V, dtype=np.float64)
+    n, m = V.shape
+    radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,))
+    A = np.abs(V)
+    inside = A.sum(axis=1) <= radius
+    U = -np.sort(-A, axis=1)                    # decreasing
+    css = np.cumsum(U, axis=1) - radius[:, None]
+    idx = np.arange(1, m + 1)
+    cond = U - css / idx > 0
+    rho = m - 1 - np.argmax(cond[:, ::-1], axis=1)   # last index where cond holds
+    tau = css[np.arange(n), rho] / (rho + 1)
+    tau = np.where(inside, 0.0, np.maximum(tau, 0.0))
+    return np.sign(V) * np.maximum(A - tau[:, None], 0.0)
+
+
+def prox_l1inf_rows(V: np.ndarray, tau: float) -> np.ndarray:
+    """Penalty sum_i ||X[i, :]||_inf (the l_{1,inf} norm over rows).
+
+    Moreau decomposition: prox_{tau ||.||_inf}(v) = v - P_{tau B_1}(v), with P the projection
+    onto the l1 ball of radius tau (the dual-norm ball)."""
+    V = np.asarray(V, dtype=np.float64)
+    if tau <= 0:
+        return V.copy()
+    return V - project_l1_ball_rows(V, tau)
