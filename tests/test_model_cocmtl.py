@@ -1,0 +1,127 @@
+"""CoCMTL: closed-form prox of the co-cluster term vs numerical minimisation; PALM monotone."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from mtlbench import TaskSet
+from mtlbench_models.cocmtl import (CoCMTL, cocluster_penalty, mean_reg_penalty,
+                                    prox_cocluster, prox_mean_reg)
+
+
+def _prox_obj(X, Q, tau, k):
+    return 0.5 * np.sum((X - Q) ** 2) + tau * cocluster_penalty(X, k)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("shape,k", [((5, 4), 2), ((3, 6), 1), ((4, 4), 3)])
+def test_prox_cocluster_matches_numerical_minimisation(seed, shape, k):
+    rng = np.random.default_rng(seed)
+    Q = rng.standard_normal(shape)
+    tau = float(rng.uniform(0.05, 3.0))
+    X = prox_cocluster(Q, tau, k)
+    f = lambda x: _prox_obj(x.reshape(shape), Q, tau, k)  # noqa: E731
+    best = np.inf
+    for scale in (0.0, 0.5, 2.0):  # non-convex: several starts, derivative-free
+        x0 = (Q + scale * rng.standard_normal(shape)).ravel()
+        res = minimize(f, x0, method="Powell",
+                       options={"xtol": 1e-10, "ftol": 1e-13, "maxiter": 200000})
+        best = min(best, res.fun)
+    assert f(X.ravel()) <= best + 1e-9
+    # the closed form: top-k singular values kept, the rest divided by 1 + 2 tau
+    s = np.linalg.svd(Q, compute_uv=False)
+    sx = np.linalg.svd(X, compute_uv=False)
+    expect = np.sort(np.concatenate([s[:k], s[k:] / (1 + 2 * tau)]))[::-1]
+    np.testing.assert_allclose(sx, expect, atol=1e-12)
+
+
+def test_prox_cocluster_edge_cases_and_tall_wide():
+    rng = np.random.default_rng(1)
+    for shape in [(30, 7), (7, 30)]:
+        Q = rng.standard_normal(shape)
+        U, s, Vt = np.linalg.svd(Q, full_matrices=False)
+        X = prox_cocluster(Q, 0.7, 3)
+        s2 = s.copy()
+        s2[3:] /= 1 + 1.4
+        np.testing.assert_allclose(X, (U * s2) @ Vt, atol=1e-12)
+    Q = rng.standard_normal((6, 4))
+    np.testing.assert_allclose(prox_cocluster(Q, 0.0, 2), Q)
+    np.testing.assert_allclose(prox_cocluster(Q, 1.0, 4), Q)
+    np.testing.assert_allclose(prox_cocluster(Q, 1.0, 0), Q / 3)
+    assert cocluster_penalty(Q, 4) == 0.0
+    np.testing.assert_allclose(cocluster_penalty(Q, 1),
+                               np.sum(np.linalg.svd(Q, compute_uv=False)[1:] ** 2))
+    with pytest.raises(ValueError, match="tau"):
+        prox_cocluster(Q, -1.0, 2)
+    with pytest.raises(ValueError, match="k"):
+        prox_cocluster(Q, 1.0, -1)
+
+
+def test_prox_mean_reg_is_the_exact_minimiser():
+    rng = np.random.default_rng(2)
+    V = rng.standard_normal((5, 6))
+    tau = 0.8
+    X = prox_mean_reg(V, tau)
+    f = lambda x: 0.5 * np.sum((x.reshape(V.shape) - V) ** 2) \
+        + tau * mean_reg_penalty(x.reshape(V.shape))  # noqa: E731
+    g = minimize(f, np.zeros(V.size), method="BFGS", options={"gtol": 1e-10})
+    np.testing.assert_allclose(X.ravel(), g.x, atol=1e-6)
+
+
+def _small_tasks(seed=0, T=12, d=15, n=25):
+    rng = np.random.default_rng(seed)
+    W = np.zeros((d, T))
+    W[:8, :6] = rng.normal(2, 1, (8, 6))
+    W[8:, 6:] = rng.normal(-1, 1, (7, 6))
+    Xs, ys = [], []
+    for t in range(T):
+        X = rng.standard_normal((n, d))
+        s = X @ W[:, t] + 0.3 * rng.standard_normal(n)
+        y = np.where(s > np.median(s), 1.0, -1.0)
+        Xs.append(X)
+        ys.append(y)
+    return TaskSet.from_arrays("small", Xs, ys)
+
+
+@pytest.mark.parametrize("lam1,lam2,k", [(0.1, 1.0, 2), (1.0, 10.0, 3), (0.01, 0.1, 1)])
+def test_palm_objective_never_increases(lam1, lam2, k):
+    tasks = _small_tasks()
+    m = CoCMTL(lam1_ratio=lam1, lam2_ratio=lam2, k=k, tol=0.0, max_iter=300).fit(tasks)
+    h = np.asarray(m.objective_history_)
+    assert len(h) == 301
+    assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]))
+    assert h[-1] < h[0]
+    # the recorded value is the paper's objective at the returned (P, Q)
+    np.testing.assert_allclose(h[-1], m.objective_from_scratch(tasks), rtol=1e-10)
+    np.testing.assert_allclose(m.coef_, m.P_ + m.Q_)
+
+
+def test_palm_fixed_point_is_stationary():
+    """At convergence (P, Q) is a PALM fixed point: prox-gradient steps leave it unchanged."""
+    tasks = _small_tasks(seed=3)
+    m = CoCMTL(lam1_ratio=0.1, lam2_ratio=1.0, k=2, tol=1e-14, max_iter=20000).fit(tasks)
+    from mtlbench_models._losses import SquaredLoss
+    loss = SquaredLoss(tasks)
+    c = m.gamma * loss.lipschitz
+    G = loss.grad(m.P_ + m.Q_)
+    P2 = prox_mean_reg(m.P_ - G / c, m.lam1_ / c)
+    Q2 = prox_cocluster(m.Q_ - G / c, m.lam2_ / c, 2)
+    scale = np.linalg.norm(m.coef_)
+    assert np.linalg.norm(P2 - m.P_) <= 1e-5 * scale
+    assert np.linalg.norm(Q2 - m.Q_) <= 1e-5 * scale
+
+
+def test_cocmtl_validation_and_warm_start():
+    tasks = _small_tasks()
+    with pytest.raises(ValueError, match="cocmtl: lam2_ratio"):
+        CoCMTL(lam2_ratio=-1).fit(tasks)
+    with pytest.raises(ValueError, match="cocmtl: k"):
+        CoCMTL(k=0).fit(tasks)
+    with pytest.raises(ValueError, match="cocmtl: gamma"):
+        CoCMTL(gamma=1.0).fit(tasks)
+    a = CoCMTL(lam1_ratio=0.1, lam2_ratio=1.0, k=2, tol=1e-10, max_iter=5000).fit(tasks)
+    b = CoCMTL(lam1_ratio=0.1, lam2_ratio=1.0, k=2, tol=1e-10, max_iter=5000).fit(tasks, init=a)
+    assert b.n_iter_ < a.n_iter_
+    assert b.objective_history_[-1] <= a.objective_history_[-1] * (1 + 1e-8)
+    assert a.decision_function(tasks.X(0), 0).shape == (tasks.X(0).shape[0],)
