@@ -1,0 +1,118 @@
+"""Lenk computer survey: 180 people rate the same 20 computers (one task per person).
+
+Source: Lenk, DeSarbo, Green & Young, "Hierarchical Bayes conjoint analysis: recovery of
+partworth heterogeneity from reduced experimental designs", Marketing Science 15(2), 1996;
+the MTL form used by Argyriou, Evgeniou & Pontil (2008) and later work.  The copy used here is
+``data/lenk_data.mat`` of github.com/prolearner/onlineLTL (stored as
+``lenk_computer_survey.mat``): ``Traindata`` (2880 x 15) and ``Testdata`` (720 x 15), 180
+consecutive blocks of 16 and 4 rows, one block per person.  Column 1 is a constant 1, columns
+2-14 are the 13 binary attributes of a computer profile coded -1/+1 (telephone hot line,
+RAM, screen size, CPU speed, hard disk, CD-ROM, cache, colour, availability, warranty,
+software, guarantee, price), column 15 the person's likelihood-of-purchase rating 0..10.
+No licence stated; research use.
+
+This is personal preference over shared items: the 20 profiles are the same for everyone
+(the rows come in a different order per person), so the data is stored as one 20 x 13 item
+matrix plus, per person, the item indices and labels (``TaskSet.from_shared_items``).  The
+file's 16/4 train/test division is ignored: mtlbench's protocol makes its own splits.
+
+Label rule (parameter ``threshold``):
+    ``threshold=None`` (default): y = +1 if the person's rating is strictly above that person's
+    median rating over the 20 computers, else -1 (people use the 0..10 scale differently);
+    a number r: y = +1 if rating >= r, else -1 (one threshold for everybody).
+People with fewer than ``min_minority`` (default 3, the protocol's minimum) ratings of either
+class (e.g. someone who rates everything the same) are removed and recorded in ``meta``.
+
+Preprocessing: the constant column is dropped (the models have no intercept); the -1/+1
+attribute codes are kept as they are (already centred and on one scale).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mtlbench import TaskSet, hookimpl
+from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
+
+from ._common import FileDataset, check_min_minority, class_count_filter, no_tasks_error, read_mat
+
+LENK_SOURCE = DataSource(
+    dataset="lenk",
+    files=(DataFile(
+        path="lenk_computer_survey.mat",
+        sha256="e6cc1029fa15ba8135dfca0f6a4bfa75599b4d43fe77224ce6b07bf9cdeb3e0b",
+        url="https://raw.githubusercontent.com/prolearner/onlineLTL/master/data/lenk_data.mat",
+        size=10469,
+        aliases=("lenk_data.mat",),
+    ),),
+    homepage="Lenk et al., Marketing Science 1996; copy: https://github.com/prolearner/onlineLTL (data/lenk_data.mat)",
+    terms="no licence stated; research use",
+)
+
+ATTRIBUTES = ("hot_line", "ram", "screen_size", "cpu_speed", "hard_disk", "cd_rom", "cache",
+              "color", "availability", "warranty", "software", "guarantee", "price")
+N_PEOPLE, N_TRAIN, N_TEST = 180, 16, 4
+
+
+class Lenk(FileDataset):
+    name = "lenk"
+    description = "180 people (tasks) rating the same 20 computers, 13 attributes; label: liked above own median"
+    source = "Lenk et al. 1996 conjoint survey, via github.com/prolearner/onlineLTL data/lenk_data.mat"
+    data_source = LENK_SOURCE
+
+    def __init__(self, threshold: float | None = None, min_minority: int = 3):
+        self.threshold = threshold
+        self.min_minority = min_minority
+
+    def params(self) -> dict:
+        return {"threshold": self.threshold, "min_minority": self.min_minority}
+
+    def load(self, problem: str = "lenk", *, data_dir=None, cache_dir=None) -> TaskSet:
+        self._check_problem(problem)
+        min_minority = check_min_minority("lenk", self.min_minority)
+        if self.threshold is not None and not np.isfinite(float(self.threshold)):
+            raise ValueError(f"lenk: threshold must be None or a finite number, got {self.threshold!r}")
+        path = self._paths(data_dir, cache_dir)["lenk_computer_survey.mat"]
+        f = self._file("lenk_computer_survey.mat")
+        mat = read_mat(path, "lenk", ("Traindata", "Testdata"), f, self.data_source)
+        tr = np.asarray(mat["Traindata"], dtype=np.float64)
+        te = np.asarray(mat["Testdata"], dtype=np.float64)
+        if tr.shape != (N_PEOPLE * N_TRAIN, 15) or te.shape != (N_PEOPLE * N_TEST, 15):
+            raise corrupt_file_error("lenk", path, f"Traindata {tr.shape}, Testdata {te.shape}; expected "
+                                     f"({N_PEOPLE * N_TRAIN}, 15) and ({N_PEOPLE * N_TEST}, 15)", f, self.data_source)
+        rows = np.concatenate([tr.reshape(N_PEOPLE, N_TRAIN, 15), te.reshape(N_PEOPLE, N_TEST, 15)], axis=1)
+        profiles = rows[:, :, 1:14].reshape(-1, 13)
+        items, inverse = np.unique(profiles, axis=0, return_inverse=True)
+        index = inverse.reshape(N_PEOPLE, N_TRAIN + N_TEST)
+        ratings = rows[:, :, 14]
+        if self.threshold is None:
+            med = np.median(ratings, axis=1, keepdims=True)
+            y_all = np.where(ratings > med, 1.0, -1.0)
+            rule = "y = +1 if rating > the person's median rating over the 20 computers, else -1"
+        else:
+            y_all = np.where(ratings >= float(self.threshold), 1.0, -1.0)
+            rule = f"y = +1 if rating >= {float(self.threshold):g} (on 0..10), else -1"
+        names = [f"person{p + 1:03d}" for p in range(N_PEOPLE)]
+        labels = list(y_all)
+        keep, dropped = class_count_filter(names, labels, min_minority)
+        if not keep.any():
+            raise no_tasks_error("lenk", problem, f">= {min_minority} ratings per class", N_PEOPLE)
+        idx = np.flatnonzero(keep)
+        return TaskSet.from_shared_items(
+            "lenk", items, [index[p] for p in idx], [labels[p] for p in idx],
+            task_names=[names[p] for p in idx],
+            meta={
+                "label_rule": rule,
+                "feature_names": list(ATTRIBUTES),
+                "preprocessing": "constant column dropped; -1/+1 attribute codes unchanged; "
+                                 "the file's 16/4 train/test division ignored",
+                "minority_filter": {"min_minority": min_minority, "removed": dropped,
+                                    "n_removed": len(dropped)},
+                "n_distinct_profiles": int(items.shape[0]),
+                "source_file": str(path),
+            },
+        )
+
+
+@hookimpl
+def register_datasets(register):
+    register(Lenk)

@@ -1,0 +1,105 @@
+"""School: exam scores of 15,362 students in 139 London secondary schools (one task per school).
+
+Source: Inner London Education Authority data (Goldstein 1991), in the MTL form distributed
+with MALSAR (Zhou, Chen & Ye 2011), ``data/school.mat``: cell arrays ``X`` and ``Y`` of 139
+tasks; ``X{t}`` is n_t x 28 (uint8): year of the exam (3 one-hot columns), % of the school's
+pupils eligible for free meals, % in VR band 1, gender, VR band (3), ethnic group (11), school
+gender (3), school denomination (3) and a constant 1 in column 28; ``Y{t}`` is the exam score
+(1..70).  Redistributed widely in MTL libraries; see docs/datasets.md.
+
+Label rule (the score is a regression target; mtlbench scores AUC):
+    y = +1 if the student's exam score is strictly above the median score of the student's
+    school (task), else -1.
+The median is a per-task definition of the label (each school is its own reference), so tasks
+are near-balanced.  Parameter ``label_rule``: ``"task_median"`` (default) or
+``"global_median"`` (one median over all 15,362 students).
+
+Preprocessing (label-free, recorded in ``meta``): the constant column is dropped (the models
+have no intercept; per-task AUC is invariant to one); the other 27 columns are z-scored with
+means/stds over all rows.  Tasks with fewer than 3 labels of a class would be dropped and
+recorded (none are with the default rule).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mtlbench import TaskSet, hookimpl
+from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
+
+from ._common import MIN_PER_CLASS, FileDataset, class_count_filter, no_tasks_error, read_mat, standardize
+
+SCHOOL_SOURCE = DataSource(
+    dataset="school",
+    files=(DataFile(
+        path="school.mat",
+        sha256="57fb3238fdd03a9aa17276e2ce18d9bbb5d128c3261e794fe6233b58b6909068",
+        url="https://raw.githubusercontent.com/jiayuzhou/MALSAR/master/data/school.mat",
+        size=44759,
+    ),),
+    homepage="https://github.com/jiayuzhou/MALSAR (data/school.mat)",
+    terms="ILEA exam data (Goldstein 1991) as redistributed with MALSAR; widely used in MTL research",
+)
+
+LABEL_RULES = ("task_median", "global_median")
+
+
+class School(FileDataset):
+    name = "school"
+    description = "139 London schools (tasks), 15,362 students, 27 features; label: score above the school's median"
+    source = "ILEA exam scores via MALSAR data/school.mat (github.com/jiayuzhou/MALSAR)"
+    data_source = SCHOOL_SOURCE
+
+    def __init__(self, label_rule: str = "task_median"):
+        self.label_rule = label_rule
+
+    def params(self) -> dict:
+        return {"label_rule": self.label_rule, "standardize": True, "drop_constant_column": True}
+
+    def load(self, problem: str = "school", *, data_dir=None, cache_dir=None) -> TaskSet:
+        self._check_problem(problem)
+        if self.label_rule not in LABEL_RULES:
+            raise ValueError(f"school: label_rule must be one of {LABEL_RULES}, got {self.label_rule!r}")
+        path = self._paths(data_dir, cache_dir)["school.mat"]
+        f = self._file("school.mat")
+        mat = read_mat(path, "school", ("X", "Y"), f, self.data_source)
+        Xc, Yc = mat["X"].ravel(), mat["Y"].ravel()
+        if Xc.shape[0] != Yc.shape[0] or Xc.shape[0] == 0:
+            raise corrupt_file_error("school", path, f"{Xc.shape[0]} feature cells but {Yc.shape[0]} score cells",
+                                     f, self.data_source)
+        Xs = [np.asarray(x, dtype=np.float64) for x in Xc]
+        scores = [np.asarray(y, dtype=np.float64).ravel() for y in Yc]
+        sizes = np.array([x.shape[0] for x in Xs])
+        X_all = np.vstack(Xs)
+        const = np.flatnonzero(np.all(X_all == X_all[0], axis=0))
+        keep_cols = np.setdiff1d(np.arange(X_all.shape[1]), const)
+        Z, std_rec = standardize(X_all[:, keep_cols])
+        if self.label_rule == "task_median":
+            labels = [np.where(s > np.median(s), 1.0, -1.0) for s in scores]
+            rule = "y = +1 if exam score > median score of the task (school), else -1"
+        else:
+            med = float(np.median(np.concatenate(scores)))
+            labels = [np.where(s > med, 1.0, -1.0) for s in scores]
+            rule = f"y = +1 if exam score > global median score ({med:g}), else -1"
+        names = [f"school{t + 1:03d}" for t in range(len(Xs))]
+        keep, dropped = class_count_filter(names, labels, MIN_PER_CLASS)
+        if not keep.any():
+            raise no_tasks_error("school", problem, f">= {MIN_PER_CLASS} labels per class", len(names))
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        Zs = [Z[bounds[t]:bounds[t + 1]] for t in range(len(Xs)) if keep[t]]
+        return TaskSet.from_arrays(
+            "school", Zs, [labels[t] for t in np.flatnonzero(keep)],
+            task_names=[names[t] for t in np.flatnonzero(keep)],
+            meta={
+                "label_rule": rule,
+                "dropped_columns": {"columns": const.tolist(), "reason": "constant (intercept) column"},
+                "standardization": std_rec,
+                "task_filter": {"rule": f"keep tasks with >= {MIN_PER_CLASS} labels of each class",
+                                "dropped": dropped},
+                "source_file": str(path),
+            },
+        )
+
+
+@hookimpl
+def register_datasets(register):
+    register(School)
