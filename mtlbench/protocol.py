@@ -256,6 +256,13 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Sequence[Any]], task
             val_ = getattr(final, attr, None)
             if isinstance(val_, np.ndarray):
                 arrays[attr.rstrip("_")] = val_
+        # Spectral embeddings of the first iterations (TFCL family), for the paper's figure.
+        emb = getattr(final, "embeddings_", None)
+        if emb is not None and len(emb) > 0:
+            try:
+                arrays["embeddings"] = np.stack([np.asarray(e, dtype=np.float64) for e in emb])
+            except ValueError:  # ragged: not stored
+                pass
     return UnitOutcome(
         best_params=best_params, val_auc=best_val, test_auc=test_auc, task_auc=per_task,
         task_names=list(tasks.task_names), n_test=[int(r.shape[0]) for r in split.test],

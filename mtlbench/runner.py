@@ -16,6 +16,7 @@ import contextlib
 import datetime as _dt
 import functools
 import hashlib
+import os
 import platform
 import signal
 import socket
@@ -163,7 +164,8 @@ def versions(model: str | None = None) -> dict[str, str]:
     from . import __version__
 
     out = {"mtlbench": __version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
-           "python": platform.python_version()}
+           "python": platform.python_version(), "cpu_count": str(os.cpu_count()),
+           "platform": platform.platform()}
     if model:
         with contextlib.suppress(Exception):
             info = get_registry().model_plugin(model)
