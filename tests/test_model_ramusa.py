@@ -1,0 +1,101 @@
+"""RAMUSA: each stage's convex subproblem reaches its cvxpy optimum; stages never increase the
+capped-trace objective."""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from mtlbench import TaskSet
+from mtlbench_models._losses import SquaredLoss
+from mtlbench_models._prox import prox_trace
+from mtlbench_models.ramusa import RAMUSA, capped_penalty, stage_solve, svt
+
+
+def _tasks(seed, T=7, d=9, n=14, rank=2):
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, T)) * 1.5
+    Xs, ys = [], []
+    for t in range(T):
+        X = rng.standard_normal((n, d))
+        s = X @ W[:, t] + 0.5 * rng.standard_normal(n)
+        ys.append(np.where(s > np.median(s), 1.0, -1.0))
+        Xs.append(X)
+    return TaskSet.from_arrays("small", Xs, ys)
+
+
+def _cvxpy_stage(tasks, lam, M):
+    d, T = tasks.d, tasks.T
+    W = cp.Variable((d, T))
+    loss = sum(0.5 * cp.sum_squares(tasks.X(t) @ W[:, t] - tasks.y(t)) for t in range(T))
+    obj = loss + lam * cp.normNuc(W) - lam * cp.sum(cp.multiply(M, W))
+    prob = cp.Problem(cp.Minimize(obj))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9)
+    return prob.value
+
+
+def _stage_value(loss, lam, M, W):
+    return loss.value(W) + lam * np.linalg.svd(W, compute_uv=False).sum() - lam * np.sum(M * W)
+
+
+@pytest.mark.parametrize("seed,lam_ratio,theta_ratio",
+                         [(0, 0.05, 0.2), (1, 0.1, 0.5), (2, 0.02, 0.05)])
+def test_every_stage_reaches_its_cvxpy_optimum(seed, lam_ratio, theta_ratio):
+    tasks = _tasks(seed)
+    m = RAMUSA(lam_ratio=lam_ratio, theta_ratio=theta_ratio, tol=1e-11,
+               max_iter=50000).fit(tasks)
+    loss = SquaredLoss(tasks)
+    assert m.n_stages_ >= 2, "the instance should exercise at least one linearised stage"
+    # replay the fit's stage chain with the stored linearisation bases
+    W = np.zeros((tasks.d, tasks.T))
+    for l, (U1, V1) in enumerate(m.stage_bases_):
+        M = U1 @ V1.T if U1.shape[1] else np.zeros((tasks.d, tasks.T))
+        W, _, _, _ = stage_solve(loss, m.lam_, None if l == 0 else M, W, tol=1e-11,
+                                 max_iter=50000)
+        ref = _cvxpy_stage(tasks, m.lam_, M)
+        ours = _stage_value(loss, m.lam_, M, W)
+        assert abs(ours - ref) <= 1e-5 * abs(ref), (l, ours, ref)
+        if l > 0:  # the linear term is a subgradient of h at the previous solution
+            s = np.linalg.svd(Wprev, compute_uv=False)
+            assert U1.shape[1] == int(np.sum(s > m.theta_))
+        Wprev = W
+    np.testing.assert_allclose(W, m.coef_, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_capped_objective_never_increases_across_stages(seed):
+    tasks = _tasks(10 + seed, T=10, d=12, n=20, rank=3)
+    m = RAMUSA(lam_ratio=0.05, theta_ratio=0.1, tol=1e-9, max_iter=20000).fit(tasks)
+    F = np.asarray(m.stage_objectives_)
+    assert np.all(np.diff(F) <= 1e-10 * np.abs(F[:-1])), F
+    assert m.capped_objective(tasks) == pytest.approx(F[-1], rel=1e-10)
+    assert len(m.objective_history_) >= 1
+
+
+def test_svt_matches_lapack_prox_trace():
+    rng = np.random.default_rng(3)
+    for shape in [(40, 7), (7, 40), (9, 9)]:
+        V = rng.standard_normal(shape)
+        for tau in (0.0, 0.5, 2.0, 100.0):
+            X, s = svt(V, tau)
+            Xr, sr = prox_trace(V, tau)
+            np.testing.assert_allclose(X, Xr, atol=1e-10)
+            np.testing.assert_allclose(s, sr, atol=1e-10)
+    assert capped_penalty(np.array([3.0, 1.0, 0.2]), 0.5) == pytest.approx(1.2)
+
+
+def test_ramusa_large_theta_is_trace_norm_and_validation():
+    tasks = _tasks(4)
+    m = RAMUSA(lam_ratio=0.05, theta_ratio=1.5, tol=1e-9).fit(tasks)
+    assert m.n_stages_ == 1  # no singular value above theta: the trace-norm solution
+    np.testing.assert_allclose(m.coef_, m.stage1_coef_)
+    z = RAMUSA(lam_ratio=1.0).fit(tasks)
+    assert np.allclose(z.coef_, 0)
+    with pytest.raises(ValueError, match="ramusa: theta_ratio"):
+        RAMUSA(theta_ratio=-1).fit(tasks)
+    with pytest.raises(ValueError, match="ramusa: max_stages"):
+        RAMUSA(max_stages=0).fit(tasks)
+    a = RAMUSA(tol=1e-8).fit(tasks)
+    b = RAMUSA(tol=1e-8).fit(tasks, init=a)
+    assert b.capped_objective(tasks) == pytest.approx(a.capped_objective(tasks), rel=1e-5)
+    assert a.decision_function(tasks.X(1), 1).shape == (tasks.X(1).shape[0],)
