@@ -1,0 +1,110 @@
+"""Plugin discovery through real entry points: resilience, strict mode, name conflicts."""
+import pytest
+from click.testing import CliRunner
+
+from mtlbench import PluginConflictError, PluginError
+from mtlbench.cli import cli
+from mtlbench.plugins import Registry, get_registry
+
+from plugin_fixtures import activate, write_distribution
+
+GOOD = """
+import numpy as np
+from mtlbench import LinearMTLModel, hookimpl
+
+class Mean(LinearMTLModel):
+    name = "tp-mean"
+    search_space = {"lam": [1.0]}
+    def __init__(self, lam=1.0):
+        self.lam = lam
+    def fit(self, tasks, init=None):
+        self.coef_ = np.column_stack([tasks.X(t).T @ tasks.y(t) for t in range(tasks.T)])
+        return self
+
+@hookimpl
+def register_models(register):
+    register(Mean)
+"""
+
+BROKEN_IMPORT = "import this_module_does_not_exist_anywhere\n"
+
+BROKEN_REGISTER = """
+from mtlbench import hookimpl
+
+@hookimpl
+def register_models(register):
+    raise RuntimeError("boom while registering")
+"""
+
+CLASH = """
+from mtlbench import hookimpl
+from mtlbench_models.lasso import LASSO
+
+class Other(LASSO):
+    name = "lasso"
+
+@hookimpl
+def register_models(register):
+    register(Other)
+"""
+
+
+@pytest.fixture
+def broken_env(tmp_path, monkeypatch):
+    write_distribution(tmp_path / "site", "tp-plugins", "0.3",
+                       {"tp_good": GOOD, "tp_broken": BROKEN_IMPORT, "tp_reg": BROKEN_REGISTER},
+                       {"tp-good": "tp_good", "tp-broken": "tp_broken", "tp-reg": "tp_reg"})
+    activate(monkeypatch, tmp_path / "site")
+
+
+def test_broken_plugins_are_reported_and_the_rest_works(broken_env):
+    with pytest.warns(UserWarning, match="tp-broken"):
+        reg = get_registry()
+    assert "tp-mean" in reg.model_names and "lasso" in reg.model_names
+    failures = {f.name: f for f in reg.failures}
+    assert failures["tp-broken"].stage == "import"
+    assert failures["tp-broken"].distribution == "tp-plugins"
+    assert "this_module_does_not_exist_anywhere" in failures["tp-broken"].error
+    assert failures["tp-reg"].stage == "register_models"
+    assert "boom while registering" in failures["tp-reg"].error
+    assert reg.model_plugin("tp-mean").distribution == "tp-plugins"
+    assert reg.model_plugin("tp-mean").version == "0.3"
+
+
+def test_broken_plugin_does_not_take_the_cli_down(broken_env, tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(cli, ["plugins"])
+    assert res.exit_code == 0, res.output
+    assert "tp-broken" in res.output and "tp-plugins" in res.output
+    assert "ModuleNotFoundError" in res.output
+    res = runner.invoke(cli, ["compare", "--models", "tp-mean,stl", "--reps", "1",
+                              "--store", str(tmp_path / "r.sqlite")])
+    assert res.exit_code == 0, res.output
+    assert "tp-mean" in res.output and "stl" in res.output
+
+
+def test_strict_mode_turns_a_failure_into_an_error(broken_env, monkeypatch):
+    monkeypatch.setenv("MTLBENCH_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match=r"failed at .*MTLBENCH_STRICT_PLUGINS is set"):
+        Registry().load_entry_points()
+    res = CliRunner().invoke(cli, ["models"])
+    assert res.exit_code == 2 and "Error:" in res.output and "Traceback" not in res.output
+
+
+def test_two_plugins_with_one_name_is_an_error_naming_both(tmp_path, monkeypatch):
+    write_distribution(tmp_path / "site", "tp-clash", "9.9", {"tp_clash": CLASH},
+                       {"tp-clash": "tp_clash"})
+    activate(monkeypatch, tmp_path / "site")
+    with pytest.raises(PluginConflictError) as info:
+        Registry().load_entry_points()
+    msg = str(info.value)
+    assert "'lasso'" in msg and "tp-clash 9.9" in msg and "mtlbench" in msg
+    res = CliRunner().invoke(cli, ["models"])
+    assert res.exit_code == 2 and "registered twice" in res.output
+
+
+def test_builtins_are_registered_through_entry_points():
+    reg = Registry().load_entry_points()
+    for name in ("stl", "lasso"):
+        assert reg.model_plugin(name).distribution == "mtlbench"
+    assert reg.dataset_plugin("simulated").distribution == "mtlbench"
