@@ -82,6 +82,17 @@ def standardize(X: np.ndarray, *, columns: np.ndarray | None = None) -> tuple[np
     return X, rec
 
 
+BIAS_NOTE = ("a constant 1 feature is appended (the models have no intercept; with it each task "
+             "learns an offset, penalised like any weight); bias=False leaves it out")
+
+
+def add_bias(X: np.ndarray, bias: bool) -> np.ndarray:
+    """``X`` with a constant-1 column appended when ``bias`` is true."""
+    if not bias:
+        return X
+    return np.hstack([X, np.ones((X.shape[0], 1))])
+
+
 def class_count_filter(task_names: Sequence[str], labels: Sequence[np.ndarray],
                        min_per_class: int) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Which tasks have at least ``min_per_class`` labels of each class.

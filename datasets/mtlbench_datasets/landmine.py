@@ -11,7 +11,10 @@ or desert.  No licence is stated; research use.
 Label rule: the given label, 1 -> +1 (landmine), 0 -> -1 (clutter).
 
 Preprocessing (label-free, recorded in ``meta``): the 9 features are z-scored with means/stds
-over all 14,820 rows (their raw scales differ by an order of magnitude).  Every task keeps both
+over all 14,820 rows (their raw scales differ by an order of magnitude), then a constant 1
+feature is appended (parameter ``bias``, default True; d = 10): the models have no intercept,
+and with 6% positives an intercept-free least-squares fit loses much of its ranking quality
+(STL ridge, 3 random 70/30 splits: mean AUC 0.67 without, 0.76 with the constant feature).  Every task keeps both
 classes with at least 3 labels each (the smallest field has 15 positives); a task failing that
 would be dropped and recorded.
 """
@@ -22,7 +25,7 @@ import numpy as np
 from mtlbench import TaskSet, hookimpl
 from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
 
-from ._common import MIN_PER_CLASS, FileDataset, class_count_filter, no_tasks_error, read_mat, standardize
+from ._common import BIAS_NOTE, MIN_PER_CLASS, FileDataset, add_bias, class_count_filter, no_tasks_error, read_mat, standardize
 
 LANDMINE_SOURCE = DataSource(
     dataset="landmine",
@@ -41,12 +44,15 @@ LANDMINE_SOURCE = DataSource(
 
 class Landmine(FileDataset):
     name = "landmine"
-    description = "29 mine fields (tasks), 14,820 radar objects, 9 features; label: landmine vs clutter"
+    description = "29 mine fields (tasks), 14,820 radar objects, 9 features + bias; label: landmine vs clutter"
     source = "Xue et al., JMLR 2007 (Duke landmine data), via github.com/daizhongxiang/Federated_Bayesian_Optimization"
     data_source = LANDMINE_SOURCE
 
+    def __init__(self, bias: bool = True):
+        self.bias = bias
+
     def params(self) -> dict:
-        return {"standardize": True}
+        return {"standardize": True, "bias": bool(self.bias)}
 
     def load(self, problem: str = "landmine", *, data_dir=None, cache_dir=None) -> TaskSet:
         self._check_problem(problem)
@@ -66,6 +72,7 @@ class Landmine(FileDataset):
         labels = [np.where(y == 1, 1.0, -1.0) for y in raw]
         sizes = np.array([x.shape[0] for x in Xs])
         Z, std_rec = standardize(np.vstack(Xs))
+        Z = add_bias(Z, bool(self.bias))
         names = [f"field{t + 1:02d}" for t in range(len(Xs))]
         keep, dropped = class_count_filter(names, labels, MIN_PER_CLASS)
         if not keep.any():
@@ -78,6 +85,7 @@ class Landmine(FileDataset):
             meta={
                 "label_rule": "y = +1 if the object is a landmine (label 1), -1 if clutter (label 0)",
                 "standardization": std_rec,
+                "bias": BIAS_NOTE if self.bias else "no constant feature (bias=False)",
                 "task_filter": {"rule": f"keep tasks with >= {MIN_PER_CLASS} labels of each class",
                                 "dropped": dropped},
                 "terrain": {"foliated": names[:15], "bare_earth_or_desert": names[15:]},

@@ -23,8 +23,9 @@ Label rule (parameter ``threshold``):
 People with fewer than ``min_minority`` (default 3, the protocol's minimum) ratings of either
 class (e.g. someone who rates everything the same) are removed and recorded in ``meta``.
 
-Preprocessing: the constant column is dropped (the models have no intercept); the -1/+1
-attribute codes are kept as they are (already centred and on one scale).
+Preprocessing: the -1/+1 attribute codes are kept as they are (already centred and on one
+scale); the file's constant column is kept as a constant 1 feature (parameter ``bias``, default
+True; the models have no intercept), so d = 14.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ import numpy as np
 from mtlbench import TaskSet, hookimpl
 from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
 
-from ._common import FileDataset, check_min_minority, class_count_filter, no_tasks_error, read_mat
+from ._common import BIAS_NOTE, FileDataset, add_bias, check_min_minority, class_count_filter, no_tasks_error, read_mat
 
 LENK_SOURCE = DataSource(
     dataset="lenk",
@@ -59,12 +60,13 @@ class Lenk(FileDataset):
     source = "Lenk et al. 1996 conjoint survey, via github.com/prolearner/onlineLTL data/lenk_data.mat"
     data_source = LENK_SOURCE
 
-    def __init__(self, threshold: float | None = None, min_minority: int = 3):
+    def __init__(self, threshold: float | None = None, min_minority: int = 3, bias: bool = True):
         self.threshold = threshold
         self.min_minority = min_minority
+        self.bias = bias
 
     def params(self) -> dict:
-        return {"threshold": self.threshold, "min_minority": self.min_minority}
+        return {"threshold": self.threshold, "min_minority": self.min_minority, "bias": bool(self.bias)}
 
     def load(self, problem: str = "lenk", *, data_dir=None, cache_dir=None) -> TaskSet:
         self._check_problem(problem)
@@ -82,6 +84,7 @@ class Lenk(FileDataset):
         rows = np.concatenate([tr.reshape(N_PEOPLE, N_TRAIN, 15), te.reshape(N_PEOPLE, N_TEST, 15)], axis=1)
         profiles = rows[:, :, 1:14].reshape(-1, 13)
         items, inverse = np.unique(profiles, axis=0, return_inverse=True)
+        items = add_bias(items, bool(self.bias))
         index = inverse.reshape(N_PEOPLE, N_TRAIN + N_TEST)
         ratings = rows[:, :, 14]
         if self.threshold is None:
@@ -102,9 +105,9 @@ class Lenk(FileDataset):
             task_names=[names[p] for p in idx],
             meta={
                 "label_rule": rule,
-                "feature_names": list(ATTRIBUTES),
-                "preprocessing": "constant column dropped; -1/+1 attribute codes unchanged; "
-                                 "the file's 16/4 train/test division ignored",
+                "feature_names": list(ATTRIBUTES) + (["bias"] if self.bias else []),
+                "preprocessing": "-1/+1 attribute codes unchanged; the file's 16/4 train/test "
+                                 "division ignored; " + (BIAS_NOTE if self.bias else "no constant feature"),
                 "minority_filter": {"min_minority": min_minority, "removed": dropped,
                                     "n_removed": len(dropped)},
                 "n_distinct_profiles": int(items.shape[0]),

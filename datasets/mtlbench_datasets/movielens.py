@@ -15,7 +15,8 @@ Item features (label-free; parameter ``features``):
       the all-zero row);
     * the release year parsed from the title's trailing "(YYYY)" (movies without one get the
       mean year);
-then every column is z-scored over the movies that appear in the kept users' ratings.  Rating
+then every column is z-scored over the movies that appear in the kept users' ratings, and a
+constant 1 feature is appended (parameter ``bias``, default True: the models have no intercept).  Rating
 values are never used for features (no mean-rating or popularity feature: those would leak the
 test labels of other splits).
 
@@ -31,7 +32,7 @@ import numpy as np
 from mtlbench import TaskSet, hookimpl
 from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
 
-from ._common import FileDataset, check_min_minority, class_count_filter, no_tasks_error, standardize
+from ._common import BIAS_NOTE, FileDataset, add_bias, check_min_minority, class_count_filter, no_tasks_error, standardize
 
 _BASE = "https://raw.githubusercontent.com/ElenaXu98/movie-ranking-list/master/ml-latest-small"
 MOVIELENS_SOURCE = DataSource(
@@ -63,14 +64,16 @@ class MovieLens(FileDataset):
     source = "GroupLens ml-latest-small 2016 (Harper & Konstan 2015), via github.com/ElenaXu98/movie-ranking-list"
     data_source = MOVIELENS_SOURCE
 
-    def __init__(self, like_threshold: float = 4.0, min_minority: int = 8, features: str = "genres+year"):
+    def __init__(self, like_threshold: float = 4.0, min_minority: int = 8, features: str = "genres+year",
+                 bias: bool = True):
         self.like_threshold = like_threshold
         self.min_minority = min_minority
         self.features = features
+        self.bias = bias
 
     def params(self) -> dict:
         return {"like_threshold": self.like_threshold, "min_minority": self.min_minority,
-                "features": self.features, "standardize": True}
+                "features": self.features, "standardize": True, "bias": bool(self.bias)}
 
     def load(self, problem: str = "movielens", *, data_dir=None, cache_dir=None) -> TaskSet:
         import pandas as pd
@@ -134,6 +137,9 @@ class MovieLens(FileDataset):
             cols.append(years[:, None])
             feature_names.append("year")
         Z, std_rec = standardize(np.hstack(cols))
+        Z = add_bias(Z, bool(self.bias))
+        if self.bias:
+            feature_names.append("bias")
 
         # per kept user: positions of their rows within kept_rows
         sizes = np.array([bounds[i + 1] - bounds[i] for i in np.flatnonzero(keep)])
@@ -148,7 +154,8 @@ class MovieLens(FileDataset):
                 "features": (f"{self.features}: genre 0/1 indicators"
                              + (f" + release year from the title ({year_missing} missing -> mean year)"
                                 if self.features == "genres+year" else "")
-                             + "; z-scored over the kept movies; ratings never used"),
+                             + "; z-scored over the kept movies; ratings never used; "
+                             + (BIAS_NOTE if self.bias else "no constant feature")),
                 "standardization": std_rec,
                 "minority_filter": {"min_minority": min_minority,
                                     "rule": f"users with < {min_minority} ratings of their minority class removed",

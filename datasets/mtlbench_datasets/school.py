@@ -14,9 +14,10 @@ The median is a per-task definition of the label (each school is its own referen
 are near-balanced.  Parameter ``label_rule``: ``"task_median"`` (default) or
 ``"global_median"`` (one median over all 15,362 students).
 
-Preprocessing (label-free, recorded in ``meta``): the constant column is dropped (the models
-have no intercept; per-task AUC is invariant to one); the other 27 columns are z-scored with
-means/stds over all rows.  Tasks with fewer than 3 labels of a class would be dropped and
+Preprocessing (label-free, recorded in ``meta``): the 27 non-constant columns are z-scored with
+means/stds over all rows; the file's constant column is kept as a constant 1 feature (parameter
+``bias``, default True: the models have no intercept, and without an offset the squared loss
+fits the label mean through the features), so d = 28.  Tasks with fewer than 3 labels of a class would be dropped and
 recorded (none are with the default rule).
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from mtlbench import TaskSet, hookimpl
 from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
 
-from ._common import MIN_PER_CLASS, FileDataset, class_count_filter, no_tasks_error, read_mat, standardize
+from ._common import BIAS_NOTE, MIN_PER_CLASS, FileDataset, add_bias, class_count_filter, no_tasks_error, read_mat, standardize
 
 SCHOOL_SOURCE = DataSource(
     dataset="school",
@@ -45,15 +46,16 @@ LABEL_RULES = ("task_median", "global_median")
 
 class School(FileDataset):
     name = "school"
-    description = "139 London schools (tasks), 15,362 students, 27 features; label: score above the school's median"
+    description = "139 London schools (tasks), 15,362 students, 27 features + bias; label: score above the school's median"
     source = "ILEA exam scores via MALSAR data/school.mat (github.com/jiayuzhou/MALSAR)"
     data_source = SCHOOL_SOURCE
 
-    def __init__(self, label_rule: str = "task_median"):
+    def __init__(self, label_rule: str = "task_median", bias: bool = True):
         self.label_rule = label_rule
+        self.bias = bias
 
     def params(self) -> dict:
-        return {"label_rule": self.label_rule, "standardize": True, "drop_constant_column": True}
+        return {"label_rule": self.label_rule, "standardize": True, "bias": bool(self.bias)}
 
     def load(self, problem: str = "school", *, data_dir=None, cache_dir=None) -> TaskSet:
         self._check_problem(problem)
@@ -73,6 +75,7 @@ class School(FileDataset):
         const = np.flatnonzero(np.all(X_all == X_all[0], axis=0))
         keep_cols = np.setdiff1d(np.arange(X_all.shape[1]), const)
         Z, std_rec = standardize(X_all[:, keep_cols])
+        Z = add_bias(Z, bool(self.bias))
         if self.label_rule == "task_median":
             labels = [np.where(s > np.median(s), 1.0, -1.0) for s in scores]
             rule = "y = +1 if exam score > median score of the task (school), else -1"
@@ -91,7 +94,8 @@ class School(FileDataset):
             task_names=[names[t] for t in np.flatnonzero(keep)],
             meta={
                 "label_rule": rule,
-                "dropped_columns": {"columns": const.tolist(), "reason": "constant (intercept) column"},
+                "constant_columns": {"columns": const.tolist(),
+                                     "handling": "removed before z-scoring; " + (BIAS_NOTE if self.bias else "bias=False: no constant feature")},
                 "standardization": std_rec,
                 "task_filter": {"rule": f"keep tasks with >= {MIN_PER_CLASS} labels of each class",
                                 "dropped": dropped},

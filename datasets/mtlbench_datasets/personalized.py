@@ -1,0 +1,633 @@
+"""Personalized attribute data in one documented folder layout; Shoes and SUN as named instances.
+
+Each *attribute* is a problem; each *user* (annotator) is a task; the items (images) are shared
+by all users and stored once (``TaskSet.from_shared_items``).
+
+Folder layout (what ``mtlbench import-attributes`` writes; details in docs/datasets.md)::
+
+    <folder>/
+      features.npy   float array (n_items, d): one row of features per item (np.save, no pickle)
+      items.txt      n_items lines: the item id of each row of features.npy, in order
+                     (optional: without it, item ids are the row numbers 0 .. n_items-1)
+      labels.csv     header "user,item,attribute,label"; one row per personal label;
+                     label in {-1, +1} (or {0, 1}: 0 means -1); attribute names are normalised
+                     (lower case, spaces and hyphens -> "_")
+      dataset.json   optional: {"name", "attributes", "source", "features"} (shown by the CLI)
+
+Where the folder is looked for (dataset ``shoes``; ``sun`` alike): ``<data-dir>/shoes/``, then
+``<data-dir>/`` itself if it holds ``labels.csv``, then ``$MTLBENCH_SHOES_DIR``, then
+``<cache-dir>/shoes/``.  ``<data-dir>`` is ``--data-dir`` or ``$MTLBENCH_DATA_DIR``.
+
+Preprocessing (the TFCL paper, Sec. "Shoes Dataset", "Pre-processing"; recorded in ``meta``):
+
+1. duplicate labels of one (user, item, attribute) are merged by majority vote (ties dropped);
+2. **PCA** of the item features, ``n_components`` (default 100; the paper does not state its
+   number) - fitted on the feature rows of *all* items in ``features.npy`` (unsupervised: no
+   label is looked at, so no test label leaks); scores are divided by one global scale
+   sqrt(mean kept eigenvalue) so features are O(1) while the relative variances stay; the
+   components' explained-variance ratios are recorded.  ``n_components=None`` only centres.
+   Solver: eigendecomposition of the d x d covariance (or n x n Gram matrix when n < d) with
+   ``scipy.linalg.eigh(subset_by_index=...)`` for the top k pairs; component signs are fixed
+   (largest |loading| positive), so results are deterministic.  Accuracy: that of LAPACK's
+   symmetric eigensolver (relative eigenvalue error ~ 1e-15 * lambda_max / lambda_i);
+3. **minority-class filter**: users with fewer than ``min_minority`` (default 8, the paper's
+   "less than 8 annotations for the minority class") labels of their minority class are
+   removed; removed users are recorded.  The TaskSet keeps only the items the kept users
+   labelled.
+4. no constant feature by default (the paper states none); ``bias=True`` appends one.
+
+Shoes (Kovashka & Grauman, "Discovering attribute shades of meaning with the crowd", IJCV
+2015; features: GIST + colour histogram of WhittleSearch, Kovashka et al. CVPR 2012):
+problems ``brown comfortable fashionable formal open ornate pointy``.  SUN (same work; SUN
+Attribute images, Patterson & Hays 2012; features: 2048-d Inception-V3): problems
+``cluttered modern open_area rustic soothing``.  Neither has a known public download; both
+read the user's local copy.
+
+``mtlbench import-attributes`` (registered through ``register_commands``) turns CSV/NPY files
+into the layout; :func:`import_attributes` is the same as a function.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Sequence
+
+import numpy as np
+
+from mtlbench import Dataset, TaskSet, hookimpl
+from mtlbench.dataset import default_cache_dir, resolve_data_dir
+from mtlbench.errors import DatasetUnavailableError, DataValidationError, MTLBenchError, UnknownNameError
+
+from ._common import BIAS_NOTE, add_bias, check_min_minority, class_count_filter
+
+FEATURES_FILE = "features.npy"
+ITEMS_FILE = "items.txt"
+LABELS_FILE = "labels.csv"
+META_FILE = "dataset.json"
+LABEL_COLUMNS = ("user", "item", "attribute", "label")
+
+LAYOUT_HELP = f"""\
+folder layout (personalized attributes; one problem per attribute, one task per user):
+  {FEATURES_FILE}  float array (n_items, d), one feature row per item (numpy.save, no pickle)
+  {ITEMS_FILE}     n_items lines: item id of each row of {FEATURES_FILE} (optional; default: row numbers)
+  {LABELS_FILE}    CSV with header user,item,attribute,label; label in {{-1,+1}} or {{0,1}}
+  {META_FILE}  optional: {{"name", "attributes", "source", "features"}}
+build it from CSV/NPY files with `mtlbench import-attributes --help`; see docs/datasets.md"""
+
+
+def normalize_attribute(name: str) -> str:
+    """Attribute spelling used as problem name: lower case, spaces and hyphens -> '_'."""
+    return "_".join(str(name).strip().lower().replace("-", " ").split())
+
+
+# --------------------------------------------------------------------------- PCA
+def pca(F: np.ndarray, n_components: int | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Centre ``F`` (n x d) and project on its top principal components (label-free).
+
+    Returns the (n x k) scores divided by sqrt(mean of the k kept eigenvalues) and a record
+    with the explained-variance ratios.  ``n_components=None`` only centres (k = d).
+    """
+    F = np.asarray(F, dtype=np.float64)
+    n, d = F.shape
+    mu = F.mean(axis=0)
+    Xc = F - mu
+    if n_components is None:
+        sd = np.sqrt(np.mean(np.sum(Xc * Xc, axis=0)) / max(n - 1, 1))
+        scale = sd if sd > 0 else 1.0
+        return Xc / scale, {"n_components": None, "method": "centred only (no PCA)",
+                            "scale": float(scale), "fitted_on": f"features of all {n} items; labels unused"}
+    k = int(min(n_components, d, max(n - 1, 1)))
+    total = float(np.sum(Xc * Xc) / max(n - 1, 1))
+    from scipy.linalg import eigh
+
+    if d <= n:
+        C = Xc.T @ Xc / max(n - 1, 1)
+        ev, V = eigh(C, subset_by_index=[d - k, d - 1])
+        ev, V = ev[::-1], V[:, ::-1]
+    else:  # fewer items than features: eigenvectors of the Gram matrix
+        G = Xc @ Xc.T / max(n - 1, 1)
+        ev, U = eigh(G, subset_by_index=[n - k, n - 1])
+        ev, U = ev[::-1], U[:, ::-1]
+        pos = ev > 1e-12 * max(ev[0], 1e-300)
+        ev, U = ev[pos], U[:, pos]
+        V = Xc.T @ U / np.sqrt(ev * max(n - 1, 1))
+        k = ev.shape[0]
+    ev = np.maximum(ev, 0.0)
+    flip = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
+    V = V * np.where(flip == 0, 1.0, flip)
+    scores = Xc @ V
+    mean_ev = float(ev.mean()) if ev.size else 0.0
+    scale = np.sqrt(mean_ev) if mean_ev > 0 else 1.0
+    ratio = ev / total if total > 0 else np.zeros_like(ev)
+    rec = {
+        "n_components": int(k), "requested": int(n_components),
+        "explained_variance_ratio": [round(float(r), 6) for r in ratio],
+        "explained_total": round(float(ratio.sum()), 6),
+        "scale": float(scale),
+        "fitted_on": f"features of all {n} items in {FEATURES_FILE} (unsupervised; labels unused)",
+        "method": "top-k eigenpairs of the covariance (scipy.linalg.eigh subset), signs fixed; "
+                  "scores / sqrt(mean kept eigenvalue)",
+    }
+    return scores / scale, rec
+
+
+# --------------------------------------------------------------------------- reading the layout
+def _read_labels(path: Path, where: str):
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path, dtype={"user": str, "item": str, "attribute": str}, keep_default_na=False)
+    except Exception as exc:  # noqa: BLE001
+        raise DatasetUnavailableError(f"{where}: {path} cannot be read as CSV ({type(exc).__name__}: {exc})") from None
+    missing = [c for c in LABEL_COLUMNS if c not in df.columns]
+    if missing:
+        raise DatasetUnavailableError(
+            f"{where}: {path} lacks column(s) {missing}; it has {list(df.columns)}. "
+            f"Expected header: {','.join(LABEL_COLUMNS)}")
+    lab = pd.to_numeric(df["label"], errors="coerce")
+    if lab.isna().any():
+        r = int(np.flatnonzero(lab.isna().to_numpy())[0])
+        raise DataValidationError(f"{where}: {path} row {r + 2}: label {df['label'].iloc[r]!r} is not a number")
+    vals = set(np.unique(lab.to_numpy()).tolist())
+    if vals <= {0.0, 1.0}:
+        y = np.where(lab.to_numpy() > 0, 1.0, -1.0)
+    elif vals <= {-1.0, 1.0}:
+        y = lab.to_numpy(dtype=np.float64)
+    else:
+        raise DataValidationError(
+            f"{where}: {path}: labels must be in {{-1, +1}} (or {{0, 1}}), found {sorted(vals)[:6]}")
+    attrs = df["attribute"].map(normalize_attribute).to_numpy(dtype=object)
+    return df["user"].to_numpy(dtype=object), df["item"].to_numpy(dtype=object), attrs, y
+
+
+def _file_key(p: Path) -> tuple:
+    st = p.stat()
+    return (str(p.resolve()), st.st_size, st.st_mtime_ns)
+
+
+class PersonalizedAttributes(Dataset):
+    """A personalized-attribute dataset in the folder layout of this module.
+
+    Subclass and set ``name``, ``attributes`` (problem names, normalised spelling),
+    ``description``, ``source`` to make a named instance (see ``Shoes``, ``SUN``); the generic
+    instance ``personalized`` reads whatever attributes its folder holds.
+
+    Parameters
+    ----------
+    n_components : int or None
+        PCA components of the item features (None: no PCA, only centring).
+    min_minority : int
+        Users with fewer labels of their minority class are removed (>= 3).
+    """
+
+    name: ClassVar[str] = "personalized"
+    description: ClassVar[str] = ("any personalized-attribute data in the documented folder layout "
+                                  "(--data-dir DIR holding labels.csv, features.npy)")
+    source: ClassVar[str] = "your own data (see docs/datasets.md, `mtlbench import-attributes`)"
+    attributes: ClassVar[tuple[str, ...]] = ()
+    attribute_aliases: ClassVar[dict[str, str]] = {}
+    get_it: ClassVar[str] = "build it from your CSV/NPY files with `mtlbench import-attributes`"
+
+    def __init__(self, n_components: int | None = 100, min_minority: int = 8, bias: bool = False):
+        self.n_components = n_components
+        self.min_minority = min_minority
+        self.bias = bias
+        self._cache: dict[tuple, Any] = {}
+
+    # ---------------------------------------------------------------- contract
+    def problems(self, data_dir=None) -> list[str]:
+        if self.attributes:
+            return list(self.attributes)
+        folder = self._find_folder(data_dir, None)
+        if folder is None:
+            return []
+        meta = self._read_meta(folder)
+        if isinstance(meta.get("attributes"), list):
+            return [normalize_attribute(a) for a in meta["attributes"]]
+        _, _, attrs, _ = self._labels(folder)
+        return sorted(set(attrs.tolist()))
+
+    def params(self) -> dict:
+        return {"n_components": self.n_components, "min_minority": self.min_minority, "bias": bool(self.bias)}
+
+    def availability(self, *, data_dir=None, cache_dir=None) -> str:
+        ddir = resolve_data_dir(data_dir)
+        for folder, kind in self._candidates(ddir, cache_dir):
+            if ((folder / LABELS_FILE).is_file() and (folder / FEATURES_FILE).is_file()
+                    and self._name_matches(folder)):
+                return "cached" if kind == "cache" else "in data-dir"
+        return "needs local files"
+
+    def layout_help(self) -> str:
+        where = (f"looked for in <data-dir>/{self.name}/, <data-dir>/, ${self._env_var()}, "
+                 f"<cache-dir>/{self.name}/")
+        probs = (f"problems (attribute column values): {', '.join(self.attributes)}\n"
+                 if self.attributes else "problems: the attribute values found in labels.csv\n")
+        return f"{LAYOUT_HELP}\n{probs}{where}\nget the data: {self.get_it}"
+
+    def load(self, problem: str, *, data_dir=None, cache_dir=None) -> TaskSet:
+        folder = self._find_folder(data_dir, cache_dir)
+        if folder is None:
+            raise DatasetUnavailableError(self._missing_message(data_dir, cache_dir))
+        attr = normalize_attribute(problem)
+        attr = self.attribute_aliases.get(attr, attr)
+        if self.attributes and attr not in self.attributes:
+            raise UnknownNameError(
+                f"{self.name}: unknown problem {problem!r}; problems: {', '.join(self.attributes)}")
+        min_minority = check_min_minority(self.name, self.min_minority)
+        k = self.n_components
+        if k is not None and (int(k) != k or k < 1):
+            raise ValueError(f"{self.name}: n_components must be a positive integer or None, got {k!r}")
+        where = f"{self.name} ({folder})"
+        items_feat, item_ids, pca_rec = self._features(folder, where)
+        users, items, attrs, y = self._labels(folder)
+        sel = attrs == attr
+        if not sel.any():
+            found = sorted(set(attrs.tolist()))
+            raise UnknownNameError(
+                f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; attributes found: "
+                f"{', '.join(found[:20])}")
+        users, items, y = users[sel], items[sel], y[sel]
+        pos = {iid: r for r, iid in enumerate(item_ids)}
+        rows = np.fromiter((pos.get(i, -1) for i in items), dtype=np.int64, count=items.shape[0])
+        if (rows < 0).any():
+            bad = sorted(set(items[rows < 0].tolist()))
+            raise DataValidationError(
+                f"{where}: {len(bad)} item id(s) of {LABELS_FILE} have no row in {FEATURES_FILE} "
+                f"(ids from {ITEMS_FILE if (folder / ITEMS_FILE).is_file() else 'row numbers'}), "
+                f"e.g. {bad[:5]}")
+        # merge duplicate (user, item) labels by majority vote; ties dropped
+        uniq_users, uidx = np.unique(users.astype(str), return_inverse=True)
+        key = uidx.astype(np.int64) * (len(item_ids) + 1) + rows
+        order = np.argsort(key, kind="stable")
+        key_s, y_s = key[order], y[order]
+        ukeys, start, counts = np.unique(key_s, return_index=True, return_counts=True)
+        vote = np.add.reduceat(y_s, start)
+        n_dup_pairs = int(np.count_nonzero(counts > 1))
+        ties = vote == 0
+        ukeys, vote = ukeys[~ties], vote[~ties]
+        y_m = np.sign(vote)
+        u_m = ukeys // (len(item_ids) + 1)
+        r_m = ukeys % (len(item_ids) + 1)
+        bounds = np.searchsorted(u_m, np.arange(uniq_users.shape[0] + 1))
+        labels = [y_m[bounds[u]:bounds[u + 1]] for u in range(uniq_users.shape[0])]
+        keep, dropped = class_count_filter(list(uniq_users), labels, min_minority)
+        kept = np.flatnonzero(keep)
+        if kept.size == 0:
+            raise DatasetUnavailableError(
+                f"{where}/{attr}: no user has >= {min_minority} labels of each class "
+                f"({uniq_users.shape[0]} users before the filter); lower min_minority or add labels")
+        used_rows = np.unique(np.concatenate([r_m[bounds[u]:bounds[u + 1]] for u in kept]))
+        remap = np.full(len(item_ids), -1, dtype=np.int64)
+        remap[used_rows] = np.arange(used_rows.shape[0])
+        index = [remap[r_m[bounds[u]:bounds[u + 1]]] for u in kept]
+        meta = self._read_meta(folder)
+        return TaskSet.from_shared_items(
+            f"{self.name}/{attr}", add_bias(items_feat[used_rows], bool(self.bias)), index, [labels[u] for u in kept],
+            task_names=[str(uniq_users[u]) for u in kept],
+            meta={
+                "attribute": attr,
+                "label_rule": "labels as given in labels.csv ({0,1} mapped to {-1,+1}); duplicate "
+                              "(user, item) labels merged by majority vote, ties dropped",
+                "duplicates": {"pairs_with_several_labels": n_dup_pairs, "ties_dropped": int(ties.sum())},
+                "pca": pca_rec,
+                "minority_filter": {"min_minority": min_minority,
+                                    "rule": f"users with < {min_minority} labels of their minority class removed",
+                                    "removed": dropped, "n_removed": len(dropped),
+                                    "n_users_before": int(uniq_users.shape[0])},
+                "item_ids": np.asarray([item_ids[r] for r in used_rows], dtype=object),
+                "bias": BIAS_NOTE if self.bias else "no constant feature (bias=False, the paper's preprocessing)",
+                "folder": str(folder),
+                "source": meta.get("source", self.source),
+                "feature_description": meta.get("features", ""),
+            },
+        )
+
+    # ---------------------------------------------------------------- helpers
+    def _env_var(self) -> str:
+        return f"MTLBENCH_{self.name.upper().replace('-', '_')}_DIR"
+
+    def _candidates(self, ddir: Path | None, cache_dir) -> list[tuple[Path, str]]:
+        out: list[tuple[Path, str]] = []
+        if ddir is not None:
+            out.append((ddir / self.name, "data"))
+            out.append((ddir, "data"))
+        env = os.environ.get(self._env_var())
+        if env:
+            out.append((Path(env).expanduser(), "data"))
+        cdir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        out.append((cdir / self.name, "cache"))
+        return out
+
+    def _find_folder(self, data_dir, cache_dir) -> Path | None:
+        ddir = resolve_data_dir(data_dir)
+        for folder, _ in self._candidates(ddir, cache_dir):
+            if (folder / LABELS_FILE).is_file() and self._name_matches(folder):
+                return folder
+        return None
+
+    def _name_matches(self, folder: Path) -> bool:
+        """A folder whose dataset.json names another data set is not ours (generic: any)."""
+        if not self.attributes:
+            return True
+        declared = self._read_meta(folder).get("name")
+        return not declared or normalize_attribute(declared) == normalize_attribute(self.name)
+
+    def _missing_message(self, data_dir, cache_dir) -> str:
+        ddir = resolve_data_dir(data_dir)
+        looked = [str(f) for f, _ in self._candidates(ddir, cache_dir)]
+        dd = ("no data folder given (use --data-dir DIR or set $MTLBENCH_DATA_DIR)" if ddir is None
+              else f"data folder: {ddir}")
+        return (f"{self.name}: the data is not available locally ({dd}).\n"
+                f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
+                f"{LAYOUT_HELP}\n"
+                + (f"problems (attribute values): {', '.join(self.attributes)}\n" if self.attributes else "")
+                + f"get the data: {self.get_it}\n"
+                f"no checksum is defined: this data set has no canonical public copy.")
+
+    def _read_meta(self, folder: Path) -> dict:
+        p = folder / META_FILE
+        if not p.is_file():
+            return {}
+        try:
+            meta = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DatasetUnavailableError(f"{self.name}: {p} is not valid JSON ({exc})") from None
+        return meta if isinstance(meta, dict) else {}
+
+    def _labels(self, folder: Path):
+        p = folder / LABELS_FILE
+        key = ("labels",) + _file_key(p)
+        if key not in self._cache:
+            self._cache = {k: v for k, v in self._cache.items() if k[0] != "labels"}
+            self._cache[key] = _read_labels(p, f"{self.name} ({folder})")
+        return self._cache[key]
+
+    def _features(self, folder: Path, where: str):
+        fp = folder / FEATURES_FILE
+        if not fp.is_file():
+            raise DatasetUnavailableError(
+                f"{where}: {FEATURES_FILE} is missing (found {LABELS_FILE}).\n{LAYOUT_HELP}")
+        ip = folder / ITEMS_FILE
+        key = ("features", self.n_components) + _file_key(fp) + (_file_key(ip) if ip.is_file() else ())
+        if key in self._cache:
+            return self._cache[key]
+        try:
+            F = np.load(fp, allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001 - truncated / not an .npy file
+            raise DatasetUnavailableError(
+                f"{where}: {fp} cannot be read ({type(exc).__name__}: {exc}); it is truncated or not "
+                "a numpy .npy file (write it with numpy.save)") from None
+        if F.ndim != 2 or F.shape[0] == 0 or F.shape[1] == 0 or not np.issubdtype(F.dtype, np.number):
+            raise DataValidationError(f"{where}: {fp} must be a non-empty 2-d numeric array, got "
+                                      f"shape {F.shape}, dtype {F.dtype}")
+        F = F.astype(np.float64, copy=False)
+        if not np.all(np.isfinite(F)):
+            r, c = np.argwhere(~np.isfinite(F))[0]
+            raise DataValidationError(f"{where}: {fp} contains NaN/inf (row {r}, column {c})")
+        if ip.is_file():
+            ids = [ln.strip() for ln in ip.read_text(encoding="utf-8").splitlines()]
+            while ids and ids[-1] == "":
+                ids.pop()
+            if len(ids) != F.shape[0]:
+                raise DataValidationError(
+                    f"{where}: {ip} lists {len(ids)} item ids but {fp} has {F.shape[0]} rows")
+            if len(set(ids)) != len(ids):
+                raise DataValidationError(f"{where}: {ip} contains duplicate item ids")
+        else:
+            ids = [str(i) for i in range(F.shape[0])]
+        scores, rec = pca(F, None if self.n_components is None else int(self.n_components))
+        self._cache = {k: v for k, v in self._cache.items() if k[0] != "features"}
+        self._cache[key] = (scores, ids, rec)
+        return self._cache[key]
+
+
+class Shoes(PersonalizedAttributes):
+    name = "shoes"
+    description = ("Shoes (Kovashka & Grauman IJCV 2015): 14,658 shoe images, 7 attributes, "
+                   "~90k personal labels; needs your local copy")
+    source = ("Kovashka & Grauman, Discovering attribute shades of meaning with the crowd, IJCV 2015; "
+              "features GIST + colour histogram (WhittleSearch, Kovashka et al. CVPR 2012)")
+    attributes = ("brown", "comfortable", "fashionable", "formal", "open", "ornate", "pointy")
+    attribute_aliases = {"br": "brown", "cm": "comfortable", "fa": "fashionable", "fm": "formal",
+                         "op": "open", "or": "ornate", "on": "ornate", "pt": "pointy"}
+    get_it = ("ask the authors of 'Discovering attribute shades of meaning with the crowd' "
+              "(A. Kovashka, K. Grauman) for the per-user labels; no public address is known; "
+              "convert with `mtlbench import-attributes --name shoes`")
+
+
+class SUN(PersonalizedAttributes):
+    name = "sun"
+    description = ("SUN attributes (Kovashka & Grauman IJCV 2015): 14,340 scene images, 5 attributes, "
+                   "~65k personal labels; needs your local copy")
+    source = ("Kovashka & Grauman, IJCV 2015, on SUN Attribute images (Patterson & Hays 2012); "
+              "features 2048-d Inception-V3")
+    attributes = ("cluttered", "modern", "open_area", "rustic", "soothing")
+    attribute_aliases = {"cl": "cluttered", "mo": "modern", "oa": "open_area", "opening_area": "open_area",
+                         "ru": "rustic", "so": "soothing", "soothe": "soothing"}
+    get_it = ("ask the authors of 'Discovering attribute shades of meaning with the crowd' "
+              "(A. Kovashka, K. Grauman) for the per-user labels; no public address is known; "
+              "convert with `mtlbench import-attributes --name sun`")
+
+
+# --------------------------------------------------------------------------- importer
+_POSITIVE = {"1", "1.0", "+1", "true", "yes", "y", "t", "pos", "positive"}
+_NEGATIVE = {"-1", "-1.0", "0", "0.0", "false", "no", "n", "f", "neg", "negative"}
+
+
+def _read_table(path: Path, what: str):
+    import pandas as pd
+
+    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    try:
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    except Exception as exc:  # noqa: BLE001
+        raise DataValidationError(f"import-attributes: {what} {path} cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, labels: str | os.PathLike,
+                      item_ids: str | os.PathLike | None = None, id_column: str | None = None,
+                      user_column: str = "user", item_column: str = "item",
+                      attribute_column: str | None = "attribute", label_column: str = "label",
+                      attribute: str | None = None, positive: Sequence[str] | None = None,
+                      name: str | None = None, source: str = "", feature_description: str = "",
+                      drop_unknown_items: bool = False, force: bool = False) -> dict[str, Any]:
+    """Write the folder layout from CSV/NPY inputs; returns a report dict.
+
+    ``features``: ``.npy`` (rows = items; ids from ``item_ids`` (a text file, one per line) or
+    row numbers) or ``.csv``/``.tsv`` (column ``id_column``, default the first, holds item ids;
+    all other columns numeric).  ``labels``: ``.csv``/``.tsv`` with user / item / attribute /
+    label columns (names configurable; without an attribute column give ``attribute``).
+    Label values: ``positive`` lists the values meaning +1 (everything else -1); by default
+    1/+1/true/yes are +1 and -1/0/false/no are -1, anything else is an error.
+    """
+    out = Path(out).expanduser()
+    if out.exists() and any(out.iterdir()) and not force:
+        raise DataValidationError(f"import-attributes: {out} exists and is not empty (use --force to replace it)")
+    fpath = Path(features).expanduser()
+    if not fpath.is_file():
+        raise DataValidationError(f"import-attributes: features file {fpath} not found")
+    if fpath.suffix.lower() == ".npy":
+        try:
+            F = np.load(fpath, allow_pickle=False)
+        except Exception as exc:  # noqa: BLE001
+            raise DataValidationError(f"import-attributes: {fpath} cannot be read ({exc})") from None
+        if item_ids is not None:
+            ids = [ln.strip() for ln in Path(item_ids).expanduser().read_text(encoding="utf-8").splitlines()
+                   if ln.strip()]
+        else:
+            ids = [str(i) for i in range(F.shape[0] if F.ndim else 0)]
+    else:
+        tab = _read_table(fpath, "features")
+        idc = id_column or tab.columns[0]
+        if idc not in tab.columns:
+            raise DataValidationError(f"import-attributes: {fpath} has no column {idc!r}; columns: {list(tab.columns)}")
+        ids = tab[idc].astype(str).str.strip().tolist()
+        num = tab.drop(columns=[idc])
+        try:
+            F = num.to_numpy(dtype=np.float64)
+        except ValueError as exc:
+            raise DataValidationError(f"import-attributes: {fpath}: non-numeric feature value ({exc})") from None
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim != 2 or F.shape[0] == 0 or F.shape[1] == 0:
+        raise DataValidationError(f"import-attributes: features must be a non-empty 2-d array, got shape {F.shape}")
+    if len(ids) != F.shape[0]:
+        raise DataValidationError(f"import-attributes: {len(ids)} item ids for {F.shape[0]} feature rows")
+    if len(set(ids)) != len(ids):
+        raise DataValidationError("import-attributes: duplicate item ids in the features")
+    if not np.all(np.isfinite(F)):
+        r, c = np.argwhere(~np.isfinite(F))[0]
+        raise DataValidationError(f"import-attributes: features contain NaN/inf (row {r}, column {c})")
+
+    lpath = Path(labels).expanduser()
+    tab = _read_table(lpath, "labels")
+    need = [user_column, item_column, label_column] + ([attribute_column] if attribute is None else [])
+    miss = [c for c in need if c is None or c not in tab.columns]
+    if miss:
+        raise DataValidationError(
+            f"import-attributes: {lpath} lacks column(s) {miss}; columns: {list(tab.columns)}"
+            + ("; give --attribute NAME if the file holds one attribute" if attribute is None else ""))
+    raw = tab[label_column].astype(str).str.strip().str.lower()
+    if positive:
+        pos_set = {str(p).strip().lower() for p in positive}
+        y = np.where(raw.isin(pos_set), 1, -1)
+    else:
+        is_pos, is_neg = raw.isin(_POSITIVE), raw.isin(_NEGATIVE)
+        bad = ~(is_pos | is_neg)
+        if bad.any():
+            vals = sorted(set(raw[bad].tolist()))[:5]
+            raise DataValidationError(
+                f"import-attributes: {lpath}: label values {vals} are not recognised; give "
+                "--positive VALUE for the value(s) that mean +1")
+        y = np.where(is_pos, 1, -1)
+    attrs = (tab[attribute_column] if attribute is None else np.full(len(tab), attribute))
+    attrs = [normalize_attribute(a) for a in attrs]
+    items = tab[item_column].astype(str).str.strip().tolist()
+    known = set(ids)
+    unknown = [i for i in items if i not in known]
+    n_unknown_rows = len(unknown)
+    if unknown and not drop_unknown_items:
+        raise DataValidationError(
+            f"import-attributes: {n_unknown_rows} label rows name items without features, e.g. "
+            f"{sorted(set(unknown))[:5]} (use --drop-unknown-items to drop them)")
+    users = tab[user_column].astype(str).str.strip().tolist()
+    rows = [(u, i, a, int(v)) for u, i, a, v in zip(users, items, attrs, y) if i in known]
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        np.save(tmp / FEATURES_FILE, F)
+        (tmp / ITEMS_FILE).write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+        import csv
+
+        with open(tmp / LABELS_FILE, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(LABEL_COLUMNS)
+            w.writerows(rows)
+        attr_list = sorted({r[2] for r in rows})
+        meta = {"name": name or out.name, "attributes": attr_list, "source": source,
+                "features": feature_description or f"{F.shape[1]} features from {fpath.name}",
+                "imported_from": {"features": str(fpath), "labels": str(lpath)}}
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"out": str(out), "items": F.shape[0], "features": F.shape[1], "labels": len(rows),
+            "users": len(set(users)), "attributes": attr_list, "dropped_unknown_item_rows": n_unknown_rows}
+
+
+def _import_command():
+    import click
+
+    @click.command("import-attributes")
+    @click.option("--out", "out", required=True, type=click.Path(file_okay=False),
+                  help="Folder to write (e.g. ~/data/shoes; then --data-dir ~/data).")
+    @click.option("--features", required=True, type=click.Path(exists=True, dir_okay=False),
+                  help=".npy (rows = items) or .csv/.tsv (id column + numeric columns).")
+    @click.option("--item-ids", type=click.Path(exists=True, dir_okay=False),
+                  help="For .npy features: text file with one item id per row (default: row numbers).")
+    @click.option("--id-column", help="For CSV features: the item-id column (default: the first).")
+    @click.option("--labels", required=True, type=click.Path(exists=True, dir_okay=False),
+                  help="CSV/TSV of personal labels (one row per user, item, attribute).")
+    @click.option("--user-column", default="user", show_default=True)
+    @click.option("--item-column", default="item", show_default=True)
+    @click.option("--attribute-column", default="attribute", show_default=True)
+    @click.option("--label-column", default="label", show_default=True)
+    @click.option("--attribute", help="Attribute name when the labels file has no attribute column.")
+    @click.option("--positive", multiple=True,
+                  help="Label value meaning +1 (repeatable); default: 1/+1/true/yes vs -1/0/false/no.")
+    @click.option("--name", help="Data set name written to dataset.json (default: the folder name).")
+    @click.option("--source", default="", help="Where the data comes from (citation).")
+    @click.option("--feature-description", default="", help="What the features are.")
+    @click.option("--drop-unknown-items", is_flag=True, help="Drop labels of items without features.")
+    @click.option("--force", is_flag=True, help="Replace an existing non-empty --out folder.")
+    @click.option("--n-components", default=100, show_default=True, type=int,
+                  help="PCA components used for the check load (0: no PCA).")
+    def cmd(out, features, item_ids, id_column, labels, user_column, item_column, attribute_column,
+            label_column, attribute, positive, name, source, feature_description, drop_unknown_items,
+            force, n_components):
+        """Turn CSV/NPY files into the personalized-attribute folder layout, then load it once."""
+        try:
+            rep = import_attributes(
+                out, features=features, labels=labels, item_ids=item_ids, id_column=id_column,
+                user_column=user_column, item_column=item_column, attribute_column=attribute_column,
+                label_column=label_column, attribute=attribute, positive=positive or None, name=name,
+                source=source, feature_description=feature_description,
+                drop_unknown_items=drop_unknown_items, force=force)
+            click.echo(f"wrote {rep['out']}: {rep['items']} items x {rep['features']} features, "
+                       f"{rep['labels']} labels by {rep['users']} users, attributes: {', '.join(rep['attributes'])}")
+            if rep["dropped_unknown_item_rows"]:
+                click.echo(f"dropped {rep['dropped_unknown_item_rows']} label rows naming items without features")
+            ds = PersonalizedAttributes(n_components=n_components or None)
+            for a in rep["attributes"]:
+                try:
+                    s = ds.load(a, data_dir=rep["out"]).summary()
+                    click.echo(f"  {a}: {s['tasks']} users kept (min_minority=8), {s['items']} items, "
+                               f"{s['features']} features, {s['labels']} labels, positive share {s['positive_share']}")
+                except MTLBenchError as exc:
+                    click.echo(f"  {a}: {exc}")
+        except MTLBenchError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return cmd
+
+
+def iter_datasets() -> Iterable[type[PersonalizedAttributes]]:
+    return (PersonalizedAttributes, Shoes, SUN)
+
+
+@hookimpl
+def register_datasets(register):
+    for cls in iter_datasets():
+        register(cls)
+
+
+@hookimpl
+def register_commands(cli):
+    cli.add_command(_import_command())
