@@ -363,7 +363,11 @@ class PersonalizedAttributes(Dataset):
         key = ("labels",) + _file_key(p)
         if key not in self._cache:
             self._cache = {k: v for k, v in self._cache.items() if k[0] != "labels"}
-            self._cache[key] = _read_labels(p, f"{self.name} ({folder})")
+            users, items, attrs, y = _read_labels(p, f"{self.name} ({folder})")
+            if self.attribute_aliases:
+                al = self.attribute_aliases
+                attrs = np.array([al.get(a, a) for a in attrs], dtype=object)
+            self._cache[key] = (users, items, attrs, y)
         return self._cache[key]
 
     def _features(self, folder: Path, where: str):
