@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -32,7 +33,7 @@ def user_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except MTLBenchError as exc:
-            err_console.print(f"[bold red]Error:[/] {exc}", soft_wrap=True)
+            err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
             sys.exit(2)
 
     return wrapper
@@ -44,7 +45,7 @@ def _registry():
         reg = get_registry()
     for w in caught:
         if issubclass(w.category, PluginWarning):
-            err_console.print(f"[yellow]Warning:[/] {w.message}", soft_wrap=True)
+            err_console.print(f"[yellow]Warning:[/] {escape(str(w.message))}", soft_wrap=True)
     return reg
 
 
@@ -67,7 +68,7 @@ class _Group(click.Group):
                     warnings.simplefilter("ignore", PluginWarning)
                     get_registry().add_commands(self)
             except MTLBenchError as exc:
-                err_console.print(f"[bold red]Error:[/] {exc}", soft_wrap=True)
+                err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._add_plugin_commands()
@@ -207,7 +208,8 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
 
     from .dataset import resolve_data_dir
     from .protocol import ProtocolConfig
-    from .runner import check_problems_load, plan_units, resolve_problems, run_units
+    from .runner import (check_overrides, check_problems_load, plan_units, resolve_problems,
+                         run_units)
     from .selectors import apply_overrides, load_config, parse_selector
     from .store import ResultStore
 
@@ -251,6 +253,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     ddir = resolve_data_dir(data_dir)
     ddir_s = str(ddir) if ddir else None
     loaded = check_problems_load(reg, problems, ddir_s)
+    check_overrides(reg, selections, loaded)
     specs = plan_units(reg, selections, problems, config)
     result_store = ResultStore(store)
 
@@ -273,7 +276,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
         def on_result(res) -> None:
             status = "ok" if res.ok else "[red]FAILED[/]"
             progress.update(bar, advance=1,
-                            description=f"{res.row['model']} {res.row['problem']} "
+                            description=f"{escape(res.row['model'])} {res.row['problem']} "
                                         f"rep {res.row['rep']}: {status}")
 
         report = run_units(specs, result_store, jobs=jobs, data_dir=ddir_s, timeout=timeout,
@@ -283,8 +286,9 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     pids = sorted({s.problem for s in specs})
     _print_summary(result_store, problems=pids, models=labels)
     for res in report.failures[:10]:
-        err_console.print(f"[red]failed[/] {res.row['model']} {res.row['problem']} "
-                          f"rep {res.row['rep']}: {res.row.get('message')}", soft_wrap=True)
+        err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
+                          f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
+                          soft_wrap=True)
     result_store.close()
 
 
@@ -298,7 +302,7 @@ def _print_summary(store, problems=None, models=None) -> None:
         cell = "—" if mean != mean else (f"{100 * mean:.2f} ± {100 * std:.2f}" if std == std
                                          else f"{100 * mean:.2f}")
         t = r["time_total"]
-        table.add_row(r["problem"], r["model"], cell, str(r["reps"]),
+        table.add_row(escape(r["problem"]), escape(r["model"]), cell, str(r["reps"]),
                       str(r["failed"]) if r["failed"] else "",
                       f"{t:.1f}" if t == t else "")
     console.print(table)
@@ -328,8 +332,8 @@ def results(store: str, datasets_: str | None, models_: str | None, failures: bo
     if failures:
         df = rs.units(problems=problems, models=models, status="failed")
         for _, r in df.iterrows():
-            console.print(f"[red]failed[/] {r['model']} {r['problem']} rep {r['rep']}: "
-                          f"{r['message']}", soft_wrap=True)
+            console.print(f"[red]failed[/] {escape(r['model'])} {r['problem']} rep {r['rep']}: "
+                          f"{escape(str(r['message']))}", soft_wrap=True)
     rs.close()
 
 

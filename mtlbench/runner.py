@@ -82,13 +82,17 @@ def problem_id(dataset: str, problem: str) -> str:
     return dataset if problem == dataset else f"{dataset}/{problem}"
 
 
-def resolve_problems(registry: Registry, names: Sequence[str]) -> list[tuple[str, str]]:
+def resolve_problems(registry: Registry, names: Sequence[str],
+                     data_dir: str | None = None) -> list[tuple[str, str]]:
     """``["shoes", "simulated", "sun/modern"]`` -> [(dataset, problem), ...]."""
     out: list[tuple[str, str]] = []
     for name in names:
         ds_name, _, prob = name.partition("/")
         ds = registry.dataset(ds_name)
-        problems = ds.problems()
+        problems = problems_of(ds, Path(data_dir) if data_dir else None)
+        if not problems:
+            raise DatasetUnavailableError(
+                f"dataset {ds_name!r} lists no problems: {ds.layout_help() or 'give --data-dir'}")
         if prob:
             if prob not in problems:
                 raise UnknownNameError(unknown_name_message(f"problem of {ds_name}", prob, problems))
@@ -131,30 +135,71 @@ def load_problem(dataset: str, problem: str, data_dir: str | None,
     return ds.load(problem, data_dir=Path(data_dir) if data_dir else None)
 
 
-class UnitTimeout(Exception):
-    pass
+class UnitTimeout(BaseException):
+    """A unit ran past ``--timeout``.
+
+    A BaseException (like KeyboardInterrupt) so that the protocol's per-grid-point
+    ``except Exception`` cannot swallow it: the whole unit stops, not just one grid point."""
+
+
+def _timeout_message(seconds: float) -> str:
+    return f"unit exceeded the timeout of {seconds:g} s"
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise UnitTimeout in this thread after ``seconds`` (SIGALRM; main thread only).
+    """Raise :class:`UnitTimeout` in the calling thread after ``seconds``.
 
-    Elsewhere (a Dask worker thread) the limit is enforced by the caller instead."""
-    if not seconds or threading.current_thread() is not threading.main_thread() \
-            or not hasattr(signal, "setitimer"):
+    * main thread (serial runs, joblib/loky worker processes): ``SIGALRM`` timer, which also
+      interrupts sleeps and blocking system calls;
+    * any other thread (a Dask worker thread): a timer thread injects ``UnitTimeout`` into
+      the calling thread with ``PyThreadState_SetAsyncExc``.  It is delivered at the next
+      Python bytecode, so it stops the iterative solvers (Python loops) but not a single long
+      C call (one huge LAPACK call, a ``time.sleep``); the Dask client keeps a deadline as a
+      backstop for those (see :mod:`mtlbench.distributed`).
+    """
+    if not seconds:
         yield
         return
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        def _raise(signum, frame):
+            raise UnitTimeout(_timeout_message(seconds))
 
-    def _raise(signum, frame):
-        raise UnitTimeout(f"unit exceeded the timeout of {seconds:g} s")
+        old = signal.signal(signal.SIGALRM, _raise)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        return
+    with _thread_time_limit(seconds):
+        yield
 
-    old = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+@contextlib.contextmanager
+def _thread_time_limit(seconds: float) -> Iterator[None]:
+    import ctypes
+
+    target = threading.get_ident()
+    lock = threading.Lock()
+    armed = [True]
+
+    def _fire() -> None:
+        with lock:  # never inject after the guarded block has ended
+            if armed[0]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                           ctypes.py_object(UnitTimeout))
+
+    timer = threading.Timer(seconds, _fire)
+    timer.daemon = True
+    timer.start()
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        with lock:
+            armed[0] = False
+        timer.cancel()
 
 
 def versions(model: str | None = None) -> dict[str, str]:
@@ -173,24 +218,46 @@ def versions(model: str | None = None) -> dict[str, str]:
     return out
 
 
-def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | None = None,
-                 tasks: TaskSet | None = None) -> UnitResult:
-    """Run one unit; never raises (failures become a "failed" record)."""
+def _base_row(spec: UnitSpec) -> dict[str, Any]:
     import json
 
-    from threadpoolctl import threadpool_limits
-
-    started = _now()
-    t0 = time.perf_counter()
-    row: dict[str, Any] = {
+    return {
         "key": spec.key, "model": spec.label, "dataset": spec.dataset, "problem": spec.problem,
         "rep": spec.rep, "seed": spec.protocol.seed,
         "model_config": {"name": spec.model, "fixed": json.loads(spec.fixed_json),
                          "space": json.loads(spec.space_json)},
         "protocol": {**spec.protocol.split_settings(), "reps": spec.protocol.reps},
         "dataset_params": json.loads(spec.dataset_params_json),
-        "versions": versions(spec.model), "host": socket.gethostname(), "started_at": started,
     }
+
+
+def failed_result(spec: UnitSpec, message: str, tb: str = "", *,
+                  started_at: str | None = None, seconds: float | None = None,
+                  host: str | None = None) -> UnitResult:
+    """A "failed" record made outside :func:`execute_unit` (e.g. by a Dask client whose
+    worker died or whose unit ran past its deadline)."""
+    row = _base_row(spec)
+    row.update({"versions": versions(), "host": host or socket.gethostname(),
+                "started_at": started_at or _now(), "status": "failed", "message": message,
+                "traceback": tb, "time_total": seconds, "finished_at": _now()})
+    return UnitResult(spec=spec, row=row)
+
+
+def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | None = None,
+                 tasks: TaskSet | None = None) -> UnitResult:
+    """Run one unit; never raises (failures become a "failed" record).
+
+    ``tasks`` is the problem's data when the caller already has it (a Dask worker receives
+    it once from the client); otherwise it is loaded through the dataset plugin."""
+    import json
+
+    from threadpoolctl import threadpool_limits
+
+    started = _now()
+    t0 = time.perf_counter()
+    row = _base_row(spec)
+    row.update({"versions": versions(spec.model), "host": socket.gethostname(),
+                "started_at": started})
     try:
         with threadpool_limits(limits=BLAS_THREADS_PER_UNIT), time_limit(timeout):
             if tasks is None:
@@ -214,7 +281,10 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
     except BaseException as exc:  # noqa: BLE001 - isolate every failure, even a timeout
         if isinstance(exc, KeyboardInterrupt):
             raise
-        row.update({"status": "failed", "message": _message(exc),
+        message = _message(exc)
+        if isinstance(exc, UnitTimeout) and not str(exc):  # injected into a worker thread
+            message = _timeout_message(timeout or 0)
+        row.update({"status": "failed", "message": message,
                     "traceback": traceback.format_exc()})
         scores, arrays = [], {}
     row["time_total"] = time.perf_counter() - t0
@@ -301,6 +371,70 @@ def check_problems_load(registry: Registry, problems: Sequence[tuple[str, str]],
     return out
 
 
+def _probe_taskset(tasks: TaskSet, per_class: int = 3) -> TaskSet | None:
+    """The same tasks and features with only ``per_class`` labels of each class per task."""
+    rows, keep = [], []
+    for t in range(tasks.T):
+        y = tasks.y(t)
+        pos, neg = np.flatnonzero(y > 0)[:per_class], np.flatnonzero(y < 0)[:per_class]
+        if pos.size and neg.size:
+            keep.append(t)
+            rows.append(np.sort(np.concatenate([pos, neg])))
+    if not keep:
+        return None
+    from .protocol import restrict_tasks
+
+    sub = restrict_tasks(tasks, keep)
+    return sub.subset(rows, name=f"{tasks.name}[probe]", meta={})
+
+
+def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
+                    problems: Mapping[str, TaskSet], seconds: float = 10.0) -> None:
+    """Reject an out-of-range hyperparameter override before any unit runs.
+
+    Models validate hyperparameters in ``fit`` (the model contract), so each user-given value
+    is tried once by fitting on a probe of the first problem (its real tasks and features,
+    3 labels per class per task; at most ``seconds`` per fit).  A ``ValueError``/``TypeError``
+    whose message names the overridden parameter becomes a :class:`ConfigError`; any other
+    outcome of the probe is ignored (the run records it per unit).  Selections without
+    overrides are not probed."""
+    import warnings
+
+    from .model import clone
+
+    first = next(iter(problems.values()), None)
+    probe = _probe_taskset(first) if first is not None else None
+    if probe is None:
+        return
+    for sel in selections:
+        user_values = list(sel.fixed.items())
+        user_values += [(k, v) for k, vals in sel.grid_overrides.items() for v in vals]
+        if not user_values:
+            continue
+        cls = registry.model_class(sel.name)
+        for key, value in user_values:
+            try:
+                with warnings.catch_warnings(), time_limit(seconds), _threadpool_one():
+                    warnings.simplefilter("ignore")
+                    clone(cls(**sel.fixed), **{key: value}).fit(probe)
+            except (ValueError, TypeError) as exc:
+                data_error = isinstance(exc, MTLBenchError) and not isinstance(exc, ConfigError)
+                if not data_error and key in str(exc):
+                    raise ConfigError(f"invalid hyperparameter override "
+                                      f"{sel.name}[{key}={value!r}]: {exc}") from None
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - only parameter errors matter here
+                pass
+
+
+def _threadpool_one():
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=BLAS_THREADS_PER_UNIT)
+
+
 __all__ = ["UnitSpec", "UnitResult", "RunReport", "plan_units", "execute_unit", "run_units",
-           "pending_units", "resolve_problems", "check_problems_load", "load_problem",
+           "pending_units", "resolve_problems", "check_problems_load", "check_overrides",
+           "failed_result", "load_problem",
            "problem_id", "PROTOCOL_VERSION"]
