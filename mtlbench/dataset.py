@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from .data import TaskSet
 
-__all__ = ["Dataset", "default_cache_dir", "resolve_data_dir"]
+__all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of"]
 
 DATA_DIR_ENV = "MTLBENCH_DATA_DIR"
 CACHE_DIR_ENV = "MTLBENCH_CACHE_DIR"
@@ -54,8 +54,11 @@ class Dataset:
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
 
-    def problems(self) -> list[str]:
-        """Names of the problems in this dataset (default: one problem named like the dataset)."""
+    def problems(self, data_dir: Path | None = None) -> list[str]:
+        """Names of the problems in this dataset (default: one problem named like the dataset).
+
+        A dataset whose problems are defined by its files (the generic personalized-attribute
+        layout) reads them from ``data_dir``; call through :func:`problems_of`."""
         return [self.name]
 
     def load(self, problem: str, *, data_dir: Path | None = None,
@@ -74,3 +77,15 @@ class Dataset:
     def layout_help(self) -> str:
         """Which files are expected, in which layout (shown by ``mtlbench datasets``)."""
         return ""
+
+
+def problems_of(ds: Dataset, data_dir: Path | None) -> list[str]:
+    """``ds.problems(data_dir=...)``, also for third-party datasets whose ``problems`` takes
+    no argument."""
+    import inspect
+
+    try:
+        accepts = "data_dir" in inspect.signature(ds.problems).parameters
+    except (TypeError, ValueError):
+        accepts = False
+    return list(ds.problems(data_dir=data_dir) if accepts else ds.problems())
