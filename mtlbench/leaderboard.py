@@ -251,9 +251,13 @@ def build_leaderboard(store, dataset: str, *, baseline: str = BASELINE,
         for m, adj in zip(tested, holm(pvals)):
             cells[m][p]["p_holm"] = adj
             cells[m][p]["significantly_worse"] = bool(adj < alpha)
-        pairs = [cells[m][p]["n_pairs"] for m in tested]
-        if pairs and min_attainable_p(min(pairs)) >= alpha:
-            small_n_columns.append((p, min(pairs)))
+        weak = [{"model": m, "pairs": cells[m][p]["n_pairs"],
+                 "min_attainable_p": min_attainable_p(cells[m][p]["n_pairs"])}
+                for m in means if m != best
+                and min_attainable_p(cells[m][p]["n_pairs"]) >= alpha]
+        if weak:
+            small_n_columns.append({"problem": p, "models": weak,
+                                    "all": len(weak) == len(means) - 1})
 
     # ---- ranks and Friedman over (problem, rep) blocks
     ranked = [m for m in models if all(cells[m][p]["n"] > 0 for p in problems)]
@@ -326,8 +330,7 @@ def build_leaderboard(store, dataset: str, *, baseline: str = BASELINE,
         "alpha": alpha, "pairwise_test": TEST_NAME, "correction": CORRECTION,
         "marker": "†", "marker_meaning": (f"significantly worse than the column's best model: "
                                           f"Holm-adjusted p < {alpha}"),
-        "small_n_columns": [{"problem": p, "min_pairs": n,
-                             "min_attainable_p": min_attainable_p(n)} for p, n in small_n_columns],
+        "small_n_columns": small_n_columns,
         "friedman_over_problem_reps": fried_blocks, "friedman_over_problems": fried_problems,
         "ranked_models": ranked,
     }
@@ -462,10 +465,13 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
       f"{tests['correction']}, Holm-adjusted p < {tests['alpha']}. A cell without † is not "
       "significantly different from the best at this level.\n")
     for s in tests["small_n_columns"]:
-        w(f"- Column {_esc(s['problem'])}: only {s['min_pairs']} paired repetitions; the smallest "
-          f"attainable two-sided Wilcoxon p-value is {s['min_attainable_p']:.4g} ≥ "
-          f"{tests['alpha']}, so **no cell of this column can be marked significant** "
-          "(at least 6 repetitions are needed).\n")
+        who = ", ".join(f"{_esc(x['model'])} ({x['pairs']} pairs: min p = "
+                        f"{x['min_attainable_p']:.3g})" for x in s["models"])
+        w(f"- Column {_esc(s['problem'])}: with n < 6 paired repetitions the two-sided Wilcoxon "
+          f"signed-rank test cannot reach p < {tests['alpha']} (smallest attainable p = 2/2^n), "
+          + ("so **no cell of this column can be marked significant**" if s["all"]
+             else "so these comparisons can never be marked") + f": {who}. "
+          "At least 6 repetitions are needed (more when Holm corrects several comparisons).\n")
     if lb["reps_differ"]:
         w("- Repetitions differ between cells: each cell states its n (finished repetitions).\n")
     else:

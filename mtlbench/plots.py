@@ -181,6 +181,9 @@ def convergence_plot(histories: dict[str, dict[str, list[float]]], path: Path,
             ax.plot(x[good], y[good], label=m, lw=1.2)
         if logy:
             ax.set_yscale("log")
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("iteration t")
         ax.set_title(label, fontsize=10)
         ax.grid(alpha=0.3)

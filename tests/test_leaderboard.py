@@ -1,0 +1,237 @@
+"""Leaderboard statistics on constructed results written into a temporary store."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.stats import friedmanchisquare, wilcoxon
+
+from mtlbench.cli import cli
+from mtlbench.leaderboard import (build_leaderboard, cell_text, holm, publish, to_csv, to_json,
+                                  to_markdown, wilcoxon_p)
+from mtlbench.store import ResultStore
+
+PROTO = {"seed": 0, "test_fraction": 0.15, "val_fraction": 0.2, "protocol_version": 1, "reps": 8}
+TASKS = [f"u{i}" for i in range(5)]
+
+
+def unit(model, rep, auc, *, problem="toy", dataset="toy", status="ok", task_auc=None,
+         extra=None):
+    key = f"{model}-{problem}-{rep}"
+    row = {"key": key, "model": model, "dataset": dataset, "problem": problem, "rep": rep,
+           "seed": 0, "status": status, "test_auc": auc if status == "ok" else None,
+           "protocol": PROTO, "dataset_params": {}, "model_config": {"name": model},
+           "versions": {"mtlbench": "0.1.0", "plugin": "mtlbench 0.1.0", "cpu_count": "2",
+                        "platform": "Linux-test"},
+           "host": "testhost", "time_total": 1.5, "split_fingerprint": f"fp-{problem}-{rep}",
+           "data_fingerprint": "data", "started_at": f"2024-01-01T00:00:{rep:02d}+00:00",
+           "finished_at": f"2024-01-01T00:01:{rep:02d}+00:00",
+           "message": None if status == "ok" else "RuntimeError: boom", **(extra or {})}
+    if task_auc is None and status == "ok":
+        task_auc = [auc] * len(TASKS)
+    scores = [(i, n, a, 10) for i, (n, a) in enumerate(zip(TASKS, task_auc or []))]
+    return row, scores
+
+
+def make_store(path, rows):
+    st = ResultStore(path)
+    for row, scores in rows:
+        st.write_unit(row, scores)
+    return st
+
+
+@pytest.fixture
+def store(tmp_path):
+    """best: clearly better than stl; twin: tied with best (balanced +-), 8 repetitions."""
+    rng = np.random.default_rng(0)
+    base = 0.80 + 0.01 * rng.standard_normal(8)
+    rows = []
+    for r in range(8):
+        best = base[r] + 0.05
+        sign = 1 if r % 2 == 0 else -1
+        rows.append(unit("best", r, best, task_auc=[best + 0.01, best, best, best - 0.01, 0.8]))
+        rows.append(unit("twin", r, best + sign * 0.001 * (r // 2 + 1)))
+        rows.append(unit("stl", r, base[r], task_auc=[0.8] * 5))
+    st = make_store(tmp_path / "s.sqlite", rows)
+    yield st
+    st.close()
+
+
+def _cells(lb):
+    return {r["model"]: r["cells"] for r in lb["rows"]}
+
+
+def test_holm_against_hand_computation():
+    # sorted: 0.005*4 = 0.02; 0.01*3 = 0.03; 0.03*2 = 0.06; 0.04*1 = 0.04 -> max(0.06, .04)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert holm([]) == []
+    assert holm([0.2]) == pytest.approx([0.2])
+
+
+def test_clearly_better_is_significant_and_ties_are_not(store):
+    lb = build_leaderboard(store, "toy")
+    cells = _cells(lb)
+    assert lb["rows"][0]["model"] in ("best", "twin")
+    top = "best" if cells["best"]["toy"]["best"] else "twin"
+    assert cells[top]["toy"]["best"] and cells[top]["toy"]["significantly_worse"] is None
+    other = "twin" if top == "best" else "best"
+    assert cells["stl"]["toy"]["significantly_worse"] is True
+    assert cells["stl"]["toy"]["p_holm"] < 0.05
+    assert cells[other]["toy"]["significantly_worse"] is False
+    assert cells[other]["toy"]["p_holm"] > 0.05
+    # the p-values are scipy's Wilcoxon, Holm-corrected over the column's family
+    b = np.array(cells[top]["toy"]["test_auc_x100"])
+    raw = [wilcoxon(b - np.array(cells[m]["toy"]["test_auc_x100"])).pvalue for m in (other, "stl")]
+    assert [cells[other]["toy"]["p_value"], cells["stl"]["toy"]["p_value"]] == pytest.approx(raw)
+    assert [cells[other]["toy"]["p_holm"], cells["stl"]["toy"]["p_holm"]] == \
+        pytest.approx(holm(raw))
+    md = to_markdown(lb)
+    assert "†" in cell_text(cells["stl"]["toy"], False)
+    assert "Wilcoxon signed-rank" in md and "Holm" in md
+
+
+def test_identical_scores_give_p_one():
+    assert wilcoxon_p([0.0, 0.0, 0.0]) == 1.0
+    assert wilcoxon_p([]) is None
+
+
+def test_friedman_and_ranks(store):
+    lb = build_leaderboard(store, "toy")
+    cells = _cells(lb)
+    f = lb["tests"]["friedman_over_problem_reps"]
+    cols = [np.array(cells[m]["toy"]["test_auc_x100"]) for m in lb["tests"]["ranked_models"]]
+    ref = friedmanchisquare(*cols)
+    assert f["statistic"] == pytest.approx(ref.statistic)
+    assert f["p_value"] == pytest.approx(ref.pvalue)
+    ranks = {r["model"]: r["avg_rank"] for r in lb["rows"]}
+    assert ranks["stl"] == 3.0
+    assert ranks["best"] + ranks["twin"] == pytest.approx(3.0)
+    assert lb["tests"]["friedman_over_problems"] is None  # one problem only
+
+
+def test_win_tie_loss_against_stl(store):
+    lb = build_leaderboard(store, "toy")
+    wtl = {r["model"]: r["win_tie_loss"] for r in lb["rows"]}
+    # per rep: tasks 0-3 well above 0.80, task 4 exactly 0.80 (a tie)
+    assert wtl["best"]["win"] == 4 * 8 and wtl["best"]["tie"] == 8 and wtl["best"]["loss"] == 0
+    assert wtl["stl"] is None
+
+
+def test_markdown_and_json_agree(store):
+    lb = build_leaderboard(store, "toy")
+    md = to_markdown(lb)
+    data = json.loads(to_json(lb))
+    lines = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    table = {}
+    for ln in lines[1:]:
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        if len(cells) == len(header):
+            table[cells[0].replace(" ⚠", "")] = dict(zip(header, cells))
+    assert [r["model"] for r in data["rows"]] == list(table)[:len(data["rows"])]
+    for r in data["rows"]:
+        row = table[r["model"]]
+        c = r["cells"]["toy"]
+        nums = [float(x) for x in re.findall(r"\d+\.\d+", row["toy"])]
+        assert nums == [round(c["mean"], 2), round(c["std"], 2)]
+        assert ("**" in row["toy"]) == c["best"]
+        assert ("†" in row["toy"]) == bool(c["significantly_worse"])
+        assert row["avg rank"] == f"{r['avg_rank']:.2f}"
+        if r["win_tie_loss"]:
+            w = r["win_tie_loss"]
+            assert row["W/T/L vs stl (tasks)"] == f"{w['win']}/{w['tie']}/{w['loss']}"
+    assert data["provenance"]["split_digest"] in md
+    assert data["provenance"]["split_fingerprints_consistent"] is True
+    csv_lines = to_csv(lb).strip().splitlines()
+    assert len(csv_lines) == 1 + len(data["rows"])
+
+
+def test_failures_counted_and_fewer_reps_flagged(tmp_path):
+    rows = []
+    for r in range(6):
+        rows.append(unit("a", r, 0.9 + 0.001 * r))
+        rows.append(unit("stl", r, 0.7 + 0.001 * r))
+        rows.append(unit("flaky", r, 0.85, status="failed" if r < 2 else "ok"))
+    st = make_store(tmp_path / "f.sqlite", rows)
+    lb = build_leaderboard(st, "toy")
+    row = {r["model"]: r for r in lb["rows"]}["flaky"]
+    assert row["failed"] == 2 and row["reps_finished"] == 4 and row["fewer_reps"]
+    assert row["cells"]["toy"]["n"] == 4
+    md = to_markdown(lb)
+    assert "flaky ⚠" in md
+    assert "(n=4, 2 failed)" in md
+    assert lb["provenance"]["units_failed"] == 2
+    # only 4 pairs for flaky: it cannot reach p < 0.05, and the note names it
+    assert row["cells"]["toy"]["significantly_worse"] is False
+    assert "so these comparisons can never be marked: flaky (4 pairs" in md
+    st.close()
+
+
+def test_small_n_is_stated(tmp_path):
+    rows = []
+    for r in range(3):
+        rows.append(unit("a", r, 0.9 + 0.001 * r))
+        rows.append(unit("stl", r, 0.6))
+    st = make_store(tmp_path / "n.sqlite", rows)
+    lb = build_leaderboard(st, "toy")
+    assert _cells(lb)["stl"]["toy"]["significantly_worse"] is False
+    assert lb["tests"]["small_n_columns"][0]["models"][0]["pairs"] == 3
+    md = to_markdown(lb)
+    assert "no cell of this column can be marked significant" in md
+    assert "Friedman" in md and "needs >= 3 models" in md
+    st.close()
+
+
+def test_other_protocol_settings_are_reported_not_mixed(tmp_path):
+    rows = [unit("a", r, 0.9) for r in range(4)] + [unit("stl", r, 0.8) for r in range(4)]
+    other = {**PROTO, "seed": 7}
+    rows.append(unit("a", 0, 0.1, extra={"key": "other", "protocol": other}))
+    st = make_store(tmp_path / "p.sqlite", rows)
+    lb = build_leaderboard(st, "toy")
+    assert _cells(lb)["a"]["toy"]["mean"] == pytest.approx(90.0)
+    assert any("1 unit(s) with other settings" in n for n in lb["notes"])
+    st.close()
+
+
+def test_cli_leaderboard(store, tmp_path):
+    runner = CliRunner()
+    path = str(store.path)
+    res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store", path])
+    assert res.exit_code == 0, res.output
+    assert "# Leaderboard: toy" in res.output and "| best" in res.output
+    res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store", path,
+                              "--format", "json"])
+    assert res.exit_code == 0
+    assert json.loads(res.output)["dataset"] == "toy"
+    res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store", path,
+                              "--format", "csv"])
+    assert res.exit_code == 0 and res.output.startswith("dataset,problem,model")
+    res = runner.invoke(cli, ["leaderboard", "--dataset", "nope", "--store", path])
+    assert res.exit_code == 2 and "no results for dataset 'nope'" in res.output
+    res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store",
+                              str(tmp_path / "missing.sqlite")])
+    assert res.exit_code == 2 and "no results store" in res.output
+
+
+def test_publish_keeps_hand_written_files(store, tmp_path):
+    out = tmp_path / "lb"
+    out.mkdir()
+    (out / "simulated-paper.md").write_text("# by hand\n")
+    publish(store, out, figures=False, log=lambda s: None)
+    assert (out / "simulated-paper.md").read_text() == "# by hand\n"
+    md, js = (out / "toy.md").read_text(), json.loads((out / "toy.json").read_text())
+    assert js["dataset"] == "toy" and "# Leaderboard: toy" in md
+    readme = (out / "README.md").read_text()
+    assert "(simulated-paper.md)" in readme and "(toy.md)" in readme and "(toy.json)" in readme
+    # a hand-written block in the index survives regeneration
+    readme = readme.replace("<!-- hand-written:end -->", "my note\n<!-- hand-written:end -->")
+    (out / "README.md").write_text(readme)
+    res = CliRunner().invoke(cli, ["publish", "--store", str(store.path), "--out", str(out),
+                                   "--no-figures"])
+    assert res.exit_code == 0, res.output
+    assert "my note" in (out / "README.md").read_text()
+    assert (out / "simulated-paper.md").exists()

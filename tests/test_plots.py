@@ -1,0 +1,92 @@
+"""Figures render to files with the Agg backend, from constructed results in a temporary store."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from mtlbench.plots import (ablation_plot, convergence_plot, embeddings_plot, heatmaps,  # noqa: E402
+                            make_figures)
+from mtlbench.store import ResultStore  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+D, T = 80, 100  # the simulated data's shape (ground truth is loaded through its plugin)
+
+
+def _row(model, rep, auc, **extra):
+    return {"key": f"{model}-{rep}", "model": model, "dataset": "simulated",
+            "problem": "simulated", "rep": rep, "seed": 0, "status": "ok", "test_auc": auc,
+            "protocol": {"seed": 0, "test_fraction": 0.15, "val_fraction": 0.2,
+                         "protocol_version": 1, "reps": 3},
+            "dataset_params": {"seed": 0}, "model_config": {"name": model},
+            "versions": {"mtlbench": "0.1.0"}, "host": "h", "time_total": 1.0,
+            "split_fingerprint": f"fp{rep}", "diagnostics": {"support_precision": 0.5},
+            "started_at": "2024-01-01T00:00:00+00:00", "finished_at": "2024-01-01T00:00:01+00:00",
+            **extra}
+
+
+@pytest.fixture
+def store(tmp_path):
+    rng = np.random.default_rng(0)
+    st = ResultStore(tmp_path / "p.sqlite")
+    hist = {"objective": [10.0, 5.0, 4.0, 3.9], "w_change": [1.0, 0.1, 0.01, 0.001],
+            "u_change": [None, 0.5, 0.05, 0.005]}
+    for model, base in (("stl", 0.84), ("lasso", 0.90), ("tfcl", 0.93), ("tfcl-noauc", 0.92)):
+        for rep in range(3):
+            extra = {"history": hist} if model.startswith("tfcl") else {}
+            arrays = {}
+            if rep == 0:
+                arrays["coef"] = rng.standard_normal((D, T))
+                if model == "tfcl":
+                    arrays["embeddings"] = rng.standard_normal((5, D + T, 5))
+            scores = [(t, f"user{t:03d}", float(np.clip(base + 0.05 * rng.standard_normal(),
+                                                         0, 1)), 30) for t in range(T)]
+            st.write_unit(_row(model, rep, base + 0.005 * rep, **extra), scores, arrays)
+    yield st
+    st.close()
+
+
+def _is_png(path):
+    with open(path, "rb") as fh:
+        return fh.read(8) == PNG
+
+
+def test_make_figures_draws_every_figure(store, tmp_path):
+    figs = make_figures(store, "simulated", tmp_path / "figures", rel_to=tmp_path)
+    kinds = {f["kind"]: f for f in figs}
+    assert set(kinds) == {"box", "per_user", "heatmaps", "convergence", "embeddings", "ablation"}
+    for f in figs:
+        assert f["path"], f
+        assert f["path"].startswith("figures/")
+        assert _is_png(tmp_path / f["path"])
+
+
+def test_missing_data_gives_notes_not_errors(tmp_path):
+    st = ResultStore(tmp_path / "q.sqlite")
+    for rep in range(2):
+        row = _row("stl", rep, 0.8, diagnostics={})
+        row["dataset"], row["problem"] = "toy", "toy"
+        st.write_unit(row, [(0, "a", 0.8, 5), (1, "b", 0.7, 5)])
+    figs = {f["kind"]: f for f in make_figures(st, "toy", tmp_path / "figs")}
+    assert figs["box"]["path"] and figs["per_user"]["path"]
+    for kind in ("heatmaps", "convergence", "embeddings", "ablation"):
+        assert figs[kind]["path"] is None and figs[kind]["note"]
+    st.close()
+
+
+def test_direct_figure_functions(tmp_path):
+    rng = np.random.default_rng(1)
+    assert _is_png(heatmaps({"m": rng.standard_normal((6, 4))}, np.eye(6, 4), tmp_path / "h.png"))
+    assert _is_png(convergence_plot({"tfcl": {"objective": [3, 2, 1], "w_change": [1, .5, .1],
+                                              "u_change": [float("nan"), .2, .1]}},
+                                    tmp_path / "c.png"))
+    assert _is_png(embeddings_plot(rng.standard_normal((3, 10, 2)), tmp_path / "e.png", d=6,
+                                   feature_groups=np.arange(6) % 2,
+                                   task_groups=np.arange(4) % 2))
+    assert convergence_plot({}, tmp_path / "none.png") is None
+    import pandas as pd
+
+    units = pd.DataFrame({"model": ["tfcl", "tfcl", "tfcl-q", "tfcl-q"], "status": ["ok"] * 4,
+                          "problem": ["p"] * 4, "test_auc": [0.9, 0.91, 0.92, 0.93]})
+    assert _is_png(ablation_plot(units, tmp_path / "a.png"))
