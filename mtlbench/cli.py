@@ -135,7 +135,7 @@ def models() -> None:
 @user_errors
 def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
     """List datasets: problems, task counts, feature dimension and availability."""
-    from .dataset import resolve_data_dir
+    from .dataset import problems_of, resolve_data_dir
 
     reg = _registry()
     ddir = resolve_data_dir(data_dir)
@@ -150,7 +150,11 @@ def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
             avail = ds.availability(data_dir=ddir)
         except Exception as exc:  # noqa: BLE001 - one broken dataset must not hide the rest
             avail = f"error: {exc}"
-        for prob in ds.problems():
+        problems = problems_of(ds, ddir)
+        if not problems:
+            table.add_row(name, "(give --data-dir)", "", "", "", "", avail,
+                          f"{info.distribution} {info.version}")
+        for prob in problems:
             cells = ["", "", "", ""]
             if load and avail in ("generated", "cached", "in data-dir"):
                 try:
@@ -249,11 +253,11 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     if len(set(labels)) != len(labels):
         raise ConfigError(f"the same model selection is given twice: {labels}")
 
-    problems = resolve_problems(reg, ds_names)
     ddir = resolve_data_dir(data_dir)
     ddir_s = str(ddir) if ddir else None
+    problems = resolve_problems(reg, ds_names, ddir_s)
     loaded = check_problems_load(reg, problems, ddir_s)
-    check_overrides(reg, selections, loaded)
+    check_overrides(reg, selections, loaded, timeout)
     specs = plan_units(reg, selections, problems, config)
     result_store = ResultStore(store)
 

@@ -24,12 +24,14 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from .data import TaskSet
-from .errors import ConfigError, MTLBenchError, UnknownNameError
+from .dataset import problems_of
+from .errors import ConfigError, DatasetUnavailableError, MTLBenchError, UnknownNameError
 from .plugins import Registry, get_registry, unknown_name_message
 from .protocol import PROTOCOL_VERSION, ProtocolConfig, config_json, run_protocol
 from .selectors import ModelSelection
@@ -389,12 +391,12 @@ def _probe_taskset(tasks: TaskSet, per_class: int = 3) -> TaskSet | None:
 
 
 def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
-                    problems: Mapping[str, TaskSet], seconds: float = 10.0) -> None:
+                    problems: Mapping[str, TaskSet], timeout: float | None = None) -> None:
     """Reject an out-of-range hyperparameter override before any unit runs.
 
     Models validate hyperparameters in ``fit`` (the model contract), so each user-given value
     is tried once by fitting on a probe of the first problem (its real tasks and features,
-    3 labels per class per task; at most ``seconds`` per fit).  A ``ValueError``/``TypeError``
+    3 labels per class per task; at most 10 s, or the unit ``timeout`` if shorter, per fit).  A ``ValueError``/``TypeError``
     whose message names the overridden parameter becomes a :class:`ConfigError`; any other
     outcome of the probe is ignored (the run records it per unit).  Selections without
     overrides are not probed."""
@@ -402,6 +404,7 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
 
     from .model import clone
 
+    seconds = min(10.0, timeout) if timeout else 10.0
     first = next(iter(problems.values()), None)
     probe = _probe_taskset(first) if first is not None else None
     if probe is None:

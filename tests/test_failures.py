@@ -1,0 +1,122 @@
+"""Failure isolation: a model that raises, returns NaN/inf scores or runs past --timeout is
+recorded as failed for that unit (status, message, traceback), shown in the final table, and
+the other units go on; failures are not cached as successes; --retry-failed reruns them."""
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+import fault_plugins
+from mtlbench.cli import cli
+from mtlbench.runner import load_problem
+from plugin_fixtures import activate
+
+
+@pytest.fixture
+def faulty(tmp_path_factory, monkeypatch):
+    root = fault_plugins.install(tmp_path_factory.mktemp("faulty-dist"))
+    activate(monkeypatch, root)
+    load_problem.cache_clear()
+    yield root
+    load_problem.cache_clear()
+
+
+def _units(store):
+    con = sqlite3.connect(store)
+    try:
+        return {(m, r): dict(status=s, message=msg, traceback=tb, finished_at=f, test_auc=a)
+                for m, r, s, msg, tb, f, a in con.execute(
+                    "SELECT model, rep, status, message, traceback, finished_at, test_auc "
+                    "FROM units")}
+    finally:
+        con.close()
+
+
+def _table_row(output: str, model: str) -> list[str]:
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) > 3 and cells[2] == model:
+            return cells[1:-1]
+    raise AssertionError(f"no table row for {model!r} in:\n{output}")
+
+
+def test_failing_units_are_recorded_and_the_others_go_on(faulty, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    store = str(tmp_path / "f.sqlite")
+    models = "stl,fail-raise,fail-nan,fail-nan[value=inf],slow[seconds=30]"
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models", models,
+                                   "--reps", "2", "--timeout", "1", "--store", store])
+    assert res.exit_code == 0, res.output
+    assert "ran 10 unit(s)" in res.output and "8 failed" in res.output
+    units = _units(store)
+    assert len(units) == 10
+    for rep in (0, 1):
+        assert units["stl", rep]["status"] == "ok" and units["stl", rep]["test_auc"] > 0.5
+        raised = units["fail-raise", rep]
+        assert raised["status"] == "failed" and raised["test_auc"] is None
+        assert "fail-raise: deliberate failure in fit" in raised["message"]
+        assert "RuntimeError" in raised["traceback"] and "Traceback" in raised["traceback"]
+        for label in ("fail-nan", "fail-nan[value=inf]"):
+            bad = units[label, rep]
+            assert bad["status"] == "failed" and "NaN/inf scores" in bad["message"], bad
+            assert "FloatingPointError" in bad["message"]
+        slow = units["slow[seconds=30]", rep]
+        assert slow["status"] == "failed"
+        assert "exceeded the timeout of 1 s" in slow["message"], slow
+        assert "UnitTimeout" in slow["traceback"]
+    # the final table: the good model has its score, every failing one its failure count
+    assert _table_row(res.output, "stl")[3] == "2"
+    for label in ("fail-raise", "fail-nan", "fail-nan[value=inf]", "slow[seconds=30]"):
+        row = _table_row(res.output, label)
+        assert row[2] == "—" and row[3] == "0" and row[4] == "2", row
+    assert "failed fail-raise tiny rep 0: RuntimeError: every grid point failed" in res.output
+    assert "failed slow[seconds=30] tiny rep 1: unit exceeded the timeout" in res.output
+
+
+def test_failures_are_not_cached_as_successes_and_retry_failed_reruns_them(
+        faulty, tmp_path, monkeypatch):
+    store = str(tmp_path / "r.sqlite")
+    args = ["compare", "--datasets", "tiny", "--models", "stl,flaky", "--reps", "2",
+            "--store", store]
+    runner = CliRunner()
+    monkeypatch.setenv("TP_FLAKY_FAIL", "1")
+    res = runner.invoke(cli, args)
+    assert res.exit_code == 0 and "2 failed" in res.output, res.output
+    first = _units(store)
+    assert [first["flaky", r]["status"] for r in (0, 1)] == ["failed", "failed"]
+    assert "TP_FLAKY_FAIL=1" in first["flaky", 0]["message"]
+
+    monkeypatch.delenv("TP_FLAKY_FAIL")
+    res = runner.invoke(cli, args)  # failures stay failures: nothing reruns without the flag
+    assert res.exit_code == 0 and "ran 0 unit(s)" in res.output and "4 already" in res.output
+    assert _units(store) == first
+
+    res = runner.invoke(cli, args + ["--retry-failed"])
+    assert res.exit_code == 0 and "ran 2 unit(s)" in res.output and "0 failed" in res.output
+    after = _units(store)
+    for r in (0, 1):
+        assert after["flaky", r]["status"] == "ok" and after["flaky", r]["message"] is None
+        assert after["stl", r] == first["stl", r]  # successes are not rerun
+    assert _table_row(res.output, "flaky")[3] == "2"
+
+
+def test_failure_isolation_in_parallel_worker_processes(faulty, tmp_path):
+    """--jobs 2 (joblib worker processes rebuild the registry from entry points; the
+    timeout there is SIGALRM in each worker's main thread)."""
+    store = str(tmp_path / "j.sqlite")
+    cmd = fault_plugins.cli_command() + [
+        "compare", "--datasets", "tiny", "--models", "stl,fail-raise,slow[seconds=30]",
+        "--reps", "2", "--jobs", "2", "--timeout", "2", "--store", store]
+    proc = subprocess.run(cmd, env=fault_plugins.subprocess_env(faulty), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    units = _units(store)
+    assert {k: v["status"] for k, v in units.items()} == {
+        ("stl", 0): "ok", ("stl", 1): "ok", ("fail-raise", 0): "failed",
+        ("fail-raise", 1): "failed", ("slow[seconds=30]", 0): "failed",
+        ("slow[seconds=30]", 1): "failed"}
+    assert "exceeded the timeout of 2 s" in units["slow[seconds=30]", 0]["message"]
+    assert "deliberate failure" in units["fail-raise", 1]["message"]
