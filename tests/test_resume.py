@@ -1,0 +1,98 @@
+"""Resume after a crash: kill -9 a running ``mtlbench compare``, run the same command again.
+
+Finished units are not recomputed, none is lost, the SQLite store passes its integrity check,
+and the final results equal those of an uninterrupted run.
+"""
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+
+from click.testing import CliRunner
+
+import fault_plugins
+from mtlbench.cli import cli
+from mtlbench.runner import load_problem
+from plugin_fixtures import activate
+
+REPS = 8
+MODELS = "stl,slow[seconds=0.15]"  # slow: 2 fits x 0.15 s per unit, so the run takes a while
+N_UNITS = 2 * REPS
+N_TASKS = 5  # of the 'tiny' dataset
+
+
+def _args(store: str) -> list[str]:
+    return ["compare", "--datasets", "tiny", "--models", MODELS, "--reps", str(REPS),
+            "--store", store]
+
+
+def _query(store: str, sql: str) -> list[tuple]:
+    con = sqlite3.connect(store, timeout=30)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def _finished(store: str) -> int:
+    try:
+        return _query(store, "SELECT COUNT(*) FROM units")[0][0]
+    except sqlite3.Error:  # not created yet
+        return 0
+
+
+def _integrity(store: str) -> str:
+    return _query(store, "PRAGMA integrity_check")[0][0]
+
+
+def test_kill_9_midway_then_resume(tmp_path, monkeypatch):
+    root = fault_plugins.install(tmp_path / "dist")
+    store = str(tmp_path / "killed.sqlite")
+    cmd = fault_plugins.cli_command() + _args(store)
+    env = fault_plugins.subprocess_env(root)
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while _finished(store) < 3:
+            assert proc.poll() is None, "compare ended before it could be killed"
+            assert time.monotonic() < deadline, "no unit finished within 120 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    assert _integrity(store) == "ok"
+    before = dict(_query(store, "SELECT key, finished_at FROM units"))
+    assert 3 <= len(before) < N_UNITS, len(before)
+    # each stored unit is complete: its per-task scores were written in the same transaction
+    per_key = dict(_query(store, "SELECT key, COUNT(*) FROM task_scores GROUP BY key"))
+    assert per_key == {k: N_TASKS for k in before}
+
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"ran {N_UNITS - len(before)} unit(s)" in again.stdout, again.stdout
+    assert f"{len(before)} already in the store" in again.stdout
+
+    assert _integrity(store) == "ok"
+    after = dict(_query(store, "SELECT key, finished_at FROM units"))
+    assert len(after) == N_UNITS  # none lost
+    assert {k: after[k] for k in before} == before  # finished units were not recomputed
+    assert _query(store, "SELECT COUNT(*) FROM task_scores")[0][0] == N_UNITS * N_TASKS
+    assert _query(store, "SELECT COUNT(*) FROM units WHERE status != 'ok'")[0][0] == 0
+
+    # the same results as an uninterrupted run (in-process here)
+    activate(monkeypatch, root)
+    load_problem.cache_clear()
+    clean = str(tmp_path / "clean.sqlite")
+    res = CliRunner().invoke(cli, _args(clean))
+    load_problem.cache_clear()
+    assert res.exit_code == 0, res.output
+    cols = "key, model, rep, status, best_params, val_auc, test_auc, split_fingerprint"
+    assert _query(store, f"SELECT {cols} FROM units ORDER BY key") == \
+        _query(clean, f"SELECT {cols} FROM units ORDER BY key")
+    sc = "SELECT key, task_index, task_name, test_auc, n_test FROM task_scores ORDER BY 1, 2"
+    assert _query(store, sc) == _query(clean, sc)
