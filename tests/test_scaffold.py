@@ -1,0 +1,74 @@
+"""``mtlbench new-plugin``: the generated package installs with pip (offline, into a target
+folder), passes its own tests unchanged, and its model reaches a leaderboard."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from mtlbench.cli import cli
+from mtlbench.scaffold import plugin_names, write_plugin
+
+from _pip_helpers import env_with, pip_install_target, run_mtlbench
+
+
+def test_new_plugin_writes_the_package(tmp_path):
+    res = CliRunner().invoke(cli, ["new-plugin", "my-ridge", "--dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    root = tmp_path / "mtlbench-my-ridge"
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files == [".gitignore", "README.md", "mtlbench_my_ridge.py", "pyproject.toml",
+                     "tests/test_my_ridge.py"]
+    pyproject = (root / "pyproject.toml").read_text()
+    assert '[project.entry-points.mtlbench]\nmy-ridge = "mtlbench_my_ridge"' in pyproject
+    assert "from mtlbench.testing import ModelConformance" in \
+        (root / "tests/test_my_ridge.py").read_text()
+    assert "mtlbench leaderboard" in (root / "README.md").read_text()
+
+
+@pytest.mark.parametrize("bad", ["Bad", "9lives", "with space", "", "class"])
+def test_invalid_names_are_clear_errors(tmp_path, bad):
+    res = CliRunner().invoke(cli, ["new-plugin", bad, "--dir", str(tmp_path)])
+    assert res.exit_code == 2
+    assert "invalid plugin name" in res.output and "Traceback" not in res.output
+
+
+def test_refuses_to_overwrite(tmp_path):
+    write_plugin("dup", tmp_path)
+    res = CliRunner().invoke(cli, ["new-plugin", "dup", "--dir", str(tmp_path)])
+    assert res.exit_code == 2 and "already exists" in res.output
+
+
+def test_names():
+    assert plugin_names("my-ridge") == {"name": "my-ridge", "dist": "mtlbench-my-ridge",
+                                        "module": "mtlbench_my_ridge", "cls": "MyRidgeModel",
+                                        "test": "test_my_ridge.py"}
+
+
+def test_generated_package_installs_passes_its_tests_and_reaches_a_leaderboard(tmp_path):
+    src = write_plugin("scaffolded", tmp_path / "src")
+    target = tmp_path / "site"
+    pip_install_target(src, target, tmp_path)
+    assert (target / "mtlbench_scaffolded.py").exists()
+    env = env_with(target)
+
+    # its own tests, unchanged, in a fresh interpreter (the kit comes in through pytest11)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                          cwd=src, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passed" in proc.stdout and "failed" not in proc.stdout
+
+    # discovered through the installed entry point, compared, on the leaderboard
+    proc = run_mtlbench(["plugins"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert any("mtlbench-scaffolded" in ln and "0.1.0" in ln for ln in proc.stdout.splitlines())
+    store = tmp_path / "r.sqlite"
+    proc = run_mtlbench(["compare", "--models", "scaffolded,stl", "--reps", "2",
+                         "--store", str(store)], env, tmp_path)
+    assert proc.returncode == 0 and "0 failed" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_mtlbench(["leaderboard", "--dataset", "simulated", "--store", str(store)],
+                        env, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "scaffolded" in proc.stdout
