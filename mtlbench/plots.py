@@ -13,10 +13,12 @@ figure             content (paper figure)
 ``heatmaps``       |W| learned by each model (repetition 0) beside the ground truth, simulated
                    data only: x = users, y = features (Fig. "Structural Recovery")
 ``convergence``    TFCL family: objective, ||W^t - W^{t-1}||_F, ||U^t - U^{t-1}||_F per
-                   iteration, repetition 0 (Fig. "Convergence curves")
+                   iteration, repetition 0 (Fig. "Convergence curves"); with several models
+                   each objective is divided by its final value (their scales differ)
 ``embeddings``     TFCL: spectral embeddings f_1..f_{d+T} of the first iterations, repetition
-                   0, projected on their two leading principal axes (Fig. "Evolution of
-                   Spectral Embeddings")
+                   0, projected on the two leading principal axes of the bulk (95 % of rows
+                   nearest the median; isolated nodes would dominate), view framed on the
+                   2nd-98th percentiles (Fig. "Evolution of Spectral Embeddings")
 ``ablation``       mean ± std test AUC of the TFCL variants present (Tab./Fig. "Ablation")
 =================  ==========================================================================
 
@@ -170,12 +172,18 @@ def convergence_plot(histories: dict[str, dict[str, list[float]]], path: Path,
     specs = (("objective", "objective F(W^t, U^t)", False),
              ("w_change", "||W^t - W^{t-1}||_F", True),
              ("u_change", "||U^t - U^{t-1}||_F", True))
+    # objectives of different models live on different scales (AUC vs squared loss): with
+    # several models each curve is divided by its final value
+    relative = len(histories) > 1
     for i, (key, label, logy) in enumerate(specs):
         ax = fig.add_subplot(1, 3, i + 1)
         for m, h in histories.items():
             y = np.asarray([np.nan if v is None else v for v in h.get(key, [])], dtype=float)
             if y.size == 0:
                 continue
+            if key == "objective" and relative:
+                last = y[np.isfinite(y)][-1] if np.isfinite(y).any() else np.nan
+                y = y / last if last and np.isfinite(last) else y * np.nan
             x = np.arange(1, y.size + 1)
             good = np.isfinite(y) & ((y > 0) if logy else True)
             ax.plot(x[good], y[good], label=m, lw=1.2)
@@ -185,7 +193,8 @@ def convergence_plot(histories: dict[str, dict[str, list[float]]], path: Path,
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("iteration t")
-        ax.set_title(label, fontsize=10)
+        ax.set_title(label if not (key == "objective" and relative)
+                     else "objective F(W^t, U^t) / final value", fontsize=10)
         ax.grid(alpha=0.3)
         if i == 0:
             ax.legend(fontsize=8)
@@ -214,10 +223,14 @@ def embeddings_plot(emb: np.ndarray, path: Path, d: int | None = None,
     is_feature = np.arange(N) < (d if d is not None else 0)
     for it in range(n_it):
         ax = fig.add_subplot(rows, cols, it + 1)
+        # principal axes of the bulk: isolated nodes (a zero row/column of W) sit far out and
+        # would otherwise dominate the projection
         E = emb[it]
-        E = E - E.mean(axis=0)
+        norms = np.linalg.norm(E - np.median(E, axis=0), axis=1)
+        inl = norms <= np.percentile(norms, 95)
+        E = E - E[inl].mean(axis=0)
         if E.shape[1] > 2:
-            _, _, vt = np.linalg.svd(E, full_matrices=False)
+            _, _, vt = np.linalg.svd(E[inl], full_matrices=False)
             P = E @ vt[:2].T
         else:
             P = np.column_stack([E[:, 0], E[:, 1] if E.shape[1] > 1 else np.zeros(N)])
@@ -226,7 +239,16 @@ def embeddings_plot(emb: np.ndarray, path: Path, d: int | None = None,
             if mask.any():
                 ax.scatter(P[mask, 0], P[mask, 1], c=c[mask], cmap="tab10", vmin=0, vmax=9,
                            marker=marker, s=12, alpha=0.75, label=lab)
-        ax.set_title(f"iteration {it + 1}", fontsize=9)
+        # a few isolated nodes sit far out; frame the bulk (2nd-98th percentiles) instead
+        lo, hi = np.percentile(P, 2, axis=0), np.percentile(P, 98, axis=0)
+        if np.any(hi - lo <= 1e-9 * max(float(np.abs(P).max()), 1e-300)):
+            lo, hi = P.min(axis=0), P.max(axis=0)  # the bulk is one point: show everything
+        pad = 0.15 * np.maximum(hi - lo, 1e-12)
+        ax.set_xlim(lo[0] - pad[0], hi[0] + pad[0])
+        ax.set_ylim(lo[1] - pad[1], hi[1] + pad[1])
+        n_out = int(np.count_nonzero(np.any((P < lo - pad) | (P > hi + pad), axis=1)))
+        ax.set_title(f"iteration {it + 1}" + (f" ({n_out} outside view)" if n_out else ""),
+                     fontsize=9)
         ax.tick_params(labelsize=7)
         if it == 0 and d is not None:
             ax.legend(fontsize=7, loc="best")
