@@ -255,9 +255,12 @@ def build_leaderboard(store, dataset: str, *, baseline: str = BASELINE,
                  "min_attainable_p": min_attainable_p(cells[m][p]["n_pairs"])}
                 for m in means if m != best
                 and min_attainable_p(cells[m][p]["n_pairs"]) >= alpha]
-        if weak:
-            small_n_columns.append({"problem": p, "models": weak,
-                                    "all": len(weak) == len(means) - 1})
+        m_tests = max(len(tested), 1)
+        holm_blocked = bool(tested) and all(
+            min_attainable_p(cells[m][p]["n_pairs"]) >= alpha / m_tests for m in tested)
+        if weak or holm_blocked:
+            small_n_columns.append({"problem": p, "models": weak, "comparisons": len(tested),
+                                    "all": len(weak) == len(means) - 1 or holm_blocked})
 
     # ---- ranks and Friedman over (problem, rep) blocks
     ranked = [m for m in models if all(cells[m][p]["n"] > 0 for p in problems)]
@@ -467,11 +470,16 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
     for s in tests["small_n_columns"]:
         who = ", ".join(f"{_esc(x['model'])} ({x['pairs']} pairs: min p = "
                         f"{x['min_attainable_p']:.3g})" for x in s["models"])
-        w(f"- Column {_esc(s['problem'])}: with n < 6 paired repetitions the two-sided Wilcoxon "
-          f"signed-rank test cannot reach p < {tests['alpha']} (smallest attainable p = 2/2^n), "
-          + ("so **no cell of this column can be marked significant**" if s["all"]
-             else "so these comparisons can never be marked") + f": {who}. "
-          "At least 6 repetitions are needed (more when Holm corrects several comparisons).\n")
+        if who:
+            w(f"- Column {_esc(s['problem'])}: with n < 6 paired repetitions the two-sided "
+              f"Wilcoxon signed-rank test cannot reach p < {tests['alpha']} (smallest attainable "
+              "p = 2/2^n), so these comparisons can never be marked: " + who + ". At least 6 "
+              "repetitions are needed.\n")
+        if s["all"]:
+            w(f"- Column {_esc(s['problem'])}: **no cell of this column can be marked "
+              f"significant** with these repetitions: Holm over {s['comparisons']} comparison(s) "
+              f"needs a smallest p < {tests['alpha']}/{s['comparisons']}, below the smallest "
+              "attainable Wilcoxon p-value 2/2^n.\n")
     if lb["reps_differ"]:
         w("- Repetitions differ between cells: each cell states its n (finished repetitions).\n")
     else:
