@@ -97,18 +97,24 @@ def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarr
     out = M / (1.0 + lam)                      # the case "at most k nonzeros" (and k >= p)
     nnz = np.count_nonzero(A, axis=0)
     todo = np.flatnonzero((nnz > k) & (lam > 0))
-    for j in todo:                              # columns are short; the work per column is vectorised
-        a, l = A[:, j], lam[j]
-        nzm = a > 0
-        an = a[nzm]
-        kinks = np.sort(np.concatenate([l / an, (1.0 + l) / an]))
-        theta_sum = np.clip(kinks[:, None] * an[None, :] - l, 0.0, 1.0).sum(axis=1)
-        i = int(np.searchsorted(theta_sum, k))  # first kink with sum >= k (exists: max sum = nnz > k)
-        s1, f1 = kinks[i], theta_sum[i]
-        s0, f0 = (kinks[i - 1], theta_sum[i - 1]) if i > 0 else (0.0, 0.0)
-        s = s1 if f1 == f0 else s0 + (k - f0) * (s1 - s0) / (f1 - f0)
+    if todo.size:                               # vectorised over columns: O(p^2) work per column
+        a, l = A[:, todo], lam[todo]
+        with np.errstate(divide="ignore"):
+            kinks = np.concatenate([l / a, (1.0 + l) / a], axis=0)         # (2p, m'), inf at zeros
+        finite = np.isfinite(kinks)
+        big = 2.0 * np.where(finite, kinks, 0.0).max(axis=0) + 1.0
+        kinks = np.sort(np.where(finite, kinks, big), axis=0)
+        theta_sum = np.clip(kinks[:, None, :] * a[None, :, :] - l, 0.0, 1.0).sum(axis=1)
+        i = np.argmax(theta_sum >= k, axis=0)   # first kink with sum >= k (max sum = nnz > k)
+        cols = np.arange(todo.size)
+        s1, f1 = kinks[i, cols], theta_sum[i, cols]
+        im1 = np.maximum(i - 1, 0)
+        s0 = np.where(i > 0, kinks[im1, cols], 0.0)
+        f0 = np.where(i > 0, theta_sum[im1, cols], 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(f1 > f0, s0 + (k - f0) * (s1 - s0) / (f1 - f0), s1)
         theta = np.clip(s * a - l, 0.0, 1.0)
-        out[:, j] = M[:, j] * theta / (theta + l)
+        out[:, todo] = M[:, todo] * theta / (theta + l)
     return out[:, 0] if one_d else out
 
 
