@@ -235,3 +235,26 @@ def test_publish_keeps_hand_written_files(store, tmp_path):
     assert res.exit_code == 0, res.output
     assert "my note" in (out / "README.md").read_text()
     assert (out / "simulated-paper.md").exists()
+
+
+def test_several_problems_friedman_across_problems(tmp_path):
+    rows = []
+    for prob, shift in (("shoes/brown", 0.0), ("shoes/open", 0.02), ("shoes/pointy", -0.01)):
+        for r in range(6):
+            for model, auc in (("a", 0.9), ("b", 0.85), ("stl", 0.8)):
+                rows.append(unit(model, r, auc + shift + 0.001 * r, problem=prob,
+                                 dataset="shoes"))
+    st = make_store(tmp_path / "m.sqlite", rows)
+    lb = build_leaderboard(st, "shoes")
+    assert lb["problems"] == ["shoes/brown", "shoes/open", "shoes/pointy"]
+    f = lb["tests"]["friedman_over_problems"]
+    assert f["blocks"] == 3 and f["models"] == 3
+    means = [[90 + 100 * s, 85 + 100 * s, 80 + 100 * s] for s in (0.0, 0.02, -0.01)]
+    ref = friedmanchisquare(*np.array(means).T)
+    assert f["statistic"] == pytest.approx(ref.statistic)
+    assert lb["tests"]["friedman_over_problem_reps"]["blocks"] == 18
+    assert [r["model"] for r in lb["rows"]] == ["a", "b", "stl"]
+    md = to_markdown(lb)
+    header = next(ln for ln in md.splitlines() if ln.startswith("| model"))
+    assert all(p in header for p in lb["problems"])
+    st.close()
