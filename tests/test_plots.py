@@ -90,3 +90,25 @@ def test_direct_figure_functions(tmp_path):
     units = pd.DataFrame({"model": ["tfcl", "tfcl", "tfcl-q", "tfcl-q"], "status": ["ok"] * 4,
                           "problem": ["p"] * 4, "test_auc": [0.9, 0.91, 0.92, 0.93]})
     assert _is_png(ablation_plot(units, tmp_path / "a.png"))
+
+
+def test_protocol_stores_embeddings_of_repetition_0():
+    """The embeddings figure reads the array the protocol stores from ``embeddings_``."""
+    from mtlbench import LinearMTLModel, TaskSet
+    from mtlbench.protocol import ProtocolConfig, run_protocol
+
+    class Emb(LinearMTLModel):
+        name = "emb-test"
+
+        def fit(self, tasks, init=None):
+            self.coef_ = np.ones((tasks.d, tasks.T))
+            self.embeddings_ = [np.full((tasks.d + tasks.T, 2), float(i)) for i in range(3)]
+            return self
+
+    rng = np.random.default_rng(0)
+    Xs = [rng.standard_normal((30, 4)) for _ in range(3)]
+    ys = [np.where(X[:, 0] > 0, 1.0, -1.0) for X in Xs]
+    tasks = TaskSet.from_arrays("t", Xs, ys)
+    out = run_protocol(Emb(), {}, tasks, ProtocolConfig(reps=1), 0, keep_arrays=True)
+    assert out.arrays["embeddings"].shape == (3, 7, 2)
+    assert "embeddings" not in run_protocol(Emb(), {}, tasks, ProtocolConfig(reps=1), 0).arrays
