@@ -317,10 +317,12 @@ def build_leaderboard(store, dataset: str, *, baseline: str = BASELINE,
             "plugin": _short(v.get("plugin") for v in vers),
             "cells": cells[m],
         })
-    rows.sort(key=lambda r: (r["avg_rank"] is None, r["avg_rank"] if r["avg_rank"] is not None
-                             else 0.0, -np.nanmean([c["mean"] if c["mean"] is not None
-                                                     else np.nan for c in r["cells"].values()]
-                                                    or [np.nan]), r["model"]))
+    def _overall(r: dict[str, Any]) -> float:
+        vals = [c["mean"] for c in r["cells"].values() if c["mean"] is not None]
+        return float(np.mean(vals)) if vals else -math.inf
+
+    rows.sort(key=lambda r: (r["avg_rank"] is None, r["avg_rank"] or 0.0, -_overall(r),
+                             r["model"]))
     unranked = [m for m in models if m not in ranked]
     if unranked:
         notes.append(f"Not ranked (no finished repetition on some problem): {', '.join(unranked)}.")
@@ -447,7 +449,8 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
                     + ["—" if r["avg_rank"] is None else f"{r['avg_rank']:.2f}",
                        str(r["reps_finished"]), str(r["failed"]),
                        "baseline" if r["model"] == lb["baseline"] else
-                       ("—" if w is None else f"{w['win']}/{w['tie']}/{w['loss']}"),
+                       ("—" if w is None or w["win"] + w["tie"] + w["loss"] == 0
+                        else f"{w['win']}/{w['tie']}/{w['loss']}"),
                        _fmt_seconds(r["time_total_s"])])
     table = tabulate(body, headers=headers, tablefmt="pipe", disable_numparse=True,
                      colalign=["left"] + ["right"] * (len(headers) - 1))
@@ -550,9 +553,21 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
     return out.getvalue()
 
 
+def _clean(obj: Any) -> Any:
+    """NaN/inf -> None and numpy scalars -> Python numbers, so the JSON is strict."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def to_json(lb: dict[str, Any]) -> str:
-    return json.dumps(lb, indent=1, sort_keys=False, allow_nan=False,
-                      default=lambda o: o.item() if hasattr(o, "item") else repr(o)) + "\n"
+    return json.dumps(_clean(lb), indent=1, sort_keys=False, allow_nan=False, default=repr) + "\n"
 
 
 def to_csv(lb: dict[str, Any]) -> str:

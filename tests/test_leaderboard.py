@@ -258,3 +258,16 @@ def test_several_problems_friedman_across_problems(tmp_path):
     header = next(ln for ln in md.splitlines() if ln.startswith("| model"))
     assert all(p in header for p in lb["problems"])
     st.close()
+
+
+def test_model_with_only_failures_is_shown_not_ranked(tmp_path):
+    rows = [unit("a", r, 0.9) for r in range(3)] + [unit("stl", r, 0.8) for r in range(3)]
+    rows += [unit("broken", r, None, status="failed") for r in range(3)]
+    st = make_store(tmp_path / "b.sqlite", rows)
+    lb = build_leaderboard(st, "toy")
+    row = {r["model"]: r for r in lb["rows"]}["broken"]
+    assert row["failed"] == 3 and row["avg_rank"] is None and lb["rows"][-1]["model"] == "broken"
+    md = to_markdown(lb)
+    assert "— (n=0, 3 failed)" in md and "Not ranked" in md
+    json.loads(to_json(lb))
+    st.close()
