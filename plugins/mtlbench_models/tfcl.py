@@ -241,7 +241,8 @@ def _inner_same(a: UStep, b: UStep) -> float:
 
 
 def ustep_diff_norm(a: UStep, b: UStep) -> float:
-    """||U_a - U_b||_F without forming either matrix."""
+    """||U_a - U_b||_F without forming either matrix (Gram identity: absolute accuracy about
+    sqrt(machine eps) * ||U||_F, enough for convergence histories)."""
     val = a.frob_sq() + b.frob_sq() - 2.0 * _inner_same(a, b)
     return float(np.sqrt(max(val, 0.0)))
 

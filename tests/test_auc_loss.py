@@ -1,0 +1,69 @@
+"""SquaredAUCLoss: O(n d) identity vs brute-force pairs, finite differences, Lipschitz."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mtlbench import TaskSet
+from mtlbench_models._losses import SquaredAUCLoss, squared_auc_bruteforce
+
+
+def make_tasks(seed, T=3, d=6):
+    rng = np.random.default_rng(seed)
+    Xs, ys = [], []
+    for t in range(T):
+        n = int(rng.integers(4, 30))
+        y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+        y[0], y[1] = 1.0, -1.0
+        Xs.append(rng.standard_normal((n, d)) * rng.uniform(0.5, 3))
+        ys.append(y)
+    return TaskSet.from_arrays("t", Xs, ys)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000))
+def test_matches_bruteforce(seed):
+    ts = make_tasks(seed)
+    J = SquaredAUCLoss(ts)
+    W = np.random.default_rng(seed + 1).standard_normal((ts.d, ts.T))
+    val, G = J.value_and_grad(W)
+    vb, Gb = 0.0, np.zeros_like(W)
+    for t in range(ts.T):
+        v, g = squared_auc_bruteforce(ts.X(t), ts.y(t), W[:, t])
+        vb += v
+        Gb[:, t] = g
+    assert np.isclose(val, vb, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(G, Gb, rtol=1e-9, atol=1e-9)
+    assert np.isclose(J.value(W), val)
+
+
+def test_finite_differences():
+    ts = make_tasks(7)
+    J = SquaredAUCLoss(ts)
+    rng = np.random.default_rng(0)
+    W, V = rng.standard_normal((ts.d, ts.T)), rng.standard_normal((ts.d, ts.T))
+    h = 1e-6
+    fd = (J.value(W + h * V) - J.value(W - h * V)) / (2 * h)
+    assert np.isclose(fd, np.sum(J.grad(W) * V), rtol=1e-6)
+
+
+def test_lipschitz_is_exact_hessian_norm():
+    ts = make_tasks(11)
+    J = SquaredAUCLoss(ts)
+    for t in range(ts.T):
+        X, y = ts.X(t), ts.y(t)
+        pos = y > 0
+        n1, n0 = pos.sum(), (~pos).sum()
+        Lauc = np.diag(np.where(pos, 1 / n1, 1 / n0)) - (np.outer(pos, ~pos) + np.outer(~pos, pos)) / (n1 * n0)
+        H = X.T @ Lauc @ X
+        assert np.isclose(J.task_lipschitz[t], np.linalg.eigvalsh(H)[-1], rtol=1e-9)
+
+
+def test_definition_as_double_sum():
+    # l = 1/(2 n+ n-) sum (1 - (s_p - s_q))^2, the scores centred around the labels ytil
+    X = np.array([[1.0], [2.0], [0.5], [-1.0]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    ts = TaskSet.from_arrays("t", [X], [y])
+    w = np.array([[0.3]])
+    s = X[:, 0] * 0.3
+    expect = sum((1 - (s[p] - s[q])) ** 2 for p in (0, 1) for q in (2, 3)) / (2 * 4)
+    assert np.isclose(SquaredAUCLoss(ts).value(w), expect)
