@@ -61,6 +61,9 @@ def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
 
     # Process-wide, not a context: several worker threads must not restore each other's limits.
     threadpool_limits(limits=1)
+    from .plugins import get_registry
+
+    get_registry()  # load plugins before the clock starts (the timeout excludes it)
     try:
         from distributed import get_worker
 

@@ -261,14 +261,16 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
     row.update({"versions": versions(spec.model), "host": socket.gethostname(),
                 "started_at": started})
     try:
-        with threadpool_limits(limits=BLAS_THREADS_PER_UNIT), time_limit(timeout):
+        with threadpool_limits(limits=BLAS_THREADS_PER_UNIT):
+            # Loading data and plugins (once per process) does not count against the timeout.
             if tasks is None:
                 tasks = load_problem(spec.dataset, spec.problem_name, data_dir,
                                      spec.dataset_params_json)
             cls = get_registry().model_class(spec.model)
             base = cls(**json.loads(spec.fixed_json))
-            out = run_protocol(base, json.loads(spec.space_json), tasks, spec.protocol,
-                               spec.rep, keep_arrays=spec.keep_arrays)
+            with time_limit(timeout):
+                out = run_protocol(base, json.loads(spec.space_json), tasks, spec.protocol,
+                                   spec.rep, keep_arrays=spec.keep_arrays)
         row.update({
             "status": "ok", "best_params": out.best_params, "grid": out.grid,
             "val_auc": out.val_auc, "test_auc": out.test_auc, "n_tasks": len(out.task_names),

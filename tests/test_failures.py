@@ -109,7 +109,7 @@ def test_failure_isolation_in_parallel_worker_processes(faulty, tmp_path):
     store = str(tmp_path / "j.sqlite")
     cmd = fault_plugins.cli_command() + [
         "compare", "--datasets", "tiny", "--models", "stl,fail-raise,slow[seconds=30]",
-        "--reps", "2", "--jobs", "2", "--timeout", "2", "--store", store]
+        "--reps", "2", "--jobs", "2", "--timeout", "1", "--store", store]
     proc = subprocess.run(cmd, env=fault_plugins.subprocess_env(faulty), capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -118,5 +118,5 @@ def test_failure_isolation_in_parallel_worker_processes(faulty, tmp_path):
         ("stl", 0): "ok", ("stl", 1): "ok", ("fail-raise", 0): "failed",
         ("fail-raise", 1): "failed", ("slow[seconds=30]", 0): "failed",
         ("slow[seconds=30]", 1): "failed"}
-    assert "exceeded the timeout of 2 s" in units["slow[seconds=30]", 0]["message"]
+    assert "exceeded the timeout of 1 s" in units["slow[seconds=30]", 0]["message"]
     assert "deliberate failure" in units["fail-raise", 1]["message"]
