@@ -120,3 +120,44 @@ def test_failure_isolation_in_parallel_worker_processes(faulty, tmp_path):
         ("slow[seconds=30]", 1): "failed"}
     assert "exceeded the timeout of 1 s" in units["slow[seconds=30]", 0]["message"]
     assert "deliberate failure" in units["fail-raise", 1]["message"]
+
+
+def _slow_spec(seconds):
+    from mtlbench.plugins import get_registry
+    from mtlbench.protocol import ProtocolConfig
+    from mtlbench.runner import plan_units, resolve_problems
+    from mtlbench.selectors import apply_overrides
+
+    reg = get_registry()
+    sel = apply_overrides(reg.model_class("slow"), {"seconds": seconds}, "slow")
+    return plan_units(reg, [sel], resolve_problems(reg, ["tiny"]), ProtocolConfig(reps=1))[0]
+
+
+def test_timeout_stops_the_whole_unit_not_one_grid_point(faulty):
+    """The protocol isolates failing grid points with ``except Exception``; a timeout must
+    not be swallowed there (the next grid points would run without a limit)."""
+    from mtlbench.runner import execute_unit
+
+    res = execute_unit(_slow_spec([2.0, 2.0, 2.0]), timeout=0.3)
+    assert res.row["status"] == "failed" and "timeout of 0.3 s" in res.row["message"]
+    assert res.row["time_total"] < 1.5
+
+
+def test_timeout_in_a_worker_thread(faulty):
+    """Off the main thread (as in a Dask worker) SIGALRM is unavailable; the limit is an
+    exception injected into the thread."""
+    import threading
+
+    from mtlbench.runner import execute_unit
+
+    spec = _slow_spec(30)
+    get_ready = execute_unit(_slow_spec(0.01))  # load plugins and data outside the clock
+    assert get_ready.ok
+    out = []
+    th = threading.Thread(target=lambda: out.append(execute_unit(spec, timeout=0.3)))
+    th.start()
+    th.join(timeout=20)
+    assert not th.is_alive() and len(out) == 1
+    row = out[0].row
+    assert row["status"] == "failed" and row["message"] == "unit exceeded the timeout of 0.3 s"
+    assert "UnitTimeout" in row["traceback"] and row["time_total"] < 5
