@@ -56,6 +56,7 @@ import numpy as np
 from mtlbench import LinearMTLModel, TaskSet, hookimpl
 
 from ._losses import SquaredLoss
+from .rmtfl import Residuals
 
 __all__ = ["prox_cocluster", "cocluster_penalty", "CoCMTL"]
 
@@ -221,15 +222,19 @@ class CoCMTL(LinearMTLModel):
                 and init.P_.shape == P.shape:
             P, Q = init.P_.copy(), init.Q_.copy()
         c = float(self.gamma) * max(loss.lipschitz, 1e-12)
+        R = Residuals(loss)
+        AP, AQ = R.forward(P), R.forward(Q)
         hist = [self.objective(loss, P, Q)]
         n_iter = 0
         for n_iter in range(1, int(self.max_iter) + 1):
-            G = loss.grad(P + Q)
+            G = R.grad([a + b for a, b in zip(AP, AQ)])
             P = prox_mean_reg(P - G / c, self.lam1_ / c)
-            G = loss.grad(P + Q)
+            AP = R.forward(P)
+            G = R.grad([a + b for a, b in zip(AP, AQ)])
             Q, omega2 = _prox_cocluster_with_value(Q - G / c, self.lam2_ / c, k)
-            hist.append(loss.value(P + Q) + self.lam1_ * mean_reg_penalty(P)
-                        + self.lam2_ * omega2)
+            AQ = R.forward(Q)
+            hist.append(R.value([a + b for a, b in zip(AP, AQ)])
+                        + self.lam1_ * mean_reg_penalty(P) + self.lam2_ * omega2)
             if abs(hist[-2] - hist[-1]) <= self.tol * max(abs(hist[-1]), 1e-12):
                 break
         self.P_, self.Q_ = P, Q

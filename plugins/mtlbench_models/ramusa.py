@@ -60,6 +60,7 @@ from mtlbench import LinearMTLModel, TaskSet, hookimpl
 
 from ._losses import SquaredLoss
 from ._prox import prox_trace
+from .rmtfl import Residuals
 
 
 def svt(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -104,52 +105,54 @@ def stage_solve(loss: SquaredLoss, lam: float, M: np.ndarray | None, W0: np.ndar
     momentum is restarted and a plain proximal-gradient step is taken).  Returns
     (W, stage objective history, capped objective history (if theta given), iterations).
     """
+    R = Residuals(loss)
     lin = (lambda W: 0.0) if M is None else (lambda W: -lam * float(np.sum(M * W)))
 
-    def smooth(W):
-        f, G = loss.value_and_grad(W)
+    def step_from(Y, AY, L):
+        fY = R.value(AY) + lin(Y)
+        G = R.grad(AY)
         if M is not None:
-            G = G - lam * M
-        return f + lin(W), G
-
-    def prox_step(Y, fY, G, L):
+            G -= lam * M
         while True:
             Xn, s = svt(Y - G / L, lam / L)
             D = Xn - Y
-            fn = loss.value(Xn) + lin(Xn)
+            An = R.forward(Xn)
+            Jn = R.value(An)
+            fn = Jn + lin(Xn)
             quad = fY + np.sum(G * D) + 0.5 * L * np.sum(D * D)
             if fn <= quad + 1e-12 * max(abs(quad), 1.0):
-                return Xn, s, fn, L
+                return Xn, s, An, Jn, fn, L
             L *= 2.0
 
     W = W0.copy()
+    A = R.forward(W)
     s_W = np.linalg.svd(W, compute_uv=False)
-    f_W = loss.value(W) + lin(W)
-    F = f_W + lam * s_W.sum()
-    hist = [F]
-    capped = [] if theta is None else [loss.value(W) + lam * capped_penalty(s_W, theta)]
+    J = R.value(A)
+    F = J + lin(W) + lam * s_W.sum()
+    hist = [float(F)]
+    capped = [] if theta is None else [J + lam * capped_penalty(s_W, theta)]
     L = max(loss.lipschitz, 1e-12)
-    Y = W.copy()
+    Y, AY = W, A
     t_k = 1.0
     it = 0
     for it in range(1, max_iter + 1):
-        fY, G = smooth(Y)
-        Wn, s, fn, L = prox_step(Y, fY, G, L)
+        Wn, s, An, Jn, fn, L = step_from(Y, AY, L)
         Fn = fn + lam * s.sum()
         if Fn > F:  # restart from the last accepted point
             t_k = 1.0
-            fW, G = smooth(W)
-            Wn, s, fn, L = prox_step(W, fW, G, L)
+            Wn, s, An, Jn, fn, L = step_from(W, A, L)
             Fn = fn + lam * s.sum()
-            if Fn > F:  # numerically stalled
+            if Fn > F:  # no progress possible at machine precision
                 break
         step = np.linalg.norm(Wn - W)
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-        Y = Wn + ((t_k - 1.0) / t_next) * (Wn - W)
-        W, F, t_k = Wn, Fn, t_next
+        beta = (t_k - 1.0) / t_next
+        Y = Wn + beta * (Wn - W)
+        AY = R.combine(An, A, beta)
+        W, A, F, t_k = Wn, An, Fn, t_next
         hist.append(float(F))
         if theta is not None:
-            capped.append(float(fn - lin(Wn) + lam * capped_penalty(s, theta)))
+            capped.append(float(Jn + lam * capped_penalty(s, theta)))
         if step <= tol * max(1.0, np.linalg.norm(W)):
             break
     return W, hist, capped, it
