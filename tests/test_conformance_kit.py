@@ -1,0 +1,217 @@
+"""The conformance kit catches broken plugins with a message that names the check, and its
+pytest plugin works (ModelConformance/DatasetConformance classes, --mtlbench-conformance)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mtlbench import Dataset, LinearMTLModel, TaskSet
+from mtlbench.testing import (ConformanceError, DataNotAvailable, check_dataset, check_model,
+                              run_model_check)
+from mtlbench_models.stl import STL, ridge_solve
+
+
+class GoodRidge(LinearMTLModel):
+    name = "goodridge"
+    search_space = {"lam": [0.1, 1.0]}
+
+    def __init__(self, lam=1.0):
+        self.lam = lam
+
+    def fit(self, tasks, init=None):
+        self.coef_ = np.column_stack([ridge_solve(tasks.X(t), tasks.y(t), self.lam)
+                                      for t in range(tasks.T)])
+        return self
+
+
+class ChangesParam(GoodRidge):
+    name = "changesparam"
+
+    def __init__(self, lam=1.0):
+        self.lam = float(lam) * 2
+
+
+class GlobalRandom(GoodRidge):
+    name = "globalrandom"
+
+    def fit(self, tasks, init=None):
+        super().fit(tasks)
+        self.coef_ = self.coef_ + 1e-3 * np.random.standard_normal(self.coef_.shape)
+        return self
+
+
+class Unpicklable(GoodRidge):
+    name = "unpicklable"
+
+    def fit(self, tasks, init=None):
+        super().fit(tasks)
+        self.link_ = lambda x: x
+        return self
+
+
+class WrongShape(GoodRidge):
+    name = "wrongshape"
+
+    def decision_function(self, X, task):
+        return (X @ self.coef_)[:, None]
+
+
+class BadSpace(GoodRidge):
+    name = "badspace"
+    search_space = {"alpha": [1.0]}
+
+
+class EmptySpace(GoodRidge):
+    name = "emptyspace"
+    search_space = {"lam": []}
+
+
+class RejectsGridValue(GoodRidge):
+    name = "rejects"
+    search_space = {"lam": [1.0, -1.0]}
+
+    def fit(self, tasks, init=None):
+        if self.lam <= 0:
+            raise ValueError(f"rejects: lam must be > 0, got {self.lam}")
+        return super().fit(tasks)
+
+
+class Flipped(GoodRidge):
+    name = "flipped"
+
+    def decision_function(self, X, task):
+        return -super().decision_function(X, task)
+
+
+class Increasing(GoodRidge):
+    name = "increasing"
+    monotone_objective = True
+
+    def fit(self, tasks, init=None):
+        super().fit(tasks)
+        self.objective_history_ = [3.0, 2.0, 2.5]
+        return self
+
+
+class KeepsFirstFit(GoodRidge):
+    name = "keepsfirst"
+
+    def fit(self, tasks, init=None):
+        if not hasattr(self, "coef_"):
+            super().fit(tasks)
+        return self
+
+
+@pytest.mark.parametrize("cls,check,message", [
+    (ChangesParam, "clone", "__init__ changed lam: passed 1.0, stored 2.0"),
+    (GlobalRandom, "deterministic", "two fits on the same data differ"),
+    (Unpicklable, "pickle", "pickle round trip raised"),
+    (WrongShape, "fit_shapes", r"decision_function returned shape \(9, 1, 6\)"),
+    (BadSpace, "search_space", "'alpha' is not an __init__ parameter"),
+    (EmptySpace, "search_space", "is empty"),
+    (RejectsGridValue, "search_space", r"lam=-1.0.*lam must be > 0"),
+    (Flipped, "beats_chance", "mean test AUC"),
+    (Increasing, "objective_history", "objective increased at iteration 2"),
+    (KeepsFirstFit, "refit", "coef_ has shape"),
+])
+def test_kit_catches_broken_models(cls, check, message):
+    with pytest.raises(ConformanceError, match=message) as info:
+        run_model_check(check, cls)
+    assert f"{cls.name} (" in str(info.value) and f": {check}" in str(info.value)
+
+
+def test_kit_passes_a_good_model():
+    out = check_model(GoodRidge)
+    assert out["beats_chance"] > 0.8
+    check_model(STL, {"lam": 10.0}, checks=["clone", "fit_shapes"])
+
+
+class TinyData(Dataset):
+    name = "tinydata"
+    description = "two tasks"
+    source = "generated"
+
+    def load(self, problem="tinydata", *, data_dir=None, cache_dir=None):
+        rng = np.random.default_rng(0)
+        ys = [np.array([1.0, -1.0] * 4), np.array([1.0, -1.0] * 5)]
+        return TaskSet.from_arrays("tinydata", [rng.standard_normal((len(y), 3)) for y in ys], ys)
+
+
+class Nondeterministic(TinyData):
+    name = "nondet"
+
+    def load(self, problem="nondet", *, data_dir=None, cache_dir=None):
+        ys = [np.array([1.0, -1.0] * 4)]
+        return TaskSet.from_arrays("nondet", [np.random.standard_normal((8, 3))], ys)
+
+
+class Missing(TinyData):
+    name = "missing"
+
+    def availability(self, *, data_dir=None, cache_dir=None):
+        return "needs local files"
+
+
+class BadParams(TinyData):
+    name = "badparams"
+
+    def params(self):
+        return {"f": object()}
+
+
+def test_dataset_checks():
+    assert check_dataset(TinyData)["load:tinydata"].startswith("TaskSet('tinydata'")
+    assert check_dataset(Missing())["load:missing"].startswith("skipped:")
+    with pytest.raises(ConformanceError, match="two loads"):
+        check_dataset(Nondeterministic)
+    with pytest.raises(ConformanceError, match="JSON-able"):
+        check_dataset(BadParams)
+
+
+def test_dataset_missing_data_is_not_available():
+    from mtlbench.testing import check_dataset_load
+
+    with pytest.raises(DataNotAvailable):
+        check_dataset_load(Missing(), "missing")
+
+
+def _pytest(args, cwd):
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=240)
+
+
+def test_pytest_plugin_classes_and_option(tmp_path):
+    (tmp_path / "test_mine.py").write_text(textwrap.dedent("""
+        from mtlbench.testing import DatasetConformance, ModelConformance
+        from mtlbench_models.stl import STL
+        from mtlbench_datasets.simulated import Simulated
+
+        class TestSTL(ModelConformance):
+            model_class = STL
+
+        class TestSim(DatasetConformance):
+            dataset = Simulated
+
+        def test_fixture(mtlbench_small_problem, mtlbench_uneven_problem):
+            assert mtlbench_small_problem.T == 10 and len(set(mtlbench_uneven_problem.sizes())) > 1
+    """))
+    proc = _pytest([], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "15 passed, 1 skipped" in proc.stdout
+
+    proc = _pytest(["--mtlbench-conformance", "lasso,simulated", "-k", "mtlbench-conformance",
+                    "-rA"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "mtlbench-conformance[model:lasso:pickle]" in proc.stdout
+    assert "mtlbench-conformance[dataset:simulated:load_deterministic]" in proc.stdout
+
+    proc = _pytest(["--mtlbench-conformance", "nosuchmodel"], tmp_path)
+    assert proc.returncode != 0 and "no installed model or dataset named 'nosuchmodel'" in \
+        proc.stdout + proc.stderr
