@@ -214,11 +214,12 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     from .protocol import ProtocolConfig
     from .runner import (check_overrides, check_problems_load, plan_units, resolve_problems,
                          run_units)
-    from .selectors import apply_overrides, load_config, parse_selector
+    from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
     reg = _registry()
     cfg = load_config(config_path) if config_path else {}
+    check_config_models(cfg, reg.model_names, config_path)
     defaults = cfg.get("compare", {})
     known = {"datasets", "models", "reps", "seed", "test_fraction", "val_fraction", "jobs",
              "timeout"}

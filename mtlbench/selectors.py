@@ -72,14 +72,26 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, where: str = "") -> Any:
+    """A Python literal (number, string, bool, None, list); a bare word is a string."""
     text = text.strip()
+    ctx = f" in {where}" if where else ""
+    if not text:
+        raise ConfigError(f"missing value{ctx}; expected param=value or param=[v1,v2]")
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", text):
             return text  # bare word: a string option such as loss=auc
-        raise ConfigError(f"cannot parse hyperparameter value {text!r}") from None
+        raise ConfigError(f"cannot parse hyperparameter value {text!r}{ctx}; use numbers, "
+                          "quoted strings, true/false or a list like [0.1,1.0]") from None
+    if value is True or value is False or value is None:
+        return value
+    if isinstance(value, tuple):
+        raise ConfigError(f"tuple value {text!r}{ctx}; use a list [v1,v2] to search values")
+    if isinstance(value, (dict, set)):
+        raise ConfigError(f"unsupported value {text!r}{ctx}; use a scalar or a list")
+    return value
 
 
 def parse_selector(text: str) -> tuple[str, dict[str, Any]]:
@@ -89,12 +101,23 @@ def parse_selector(text: str) -> tuple[str, dict[str, Any]]:
         raise ConfigError(f"invalid model selector {text!r}; expected NAME or NAME[param=value,...]")
     name, body = m.group(1), m.group(2)
     overrides: dict[str, Any] = {}
+    if body is not None and not body.strip():
+        raise ConfigError(f"empty brackets in {text!r}; expected NAME[param=value,...]")
     if body:
-        for item in split_top_level(body):
+        try:
+            items = split_top_level(body)
+        except ConfigError:
+            raise ConfigError(f"unbalanced brackets or quotes in model selector {text!r}") from None
+        for item in items:
             if "=" not in item:
                 raise ConfigError(f"invalid override {item!r} in {text!r}; expected param=value")
             key, val = item.split("=", 1)
-            overrides[key.strip()] = parse_value(val)
+            key = key.strip()
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                raise ConfigError(f"invalid parameter name {key!r} in {text!r}")
+            if key in overrides:
+                raise ConfigError(f"parameter {key!r} is given twice in {text!r}")
+            overrides[key] = parse_value(val, where=f"{text!r}")
     return name, overrides
 
 
@@ -106,6 +129,7 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
     """
     name = name or cls.name
     params = _init_params(cls)
+    declared = dict(cls.search_space)
     space = {k: list(v) for k, v in dict(cls.search_space).items()}
     fixed: dict[str, Any] = {}
     grid_over: dict[str, list] = {}
@@ -118,8 +142,16 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
         values = val if isinstance(val, list) else [val]
         if not values:
             raise ConfigError(f"{name}[{key}=...]: an empty list searches nothing")
+        if isinstance(val, list) and any(isinstance(v, list) for v in val):
+            raise ConfigError(f"{name}[{key}={val!r}]: nested lists are not hyperparameter values")
+        reference = default
+        grid = [g for g in (declared.get(key) or []) if g is not None]
+        if default is inspect.Parameter.empty or default is None:
+            reference = grid[0] if grid else default
+        elif type(default) is int and any(isinstance(g, float) for g in grid):
+            reference = float(default)  # an int default of a real-valued parameter
         for v in values:
-            _check_type(name, key, default, v)
+            _check_type(name, key, reference, v)
         if isinstance(val, list):
             space[key] = list(val)
             grid_over[key] = list(val)
@@ -141,6 +173,11 @@ def _check_type(name: str, key: str, default: Any, value: Any) -> None:
     num = (int, float)
     if isinstance(default, bool):
         ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok and isinstance(value, float):
+            raise ConfigError(f"{name}[{key}={value!r}]: expected an integer like the default "
+                              f"{default!r}")
     elif isinstance(default, num):
         ok = isinstance(value, num) and not isinstance(value, bool)
     elif isinstance(default, str):
@@ -175,4 +212,24 @@ def load_config(path: str | Path) -> dict[str, Any]:
     models = cfg.get("models", {})
     if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
         raise ConfigError(f"config file {str(p)!r}: [models.NAME] tables must hold param = value")
+    for mname, table in models.items():
+        for key, val in table.items():
+            if isinstance(val, dict):
+                raise ConfigError(f"config file {str(p)!r}: [models.{mname}] {key} is a table; "
+                                  "expected a value or a list of values")
+    if "compare" in cfg and not isinstance(cfg["compare"], dict):
+        raise ConfigError(f"config file {str(p)!r}: [compare] must be a table")
     return cfg
+
+
+def check_config_models(cfg: Mapping[str, Any], known: list[str],
+                        path: str | None = None) -> None:
+    """Every ``[models.NAME]`` of a config file names a registered model (a typo would
+    otherwise be ignored silently)."""
+    from .plugins import unknown_name_message
+
+    for mname in cfg.get("models", {}):
+        if mname not in known:
+            where = f"config file {path!r}" if path else "config file"
+            raise ConfigError(f"{where}: [models.{mname}]: "
+                              + unknown_name_message("model", mname, known))
