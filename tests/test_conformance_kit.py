@@ -215,3 +215,24 @@ def test_pytest_plugin_classes_and_option(tmp_path):
     proc = _pytest(["--mtlbench-conformance", "nosuchmodel"], tmp_path)
     assert proc.returncode != 0 and "no installed model or dataset named 'nosuchmodel'" in \
         proc.stdout + proc.stderr
+
+
+def test_docs_plugin_examples_pass_the_kit(tmp_path):
+    """The model, dataset and test file shown in docs/plugins.md work as printed."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "plugins.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    model = next(b for b in blocks if "class ShrinkToMean" in b)
+    dataset = next(b for b in blocks if "class TwoBlocks" in b)
+    tests = next(b for b in blocks if "class TestShrink" in b)
+    (tmp_path / "mtlbench_shrink.py").write_text(model)
+    (tmp_path / "mtlbench_twoblocks.py").write_text(dataset)
+    (tmp_path / "test_doc_example.py").write_text(tests)
+    env_path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=env_path),
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "14 passed, 1 skipped" in proc.stdout
