@@ -360,8 +360,26 @@ def _results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
 
     if jobs < 1 and jobs != -1:
         raise ConfigError(f"--jobs must be >= 1 (or -1 for all cores), got {jobs}")
-    return Parallel(n_jobs=jobs, return_as="generator_unordered")(
-        delayed(execute_unit)(s, data_dir, timeout) for s in todo)
+    return _worker_errors_explained(Parallel(n_jobs=jobs, return_as="generator_unordered")(
+        delayed(execute_unit)(s, data_dir, timeout) for s in todo))
+
+
+def _worker_errors_explained(results: Iterable[UnitResult]) -> Iterator[UnitResult]:
+    """execute_unit never raises, so an error here means a worker process itself died (a
+    segfault, the out-of-memory killer): say so plainly instead of a joblib traceback."""
+    it = iter(results)
+    while True:
+        try:
+            res = next(it)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - e.g. loky's TerminatedWorkerError
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise MTLBenchError(
+                f"a --jobs worker process died ({type(exc).__name__}: {first}). Units finished "
+                "so far are in the store; run the same command again to resume, with --jobs 1 "
+                "to find the unit that crashes its process.") from None
+        yield res
 
 
 def check_problems_load(registry: Registry, problems: Sequence[tuple[str, str]],

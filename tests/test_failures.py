@@ -161,3 +161,19 @@ def test_timeout_in_a_worker_thread(faulty):
     row = out[0].row
     assert row["status"] == "failed" and row["message"] == "unit exceeded the timeout of 0.3 s"
     assert "UnitTimeout" in row["traceback"] and row["time_total"] < 5
+
+
+def test_a_dead_worker_process_is_explained_not_a_traceback():
+    """execute_unit never raises, so an error out of joblib means a worker process died."""
+    from mtlbench.errors import MTLBenchError
+    from mtlbench.runner import _worker_errors_explained
+
+    def results():
+        yield "first"
+        raise RuntimeError("A worker process managed by the executor was unexpectedly terminated.")
+
+    it = _worker_errors_explained(results())
+    assert next(it) == "first"
+    with pytest.raises(MTLBenchError, match="a --jobs worker process died .RuntimeError: A worker "
+                                            "process managed.*run the same command again"):
+        next(it)
