@@ -37,11 +37,11 @@ def test_cases_match_dense_reference(W, k, case):
     assert ustep_diff_norm(a, b) < 1e-6   # Gram-identity form: accurate to ~sqrt(eps)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))
 def test_partial_solver_on_large_graphs(seed):
     """Components above the dense threshold go through shift-invert Lanczos."""
     rng = np.random.default_rng(seed)
-    d, T = 400, 60
+    d, T = 330, 50
     W = rng.standard_normal((d, T)) * (rng.random((d, T)) < (0.05 if seed % 2 else 0.6))
     W[: d // 4] = 0.0          # isolated features: many zero eigenvalues
     k = int(rng.integers(2, 8))
