@@ -97,7 +97,7 @@ def resolve_problems(registry: Registry, names: Sequence[str],
                 f"dataset {ds_name!r} lists no problems: {ds.layout_help() or 'give --data-dir'}")
         if prob:
             if prob not in problems:
-                raise UnknownNameError(unknown_name_message(f"problem of {ds_name}", prob, problems))
+                raise UnknownNameError(unknown_name_message(f"{ds_name} problem", prob, problems))
             out.append((ds_name, prob))
         else:
             out.extend((ds_name, p) for p in problems)

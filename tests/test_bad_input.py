@@ -225,7 +225,7 @@ def test_taskset_rejects_bad_data(build, message):
 @pytest.mark.parametrize("args, fragments", [
     (["--models", "lasoo"], ["unknown model 'lasoo'. Did you mean 'lasso'?", "Known models:"]),
     (["--datasets", "shoez"], ["unknown dataset 'shoez'. Did you mean 'shoes', 'school'?"]),
-    (["--datasets", "shoes/browm"], ["unknown problem of shoes 'browm'. Did you mean 'brown'?"]),
+    (["--datasets", "shoes/browm"], ["unknown shoes problem 'browm'. Did you mean 'brown'?", "Known shoes problems: brown, comfortable"]),
     (["--models", "lasso[rho=1]"], ["model 'lasso' has no hyperparameter 'rho'",
                                     "its hyperparameters are: max_iter, rho_ratio, tol"]),
     (["--models", "lasso[rho_ratio=abc]"],
