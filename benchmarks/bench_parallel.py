@@ -11,8 +11,8 @@ It also checks that the three stores hold identical test AUCs.
 Timings include what a user pays: joblib starting its worker processes, Dask shipping the
 data to the workers.  The LocalCluster's own start-up is reported separately (a real cluster
 is started once and reused).  The last column (sum of the units' own run times) separates
-per-unit compute from start-up and scheduling overhead.  Speed-ups are bounded by the number of cores (2 here) and by
-how busy the machine is; the load average is printed with the numbers.
+per-unit compute from start-up and scheduling overhead.  Speed-ups are bounded by the number
+of cores (2 here) and by how busy the machine is; the load average is printed with them.
 """
 from __future__ import annotations
 

@@ -416,10 +416,10 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
 
     Models validate hyperparameters in ``fit`` (the model contract), so each user-given value
     is tried once by fitting on a probe of the first problem (its real tasks and features,
-    3 labels per class per task; at most 10 s, or the unit ``timeout`` if shorter, per fit).  A ``ValueError``/``TypeError``
-    whose message names the overridden parameter becomes a :class:`ConfigError`; any other
-    outcome of the probe is ignored (the run records it per unit).  Selections without
-    overrides are not probed."""
+    3 labels per class per task; at most 10 s, or the unit ``timeout`` if shorter, per fit).
+    A ``ValueError``/``TypeError`` whose message names the overridden parameter becomes a
+    :class:`ConfigError`; any other outcome of the probe is ignored (the run records it per
+    unit).  Selections without overrides are not probed."""
     import warnings
 
     from .model import clone

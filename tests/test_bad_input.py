@@ -103,7 +103,8 @@ def test_nan_features(tmp_path):
 def test_labels_outside_both_conventions(tmp_path):
     lab = [f"w{u},img{i},brown,{2 if i % 2 else -1}" for u in range(USERS) for i in range(N_ITEMS)]
     _shoes_folder(tmp_path / "data", lab)
-    _assert_clean_error(_shoes(tmp_path), "labels.csv: labels must be in {-1, +1} (or {0, 1}), found [-1, 2]")
+    _assert_clean_error(_shoes(tmp_path),
+                        "labels.csv: labels must be in {-1, +1} (or {0, 1}), found [-1, 2]")
 
 
 def test_labels_that_are_not_numbers(tmp_path):
@@ -225,7 +226,8 @@ def test_taskset_rejects_bad_data(build, message):
 @pytest.mark.parametrize("args, fragments", [
     (["--models", "lasoo"], ["unknown model 'lasoo'. Did you mean 'lasso'?", "Known models:"]),
     (["--datasets", "shoez"], ["unknown dataset 'shoez'. Did you mean 'shoes', 'school'?"]),
-    (["--datasets", "shoes/browm"], ["unknown shoes problem 'browm'. Did you mean 'brown'?", "Known shoes problems: brown, comfortable"]),
+    (["--datasets", "shoes/browm"], ["unknown shoes problem 'browm'. Did you mean 'brown'?",
+                                     "Known shoes problems: brown, comfortable"]),
     (["--models", "lasso[rho=1]"], ["model 'lasso' has no hyperparameter 'rho'",
                                     "its hyperparameters are: max_iter, rho_ratio, tol"]),
     (["--models", "lasso[rho_ratio=abc]"],
@@ -235,7 +237,8 @@ def test_taskset_rejects_bad_data(build, message):
      ["invalid hyperparameter override lasso[rho_ratio=-1]: lasso: rho_ratio must be > 0, got -1"]),
     (["--models", "lasso[rho_ratio=[0.1,-2.0]]"],
      ["invalid hyperparameter override lasso[rho_ratio=-2.0]"]),
-    (["--models", "lasso[rho_ratio=0.1"], ["unbalanced brackets or quotes in 'lasso[rho_ratio=0.1'"]),
+    (["--models", "lasso[rho_ratio=0.1"],
+     ["unbalanced brackets or quotes in 'lasso[rho_ratio=0.1'"]),
     (["--models", "lasso[rho_ratio=1+]"], ["cannot parse hyperparameter value '1+'"]),
     (["--models", "stl", "--jobs", "0"], ["--jobs must be >= 1 (or -1 for all cores), got 0"]),
 ], ids=["model", "dataset", "problem", "param", "type", "empty", "range", "range-in-grid",
@@ -249,7 +252,8 @@ def test_unwritable_store_paths(tmp_path):
     a_file.write_text("x")
     out = _assert_clean_error(_compare(tmp_path, "--models", "stl",
                                        store=str(a_file / "res.sqlite")),
-                              "cannot open the results store", "Choose a writable path with --store")
+                              "cannot open the results store",
+                              "Choose a writable path with --store")
     assert "plain.txt/res.sqlite" in out
     (tmp_path / "adir").mkdir()
     _assert_clean_error(_compare(tmp_path, "--models", "stl", store=str(tmp_path / "adir")),
