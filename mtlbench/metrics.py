@@ -6,7 +6,6 @@ ties counted half.  Computed from average ranks in O(n log n), never from the n+
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 from .errors import DataValidationError
 
@@ -30,6 +29,8 @@ def auc_score(y: np.ndarray, scores: np.ndarray) -> float:
     n_neg = y.shape[0] - n_pos
     if n_pos == 0 or n_neg == 0:
         raise DataValidationError("auc_score: AUC needs both classes")
+    from scipy.stats import rankdata  # lazy: keeps `import mtlbench` (and pytest startup) light
+
     ranks = rankdata(s)  # average ranks: ties share the mean rank, i.e. count half
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
