@@ -30,6 +30,13 @@ Timeouts (``--timeout``)
   ``mtlbench-unit-start``); a unit still running ``timeout + grace`` seconds after its start
   (``grace = 2 s + 10 %``, clocked on the client) is recorded as failed and its future
   cancelled.  The worker thread itself is freed only when the C call returns.
+
+Dead workers
+------------
+Dask retries a unit whose worker died on other workers, then reports ``KilledWorker`` (a
+"failed" record).  If dying workers took every copy of the shipped problem, or a finished
+result the client had not fetched yet, the unit comes back cancelled: the client ships the
+problem again and resubmits it (at most ``MAX_RESUBMITS`` times), then records it as failed.
 """
 from __future__ import annotations
 
@@ -67,7 +74,8 @@ def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
     try:
         from distributed import get_worker
 
-        get_worker().log_event(START_TOPIC, {"key": spec.key, "run": run_token})
+        worker = get_worker()
+        worker.log_event(START_TOPIC, {"key": worker.get_current_task(), "run": run_token})
     except Exception:  # noqa: BLE001 - the announcement only feeds the client's backstop
         pass
     return execute_unit(spec, data_dir, timeout, tasks=tasks)
@@ -94,40 +102,26 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
     """Run ``todo`` on the Dask cluster at ``scheduler``; yield each result as it finishes.
 
     ``scheduler`` is an address (``tcp://host:8786``) or, from Python, a ``Client`` /
-    ``LocalCluster``.  Never raises for a failing unit: a unit whose task errors (worker
-    died, package missing on the worker) or runs past its deadline yields a "failed" record.
+    ``LocalCluster``.  Never raises for a failing unit: a unit whose task errors (its worker
+    died repeatedly, a package is missing on the worker) or runs past its deadline yields a
+    "failed" record.  If workers die and take every copy of a shipped problem with them,
+    the problem is shipped again and the affected units resubmitted (at most
+    ``MAX_RESUBMITS`` times each).
     """
     if not todo:
         return
     # Load every problem on the client first: bad data fails here, before any work is sent.
     problems: dict[tuple, "TaskSet"] = {}
     for s in todo:
-        pk = (s.dataset, s.problem_name, s.dataset_params_json)
-        if pk not in problems:
-            problems[pk] = load_problem(s.dataset, s.problem_name, data_dir,
-                                        s.dataset_params_json)
+        if _problem_key(s) not in problems:
+            problems[_problem_key(s)] = load_problem(s.dataset, s.problem_name, data_dir,
+                                                     s.dataset_params_json)
     client, own = _connect(scheduler)
-    token = uuid.uuid4().hex[:12]
-    started: dict[str, float] = {}
-
-    def _on_start(event: Any) -> None:
-        _, msg = event
-        if isinstance(msg, dict) and msg.get("run") == token:
-            started.setdefault(msg["key"], time.monotonic())
-
+    run = _DaskRun(client, problems, data_dir, timeout)
     try:
         if timeout:
-            client.subscribe_topic(START_TOPIC, _on_start)
-        keys = list(problems)
-        shipped = dict(zip(keys, client.scatter([problems[k] for k in keys], broadcast=True,
-                                                hash=False)))
-        futures = {}
-        for s in todo:
-            data = shipped[(s.dataset, s.problem_name, s.dataset_params_json)]
-            fut = client.submit(_run_on_worker, s, data_dir, timeout, data, token,
-                                key=f"mtlbench-unit-{s.key}-{token}", pure=False, retries=0)
-            futures[fut.key] = (fut, s)
-        yield from _collect(client, futures, timeout, started)
+            client.subscribe_topic(START_TOPIC, run.on_start)
+        yield from run.results(todo)
     finally:
         if timeout:
             try:
@@ -138,49 +132,109 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
             client.close()
 
 
-def _collect(client: Any, futures: dict[str, tuple[Any, UnitSpec]], timeout: float | None,
-             started: dict[str, float]) -> Iterator[UnitResult]:
-    from distributed import as_completed
+MAX_RESUBMITS = 2
 
-    done: set[str] = set()
-    ac = as_completed([f for f, _ in futures.values()], loop=client.loop)
-    if not timeout:
-        for fut in ac:
-            done.add(fut.key)
-            yield _result_of(fut, futures[fut.key][1])
-        return
-    limit = timeout + grace_seconds(timeout)
-    while len(done) < len(futures):
-        batch = ac.next_batch(block=False) if ac.has_ready() else []
-        for fut in batch:
-            if fut.key not in done:
-                done.add(fut.key)
-                yield _result_of(fut, futures[fut.key][1])
-        if batch:
-            continue
-        now = time.monotonic()
-        for key, (fut, spec) in futures.items():
-            t0 = started.get(spec.key)
-            if key in done or t0 is None or now - t0 <= limit:
+
+def _problem_key(spec: UnitSpec) -> tuple[str, str, str]:
+    return (spec.dataset, spec.problem_name, spec.dataset_params_json)
+
+
+class _DaskRun:
+    """The state of one run on a cluster: shipped data, futures, start times, resubmissions."""
+
+    def __init__(self, client: Any, problems: dict[tuple, "TaskSet"], data_dir: str | None,
+                 timeout: float | None) -> None:
+        self.client, self.problems = client, problems
+        self.data_dir, self.timeout = data_dir, timeout
+        self.token = uuid.uuid4().hex[:12]
+        self.shipped: dict[tuple, Any] = {}
+        self.futures: dict[str, tuple[Any, UnitSpec]] = {}
+        self.data_of: dict[str, Any] = {}  # unit future key -> the data future it was given
+        self.attempts: dict[str, int] = {}
+        self.started: dict[str, float] = {}  # future key -> client clock at its start
+
+    def on_start(self, event: Any) -> None:
+        _, msg = event
+        if isinstance(msg, dict) and msg.get("run") == self.token:
+            self.started.setdefault(msg["key"], time.monotonic())
+
+    def ship(self, pk: tuple) -> Any:
+        """Send one problem to every worker (again, if the copies were lost)."""
+        fut = self.shipped.get(pk)
+        if fut is None or fut.status in ("cancelled", "error", "lost"):
+            fut = self.client.scatter([self.problems[pk]], broadcast=True, hash=False)[0]
+            self.shipped[pk] = fut
+        return fut
+
+    def submit(self, spec: UnitSpec) -> Any:
+        n = self.attempts.get(spec.key, 0)
+        self.attempts[spec.key] = n + 1
+        data = self.ship(_problem_key(spec))
+        fut = self.client.submit(_run_on_worker, spec, self.data_dir, self.timeout, data,
+                                 self.token, key=f"mtlbench-unit-{spec.key}-{self.token}-{n}",
+                                 pure=False, retries=0)
+        self.futures[fut.key] = (fut, spec)
+        self.data_of[fut.key] = data
+        return fut
+
+    def results(self, todo: Sequence[UnitSpec]) -> Iterator[UnitResult]:
+        from distributed import as_completed
+
+        ac = as_completed([self.submit(s) for s in todo], loop=self.client.loop)
+        pending = set(self.futures)
+        limit = self.timeout + grace_seconds(self.timeout) if self.timeout else None
+        while pending:
+            batch = ac.next_batch(block=False) if ac.has_ready() else []
+            for fut in batch:
+                if fut.key not in pending:
+                    continue
+                pending.discard(fut.key)
+                spec = self.futures[fut.key][1]
+                result = _result_of(fut, spec)
+                if result is None:  # lost with a worker that died: run it again
+                    if self.attempts[spec.key] <= MAX_RESUBMITS:
+                        new = self.submit(spec)
+                        pending.add(new.key)
+                        ac.add(new)
+                        continue
+                    result = failed_result(
+                        spec, "the unit, its result or the problem's data shipped to the Dask "
+                        f"workers was lost because workers died (resubmitted {MAX_RESUBMITS} "
+                        "times)")
+                yield result
+            if batch:
                 continue
-            done.add(key)
-            fut.cancel()
-            yield failed_result(
-                spec, f"unit exceeded the timeout of {timeout:g} s (no answer from its Dask "
-                f"worker {now - t0:.0f} s after it started; the unit was cancelled)",
-                seconds=now - t0, host="dask")
-        time.sleep(POLL_SECONDS)
+            if limit is not None:
+                now = time.monotonic()
+                for key in list(pending):
+                    t0 = self.started.get(key)
+                    if t0 is None or now - t0 <= limit:
+                        continue
+                    pending.discard(key)
+                    fut, spec = self.futures[key]
+                    fut.cancel()
+                    yield failed_result(
+                        spec, f"unit exceeded the timeout of {self.timeout:g} s (no answer from "
+                        f"its Dask worker {now - t0:.0f} s after it started; the unit was "
+                        "cancelled)", seconds=now - t0, host="dask")
+            time.sleep(POLL_SECONDS)
 
 
-def _result_of(fut: Any, spec: UnitSpec) -> UnitResult:
+def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
+    """The unit's result, a "failed" record, or None when it was lost with a dead worker
+    (the unit was cancelled or its result vanished before the client fetched it)."""
+    from concurrent.futures import CancelledError
+
     if fut.status == "finished":
         try:
             return fut.result()
+        except CancelledError:
+            return None
         except Exception as exc:  # noqa: BLE001 - e.g. the result cannot be deserialised
             return failed_result(spec, f"cannot fetch the result from Dask: "
                                        f"{type(exc).__name__}: {exc}", traceback.format_exc())
     if fut.status == "cancelled":
-        return failed_result(spec, "the unit was cancelled on the Dask cluster")
+        return None
     exc = fut.exception()
     tb = "".join(traceback.format_exception(type(exc), exc, fut.traceback()))
     hint = ""
@@ -189,4 +243,4 @@ def _result_of(fut: Any, spec: UnitSpec) -> UnitResult:
     return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}{hint}", tb)
 
 
-__all__ = ["dask_results", "grace_seconds", "START_TOPIC"]
+__all__ = ["dask_results", "grace_seconds", "START_TOPIC", "MAX_RESUBMITS"]

@@ -175,3 +175,25 @@ def test_unreachable_scheduler_is_a_clear_error(tmp_path, monkeypatch):
     assert res.exit_code == 2, res.output
     assert "cannot connect to the Dask scheduler at 'tcp://127.0.0.1:9'" in res.output
     assert "Traceback" not in res.output
+
+
+def test_units_are_resubmitted_when_the_shipped_data_is_lost(cluster, tmp_path, monkeypatch):
+    """Workers that die can take every copy of a shipped problem with them; the units that
+    needed it come back cancelled.  Simulated here by cancelling the first shipment: the
+    client ships the problem again and reruns those units."""
+    real_ship = mdist._DaskRun.ship
+    shipments = []
+
+    def ship_then_lose_first(self, pk):
+        fut = real_ship(self, pk)
+        if not shipments:
+            fut.cancel()
+        shipments.append(fut.key)
+        return fut
+
+    monkeypatch.setattr(mdist._DaskRun, "ship", ship_then_lose_first)
+    store = ResultStore(tmp_path / "l.sqlite")
+    specs = _specs({"stl": {}}, ["tiny"], reps=2)
+    report = run_units(specs, store, scheduler=cluster.scheduler_address)
+    assert report.ran == 2 and report.failed == 0, [f.row["message"] for f in report.failures]
+    assert len(set(shipments)) == 2  # the lost shipment and one re-shipment
