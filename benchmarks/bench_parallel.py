@@ -56,6 +56,30 @@ def _run(specs, store_path: Path, **kw) -> tuple[float, dict]:
     return seconds, aucs, float(df["time_total"].sum())
 
 
+def _burn(n: int) -> float:
+    t0 = time.perf_counter()
+    s = 0
+    for i in range(n):
+        s += i * i
+    return time.perf_counter() - t0
+
+
+def ceiling(n: int = 4_000_000) -> float:
+    """How much faster 2 processes burn 2 pure-Python loops than 1 process: the most any
+    2-way parallel run can gain on this machine right now (other load included)."""
+    import multiprocessing as mp
+
+    t0 = time.perf_counter()
+    _burn(n), _burn(n)
+    serial = time.perf_counter() - t0
+    with mp.get_context("spawn").Pool(2) as pool:
+        pool.map(_burn, [1000, 1000])  # start-up not measured
+        t0 = time.perf_counter()
+        pool.map(_burn, [n, n])
+        par = time.perf_counter() - t0
+    return serial / par
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="stl,lasso")
@@ -85,12 +109,14 @@ def main(argv: list[str] | None = None) -> None:
             t_dask, a3, u3 = _run(specs, tmp / "dask.sqlite", scheduler=cluster.scheduler_address)
         rows.append(("Dask LocalCluster (2 workers x 1 thread)", t_dask, u3))
     same = a1 == a2 == a3
+    ceil = ceiling()
     print(f"{'mode':<42} {'seconds':>8} {'units/s':>8} {'speed-up vs serial':>19} "
           f"{'sum of unit times (s)':>22}")
     for name, sec, unit_sec in rows:
         print(f"{name:<42} {sec:8.2f} {n / sec:8.2f} {t_serial / sec:19.2f} {unit_sec:22.2f}")
     print(f"Dask LocalCluster start-up (not included above): {t_start:.2f} s; "
           f"including it the speed-up is {t_serial / (t_dask + t_start):.2f}")
+    print(f"machine ceiling now: 2 processes run 2 CPU-bound loops {ceil:.2f}x faster than 1")
     print(f"identical test AUCs in the three stores: {same}; "
           f"load average after: {os.getloadavg()[0]:.2f}")
     if not same:
