@@ -24,7 +24,8 @@ def random_tasks(seed, T=6, d=8, n=25):
 def test_objective_never_increases(seed, loss):
     ts = random_tasks(seed)
     lam = 0.5 if loss == "auc" else 5.0
-    m = TFCL(lam_group=lam, lam_ridge=0.1, k=3, loss=loss, max_iter=150).fit(ts)
+    m = TFCL(lam_group=lam, lam_ridge=0.1, k=3, loss=loss, lam_scale="absolute",
+             max_iter=150).fit(ts)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-9 * np.maximum(1, np.abs(h[:-1])))
     assert len(m.w_change_history_) == len(h) == m.n_iter_
@@ -34,7 +35,8 @@ def test_objective_never_increases(seed, loss):
 
 def test_fixed_point_at_convergence():
     ts = random_tasks(42)
-    m = TFCL(lam_group=0.5, lam_ridge=0.1, k=3, max_iter=5000, tol=1e-14).fit(ts)
+    m = TFCL(lam_group=0.5, lam_ridge=0.1, k=3, lam_scale="absolute", max_iter=5000,
+             tol=1e-14).fit(ts)
     W = m.coef_
     J = make_loss(ts, "auc", "tfcl")
     C = m.C_
@@ -45,7 +47,7 @@ def test_fixed_point_at_convergence():
 
 def test_simulated_recovers_structure():
     ts = make_simulated(0)
-    m = TFCL(lam_group=5.0, lam_ridge=0.1, k=5).fit(ts)
+    m = TFCL(lam_group=0.2, k=5).fit(ts)   # data-scaled default mode
     from sklearn.metrics import adjusted_rand_score
 
     assert adjusted_rand_score(ts.meta["task_groups"], m.task_groups_) > 0.5
@@ -55,16 +57,17 @@ def test_simulated_recovers_structure():
 
 def test_warm_start_and_clone():
     ts = random_tasks(1)
-    a = TFCL(lam_group=0.3, k=2, max_iter=100).fit(ts)
+    a = TFCL(lam_group=0.3, k=2, lam_scale="absolute", max_iter=100).fit(ts)
     b = clone(a, lam_group=0.4).fit(ts, init=a)
-    c = TFCL(lam_group=0.4, k=2, max_iter=100).fit(ts)
+    c = TFCL(lam_group=0.4, k=2, lam_scale="absolute", max_iter=100).fit(ts)
     assert b.n_iter_ <= c.n_iter_ + 5
     assert TFCL.supports_warm_start and TFCL(lam_group=7).get_params()["lam_group"] == 7
 
 
 @pytest.mark.parametrize("kw,msg", [({"lam_group": -1}, "lam_group"), ({"k": 0}, "k must"),
                                     ({"loss": "hinge"}, "loss must"), ({"c_factor": 1.0}, "c_factor"),
-                                    ({"k": 10_000}, "k must")])
+                                    ({"k": 10_000}, "k must"),
+                                    ({"lam_scale": "x"}, "lam_scale")])
 def test_errors_name_model_and_parameter(kw, msg):
     with pytest.raises(ValueError, match=f"tfcl.*{msg}"):
         TFCL(**kw).fit(random_tasks(0))

@@ -27,7 +27,8 @@ def test_objective_never_increases(cls, schedule):
     ts = tasks_with_outlier(0)
     scale = 10.0 if cls is TFCLQNoAUC else 1.0
     m = cls(lam_common=0.1 * scale, lam_group=0.5 * scale, lam_ridge=0.1 * scale,
-            lam_personal=0.2 * scale, k=2, schedule=schedule, max_iter=120).fit(ts)
+            lam_personal=0.2 * scale, k=2, schedule=schedule, lam_scale="absolute",
+            max_iter=120).fit(ts)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-9 * np.maximum(1, np.abs(h[:-1]))), np.diff(h).max()
     np.testing.assert_allclose(m.coef_, m.theta_c_[:, None] + m.theta_g_ + m.theta_p_)
@@ -42,6 +43,7 @@ def test_nog_has_no_group_component():
 def test_personal_component_flags_the_outlier():
     ts = tasks_with_outlier(2, T=10, n=60)
     m = TFCLQ(lam_common=0.01, lam_group=0.05, lam_ridge=0.1, lam_personal=0.05, k=2,
+              lam_scale="absolute",
               max_iter=400).fit(ts)
     norms = np.linalg.norm(m.theta_p_, axis=0)
     assert norms[0] == norms.max() and norms[0] > 0

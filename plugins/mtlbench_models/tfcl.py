@@ -100,6 +100,9 @@ __all__ = [
 ]
 
 DEFAULT_EIG_RTOL = 1e-8
+# Default grids (lam_scale="data": multiples of data-derived scales, see the module docstring).
+GRID_TFCL = {"lam_group": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.07]}
+GRID_TFCL_NOAUC = {"lam_group": [0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]}
 _DENSE_COMPONENT = 300     # components up to this many nodes: dense eigh
 _N_EMBED_ITERS = 5
 
@@ -520,6 +523,22 @@ def make_loss(tasks: TaskSet, loss: str, model_name: str):
     raise ValueError(f"{model_name}: loss must be 'auc' or 'squared', got {loss!r}")
 
 
+def group_scale(G0: np.ndarray, k: int) -> float:
+    """lambda_max of the co-grouping weight: (d + T) ||grad J(0)||_inf / (2k).
+
+    From W = 0 (where U = (k/N) I and D_ij = 2k/N) the W-step of Prop. sol keeps W = 0
+    once alpha * 2k/N >= ||grad J(0)||_inf (up to the factor C/(C + alpha_ridge)), so
+    ``lam_group`` = 1 in ``lam_scale="data"`` mode is the weight that empties the first
+    iterate; useful values are a fraction of it."""
+    d, T = G0.shape
+    return float((d + T) * np.max(np.abs(G0)) / (2.0 * k)) if G0.size else 1.0
+
+
+def check_lam_scale(name: str, lam_scale) -> None:
+    if lam_scale not in ("data", "absolute"):
+        raise ValueError(f"{name}: lam_scale must be 'data' or 'absolute', got {lam_scale!r}")
+
+
 def check_common(name: str, k, max_iter, tol, c_factor, eig_rtol, **lams) -> None:
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"{name}: k must be an integer >= 1, got {k!r}")
@@ -554,16 +573,17 @@ class TFCL(LinearMTLModel):
     name = "tfcl"
     paper = ("Yang et al., Task-Feature Collaborative Learning with Application to "
              "Personalized Attribute Prediction, IEEE TPAMI (base model P, Alg. 1)")
-    search_space = {"lam_group": [2.0, 5.0, 10.0], "lam_ridge": [0.1, 1.0]}
+    search_space = GRID_TFCL
     supports_warm_start = True
 
-    def __init__(self, lam_group: float = 5.0, lam_ridge: float = 0.1, k: int = 5,
-                 loss: str = "auc", max_iter: int = 300, tol: float = 1e-7,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_group: float = 0.2, lam_ridge: float = 1e-3, k: int = 5,
+                 loss: str = "auc", lam_scale: str = "data", max_iter: int = 200,
+                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         self.lam_group = lam_group
         self.lam_ridge = lam_ridge
         self.k = k
         self.loss = loss
+        self.lam_scale = lam_scale
         self.max_iter = max_iter
         self.tol = tol
         self.c_factor = c_factor
@@ -572,10 +592,11 @@ class TFCL(LinearMTLModel):
     def _validate(self) -> None:
         check_common(self.name, self.k, self.max_iter, self.tol, self.c_factor, self.eig_rtol,
                      lam_group=self.lam_group, lam_ridge=self.lam_ridge)
+        check_lam_scale(self.name, self.lam_scale)
 
     def objective(self, J_val: float, W: np.ndarray, D: np.ndarray) -> float:
-        return float(J_val + self.lam_group * np.sum(np.abs(W) * D)
-                     + 0.5 * self.lam_ridge * np.sum(W * W))
+        return float(J_val + self.alpha_group_ * np.sum(np.abs(W) * D)
+                     + 0.5 * self.alpha_ridge_ * np.sum(W * W))
 
     def fit(self, tasks: TaskSet, init=None) -> "TFCL":
         # Small problems: single-threaded BLAS is faster than contended multi-threading.
@@ -588,12 +609,22 @@ class TFCL(LinearMTLModel):
             raise ValueError(f"{self.name}: k must be <= d + T = {tasks.d + tasks.T}, got {self.k}")
         J = make_loss(tasks, self.loss, self.name)
         C = self.c_factor * J.lipschitz
-        a1, a2, k = float(self.lam_group), float(self.lam_ridge), int(self.k)
+        k = int(self.k)
+        if self.lam_scale == "data":
+            self.lambda_max_ = group_scale(J.grad(np.zeros((tasks.d, tasks.T))), k)
+            a1 = float(self.lam_group) * self.lambda_max_
+            a2 = float(self.lam_ridge) * float(J.lipschitz)
+        else:
+            self.lambda_max_ = None
+            a1, a2 = float(self.lam_group), float(self.lam_ridge)
+        self.alpha_group_, self.alpha_ridge_ = a1, a2
         W = np.zeros((tasks.d, tasks.T))
         u_prev = None
         if init is not None and getattr(init, "coef_", None) is not None \
                 and init.coef_.shape == W.shape:
-            W = init.coef_.copy()
+            # Only the eigensolver is warm-started (Lanczos start vectors from the previous
+            # fit's U); W always starts at 0, so the fit is a function of the
+            # hyperparameters alone -- see "Warm starts" in the module docstring.
             u_prev = getattr(init, "ustep_", None)
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0}
@@ -633,6 +664,7 @@ class TFCL(LinearMTLModel):
         self.ustep_ = u_final
         self.feature_groups_, self.task_groups_ = groups_from_embedding(u_final, k)
         self.diagnostics_ = {"timings": timings, "final_ustep_case": u_final.case,
+                             "alpha_group": a1, "alpha_ridge": a2,
                              "components": u_final.m, "converged": it < self.max_iter}
         return self
 
@@ -642,13 +674,14 @@ class TFCLNoAUC(TFCL):
 
     name = "tfcl-noauc"
     paper = TFCL.paper + "; ablation without the AUC loss (Tab. 'Ablation Study')"
-    search_space = {"lam_group": [100.0, 300.0, 600.0], "lam_ridge": [10.0, 100.0]}
+    search_space = GRID_TFCL_NOAUC
 
-    def __init__(self, lam_group: float = 300.0, lam_ridge: float = 1.0, k: int = 5,
-                 loss: str = "squared", max_iter: int = 300, tol: float = 1e-7,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_group: float = 0.35, lam_ridge: float = 1e-3, k: int = 5,
+                 loss: str = "squared", lam_scale: str = "data", max_iter: int = 200,
+                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_group=lam_group, lam_ridge=lam_ridge, k=k, loss=loss,
-                         max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
+                         lam_scale=lam_scale, max_iter=max_iter, tol=tol, c_factor=c_factor,
+                         eig_rtol=eig_rtol)
 
 
 @hookimpl

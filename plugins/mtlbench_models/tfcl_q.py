@@ -63,8 +63,15 @@ from threadpoolctl import threadpool_limits
 from mtlbench import LinearMTLModel, TaskSet, hookimpl
 
 from ._prox import prox_group_cols
-from .tfcl import (DEFAULT_EIG_RTOL, _N_EMBED_ITERS, check_common, groups_from_embedding,
-                   make_loss, tfcl_wstep, ustep, ustep_diff_norm)
+from .tfcl import (DEFAULT_EIG_RTOL, _N_EMBED_ITERS, check_common, check_lam_scale,
+                   group_scale, groups_from_embedding, make_loss, tfcl_wstep, ustep,
+                   ustep_diff_norm)
+
+# Default grids (lam_scale="data": multiples of data-derived scales, see the module docstring).
+GRID_Q = {"lam_group": [0.3, 0.2, 0.15, 0.1], "lam_personal": [1.0, 0.3]}
+GRID_Q_NOAUC = {"lam_group": [0.5, 0.4, 0.3, 0.2], "lam_personal": [1.0, 0.3]}
+GRID_Q_NOG = {"lam_common": [0.1, 0.01], "lam_personal": [0.3, 0.1, 0.03]}
+GRID_COC = {"lam_group": [1.0, 0.1, 0.01], "lam_personal": [1.0, 0.3]}
 
 
 def common_lipschitz(J, d: int, T: int) -> float:
@@ -89,21 +96,22 @@ class TFCLQ(LinearMTLModel):
     name = "tfcl-q"
     paper = ("Yang et al., Task-Feature Collaborative Learning with Application to "
              "Personalized Attribute Prediction, IEEE TPAMI (model Q, Alg. 2)")
-    search_space = {"lam_group": [2.0, 5.0, 10.0], "lam_personal": [1.0, 10.0]}
+    search_space = GRID_Q
     supports_warm_start = True
     use_group = True
     group_reg = "tfcl"
 
-    def __init__(self, lam_common: float = 1.0, lam_group: float = 5.0, lam_ridge: float = 0.1,
+    def __init__(self, lam_common: float = 0.1, lam_group: float = 0.2, lam_ridge: float = 1e-3,
                  lam_personal: float = 1.0, k: int = 5, loss: str = "auc",
-                 schedule: str = "gauss-seidel", max_iter: int = 300, tol: float = 1e-7,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+                 lam_scale: str = "data", schedule: str = "gauss-seidel", max_iter: int = 200,
+                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         self.lam_common = lam_common
         self.lam_group = lam_group
         self.lam_ridge = lam_ridge
         self.lam_personal = lam_personal
         self.k = k
         self.loss = loss
+        self.lam_scale = lam_scale
         self.schedule = schedule
         self.max_iter = max_iter
         self.tol = tol
@@ -115,6 +123,7 @@ class TFCLQ(LinearMTLModel):
         check_common(self.name, self.k, self.max_iter, self.tol, self.c_factor, self.eig_rtol,
                      lam_common=self.lam_common, lam_group=self.lam_group,
                      lam_ridge=self.lam_ridge, lam_personal=self.lam_personal)
+        check_lam_scale(self.name, self.lam_scale)
         if self.schedule not in ("gauss-seidel", "jacobi"):
             raise ValueError(f"{self.name}: schedule must be 'gauss-seidel' or 'jacobi', "
                              f"got {self.schedule!r}")
@@ -124,16 +133,32 @@ class TFCLQ(LinearMTLModel):
             return 0.0
         if self.group_reg == "cocmtl":
             s = np.linalg.svd(tg, compute_uv=False)
-            return float(self.lam_group * np.sum(s[int(self.k):] ** 2))
-        return float(self.lam_group * np.sum(np.abs(tg) * D))
+            return float(self.alpha_["group"] * np.sum(s[int(self.k):] ** 2))
+        return float(self.alpha_["group"] * np.sum(np.abs(tg) * D))
 
     def _objective(self, Jv, tc, tg, tp, u, D) -> float:
-        return float(Jv + 0.5 * self.lam_common * tc @ tc + self._group_penalty(tg, u, D)
-                     + 0.5 * self.lam_ridge * np.sum(tg * tg)
-                     + self.lam_personal * np.sum(np.linalg.norm(tp, axis=0)))
+        a = self.alpha_
+        return float(Jv + 0.5 * a["common"] * tc @ tc + self._group_penalty(tg, u, D)
+                     + 0.5 * a["ridge"] * np.sum(tg * tg)
+                     + a["personal"] * np.sum(np.linalg.norm(tp, axis=0)))
+
+    def _alphas(self, J, G0: np.ndarray, Lc: float) -> dict:
+        """The (Q) weights actually used (see "Hyperparameter scales" in the module docstring)."""
+        lam = {"common": float(self.lam_common), "group": float(self.lam_group),
+               "ridge": float(self.lam_ridge), "personal": float(self.lam_personal)}
+        if self.lam_scale == "absolute":
+            return lam
+        if self.group_reg == "cocmtl":
+            gscale = float(J.lipschitz)        # sigma_i^2 penalty: curvature units
+        else:
+            gscale = group_scale(G0, int(self.k))
+        pscale = float(np.max(np.linalg.norm(G0, axis=0))) if G0.size else 1.0
+        return {"common": lam["common"] * Lc, "group": lam["group"] * gscale,
+                "ridge": lam["ridge"] * float(J.lipschitz),
+                "personal": lam["personal"] * pscale}
 
     def _prox_g(self, V: np.ndarray, C: float, u):
-        a2, a3 = float(self.lam_group), float(self.lam_ridge)
+        a2, a3 = self.alpha_["group"], self.alpha_["ridge"]
         if self.group_reg == "cocmtl":
             from .cocmtl import prox_cocluster
 
@@ -156,16 +181,18 @@ class TFCLQ(LinearMTLModel):
             raise ValueError(f"{self.name}: k must be <= min(d, T) = {min(d, T)}, got {k}")
         J = make_loss(tasks, self.loss, self.name)
         Lmax = float(J.lipschitz)
+        Lc = common_lipschitz(J, d, T)
         if self.schedule == "jacobi":
             Cc = Cg = Cp = self.c_factor * (T + 2) * Lmax
         else:
-            Cc = self.c_factor * common_lipschitz(J, d, T)
+            Cc = self.c_factor * Lc
             Cg = Cp = self.c_factor * Lmax
+        self.alpha_ = self._alphas(J, J.grad(np.zeros((d, T))), Lc)
         tc, tg, tp = np.zeros(d), np.zeros((d, T)), np.zeros((d, T))
         u_prev = None
         if init is not None and getattr(init, "theta_g_", None) is not None \
                 and init.theta_g_.shape == tg.shape:
-            tc, tg, tp = init.theta_c_.copy(), init.theta_g_.copy(), init.theta_p_.copy()
+            # Only the eigensolver is warm-started (see tfcl.py, "Warm starts").
             u_prev = getattr(init, "ustep_", None)
         W = tc[:, None] + tg + tp
         Jv, G = J.value_and_grad(W)
@@ -178,7 +205,7 @@ class TFCLQ(LinearMTLModel):
             W_old = W
             # (Prox_c)
             t0 = time.perf_counter()
-            tc = (tc - G.sum(1) / Cc) / (1.0 + self.lam_common / Cc)
+            tc = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)
             t1 = time.perf_counter()
             timings["prox"] += t1 - t0
             if gs:
@@ -186,7 +213,7 @@ class TFCLQ(LinearMTLModel):
                 timings["gradient"] += time.perf_counter() - t1
             # (Prox_p)
             t1 = time.perf_counter()
-            tp = prox_group_cols(tp - G / Cp, self.lam_personal / Cp)
+            tp = prox_group_cols(tp - G / Cp, self.alpha_["personal"] / Cp)
             t2 = time.perf_counter()
             timings["prox"] += t2 - t1
             if gs and self.use_group:
@@ -230,7 +257,7 @@ class TFCLQ(LinearMTLModel):
         outliers = np.flatnonzero(np.linalg.norm(tp, axis=0) > 0)
         self.diagnostics_ = {
             "timings": timings, "iterations": it, "converged": it < self.max_iter,
-            "C": {"common": Cc, "group": Cg, "personal": Cp},
+            "C": {"common": Cc, "group": Cg, "personal": Cp}, "alpha": dict(self.alpha_),
             "personal_users": [tasks.task_names[i] for i in outliers[:50]],
             "n_personal_users": int(outliers.size),
             "final_ustep_case": self.ustep_.case if use_tfcl else None,
@@ -243,14 +270,15 @@ class TFCLQNoAUC(TFCLQ):
 
     name = "tfcl-q-noauc"
     paper = TFCLQ.paper + "; ablation without the AUC loss"
-    search_space = {"lam_group": [100.0, 300.0, 600.0], "lam_personal": [10.0, 100.0]}
+    search_space = GRID_Q_NOAUC
 
-    def __init__(self, lam_common: float = 10.0, lam_group: float = 300.0, lam_ridge: float = 10.0,
-                 lam_personal: float = 10.0, k: int = 5, loss: str = "squared",
-                 schedule: str = "gauss-seidel", max_iter: int = 300, tol: float = 1e-7,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_common: float = 0.1, lam_group: float = 0.2, lam_ridge: float = 1e-3,
+                 lam_personal: float = 1.0, k: int = 5, loss: str = "squared",
+                 lam_scale: str = "data", schedule: str = "gauss-seidel", max_iter: int = 200,
+                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
-                         lam_personal=lam_personal, k=k, loss=loss, schedule=schedule,
+                         lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
+                         schedule=schedule,
                          max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
 
 
@@ -259,7 +287,7 @@ class TFCLQNoG(TFCLQ):
 
     name = "tfcl-q-nog"
     paper = TFCLQ.paper + "; ablation without the co-grouping component theta_g"
-    search_space = {"lam_common": [0.1, 1.0, 10.0], "lam_personal": [0.1, 1.0]}
+    search_space = GRID_Q_NOG
     use_group = False
 
 
@@ -268,7 +296,7 @@ class TFCLCoc(TFCLQ):
 
     name = "tfcl-coc"
     paper = TFCLQ.paper + "; ablation with CoCMTL's co-cluster regulariser (TFCL(Coc))"
-    search_space = {"lam_group": [0.1, 1.0, 10.0], "lam_personal": [1.0, 10.0]}
+    search_space = GRID_COC
     group_reg = "cocmtl"
 
 
