@@ -39,6 +39,9 @@ Hyperparameters (scale-free):
                    W = 0 solves stage 1)                           (paper's lambda)
     theta_ratio -> theta = theta_ratio * sigma_1(W^(1)), W^(1) the stage-1 (trace-norm)
                    solution                                        (paper's theta)
+Grid: lam_ratio in {0.05, 0.2, 0.5}, theta_ratio in {0.1, 0.4, 1.0} (theta_ratio >= 1 gives plain
+trace-norm MTL, the convex special case, kept in the grid); a first grid with lam_ratio <= 0.2, theta_ratio <= 0.5 selected its upper
+corner on the simulated data.
 theta is fixed once stage 1 is solved; the paper's phrase "adaptively tuned threshold" (as
 quoted by the TFCL paper) is read as this: theta is chosen by validation.
 
@@ -163,10 +166,10 @@ class RAMUSA(LinearMTLModel):
 
     name = "ramusa"
     paper = "Han & Zhang, Multi-Stage Multi-Task Learning with Reduced Rank, AAAI 2016"
-    search_space = {"lam_ratio": [0.01, 0.05, 0.2], "theta_ratio": [0.05, 0.2, 0.5]}
+    search_space = {"lam_ratio": [0.05, 0.2, 0.5], "theta_ratio": [0.1, 0.4, 1.0]}
     supports_warm_start = True
 
-    def __init__(self, lam_ratio: float = 0.05, theta_ratio: float = 0.2, tol: float = 1e-6,
+    def __init__(self, lam_ratio: float = 0.2, theta_ratio: float = 0.4, tol: float = 1e-6,
                  max_iter: int = 2000, max_stages: int = 10):
         self.lam_ratio = lam_ratio
         self.theta_ratio = theta_ratio
