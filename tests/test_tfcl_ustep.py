@@ -54,6 +54,17 @@ def test_partial_solver_on_large_graphs(seed):
     np.testing.assert_allclose(a2.dense(), b2.dense(), atol=1e-8)
 
 
+@pytest.mark.parametrize("shape", [(330, 40), (40, 330)])
+def test_dense_component_shift_above_zero(shape):
+    """Dense components use a positive shift below the wanted cluster, accepted only after
+    the inertia count; same U as the full spectrum."""
+    W = np.random.default_rng(shape[0]).standard_normal(shape)
+    a, b = ustep(W, 6), ustep_dense(W, 6)
+    assert a.stats["methods"] == {"shift-invert-above0": 1}
+    assert (a.p, a.q) == (b.p, b.q)
+    np.testing.assert_allclose(a.dense(), b.dense(), atol=1e-8)
+
+
 def test_distances_and_inner_product_identity():
     rng = np.random.default_rng(3)
     W = rng.standard_normal((7, 5)) * (rng.random((7, 5)) < 0.6)

@@ -314,8 +314,13 @@ class _Component:
         lam, V = np.linalg.eigh(self.dense_laplacian())
         return lam[1:1 + nev], V[:, 1:1 + nev]
 
-    def shift_invert(self, sigma: float):
-        """Solver of (L - sigma I) x = b through the Schur complement on the smaller side."""
+    def shift_invert(self, sigma: float, max_below: int | None = None):
+        """Solver of (L - sigma I) x = b through the Schur complement on the smaller side.
+
+        With ``max_below`` (needs sigma < every degree on the bigger side, so that block is
+        positive diagonal) the Schur complement is factorised by LU and, by Sylvester's law
+        of inertia, #{eigenvalues of L < sigma} = #{negative eigenvalues of S}; if that
+        exceeds ``max_below`` the shift is rejected and None is returned."""
         A = self.A
         small_is_tasks = self.b <= self.a
         if small_is_tasks:
@@ -329,8 +334,21 @@ class _Component:
         else:
             S = -(B.T * inv_big) @ B
         S[np.diag_indices_from(S)] += dsmall
-        cf = sla.cho_factor(S, lower=True, check_finite=False)
         a = self.a
+        if max_below is not None:
+            if not np.all(dbig > 0):
+                return None
+            if int(np.count_nonzero(np.linalg.eigvalsh(S) < 0)) > max_below:
+                return None
+            lu = sla.lu_factor(S, check_finite=False)
+
+            def small_solve(r):
+                return sla.lu_solve(lu, r, check_finite=False)
+        else:
+            cf = sla.cho_factor(S, lower=True, check_finite=False)
+
+            def small_solve(r):
+                return sla.cho_solve(cf, r, check_finite=False)
 
         def solve(Bv: np.ndarray) -> np.ndarray:
             vec = Bv.ndim == 1
@@ -339,7 +357,7 @@ class _Component:
                 yb, ys = Y[:a], Y[a:]
             else:
                 ys, yb = Y[:a], Y[a:]
-            xs = sla.cho_solve(cf, ys + B.T @ (inv_big[:, None] * yb), check_finite=False)
+            xs = small_solve(ys + B.T @ (inv_big[:, None] * yb))
             xb = inv_big[:, None] * (yb + B @ xs)
             out = np.vstack([xb, xs]) if small_is_tasks else np.vstack([xs, xb])
             return out.ravel() if vec else out
@@ -351,8 +369,23 @@ class _Component:
         """The nev smallest non-zero eigenpairs by shift-invert Lanczos on the deflated
         operator P (L - sigma I)^{-1} P (P removes the constant, the exact null vector)."""
         n = self.n
-        sigma = -1e-6 * self.scale
-        solve = self.shift_invert(sigma)
+        solve = None
+        if not sp.issparse(self.A):
+            # Dense component: the wanted non-zero eigenvalues are clustered well above 0, so
+            # a shift just below the cluster converges in far fewer Lanczos steps than
+            # sigma ~ 0.  A shift is accepted only if the inertia count proves that 0 is the
+            # only eigenvalue below it (then the pairs nearest sigma are the smallest ones).
+            dbig = self.d1 if self.b <= self.a else self.d2
+            for frac in (0.9, 0.5):
+                sigma = frac * float(dbig.min())
+                if sigma > 0:
+                    solve = self.shift_invert(sigma, max_below=1)
+                if solve is not None:
+                    break
+        label = "shift-invert-above0" if solve is not None else "shift-invert"
+        if solve is None:
+            sigma = -1e-6 * self.scale
+            solve = self.shift_invert(sigma)
         one = np.full(n, 1.0 / np.sqrt(n))
 
         def op(x):
@@ -384,7 +417,7 @@ class _Component:
         if res.max() > 1e3 * rtol * self.scale:
             lam, V = self.dense_eigs(nev)
             return lam, V, "dense-fallback"
-        return th, V, "shift-invert"
+        return th, V, label
 
 
 def _components(W: np.ndarray):
