@@ -67,3 +67,20 @@ def test_definition_as_double_sum():
     s = X[:, 0] * 0.3
     expect = sum((1 - (s[p] - s[q])) ** 2 for p in (0, 1) for q in (2, 3)) / (2 * 4)
     assert np.isclose(SquaredAUCLoss(ts).value(w), expect)
+
+
+@pytest.mark.parametrize("chunk", [50, 1 << 22])
+def test_vectorised_over_tasks_matches_per_task(monkeypatch, chunk):
+    """value_and_grad (tasks stacked, chunked) equals the per-task formulas."""
+    import mtlbench_models._losses as losses
+
+    monkeypatch.setattr(losses, "_CHUNK_ELEMS", chunk)
+    rng = np.random.default_rng(3)
+    Xs = [rng.standard_normal((int(rng.integers(5, 40)), 7)) for _ in range(20)]
+    ys = [np.where(np.arange(len(X)) % 3 == 0, 1.0, -1.0) for X in Xs]
+    J = losses.SquaredAUCLoss(TaskSet.from_arrays("v", Xs, ys))
+    W = rng.standard_normal((7, 20))
+    v, G = J.value_and_grad(W)
+    parts = [J._task(t, W[:, t], True) for t in range(20)]
+    assert abs(v - sum(p[0] for p in parts)) <= 1e-12 * max(1.0, abs(v))
+    np.testing.assert_allclose(G, np.column_stack([p[1] for p in parts]), atol=1e-12)
