@@ -43,9 +43,9 @@ so a ratio of 1 weighs the penalty like one more observation per task):
 Grid: lam1_ratio, lam2_ratio in {0.1, 1, 10} (3 x 3; a first grid one decade lower selected its
 upper edge on the simulated data).
 Initialisation: P = Q = 0 (or a warm start).  Stopping: relative objective decrease below
-``tol`` (default 1e-6) or ``max_iter`` PALM iterations (default 1000).  Warm start (the protocol
-passes the previous grid point's fit): PALM starts from its (P, Q); the problem is non-convex,
-so the local solution found may depend on the grid order (deterministic for a given grid).
+``tol`` (default 1e-6) or ``max_iter`` PALM iterations (default 1000).  ``fit(tasks, init=m)`` starts
+PALM from m's (P, Q), but ``supports_warm_start`` is False: the problem is non-convex and the
+protocol refits cold, so every grid point is fitted from P = Q = 0 as the refit is.
 
 Convergence speed: PALM's step is 1/(gamma L) with L = max_t ||X_t||_2^2; when n_t < d the loss
 is flat in most directions, where only the penalties contract, by a factor ~ 1 - 2 lam / (gamma
@@ -183,7 +183,9 @@ class CoCMTL(LinearMTLModel):
     paper = ("Xu, Huang, Chen, Chen, Exploiting Task-Feature Co-Clusters in Multi-Task "
              "Learning, AAAI 2015")
     search_space = {"lam1_ratio": [0.1, 1.0, 10.0], "lam2_ratio": [0.1, 1.0, 10.0]}
-    supports_warm_start = True
+    # Non-convex: the protocol's refit starts cold, so the grid fits start cold too (a warm
+    # start could select a local solution the refit never reaches).  fit(init=...) still works.
+    supports_warm_start = False
 
     def __init__(self, lam1_ratio: float = 1.0, lam2_ratio: float = 1.0, k: int = 5,
                  gamma: float = 1.1, tol: float = 1e-6, max_iter: int = 1000):

@@ -34,6 +34,10 @@ smaller Gram matrix (T x T when T <= d), X = V diag(max(1 - tau/sigma, 0)) V^T a
 tau < 1e-6 sigma_1 (Gram precision).  Stage stopping: ||W_k - W_{k-1}||_F <= tol_inner *
 max(1, ||W_k||_F) (default 1e-6) or ``max_iter`` iterations.
 
+Warm start (``supports_warm_start``): only stage 1 (convex) starts from the previous grid point's
+stage-1 solution, so it reaches the same optimum up to the tolerance; the later stages are
+determined by W^(1), lam and theta, exactly as in a cold fit.
+
 Hyperparameters (scale-free):
     lam_ratio   -> lam = lam_ratio * ||grad J(0)||_2 (spectral norm; the smallest lam for which
                    W = 0 solves stage 1)                           (paper's lambda)
