@@ -105,7 +105,8 @@ isolated nodes (an all-zero row/column of W) are labelled -1.
 
 Not verifiable from the paper: the initial W^0 (we use W^0 = 0, so the first U is (k/N) I and
 the first step is a uniform soft-threshold), the value of C (only C > rho is required), the
-stopping rule (tol = 1e-6, max_iter = 200 by default) and the paper's hyperparameter grid.  Thm. eigsol's statement leaves p undefined when lambda_1 = ... = lambda_k
+stopping rule (tol = 1e-6, max_iter = 200 by default) and the paper's hyperparameter grid.
+Thm. eigsol's statement leaves p undefined when lambda_1 = ... = lambda_k
 (with lambda_0 = 0); we use p = 0 there, which is the proof's case 2b.
 
 Also: the ``check-ustep`` CLI command (``mtlbench check-ustep``) cross-checks the closed-form
