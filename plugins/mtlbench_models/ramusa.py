@@ -23,8 +23,9 @@ Stage 1 has no linear term (U1 V1^T = 0 before any solution): plain trace-norm M
 majorises the capped penalty and touches it at W^(l-1), F(W^(l)) <= F(W^(l-1)) as long as each
 stage does not end above its starting value -- guaranteed here (monotone APG, warm-started at
 W^(l-1)).  Stop when the set {i : sigma_i > theta} stops changing (same count and
-||U1V1^T_new - U1V1^T_old||_F <= 1e-6 sqrt(count)), when F decreases by less than ``tol``
-(relative), or after ``max_stages``.
+||U1V1^T_new - U1V1^T_old||_F <= subspace_tol sqrt(count), default 1e-2: the linear term, hence
+the next stage, barely moves), when F decreases by less than ``tol`` (relative), or after
+``max_stages`` (default 10).
 
 Stage solver: accelerated proximal gradient (FISTA with backtracking and restart on objective
 increase), prox = singular value thresholding.  SVT needs only the singular values above
@@ -174,15 +175,16 @@ class RAMUSA(LinearMTLModel):
     supports_warm_start = True
 
     def __init__(self, lam_ratio: float = 0.2, theta_ratio: float = 0.4, tol: float = 1e-6,
-                 max_iter: int = 2000, max_stages: int = 10):
+                 max_iter: int = 2000, max_stages: int = 10, subspace_tol: float = 1e-2):
         self.lam_ratio = lam_ratio
         self.theta_ratio = theta_ratio
         self.tol = tol
         self.max_iter = max_iter
         self.max_stages = max_stages
+        self.subspace_tol = subspace_tol
 
     def _validate(self) -> None:
-        for nm in ("lam_ratio", "theta_ratio", "tol"):
+        for nm in ("lam_ratio", "theta_ratio", "tol", "subspace_tol"):
             v = getattr(self, nm)
             if not (isinstance(v, (int, float, np.floating, np.integer)) and v >= 0):
                 raise ValueError(f"ramusa: {nm} must be a number >= 0, got {v!r}")
@@ -225,7 +227,7 @@ class RAMUSA(LinearMTLModel):
             r = int(big.sum())
             M = U[:, big] @ Vt[big]
             if M_old is not None and r == int(round(np.sum(M_old * M_old))) \
-                    and np.linalg.norm(M - M_old) <= 1e-6 * np.sqrt(max(r, 1)):
+                    and np.linalg.norm(M - M_old) <= self.subspace_tol * np.sqrt(max(r, 1)):
                 break
             if M_old is None and r == 0:
                 break  # no singular value above theta: stage 2 would repeat stage 1
