@@ -129,6 +129,10 @@ class SquaredAUCLoss:
                 rows += self._n[t1]
                 t1 += 1
             Xc = np.vstack(self.Xs[t0:t1])
+            off = 0
+            for t in range(t0, t1):     # per-task X as views of the stacked rows: one copy
+                self.Xs[t] = Xc[off:off + self._n[t]]
+                off += self._n[t]
             tid = np.repeat(np.arange(t1 - t0), self._n[t0:t1])
             posc = np.concatenate(self.pos[t0:t1])
             seg = 2 * tid + (~posc)                 # segment: (task, class)
