@@ -23,7 +23,8 @@ Solver: PALM (Bolte, Sabach, Teboulle 2014), two blocks, one proximal linearised
 per iteration, as in the paper::
 
     P <- prox_{lam1/c Omega1}(P - grad J(P + Q) / c)        (closed form, see below)
-    Q <- prox_{lam2/c Omega2}(Q - grad J(P + Q) / c)        (closed form, ``prox_cocluster``)
+    Q <- prox_{lam2/c Omega2}(Q - grad J(P + Q) / c)        (with the new P: Gauss-Seidel;
+                                                             closed form, ``prox_cocluster``)
 
 with c = gamma * Lip(grad J), gamma = 1.1 > 1 (PALM's condition for sufficient decrease, so the
 objective never increases).  Lip(grad J) = max_t ||X_t||_2^2 bounds both partial gradients.
@@ -58,7 +59,7 @@ description of CoCMTL ("minimizing the truncated sum-of-squares of the singular 
 task matrix", "co-clustering is realized by the k-means assumption") and with models.md.  The
 exact form of Omega1 (mean-regularised Frobenius term) could NOT be verified; it is the
 "global similarity among tasks" term of the decomposition as reconstructed in models.md.  The
-paper's own search grid is unknown; the grid below is ours (documented).
+paper's own search grid is unknown; the grid above is ours.
 """
 from __future__ import annotations
 
