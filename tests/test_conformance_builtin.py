@@ -31,13 +31,9 @@ DATASETS = _REG.dataset_names
 # Constructor overrides for models whose default fit is slow on the kit's problems, used until
 # the model declares ``kit_params`` itself (the kit then takes those).
 KIT_OVERRIDES = {"vstgmtl": {"max_iter": 5, "admm_max_iter": 30}}
-# Known contract violations reported to the model's owner: xfail (not strict) so the suite
-# stays green while they are fixed, and shows XPASS once they are.
-KNOWN_FAILURES = {
-    ("tfcl-noauc", "beats_chance"):
-        "absolute grid lam_group in [100, 300, 600] zeroes W on tasks with 45 training samples "
-        "(AUC 0.5); scale-free grids (ratio to a lambda_max) would fix it",
-}
+# Known contract violations of built-in models (none at present): an entry here marks a check
+# xfail, strict, so a fix is noticed and the entry removed.
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("check", list(MODEL_CHECKS))
@@ -47,7 +43,7 @@ def test_model_passes_kit(model, check, request):
     if check == "warm_start" and not cls.supports_warm_start:
         pytest.skip(f"{model} does not declare supports_warm_start")
     if (model, check) in KNOWN_FAILURES:
-        request.applymarker(pytest.mark.xfail(reason=KNOWN_FAILURES[model, check], strict=False))
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_FAILURES[model, check], strict=True))
     params = None if getattr(cls, "kit_params", None) else KIT_OVERRIDES.get(model)
     run_model_check(check, cls, params)
 
