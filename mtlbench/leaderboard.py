@@ -312,6 +312,7 @@ def build_leaderboard(store, dataset: str, *, baseline: str = BASELINE,
         vers = um["versions"].dropna()
         rows.append({
             "model": m, "avg_rank": avg_rank.get(m), "reps_finished": finished,
+            "grid_edge": grid_edge_count(um[um["status"] == "ok"]),
             "failed": int((um["status"] != "ok").sum()), "fewer_reps": finished < max_reps,
             "win_tie_loss": wtl[m], "time_total_s": float(um["time_total"].fillna(0).sum()),
             "plugin": _short(v.get("plugin") for v in vers),
@@ -347,6 +348,24 @@ def build_leaderboard(store, dataset: str, *, baseline: str = BASELINE,
         "rows": rows, "tests": tests, "notes": notes,
         "provenance": _provenance(units, dataset),
     }
+
+
+def grid_edge_count(units: pd.DataFrame) -> dict[str, Any]:
+    """How many units selected, for some searched numeric hyperparameter with >= 3 grid values,
+    the smallest or largest value of its grid (the validation optimum may lie outside it)."""
+    edge, params = 0, set()
+    for space, best in zip(units["model_config"], units["best_params"]):
+        space = (space or {}).get("space", {}) if isinstance(space, dict) else {}
+        hit = False
+        for key, values in space.items():
+            nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if len(nums) < 3 or len(nums) != len(values) or not isinstance(best, dict):
+                continue
+            if key in best and best[key] in (min(nums), max(nums)):
+                hit = True
+                params.add(key)
+        edge += hit
+    return {"units": int(edge), "of": int(len(units)), "params": sorted(params)}
 
 
 def _provenance(units: pd.DataFrame, dataset: str) -> dict[str, Any]:
@@ -430,6 +449,14 @@ def _machines_text(machines: Sequence[dict[str, Any]], units: bool = True) -> st
     return "; ".join(parts) or "unknown"
 
 
+def _edge_text(edge: dict[str, Any] | None) -> str:
+    if not edge or not edge["of"]:
+        return "—"
+    if not edge["units"]:
+        return f"0/{edge['of']}"
+    return f"{edge['units']}/{edge['of']} ({', '.join(edge['params'])})"
+
+
 def _esc(s: str) -> str:
     return str(s).replace("|", "\\|")
 
@@ -440,7 +467,8 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
 
     prov, tests = lb["provenance"], lb["tests"]
     headers = (["model"] + [_esc(p) for p in lb["problems"]]
-               + ["avg rank", "reps", "failed", f"W/T/L vs {BASELINE} (tasks)", "run time"])
+               + ["avg rank", "reps", "failed", f"W/T/L vs {BASELINE} (tasks)", "grid edge",
+                  "run time"])
     body = []
     for r in lb["rows"]:
         name = _esc(r["model"]) + (" ⚠" if r["fewer_reps"] else "")
@@ -451,6 +479,7 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
                        "baseline" if r["model"] == lb["baseline"] else
                        ("—" if w is None or w["win"] + w["tie"] + w["loss"] == 0
                         else f"{w['win']}/{w['tie']}/{w['loss']}"),
+                       _edge_text(r.get("grid_edge")),
                        _fmt_seconds(r["time_total_s"])])
     table = tabulate(body, headers=headers, tablefmt="pipe", disable_numparse=True,
                      colalign=["left"] + ["right"] * (len(headers) - 1))
@@ -501,6 +530,10 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
         w(f"- *W/T/L vs {BASELINE}*: over (problem, repetition, user) pairs, how often the model's "
           f"per-user test AUC is higher / equal / lower than independent single-task learning "
           "on the same split.\n")
+    w("- *grid edge*: units whose validation-selected value of a searched hyperparameter (with "
+      "at least 3 grid values) is the smallest or largest of its grid, and which parameters: "
+      "the optimum may lie outside the declared search space, so that model may be under-tuned "
+      "on this dataset.\n")
     w("- *run time*: sum of that model's unit times (selection grid + refit).\n")
     for note in lb["notes"]:
         w(f"- {note}\n")

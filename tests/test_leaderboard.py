@@ -271,3 +271,16 @@ def test_model_with_only_failures_is_shown_not_ranked(tmp_path):
     assert "— (n=0, 3 failed)" in md and "Not ranked" in md
     json.loads(to_json(lb))
     st.close()
+
+
+def test_grid_edge_count_flags_selections_at_the_end_of_a_grid():
+    import pandas as pd
+
+    from mtlbench.leaderboard import grid_edge_count
+
+    units = pd.DataFrame({
+        "model_config": [{"space": {"lam": [0.1, 1.0, 10.0], "k": [3, 5]}}] * 3,
+        "best_params": [{"lam": 10.0, "k": 3}, {"lam": 1.0, "k": 5}, {"lam": 0.1, "k": 5}],
+    })
+    # k has only two values: any choice is an end, so it is not counted
+    assert grid_edge_count(units) == {"units": 2, "of": 3, "params": ["lam"]}
