@@ -33,7 +33,7 @@ class STL(LinearMTLModel):
 
     name = "stl"
     paper = "Independent single-task ridge regression (baseline)"
-    search_space = {"lam": [1e-2, 1e-1, 1.0, 10.0, 100.0]}
+    search_space = {"lam": [1e-1, 1.0, 10.0, 100.0, 1e3, 1e4]}
 
     def __init__(self, lam: float = 1.0):
         self.lam = lam
