@@ -289,7 +289,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
     pids = sorted({s.problem for s in specs})
-    _print_summary(result_store, problems=pids, models=labels)
+    _print_summary(result_store, problems=pids, models=labels, keys=[s.key for s in specs])
     for res in report.failures[:10]:
         err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
@@ -297,8 +297,8 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     result_store.close()
 
 
-def _print_summary(store, problems=None, models=None) -> None:
-    summary = store.summary(problems=problems, models=models)
+def _print_summary(store, problems=None, models=None, keys=None) -> None:
+    summary = store.summary(problems=problems, models=models, keys=keys)
     table = Table(title="mean ± std test AUC (x100) over repetitions")
     for col in ("problem", "model", "test AUC", "reps", "failed", "time (s)"):
         table.add_column(col, justify="right" if col not in ("problem", "model") else "left")

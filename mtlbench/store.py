@@ -154,8 +154,8 @@ class ResultStore:
         return out
 
     def units(self, *, problems: Iterable[str] | None = None, models: Iterable[str] | None = None,
-              status: str | None = None) -> pd.DataFrame:
-        """Unit rows as a DataFrame (JSON columns decoded)."""
+              status: str | None = None, keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """Unit rows as a DataFrame (JSON columns decoded); ``keys`` restricts to those units."""
         q, args = "SELECT * FROM units WHERE 1=1", []
         for col, vals in (("problem", problems), ("model", models)):
             if vals is not None:
@@ -166,6 +166,8 @@ class ResultStore:
             q += " AND status = ?"
             args.append(status)
         df = pd.read_sql_query(q + " ORDER BY problem, model, rep", self._conn, params=args)
+        if keys is not None:
+            df = df[df["key"].isin(set(keys))].reset_index(drop=True)
         for col in JSON_COLUMNS:
             df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
         return df
@@ -185,9 +187,13 @@ class ResultStore:
         return None if row is None else np.load(io.BytesIO(row[0]), allow_pickle=False)
 
     def summary(self, *, problems: Iterable[str] | None = None,
-                models: Iterable[str] | None = None) -> pd.DataFrame:
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures."""
-        df = self.units(problems=problems, models=models)
+                models: Iterable[str] | None = None,
+                keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures.
+
+        ``keys`` restricts to given units (a run's own units: the same model label may have
+        been run earlier with another search space or protocol)."""
+        df = self.units(problems=problems, models=models, keys=keys)
         if df.empty:
             return pd.DataFrame(columns=["problem", "model", "reps", "failed", "test_auc_mean",
                                          "test_auc_std", "time_total"])
