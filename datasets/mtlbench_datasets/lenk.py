@@ -41,11 +41,11 @@ LENK_SOURCE = DataSource(
     files=(DataFile(
         path="lenk_computer_survey.mat",
         sha256="e6cc1029fa15ba8135dfca0f6a4bfa75599b4d43fe77224ce6b07bf9cdeb3e0b",
-        url="https://raw.githubusercontent.com/prolearner/onlineLTL/master/data/lenk_data.mat",
+        url="https://raw.githubusercontent.com/prolearner/onlineLTL/master/lenk_data.mat",
         size=10469,
         aliases=("lenk_data.mat",),
     ),),
-    homepage="Lenk et al., Marketing Science 1996; copy: https://github.com/prolearner/onlineLTL (data/lenk_data.mat)",
+    homepage="Lenk et al., Marketing Science 1996; copy: https://github.com/prolearner/onlineLTL (lenk_data.mat at the repository root)",
     terms="no licence stated; research use",
 )
 

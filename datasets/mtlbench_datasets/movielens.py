@@ -43,7 +43,10 @@ MOVIELENS_SOURCE = DataSource(
                  url=f"{_BASE}/ratings.csv", size=2289254),
         DataFile(path="ml-latest-small/movies.csv",
                  sha256="a87480009b75ecd8d1e8f70700c534b6aefd57eed31b087ce8268ef6061a166c",
-                 url=f"{_BASE}/movies.csv", size=458390),
+                 # No confirmed public address of the 2016 movies.csv: the copy repository holds
+                 # only a tab-separated movies.txt (another file), and GroupLens serves a newer
+                 # edition.  The file must come from the user's --data-dir.
+                 url=None, size=458390),
     ),
     homepage=("GroupLens ml-latest-small, 2016 edition (https://grouplens.org/datasets/movielens/); "
               "copy: https://github.com/ElenaXu98/movie-ranking-list"),
