@@ -67,6 +67,9 @@ def spectral_norm_sq(X: np.ndarray) -> float:
 _CHUNK_ELEMS = 1 << 22
 
 
+_LOOP_ABOVE_D = 256  # feature dimension above which value_and_grad loops over tasks
+
+
 class SquaredAUCLoss:
     """The TFCL paper's squared pairwise AUC surrogate (Sec. "Personalized Attribute
     Prediction", eqs. loss_eve / grad_eve), summed over tasks:
@@ -163,7 +166,10 @@ class SquaredAUCLoss:
         reduceat over the stacked rows): O(sum_t n_t d), no Python loop over tasks."""
         G = np.empty((self.d, self.T))
         val = 0.0
-        if self.T <= 4:             # few tasks: the per-task form has less overhead
+        # Few tasks, or many features: the per-task form is cheaper.  The stacked form builds
+        # (n_total x d) temporaries, which at SUN scale (d = 2048) cost ~6x the per-task loop
+        # (measured 675 ms vs 105 ms per gradient at T = 250, 50 labels each, one BLAS thread).
+        if self.T <= 4 or self.d > _LOOP_ABOVE_D:
             for t in range(self.T):
                 v, G[:, t] = self._task(t, W[:, t], True)
                 val += v
