@@ -343,9 +343,12 @@ def results(store: str, datasets_: str | None, models_: str | None, failures: bo
 
 
 # ------------------------------------------------------------------------------- more commands
-# Commands defined in their own modules are added here, one line each.
-from .leaderboard import register as _register_leaderboard; _register_leaderboard(cli)  # noqa: E402,E702
-from .scaffold import new_plugin_cmd as _new_plugin_cmd; cli.add_command(_new_plugin_cmd)  # noqa: E402,E702
+# Commands defined in their own modules (leaderboard, publish, new-plugin).
+from .leaderboard import register as _register_leaderboard  # noqa: E402
+from .scaffold import new_plugin_cmd as _new_plugin_cmd  # noqa: E402
+
+_register_leaderboard(cli)
+cli.add_command(_new_plugin_cmd)
 
 
 def main() -> None:  # console-script entry point
