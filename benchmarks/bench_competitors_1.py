@@ -29,22 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "plugins"), str(ROOT / "datasets")]
 
 from mtlbench import TaskSet  # noqa: E402
-from mtlbench_datasets.simulated import make_simulated  # noqa: E402
+from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated  # noqa: E402
 from mtlbench_models.cocmtl import CoCMTL  # noqa: E402
 from mtlbench_models.ramusa import RAMUSA  # noqa: E402
 from mtlbench_models.rmtfl import RMTFL  # noqa: E402
 
 
 def sun_scale(seed: int = 0, T: int = 250, d: int = 2048, n: int = 50, rank: int = 5) -> TaskSet:
-    rng = np.random.default_rng(seed)
-    W = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, T)) / np.sqrt(d)
-    Xs, ys = [], []
-    for t in range(T):
-        X = rng.standard_normal((n, d))
-        s = X @ W[:, t] + 0.1 * rng.standard_normal(n)
-        ys.append(np.where(s > np.median(s), 1.0, -1.0))
-        Xs.append(X)
-    return TaskSet.from_arrays("sun-scale", Xs, ys)
+    return make_low_rank_tasks(seed, T=T, d=d, n=n, rank=rank, noise=0.1, name="sun-scale")
 
 
 def bench(tasks: TaskSet, models) -> None:

@@ -17,23 +17,14 @@ import time
 import numpy as np
 
 from mtlbench import TaskSet
-from mtlbench_datasets.simulated import make_simulated
+from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated
 from mtlbench_models.amtl import AMTL
 from mtlbench_models.nc_cmtl import NCCMTL
 from mtlbench_models.vstgmtl import VSTGMTL
 
 
 def sun_scale(seed: int = 0, T: int = 250, d: int = 2048, n: int = 50, rank: int = 5) -> TaskSet:
-    rng = np.random.default_rng(seed)
-    W = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, T)) / np.sqrt(d)
-    Xs, ys = [], []
-    for t in range(T):
-        X = rng.standard_normal((n, d))
-        s = X @ W[:, t] + 0.5 * rng.standard_normal(n)
-        y = np.where(s > np.median(s), 1.0, -1.0)
-        Xs.append(X)
-        ys.append(y)
-    return TaskSet.from_arrays("sun-scale", Xs, ys)
+    return make_low_rank_tasks(seed, T=T, d=d, n=n, rank=rank, noise=0.5, name="sun-scale")
 
 
 def run(label, model, tasks):

@@ -6,22 +6,14 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from mtlbench import TaskSet
+from mtlbench_datasets.simulated import make_low_rank_tasks
 from mtlbench_models._losses import SquaredLoss
 from mtlbench_models._prox import prox_trace
 from mtlbench_models.ramusa import RAMUSA, capped_penalty, stage_solve, svt
 
 
 def _tasks(seed, T=7, d=9, n=14, rank=2):
-    rng = np.random.default_rng(seed)
-    W = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, T)) * 1.5
-    Xs, ys = [], []
-    for t in range(T):
-        X = rng.standard_normal((n, d))
-        s = X @ W[:, t] + 0.5 * rng.standard_normal(n)
-        ys.append(np.where(s > np.median(s), 1.0, -1.0))
-        Xs.append(X)
-    return TaskSet.from_arrays("small", Xs, ys)
+    return make_low_rank_tasks(seed, T=T, d=d, n=n, rank=rank, noise=0.5, scale=1.5, name="small")
 
 
 def _cvxpy_stage(tasks, lam, M):

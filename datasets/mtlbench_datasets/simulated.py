@@ -59,6 +59,28 @@ def make_simulated(seed: int = 0, n_samples: int = 200, n_positive: int = 50,
     )
 
 
+def make_low_rank_tasks(seed: int = 0, T: int = 250, d: int = 2048, n: int = 50, rank: int = 5,
+                        noise: float = 0.1, scale: float | None = None,
+                        name: str = "low-rank") -> TaskSet:
+    """Synthetic tasks for scale benchmarks and oracle tests (not a paper recipe).
+
+    W = A B (d x T, rank ``rank``) times ``scale`` (default 1/sqrt(d)); each task has its own
+    X_t (n x d) ~ N(0, I); scores X_t w_t + N(0, noise^2); labels +1 above the task's median.
+    With the defaults this is the "SUN scale" of the issues: T = 250 users, 50 labels each,
+    d = 2048 features.
+    """
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, T))
+    W *= (1.0 / np.sqrt(d)) if scale is None else scale
+    Xs, ys = [], []
+    for t in range(T):
+        X = rng.standard_normal((n, d))
+        s = X @ W[:, t] + noise * rng.standard_normal(n)
+        ys.append(np.where(s > np.median(s), 1.0, -1.0))
+        Xs.append(X)
+    return TaskSet.from_arrays(name, Xs, ys)
+
+
 class Simulated(Dataset):
     name = "simulated"
     description = "TFCL paper's simulated data: 100 users x 200 samples, 80 features, 5 blocks"
