@@ -67,6 +67,15 @@ def _order(units: pd.DataFrame) -> list[str]:
     return list(ok.groupby("model")["test_auc"].mean().sort_values(ascending=False).index)
 
 
+def _model_axis(ax, pos: np.ndarray, models: list[str], ylabel: str, title: str) -> None:
+    """One model per x position, labels slanted; the styling every per-model panel shares."""
+    ax.set_xticks(pos)
+    ax.set_xticklabels(models, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+
+
 def _panels(n: int, ncols: int = 3) -> tuple[int, int]:
     ncols = max(1, min(ncols, n))
     return int(np.ceil(n / ncols)), ncols
@@ -99,11 +108,7 @@ def box_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None:
             ax.scatter(pos[j] + rng.uniform(-0.15, 0.15, len(data[j])), data[j], s=9,
                        alpha=0.6, color="tab:blue", zorder=3)
             ax.scatter([pos[j]], [data[j].mean()], marker="D", s=22, color="tab:red", zorder=4)
-        ax.set_xticks(pos)
-        ax.set_xticklabels(models, rotation=45, ha="right", fontsize=8)
-        ax.set_ylabel("test AUC x 100")
-        ax.set_title(p, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
+        _model_axis(ax, pos, models, "test AUC x 100", p)
     fig.suptitle(title or "Test AUC per repetition (points; diamond = mean)", fontsize=11)
     return _save(fig, path)
 
@@ -129,11 +134,7 @@ def per_user_plot(units: pd.DataFrame, task_scores: pd.DataFrame, path: Path,
         if present:
             ax.violinplot([data[j] for j in present], positions=pos[present], widths=0.8,
                           showmedians=True)
-        ax.set_xticks(pos)
-        ax.set_xticklabels(models, rotation=45, ha="right", fontsize=8)
-        ax.set_ylabel("per-user test AUC x 100\n(mean over repetitions)")
-        ax.set_title(p, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
+        _model_axis(ax, pos, models, "per-user test AUC x 100\n(mean over repetitions)", p)
     fig.suptitle(title or "Distribution of per-user test AUC", fontsize=11)
     return _save(fig, path)
 
