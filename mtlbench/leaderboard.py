@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError
+from .protocol import config_json
 
 FORMAT_VERSION = "mtlbench-leaderboard/1"
 BASELINE = "stl"
@@ -126,8 +127,7 @@ def friedman(scores: np.ndarray) -> dict[str, Any]:
 
 
 # =============================================================================== selection
-def _canon(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr)
+_canon = config_json  # the canonical JSON of unit keys: configurations compare equal here too
 
 
 def _settings(row: pd.Series) -> str:

@@ -34,9 +34,3 @@ def auc_score(y: np.ndarray, scores: np.ndarray) -> float:
     ranks = rankdata(s)  # average ranks: ties share the mean rank, i.e. count half
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
-
-def mean_task_auc(tasks, model) -> tuple[float, np.ndarray]:
-    """Mean over tasks of the per-task AUC of ``model`` on ``tasks`` (a TaskSet)."""
-    per_task = np.array([auc_score(tasks.y(t), model.decision_function(tasks.X(t), t))
-                         for t in range(tasks.T)])
-    return float(per_task.mean()), per_task
