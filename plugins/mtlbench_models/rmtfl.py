@@ -175,10 +175,22 @@ class RMTFL(LinearMTLModel):
         self.lam2_ = float(self.lam2_ratio) * m2
         shape = (tasks.d, tasks.T)
         P0, Q0 = np.zeros(shape), np.zeros(shape)
+        if self.lam1_ratio >= 1 and self.lam2_ratio >= 1:
+            # (P, Q) = 0 satisfies the optimality conditions exactly (every row norm of G0 is
+            # <= lam1 and every column norm <= lam2): return it without arithmetic, so the
+            # zeros are exact on every CPU/BLAS (a prox step at the threshold leaves ~1e-17).
+            P, Q = P0, Q0
+            hist, it = [SquaredLoss(tasks).value(P0 + Q0)], 0
+            self._store(P, Q, hist, it)
+            return self
         if init is not None and getattr(init, "P_", None) is not None and init.P_.shape == shape:
             P0, Q0 = init.P_, init.Q_
         P, Q, hist, it = rmtfl_solve(loss, self.lam1_, self.lam2_, P0, Q0,
                                      tol=float(self.tol), max_iter=int(self.max_iter))
+        self._store(P, Q, hist, it)
+        return self
+
+    def _store(self, P: np.ndarray, Q: np.ndarray, hist: list, it: int) -> None:
         self.P_, self.Q_ = P, Q
         self.coef_ = P + Q
         self.objective_history_ = hist
@@ -191,7 +203,6 @@ class RMTFL(LinearMTLModel):
             "outlier_tasks": np.flatnonzero(self.task_outliers_).tolist(),
             "converged": it < int(self.max_iter),
         }
-        return self
 
     def objective(self, tasks: TaskSet) -> float:
         """The paper's objective at the fitted (P_, Q_)."""
