@@ -15,6 +15,7 @@ from .errors import (ConfigError, DataValidationError, DatasetUnavailableError, 
 from .hookspecs import hookimpl
 from .metrics import auc_score
 from .model import LinearMTLModel, MTLModel, clone
+from .space import Categorical, Int, Linear, Log, Param
 
 try:
     __version__ = _version("mtlbench")
@@ -25,4 +26,5 @@ __all__ = [
     "MTLModel", "LinearMTLModel", "clone", "Dataset", "Task", "TaskSet", "hookimpl",
     "auc_score", "MTLBenchError", "DataValidationError", "DatasetUnavailableError",
     "PluginError", "PluginConflictError", "UnknownNameError", "ConfigError", "__version__",
+    "Param", "Log", "Linear", "Int", "Categorical",
 ]

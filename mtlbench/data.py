@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -84,8 +84,37 @@ class TaskSet(Sequence[Task]):
         self.labels = [np.asarray(y, dtype=np.float64) for y in labels]
         self.task_names = [str(n) for n in task_names]
         self.meta = dict(meta or {})
+        self._memo: dict[Any, Any] = {}
         if not _validated:
             self._validate()
+
+    # ----------------------------------------------------------------- per-data cache
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per TaskSet object and ``key``.
+
+        The protocol fits every point of a unit's search on the *same* train TaskSet object,
+        so what a fit derives from the data alone (per-task Gram matrices X_t^T X_t and
+        X_t^T y_t, Lipschitz constants, lambda_max scales, factorizations, SVDs) can be
+        computed once per unit: ``G = tasks.memo(("gram",), lambda: ...)``.  ``key`` must
+        name everything the value depends on besides the data (e.g. a ridge constant).
+        The cached value is shared: treat it as read-only.  Results are bit-identical to
+        computing it afresh (the same code runs once instead of many times).  Subsets and
+        copies start with an empty memo; it is never pickled.
+        """
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_memo"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("_memo", {})
+        self.__dict__.update(state)
 
     # ----------------------------------------------------------------- constructors
     @classmethod

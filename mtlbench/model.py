@@ -9,9 +9,21 @@ A model is a scikit-learn style estimator over a :class:`~mtlbench.data.TaskSet`
   optional fitted model of the same class to warm-start from (the protocol passes the previous
   grid point's model when ``supports_warm_start`` is true);
 * ``decision_function(X, task)`` returns real-valued scores of shape (n,) for task index ``task``;
-* ``search_space`` (class attribute) is the default grid: ``{param: [values, ...]}``;
-* optional fitted state: ``coef_`` (d x T), ``objective_history_`` (one value per iteration),
+* ``search_space`` (class attribute) declares the searched hyperparameters:
+  ``{param: Log(grid, low=..., high=...) | Linear(...) | Int(...) | Categorical([...])}``
+  (:mod:`mtlbench.space`; a plain list is read as Categorical);
+* ``param_constraints`` (class attribute) declares allowed values of the parameters that are
+  not searched (``{"tol": Log([1e-6], low=0.0), "max_iter": Int([500], low=1)}``); together
+  with ``search_space`` it lets overrides be validated without fitting
+  (:meth:`MTLModel.check_params`);
+* ``convex`` (class attribute): whether ``fit`` minimises a convex problem.  Only convex models
+  are warm-started along a search (``init``); every non-convex fit starts cold, so the model
+  scored on validation is the model refitted for test;
+* fitted state: ``converged_`` (bool: the solver met its stated tolerance; built-in models
+  always set it), ``coef_`` (d x T), ``objective_history_`` (one value per iteration),
   ``n_iter_``, ``diagnostics_`` (a JSON-able dict the results store keeps, e.g. recovered groups).
+* precomputation shared across a unit's search: ``tasks.memo(key, compute)``
+  (:meth:`mtlbench.data.TaskSet.memo`).
 
 A minimal linear model only needs ``fit`` to set ``coef_``: :class:`LinearMTLModel` provides
 ``decision_function``.
@@ -24,8 +36,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone as _sk_clone
 
 from .data import TaskSet
+from .space import check_value
 
-__all__ = ["MTLModel", "LinearMTLModel", "clone"]
+__all__ = ["MTLModel", "LinearMTLModel", "clone", "param_problems"]
 
 
 class MTLModel(BaseEstimator):
@@ -35,18 +48,32 @@ class MTLModel(BaseEstimator):
     ----------------
     name : str
         Registry name users type (``--models NAME``).  Lower case, dashes allowed.
-    search_space : dict[str, list]
-        Default hyperparameter grid (Cartesian product), searched on validation AUC.
+    search_space : dict[str, Param | list]
+        Searched hyperparameters with their kind, starting grid and bounds
+        (:mod:`mtlbench.space`).
+    param_constraints : dict[str, Param]
+        Allowed values of hyperparameters that are not searched (bounds only are used).
+    convex : bool
+        Whether the fitted problem is convex (only then may the search warm-start it).
     supports_warm_start : bool
-        Whether ``fit`` uses its ``init`` argument.
+        Whether ``fit`` uses its ``init`` argument (ignored by the protocol unless ``convex``).
     paper : str
         Citation of the method (shown by ``mtlbench models``).
     """
 
     name: ClassVar[str] = ""
-    search_space: ClassVar[Mapping[str, list]] = {}
+    search_space: ClassVar[Mapping[str, Any]] = {}
+    param_constraints: ClassVar[Mapping[str, Any]] = {}
+    convex: ClassVar[bool] = False
     supports_warm_start: ClassVar[bool] = False
     paper: ClassVar[str] = ""
+
+    def check_params(self) -> None:
+        """Raise ``ValueError("NAME: param ...")`` for a hyperparameter outside its declared
+        kind or bounds (``search_space`` and ``param_constraints``).  Call it first in ``fit``."""
+        problems = param_problems(type(self), self.get_params(deep=False))
+        if problems:
+            raise ValueError(f"{self.name or type(self).__name__}: " + "; ".join(problems))
 
     def fit(self, tasks: TaskSet, init: "MTLModel | None" = None) -> "MTLModel":  # pragma: no cover
         raise NotImplementedError
@@ -67,6 +94,18 @@ class LinearMTLModel(MTLModel):
 
     def decision_function(self, X: np.ndarray, task: int) -> np.ndarray:
         return np.asarray(X, dtype=np.float64) @ self.coef_[:, task]
+
+
+def param_problems(cls: type[MTLModel], params: Mapping[str, Any]) -> list[str]:
+    """Sentences naming each value of ``params`` that ``cls``'s declarations reject."""
+    out = []
+    decls = {**dict(cls.param_constraints), **dict(cls.search_space)}
+    for key, value in params.items():
+        if key in decls:
+            why = check_value(key, decls[key], value)
+            if why:
+                out.append(f"{key} {why}")
+    return out
 
 
 def clone(model: MTLModel, **params: Any) -> MTLModel:
