@@ -125,7 +125,7 @@ def small_problem(seed: int = 0, n_samples: int = 60, n_positive: int = 20):
     """A small version of the paper's simulated problem (``make_simulated``): 10 tasks in
     5 blocks of 2, 16 features in blocks (4, 4, 2, 4, 2), ``n_samples`` labelled samples per
     task of which ``n_positive`` are positive.  Takes milliseconds to fit for linear models."""
-    from mtlbench_datasets.simulated import make_simulated
+    from .synthetic import make_simulated
 
     return make_simulated(seed=seed, n_samples=n_samples, n_positive=n_positive,
                           block_features=(4, 4, 2, 4, 2), users_per_block=2)
