@@ -63,6 +63,7 @@ class UnitSpec:
             "dataset": self.dataset, "problem": self.problem,
             "dataset_params": self.dataset_params_json, "rep": self.rep,
             "split": self.protocol.split_settings(),
+            "selection": self.protocol.selection_settings(),
         })
         return hashlib.sha256(ident.encode()).hexdigest()[:32]
 
@@ -228,7 +229,8 @@ def _base_row(spec: UnitSpec) -> dict[str, Any]:
         "rep": spec.rep, "seed": spec.protocol.seed,
         "model_config": {"name": spec.model, "fixed": json.loads(spec.fixed_json),
                          "space": json.loads(spec.space_json)},
-        "protocol": {**spec.protocol.split_settings(), "reps": spec.protocol.reps},
+        "protocol": {**spec.protocol.split_settings(), **spec.protocol.selection_settings(),
+                     "reps": spec.protocol.reps},
         "dataset_params": json.loads(spec.dataset_params_json),
     }
 

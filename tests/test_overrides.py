@@ -38,7 +38,7 @@ def test_parse_selector_forms():
 
 def test_apply_overrides_fixed_and_grid():
     sel = apply_overrides(LASSO, {"rho_ratio": [0.01, 0.1], "max_iter": 500})
-    assert sel.space == {"rho_ratio": [0.01, 0.1]} and sel.fixed == {"max_iter": 500}
+    assert sel.space["rho_ratio"]["grid"] == [0.01, 0.1] and sel.fixed == {"max_iter": 500}
     assert sel.label == "lasso[max_iter=500,rho_ratio=[0.01,0.1]]"
     sel = apply_overrides(STL, {"lam": 1})  # an int for a real-valued parameter is fine
     assert sel.fixed == {"lam": 1} and sel.space == {}
