@@ -136,11 +136,11 @@ class AdaptiveSearcher(Searcher):
             if v <= vals[0] and not par.at_low(v):
                 new = par.step_out(v, -1)
                 if new is not None:
-                    out.append({**best, key: _clean(new)})
+                    out.append({**best, key: _snap(par, new)})
             if v >= vals[-1] and not par.at_high(v):
                 new = par.step_out(v, +1)
                 if new is not None:
-                    out.append({**best, key: _clean(new)})
+                    out.append({**best, key: _snap(par, new)})
         return out
 
     def _refine(self, best: dict, tried) -> list[dict]:
@@ -154,14 +154,14 @@ class AdaptiveSearcher(Searcher):
                 for direction in (-1, +1):
                     new = par.step_out(v, direction)
                     if new is not None:
-                        out.append({**best, key: _clean(new)})
+                        out.append({**best, key: _snap(par, new)})
                 continue
             below = [x for x in vals if x < v]
             above = [x for x in vals if x > v]
             for other in ([below[-1]] if below else []) + ([above[0]] if above else []):
                 mid = par.between(v, other)
                 if mid is not None:
-                    out.append({**best, key: _clean(mid)})
+                    out.append({**best, key: _snap(par, mid)})
         return out
 
 
@@ -257,6 +257,18 @@ def _clean(v: Any) -> Any:
     if isinstance(v, float) and math.isfinite(v) and v != 0.0:
         return float(f"{v:.{_DIGITS}g}")
     return v
+
+
+def _snap(par: Param, v: Any) -> Any:
+    """``_clean(v)``, but a declared bound stays exactly the bound (rounding never moves a
+    value across or off a bound)."""
+    c = _clean(v)
+    if par.high is not None and (v >= par.high or c >= par.high):
+        return par.high
+    if par.low is not None and (v <= par.low or c <= par.low) and not (
+            isinstance(par, Log) and par.low <= 0):
+        return par.low
+    return c
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
