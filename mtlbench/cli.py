@@ -260,7 +260,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
                               if config.search != "grid" else "") + f"; store {store}")
     for pid, ts in loaded.items():
         s = ts.summary()
-        console.print(f"  {pid}: {s['tasks']} tasks, {s['features']} features, "
+        console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
                       f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

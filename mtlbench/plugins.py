@@ -251,10 +251,32 @@ class Registry:
         return self._lookup(self._models, name, "model").plugin
 
     def dataset(self, name: str) -> Dataset:
-        return self._lookup(self._datasets, name, "dataset").obj
+        """The dataset registered as ``name``, or configured by a selector
+        ``NAME[param=value,...]`` (:func:`mtlbench.dataset.configure_dataset`; the configured
+        instance carries its canonical selector as ``selector``)."""
+        if "[" not in name:
+            return self._lookup(self._datasets, name, "dataset").obj
+        return self._configured_dataset(name)
 
     def dataset_plugin(self, name: str) -> PluginInfo:
-        return self._lookup(self._datasets, name, "dataset").plugin
+        return self._lookup(self._datasets, name.split("[", 1)[0].strip(), "dataset").plugin
+
+    def _configured_dataset(self, text: str) -> Dataset:
+        from .dataset import configure_dataset
+        from .selectors import parse_selector
+
+        cache = self.__dict__.setdefault("_configured", {})
+        if text not in cache:
+            try:
+                base_name, overrides = parse_selector(text)
+            except ConfigError as exc:
+                raise ConfigError(str(exc).replace("model selector", "dataset selector")) from None
+            base = self._lookup(self._datasets, base_name, "dataset").obj
+            ds, label = configure_dataset(base, overrides)
+            if ds is not base:
+                ds.selector = label  # type: ignore[attr-defined]
+            cache[text] = ds
+        return cache[text]
 
     def _lookup(self, table: dict[str, Registered], name: str, kind: str) -> Registered:
         if name in table:

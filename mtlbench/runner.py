@@ -82,7 +82,7 @@ class UnitResult:
 
 # ---------------------------------------------------------------------------- planning
 def problem_id(dataset: str, problem: str) -> str:
-    return dataset if problem == dataset else f"{dataset}/{problem}"
+    return dataset if problem == dataset.split("[", 1)[0] else f"{dataset}/{problem}"
 
 
 def resolve_problems(registry: Registry, names: Sequence[str],
@@ -90,8 +90,11 @@ def resolve_problems(registry: Registry, names: Sequence[str],
     """``["shoes", "simulated", "sun/modern"]`` -> [(dataset, problem), ...]."""
     out: list[tuple[str, str]] = []
     for name in names:
-        ds_name, _, prob = name.partition("/")
+        ds_name, _, prob = name.rpartition("/") if "]" in name else name.partition("/")
+        if "[" in name and "]" not in ds_name:  # "NAME[...]" without a problem
+            ds_name, prob = name, ""
         ds = registry.dataset(ds_name)
+        ds_name = getattr(ds, "selector", ds_name.split("[", 1)[0].strip())
         problems = problems_of(ds, Path(data_dir) if data_dir else None)
         if not problems:
             raise DatasetUnavailableError(
