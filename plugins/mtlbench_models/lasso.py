@@ -30,7 +30,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso as _SkLasso
 
-from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
 
 def lasso_rho_max(tasks: TaskSet) -> float:
@@ -48,7 +48,7 @@ class LASSO(LinearMTLModel):
     name = "lasso"
     paper = "Tibshirani, Regression shrinkage and selection via the lasso, JRSS-B 1996"
     search_space = {"rho_ratio": Log([0.003, 0.01, 0.03, 0.1, 0.3], low=None, high=1.0)}
-    param_constraints = {"tol": Log([1e-8], low=None), "max_iter": Int([10000], low=1)}
+    param_constraints = {"tol": Linear([1e-8], low=0.0), "max_iter": Int([10000], low=1)}
     convex = True
     supports_warm_start = True
 

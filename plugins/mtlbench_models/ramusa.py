@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
 from ._linalg import Residuals, TaskQuadratic, task_xty
 from ._losses import SquaredLoss
@@ -190,8 +190,8 @@ class RAMUSA(LinearMTLModel):
     paper = "Han & Zhang, Multi-Stage Multi-Task Learning with Reduced Rank, AAAI 2016"
     search_space = {"lam_ratio": Log([0.05, 0.2, 0.5], low=None, high=1.0),
                     "theta_ratio": Log([0.1, 0.4, 1.0], low=None, high=1.0)}
-    param_constraints = {"tol": Log([1e-6], low=None), "max_iter": Int([2000], low=1),
-                         "max_stages": Int([10], low=1), "subspace_tol": Log([1e-2], low=None)}
+    param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([2000], low=1),
+                         "max_stages": Int([10], low=1), "subspace_tol": Linear([1e-2], low=0.0)}
     convex = False
     supports_warm_start = False
 

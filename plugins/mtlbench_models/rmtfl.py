@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
 from ._linalg import Residuals, TaskQuadratic, task_xty  # noqa: F401  (Residuals re-exported for old imports)
 from ._losses import SquaredLoss
@@ -161,7 +161,7 @@ class RMTFL(LinearMTLModel):
     paper = "Gong, Ye, Zhang, Robust Multi-Task Feature Learning, KDD 2012"
     search_space = {"lam1_ratio": Log([0.1, 0.3, 0.7], low=None, high=1.0),
                     "lam2_ratio": Log([0.1, 0.3, 1.0], low=None, high=1.0)}
-    param_constraints = {"tol": Log([1e-6], low=None), "max_iter": Int([5000], low=1)}
+    param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     convex = True
     supports_warm_start = True
 
