@@ -470,6 +470,14 @@ def _count_text(n: int | None, of: int, params: Sequence[str] = ()) -> str:
     return f"{n}/{of}" + (f" ({', '.join(params)})" if n and params else "")
 
 
+def _conv_text(s: dict[str, Any]) -> str:
+    units, unknown = s.get("units", 0), s.get("converged_unknown", 0)
+    if units and unknown == units:
+        return "not recorded"
+    return (_count_text(s.get("not_converged"), units)
+            + (f" ({unknown} not recorded)" if unknown else ""))
+
+
 def _baseline_name(lb: dict[str, Any]) -> str:
     return lb.get("baseline") or "baseline"
 
@@ -505,9 +513,7 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
                        _budget_text(s),
                        _count_text(s.get("at_bound"), s.get("units", 0),
                                    s.get("at_bound_params", ())),
-                       _count_text(s.get("not_converged"), s.get("units", 0))
-                       + (f" ({s['converged_unknown']} not recorded)"
-                          if s.get("converged_unknown") else ""),
+                       _conv_text(s),
                        _fmt_seconds(r["time_total_s"])])
     table = tabulate(body, headers=headers, tablefmt="pipe", disable_numparse=True,
                      colalign=["left"] + ["right"] * (len(headers) - 1))

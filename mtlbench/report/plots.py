@@ -150,8 +150,10 @@ def per_user_plot(units: pd.DataFrame, task_scores: pd.DataFrame, path: Path,
         if present:
             ax.violinplot([data[j] for j in present], positions=pos[present], widths=0.8,
                           showmedians=True)
-        _model_axis(ax, pos, models, "per-user test AUC x 100\n(mean over repetitions)", p)
-    fig.suptitle(title or "Distribution of per-user test AUC", fontsize=11)
+        _model_axis(ax, pos, models, "per-user test AUC x 100\n(mean over repetitions)",
+                    p if len(problems) > 1 else "")
+    fig.suptitle((title + "\n" if title else "") + "violin: distribution over users; middle "
+                 "bar: median; end bars: min and max", fontsize=10)
     return _save(fig, path)
 
 
@@ -196,7 +198,8 @@ def convergence_plot(histories: dict[str, dict[str, list[float]]], path: Path,
         return None
     keys = ["objective"] + sorted({k for h in histories.values() for k, v in h.items()
                                    if k != "objective" and isinstance(v, list) and len(v) > 1},
-                                  key=lambda k: (k not in HISTORY_LABELS, k))
+                                  key=lambda k: (list(HISTORY_LABELS).index(k)
+                                                 if k in HISTORY_LABELS else 99, k))
     keys = keys[:4]
     fig = Figure(figsize=(4.0 * len(keys) + 1.5, 3.4), layout="constrained")
     relative = len(histories) > 1
@@ -433,6 +436,10 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
                                zorder=4)
             if numeric and np.all(xs > 0) and xs.max() / xs.min() >= 10:
                 ax.set_xscale("log")
+            if numeric and all(isinstance(v, int) for _, _, v, _ in pts):
+                from matplotlib.ticker import MaxNLocator
+
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             if not numeric:
                 ax.set_xticks(range(len(cats)))
                 ax.set_xticklabels(cats, fontsize=7, rotation=30)
