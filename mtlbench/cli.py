@@ -306,41 +306,13 @@ def _print_summary(store, problems=None, models=None, keys=None) -> None:
     console.print(table)
 
 
-@cli.command()
-@click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False))
-@click.option("--datasets", "datasets_", default=None, help="Filter: comma-separated problems.")
-@click.option("--models", "models_", default=None, help="Filter: comma-separated model labels.")
-@click.option("--failures", is_flag=True, help="List failed units with their messages.")
-@user_errors
-def results(store: str, datasets_: str | None, models_: str | None, failures: bool) -> None:
-    """Show results stored by earlier runs (mean ± std test AUC per problem and model)."""
-    from .store import ResultStore
-
-    if not Path(store).exists():
-        raise ConfigError(f"no results store at {store!r}; run 'mtlbench compare' first "
-                          "or pass --store PATH")
-    rs = ResultStore(store)
-    problems = None
-    if datasets_:
-        all_problems = set(rs.units().problem)
-        problems = [p for p in all_problems
-                    if any(p == d or p.startswith(d + "/") for d in _split_csv(datasets_))]
-    models = _split_csv(models_) or None
-    _print_summary(rs, problems=problems, models=models)
-    if failures:
-        df = rs.units(problems=problems, models=models, status="failed")
-        for _, r in df.iterrows():
-            console.print(f"[red]failed[/] {escape(r['model'])} {r['problem']} rep {r['rep']}: "
-                          f"{escape(str(r['message']))}", soft_wrap=True)
-    rs.close()
-
-
 # ------------------------------------------------------------------------------- more commands
-# Commands defined in their own modules (leaderboard, publish, new-plugin).
-from .leaderboard import register as _register_leaderboard  # noqa: E402
+# Commands defined in their own modules (results, leaderboard, publish, import-results,
+# new-plugin).
+from .report.commands import register as _register_report  # noqa: E402
 from .scaffold import new_plugin_cmd as _new_plugin_cmd  # noqa: E402
 
-_register_leaderboard(cli)
+_register_report(cli)
 cli.add_command(_new_plugin_cmd)
 
 
