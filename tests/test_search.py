@@ -225,3 +225,23 @@ def test_adaptive_properties(grid, peak, budget, high):
 def test_unknown_searcher_is_a_clear_error():
     with pytest.raises(Exception, match="unknown searcher 'nope'"):
         _run(FarOptimum(), search="nope")
+
+
+# Per-repetition test AUC (x100) of the first published simulated table (grid search, seed 0),
+# as committed before the adaptive search existed.
+OLD_SIMULATED = {"lasso": [90.76136363636364, 89.89772727272728, 90.21590909090908],
+                 "stl": [84.77272727272727, 84.33522727272727, 83.55681818181819]}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_SIMULATED))
+def test_grid_search_reproduces_the_old_simulated_numbers(name):
+    from mtlbench.plugins import get_registry
+    from mtlbench.search import space_json as sj
+
+    reg = get_registry()
+    cls = reg.model_class(name)
+    tasks = reg.dataset("simulated").load("simulated")
+    cfg = ProtocolConfig(reps=2, search="grid")
+    got = [100 * run_protocol(cls(), sj(cls.search_space), tasks, cfg, r).test_auc
+           for r in range(2)]
+    assert got == pytest.approx(OLD_SIMULATED[name][:2], rel=0, abs=1e-9)
