@@ -244,6 +244,9 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     select_time = time.perf_counter() - t0
     b = best_index(trace)
     if b is None:
+        first = trace[0].get("error", "") if trace else ""
+        if first.startswith("ModelContractError: "):  # the model breaks the contract: say so
+            raise ModelContractError(first[len("ModelContractError: "):])
         errors = "; ".join(e.get("error", "") for e in trace[:3])
         raise RuntimeError(f"every searched point failed ({len(trace)} tried): {errors}")
     best_params, best_val = dict(trace[b]["params"]), float(trace[b]["val_auc"])
