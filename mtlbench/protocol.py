@@ -248,7 +248,7 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
         if first.startswith("ModelContractError: "):  # the model breaks the contract: say so
             raise ModelContractError(first[len("ModelContractError: "):])
         errors = "; ".join(e.get("error", "") for e in trace[:3])
-        raise RuntimeError(f"every searched point failed ({len(trace)} tried): {errors}")
+        raise RuntimeError(f"every grid point failed ({len(trace)} tried): {errors}")
     best_params, best_val = dict(trace[b]["params"]), float(trace[b]["val_auc"])
 
     # Test labels are touched only from here on.
