@@ -298,8 +298,9 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
     on ``val``.  A trace entry holds ``params``, ``phase`` (start / extend / refine),
     ``val_auc`` (absent with ``error`` for a failed fit), ``converged`` (``converged_`` of the
-    fitted model, None if it does not say), ``n_iter`` and ``fit_time`` (seconds).  The
-    summary holds ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
+    fitted model, None if it does not say) and ``n_iter``; the trace is a pure function of
+    data, seed and settings.  The summary holds ``fit_times`` (seconds per fit, aligned with
+    the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
     ``budget_exhausted`` (the budget ran out while the searcher still wanted to extend past an
     edge) and ``start_exceeds_budget`` (the starting design alone is larger than the budget;
     it is fitted in full).
@@ -332,10 +333,13 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         exhausted = phase == "extend" and bool(batch)
     b = best_index(trace)
     at_bound, at_edge = edge_report(space, trace, trace[b]["params"]) if b is not None else ([], [])
+    # Timings vary from run to run: they are kept beside the trace (index-aligned), so that
+    # the stored trace itself is bit-identical serially, with --jobs and on Dask.
+    fit_times = [entry.pop("fit_time") for entry in trace]
     summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
                "n_fits": len(trace), "at_bound": at_bound, "at_edge": at_edge,
                "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
-               "warm_start": warm}
+               "warm_start": warm, "fit_times": fit_times}
     return trace, summary
 
 
