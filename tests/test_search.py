@@ -245,3 +245,57 @@ def test_grid_search_reproduces_the_old_simulated_numbers(name):
     got = [100 * run_protocol(cls(), sj(OLD_SPACES[name]), tasks, cfg, r).test_auc
            for r in range(2)]
     assert got == pytest.approx(OLD_SIMULATED[name][:2], rel=0, abs=1e-9)
+
+
+FAR_PLUGIN = '''
+import math
+import numpy as np
+from mtlbench import LinearMTLModel, Log, hookimpl
+
+class Far(LinearMTLModel):
+    """Scores at angle 0.35 |log10(lam / 1e4)| from feature 0 of the simulated data."""
+    name = "tp-far"
+    search_space = {"lam": Log([0.1, 1.0, 10.0], low=0.0, high=1e6)}
+    def __init__(self, lam=1.0):
+        self.lam = lam
+    def fit(self, tasks, init=None):
+        w = np.linalg.lstsq(np.vstack([tasks.X(t) for t in range(tasks.T)]),
+                            np.concatenate([tasks.y(t) for t in range(tasks.T)]), rcond=None)[0]
+        a = min(0.35 * abs(math.log10(self.lam / 1e4)), math.pi / 2)
+        noise = np.random.default_rng(0).standard_normal(w.shape)
+        v = math.cos(a) * w / np.linalg.norm(w) + math.sin(a) * noise / np.linalg.norm(noise)
+        self.coef_ = np.tile(v[:, None], (1, tasks.T))
+        self.converged_ = True
+        return self
+
+@hookimpl
+def register_models(register):
+    register(Far)
+'''
+
+
+def test_compare_end_to_end_stores_the_trace(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from plugin_fixtures import activate, write_distribution
+
+    from mtlbench.cli import cli
+    from mtlbench.store import ResultStore
+
+    write_distribution(tmp_path / "site", "tp-far", "1.0", {"tp_far": FAR_PLUGIN},
+                       {"tp-far": "tp_far"})
+    activate(monkeypatch, tmp_path / "site")
+    store = tmp_path / "r.sqlite"
+    res = CliRunner().invoke(cli, ["compare", "--models", "tp-far", "--reps", "1",
+                                   "--budget", "12", "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    assert "search adaptive (budget 12 fits per unit)" in " ".join(res.output.split())
+    rs = ResultStore(str(store))
+    (u,) = rs.units().to_dict("records")
+    rs.close()
+    s = u["diagnostics"]["search"]
+    assert s["n_fits"] == len(u["grid"]) == 12 and s["search"] == "adaptive"
+    assert u["protocol"]["search"] == "adaptive" and u["protocol"]["budget"] == 12
+    assert math.isclose(u["best_params"]["lam"], 1e4, rel_tol=1e-9)
+    assert s["at_edge"] == [] and s["selected_converged"] is True
+    assert u["model_config"]["space"]["lam"] == {"kind": "log", "grid": [0.1, 1.0, 10.0],
+                                                 "low": 0.0, "high": 1e6}
