@@ -41,6 +41,9 @@ from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
+#: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
+#: faulty searcher cannot loop forever.
+MAX_FITS = 10000
 
 
 @dataclass(frozen=True)
@@ -307,7 +310,7 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     """
     space = space_from_json(space)
     searcher = get_searcher_class(searcher_name)(space)
-    cap = math.inf
+    cap = MAX_FITS
     start_exceeds = False
     if searcher.uses_budget:
         n_start = len(searcher.start())
@@ -323,6 +326,7 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         for params in batch:
             if len(trace) >= cap:
                 break
+            _check_proposal(searcher_name, space, params)
             entry, model = _fit_point(base, params, phase, train, val, prev if warm else None)
             trace.append(entry)
             if model is not None:
@@ -341,6 +345,21 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
                "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
                "warm_start": warm, "fit_times": fit_times}
     return trace, summary
+
+
+def _check_proposal(searcher_name: str, space: Mapping[str, Any],
+                    params: Mapping[str, Any]) -> None:
+    """A searcher (possibly a third-party plugin) proposes only points of the declared space."""
+    if not isinstance(params, Mapping) or set(params) != set(space):
+        raise ConfigError(f"searcher {searcher_name!r} proposed {params!r}; a point must set "
+                          f"exactly the searched parameters {sorted(space)}")
+    for key, value in params.items():
+        why = space[key].check(value)
+        if why is None and space[key].kind == "categorical" and value not in space[key].grid:
+            why = f"is not one of the listed values {list(space[key].grid)}"
+        if why:
+            raise ConfigError(f"searcher {searcher_name!r} proposed {key}={value!r}, which the "
+                              f"declaration rejects: {key} {why}")
 
 
 def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: TaskSet,

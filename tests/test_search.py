@@ -299,3 +299,18 @@ def test_compare_end_to_end_stores_the_trace(tmp_path, monkeypatch):
     assert s["at_edge"] == [] and s["selected_converged"] is True
     assert u["model_config"]["space"]["lam"] == {"kind": "log", "grid": [0.1, 1.0, 10.0],
                                                  "low": 0.0, "high": 1e6}
+
+
+def test_a_searcher_proposing_outside_the_declared_space_is_a_clear_error(monkeypatch):
+    from mtlbench import search as search_mod
+    from mtlbench.errors import ConfigError
+
+    class Rogue(search_mod.Searcher):
+        name = "rogue"
+
+        def propose(self, trace):
+            return "start", [{"lam": -1.0}]
+
+    monkeypatch.setitem(search_mod.BUILTIN_SEARCHERS, "rogue", Rogue)
+    with pytest.raises(ConfigError, match="searcher 'rogue' proposed lam=-1.0.*must be >= 0"):
+        _run(FarOptimum(), search="rogue")
