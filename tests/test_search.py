@@ -314,3 +314,33 @@ def test_a_searcher_proposing_outside_the_declared_space_is_a_clear_error(monkey
     monkeypatch.setitem(search_mod.BUILTIN_SEARCHERS, "rogue", Rogue)
     with pytest.raises(ConfigError, match="searcher 'rogue' proposed lam=-1.0.*must be >= 0"):
         _run(FarOptimum(), search="rogue")
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from(["int", "linear"]),
+       start=st.lists(st.integers(2, 20), min_size=1, max_size=3, unique=True),
+       peak=st.floats(-50, 80), budget=st.integers(3, 25),
+       high=st.one_of(st.none(), st.integers(21, 60)))
+def test_adaptive_properties_int_and_linear(kind, start, peak, budget, high):
+    """Int and Linear parameters: integers stay integers, bounds hold (low = 1), no repeats,
+    and an interior optimum within reach is selected with an empty at_edge."""
+    cls = Int if kind == "int" else Linear
+    grid = sorted(start) if kind == "int" else sorted(float(v) for v in start)
+    space = {"x": cls(grid, low=1, high=high)}
+    s = AdaptiveSearcher(space)
+    trace: list = []
+    while len(trace) < budget:
+        phase, batch = s.propose(trace)
+        if not batch:
+            break
+        for p in batch[: budget - len(trace)]:
+            trace.append({"params": p, "val_auc": -abs(p["x"] - peak), "phase": phase})
+    xs = [t["params"]["x"] for t in trace]
+    assert len(set(xs)) == len(xs)
+    assert all(x >= 1 and (high is None or x <= high) for x in xs)
+    if kind == "int":
+        assert all(isinstance(x, int) for x in xs)
+    phase, batch = s.propose(trace)
+    b = best_index(trace)
+    at_bound, at_edge = edge_report(space, trace, trace[b]["params"])
+    assert not at_edge or (phase == "extend" and batch)
