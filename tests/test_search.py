@@ -344,3 +344,42 @@ def test_adaptive_properties_int_and_linear(kind, start, peak, budget, high):
     b = best_index(trace)
     at_bound, at_edge = edge_report(space, trace, trace[b]["params"])
     assert not at_edge or (phase == "extend" and batch)
+
+
+SEARCHER_PLUGIN = '''
+from mtlbench import hookimpl
+from mtlbench.search import Searcher
+
+class FirstOnly(Searcher):
+    """Fits the first point of the starting design only."""
+    name = "tp-first"
+    def propose(self, trace):
+        return ("start", self.start()[:1]) if not trace else ("start", [])
+
+@hookimpl
+def register_searchers(register):
+    register(FirstOnly)
+'''
+
+
+def test_a_searcher_plugin_is_used_through_search(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+    from plugin_fixtures import activate, write_distribution
+
+    from mtlbench.cli import cli
+    from mtlbench.store import ResultStore
+
+    write_distribution(tmp_path / "site", "tp-searcher", "0.1", {"tp_searcher": SEARCHER_PLUGIN},
+                       {"tp-searcher": "tp_searcher"})
+    activate(monkeypatch, tmp_path / "site")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["plugins"])
+    assert res.exit_code == 0 and "tp-first" in res.output
+    store = tmp_path / "r.sqlite"
+    res = runner.invoke(cli, ["compare", "--models", "stl", "--reps", "1", "--search", "tp-first",
+                              "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    rs = ResultStore(str(store))
+    (u,) = rs.units().to_dict("records")
+    rs.close()
+    assert len(u["grid"]) == 1 and u["protocol"]["search"] == "tp-first"
