@@ -318,6 +318,10 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         cap = max(budget, n_start)
     warm = bool(getattr(base, "convex", False) and getattr(base, "supports_warm_start", False))
     trace: list[dict[str, Any]] = []
+    # Timings vary from run to run: they are kept beside the trace (index-aligned), so that
+    # neither a searcher nor the stored trace can depend on them (bit-identical results
+    # serially, with --jobs and on Dask).
+    fit_times: list[float] = []
     prev = None
     while len(trace) < cap:
         phase, batch = searcher.propose(trace)
@@ -327,7 +331,9 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
             if len(trace) >= cap:
                 break
             _check_proposal(searcher_name, space, params)
+            t0 = time.perf_counter()
             entry, model = _fit_point(base, params, phase, train, val, prev if warm else None)
+            fit_times.append(time.perf_counter() - t0)
             trace.append(entry)
             if model is not None:
                 prev = model
@@ -337,9 +343,6 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         exhausted = phase == "extend" and bool(batch)
     b = best_index(trace)
     at_bound, at_edge = edge_report(space, trace, trace[b]["params"]) if b is not None else ([], [])
-    # Timings vary from run to run: they are kept beside the trace (index-aligned), so that
-    # the stored trace itself is bit-identical serially, with --jobs and on Dask.
-    fit_times = [entry.pop("fit_time") for entry in trace]
     summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
                "n_fits": len(trace), "at_bound": at_bound, "at_edge": at_edge,
                "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
@@ -366,19 +369,16 @@ def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: Tas
                val: TaskSet, init: MTLModel | None) -> tuple[dict[str, Any], MTLModel | None]:
     model = clone(base, **params)
     entry: dict[str, Any] = {"params": dict(params), "phase": phase}
-    t0 = time.perf_counter()
     try:
         fitted = model.fit(train, init=init)
         check_fit_returned(fitted, model)
         score, _ = mean_auc(model, val)
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
         entry["error"] = f"{type(exc).__name__}: {exc}"
-        entry["fit_time"] = time.perf_counter() - t0
         return entry, None
     entry["val_auc"] = score
     entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
     entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
-    entry["fit_time"] = time.perf_counter() - t0
     return entry, model
 
 
