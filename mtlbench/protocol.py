@@ -60,6 +60,11 @@ class ProtocolConfig:
     def __post_init__(self) -> None:
         if self.reps < 1:
             raise ConfigError(f"reps must be >= 1, got {self.reps}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
+                or not 0 <= self.seed <= 2 ** 63 - 1:
+            raise ConfigError(f"seed must be an integer in [0, 2**63 - 1] (a SeedSequence "
+                              f"entropy the store keeps as a signed 64-bit integer), got "
+                              f"{self.seed!r}")
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"budget must be an integer >= 1, got {self.budget!r}")
         if not isinstance(self.search, str) or not self.search:
