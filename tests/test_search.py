@@ -383,3 +383,13 @@ def test_a_searcher_plugin_is_used_through_search(tmp_path, monkeypatch):
     (u,) = rs.units().to_dict("records")
     rs.close()
     assert len(u["grid"]) == 1 and u["protocol"]["search"] == "tp-first"
+
+
+def test_a_starting_design_larger_than_the_budget_is_fitted_and_flagged():
+    space = {"lam": Log([0.1, 1.0, 10.0, 100.0], low=0.0),
+             "mu": Categorical([1.0, 2.0, 3.0])}  # 12 starting points
+    out = _run(FarOptimum(), space=space, budget=5)
+    s = out.diagnostics["search"]
+    assert s["n_fits"] == 12 and s["start_exceeds_budget"] and s["budget"] == 5
+    g = _run(FarOptimum(), space=space, search="grid", budget=5).diagnostics["search"]
+    assert g["n_fits"] == 12 and g["budget"] is None and not g["start_exceeds_budget"]
