@@ -95,11 +95,11 @@ def plugins() -> None:
     """List discovered plugins, what they registered, and plugins that failed to load."""
     reg = _registry()
     table = Table(title="mtlbench plugins (entry-point group 'mtlbench')")
-    for col in ("plugin", "distribution", "version", "models", "datasets"):
+    for col in ("plugin", "distribution", "version", "models", "datasets", "searchers"):
         table.add_column(col)
     for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name)):
         table.add_row(p.name, p.distribution, p.version, ", ".join(p.models),
-                      ", ".join(p.datasets))
+                      ", ".join(p.datasets), ", ".join(p.searchers))
     console.print(table)
     if reg.failures:
         ft = Table(title="[red]plugins that failed[/]")
