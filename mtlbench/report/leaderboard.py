@@ -60,7 +60,7 @@ from .stats import TIE_TOL, block_ranks, friedman, holm, min_attainable_p, wilco
 
 _canon = config_json
 
-FORMAT_VERSION = "mtlbench-leaderboard/1"
+FORMAT_VERSION = "mtlbench-leaderboard/2"  # 2: per-unit records, search columns
 SORT_HEADER = "avg rank ↑ (sort key)"
 ALPHA = 0.05
 CHANCE_MARGIN = 2.0  # test AUC x 100 within this of 50 is flagged as chance level
