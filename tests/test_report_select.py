@@ -165,3 +165,35 @@ def test_unknown_seed_or_model_is_a_clear_error(tmp_path):
     res = CliRunner().invoke(cli, ["results", "--store", str(st.path), "--models", ""])
     assert res.exit_code == 2 and "empty list" in res.output
     st.close()
+
+
+def test_the_report_package_names_no_plugin():
+    """Issue 15: roles come from what models declare, so no model or dataset name, and no
+    import of the built-in plugin packages, appears in mtlbench/report."""
+    import ast
+    from pathlib import Path
+
+    import mtlbench.report
+
+    reg = get_registry()
+    names = set(reg.model_names) | set(reg.dataset_names)
+    found = []
+    for path in Path(mtlbench.report.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value in names:
+                found.append(f"{path.name}:{node.lineno} {node.value!r}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                found += [f"{path.name}:{node.lineno} import {m}" for m in mods
+                          if m.startswith(("mtlbench_models", "mtlbench_datasets"))]
+    assert not found, found
+
+
+def test_model_roles_are_declared_on_the_contract():
+    from mtlbench.model import MTLModel
+
+    assert MTLModel.is_baseline is False and MTLModel.ablation_of is None
+    assert MTLModel.ablation_label == ""

@@ -57,11 +57,9 @@ def results_frame(sel) -> "Any":
     return df.reset_index(drop=True)
 
 
-def _commands() -> list[click.Command]:
+def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
     from rich.markup import escape
     from rich.table import Table
-
-    from ..cli import DEFAULT_STORE, console, user_errors
 
     store_opt = click.option("--store", default=DEFAULT_STORE, show_default=True,
                              type=click.Path(dir_okay=False), help="SQLite results store.")
@@ -216,9 +214,12 @@ def _commands() -> list[click.Command]:
     return [results_cmd, leaderboard_cmd, publish_cmd, import_results_cmd]
 
 
-def register(cli: click.Group) -> None:
-    """Add the report commands to the ``mtlbench`` click group (replacing same-named ones)."""
-    for cmd in _commands():
+def register(cli: click.Group, *, console, user_errors, default_store: str) -> None:
+    """Add the report commands to the ``mtlbench`` click group (replacing same-named ones).
+
+    The CLI hands down its console, its error decorator and the default store path, so this
+    module never imports the CLI module back."""
+    for cmd in _commands(console, user_errors, default_store):
         cli.add_command(cmd)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -42,9 +42,9 @@ from ..protocol import config_json
 
 _canon = config_json
 
-#: keys of a unit's ``versions`` that describe the machine, not the code that produced it
-MACHINE_KEYS = frozenset({"numpy", "scipy", "python", "cpu_count", "platform", "host",
-                          "sklearn", "mtlbench"})
+#: words in a ``versions`` key or a unit column that mark a fingerprint of the code that
+#: produced the unit (the model's distribution version is the ``plugin`` entry)
+CODE_WORDS = ("code", "fingerprint", "hash", "source")
 
 
 @dataclass
@@ -76,8 +76,16 @@ def _settings(row: pd.Series) -> str:
 
 
 def _provenance(row: pd.Series) -> str:
+    """What produced a unit: the model configuration, the plugin distribution and version,
+    and every stored code fingerprint (``versions`` keys or row columns naming code, a
+    fingerprint or a hash; the split and data fingerprints are not code)."""
     vers = row["versions"] if isinstance(row["versions"], dict) else {}
-    code = {k: v for k, v in vers.items() if k not in MACHINE_KEYS}
+    code = {k: v for k, v in vers.items()
+            if k == "plugin" or any(w in k for w in CODE_WORDS)}
+    for col in row.index:
+        if col not in ("split_fingerprint", "data_fingerprint") and not col.startswith("_") \
+                and any(w in col for w in CODE_WORDS):
+            code[col] = row[col]
     return _canon({"config": row["model_config"], "code": code})
 
 
@@ -324,10 +332,5 @@ def budget(row: pd.Series) -> int | None:
         return None
 
 
-def iter_rows(df: pd.DataFrame) -> Iterable[pd.Series]:
-    for _, r in df.iterrows():
-        yield r
-
-
 __all__ = ["Selection", "select_units", "left_out_text", "search_trace", "selected_converged",
-           "at_bound", "at_edge", "n_fits", "budget", "MACHINE_KEYS"]
+           "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]
