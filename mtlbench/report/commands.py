@@ -198,16 +198,22 @@ def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
     @click.command("import-results")
     @click.argument("file", type=click.Path(dir_okay=False))
     @store_opt
+    @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+                  help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
+                       "the data and split fingerprints of real datasets.")
     @user_errors
-    def import_results_cmd(file: str, store: str) -> None:
+    def import_results_cmd(file: str, store: str, data_dir: str | None) -> None:
         """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
         that 'compare --models mine' computes only your model and 'leaderboard' shows all.
         Refused when splits, data or protocol differ from this installation's."""
+        from ..dataset import resolve_data_dir
         from .publish import import_results
 
+        ddir = resolve_data_dir(data_dir)
         rs = _open_store(store, must_exist=False)
         try:
-            import_results(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True))
+            import_results(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True),
+                           data_dir=str(ddir) if ddir else None)
         finally:
             rs.close()
 
