@@ -364,9 +364,9 @@ def unit_records(store, units: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _trace_for_json(r: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from .select import search_trace
+    from .select import row_search
 
-    fits, info = search_trace(r.get("grid"), r.get("protocol"))
+    fits, info = row_search(r)
     keep = ("params", "val_auc", "converged", "n_iter", "fit_time", "phase", "error")
     return [{k: f[k] for k in keep if k in f} for f in fits], info
 

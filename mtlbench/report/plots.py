@@ -382,14 +382,14 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
     parameter, the best validation AUC over the other parameters, averaged over repetitions
     (the profile a reader checks for an interior optimum); stars: the selected values.  Log
     x axis when every value is positive and they span a factor >= 10."""
-    from .select import search_trace
+    from .select import row_search
 
     Figure = _mpl()
     ok = units[units["status"] == "ok"]
     per_model: dict[str, dict[str, list[tuple[int, Any, float]]]] = {}
     selected: dict[str, dict[str, list[Any]]] = {}
     for _, r in ok.iterrows():
-        fits, _ = search_trace(r.get("grid"), r.get("protocol"))
+        fits, _ = row_search(r)
         best = r.get("best_params") if isinstance(r.get("best_params"), dict) else {}
         for f in fits:
             params, val = f.get("params"), f.get("val_auc")

@@ -275,13 +275,33 @@ def search_trace(grid: Any, protocol: Any = None) -> tuple[list[dict[str, Any]],
     return fits, info
 
 
+def row_search(row: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(fits, search info) of a unit row: the ``trace`` column when the store has one, else
+    the ``grid`` column; unit-level info also read from ``diagnostics['search']`` and the
+    protocol settings."""
+    stored = row.get("trace") if "trace" in row.index else None
+    if isinstance(stored, str):
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            stored = None
+    fits, info = search_trace(stored if stored else row.get("grid"), row.get("protocol"))
+    diag = row.get("diagnostics")
+    if isinstance(diag, dict) and isinstance(diag.get("search"), dict):
+        info = {**diag["search"], **info}
+    return fits, info
+
+
 def selected_converged(row: pd.Series) -> bool | None:
     """Whether the unit's selected (refitted) fit converged: the stored unit-level flag, else
     the flag of the search fit at the selected parameters; None when nothing was recorded."""
-    for src in (row.get("diagnostics"), ):
-        if isinstance(src, dict) and isinstance(src.get("converged"), bool):
-            return src["converged"]
-    fits, info = search_trace(row.get("grid"), row.get("protocol"))
+    diag = row.get("diagnostics")
+    if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
+        return diag["converged"]
+    flag = row.get("converged")  # a unit-level column, if the store has one
+    if flag is not None and not isinstance(flag, (dict, list, str)) and not pd.isna(flag):
+        return bool(flag)
+    fits, info = row_search(row)
     for k in ("converged", "selected_converged", "refit_converged"):
         if isinstance(info.get(k), bool):
             return info[k]
@@ -295,7 +315,7 @@ def selected_converged(row: pd.Series) -> bool | None:
 def at_bound(row: pd.Series) -> list[str]:
     """Searched parameters whose selected value sits at a declared bound of the model: the
     stored ``at_bound`` list, else computed from a stored space with ``low``/``high``."""
-    fits, info = search_trace(row.get("grid"), row.get("protocol"))
+    fits, info = row_search(row)
     if isinstance(info.get("at_bound"), list):
         return [str(p) for p in info["at_bound"]]
     cfg = row.get("model_config")
@@ -312,12 +332,12 @@ def at_bound(row: pd.Series) -> list[str]:
 def at_edge(row: pd.Series) -> list[str] | None:
     """The stored ``at_edge`` list (selection at an edge of what was searched, not a bound);
     None when the unit does not record it."""
-    _, info = search_trace(row.get("grid"), row.get("protocol"))
+    _, info = row_search(row)
     return [str(p) for p in info["at_edge"]] if isinstance(info.get("at_edge"), list) else None
 
 
 def n_fits(row: pd.Series) -> int:
-    fits, info = search_trace(row.get("grid"), row.get("protocol"))
+    fits, info = row_search(row)
     try:
         return int(info.get("n_fits", len(fits)))
     except (TypeError, ValueError):
@@ -325,12 +345,13 @@ def n_fits(row: pd.Series) -> int:
 
 
 def budget(row: pd.Series) -> int | None:
-    _, info = search_trace(row.get("grid"), row.get("protocol"))
+    _, info = row_search(row)
     try:
         return None if info.get("budget") is None else int(info["budget"])
     except (TypeError, ValueError):
         return None
 
 
-__all__ = ["Selection", "select_units", "left_out_text", "search_trace", "selected_converged",
+__all__ = ["Selection", "select_units", "left_out_text", "search_trace", "row_search",
+           "selected_converged",
            "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]
