@@ -197,3 +197,62 @@ def test_model_roles_are_declared_on_the_contract():
 
     assert MTLModel.is_baseline is False and MTLModel.ablation_of is None
     assert MTLModel.ablation_label == ""
+
+
+# ------------------------------------------------------------------ properties
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st_  # noqa: E402
+
+_unit_st = st_.tuples(st_.sampled_from(["a", "b", "stl"]), st_.integers(0, 3),
+                      st_.sampled_from([0, 1]), st_.sampled_from([1.0, 2.0]),
+                      st_.floats(0.5, 1.0), st_.sampled_from(["ok", "ok", "failed"]),
+                      st_.integers(0, 9))
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st_.lists(_unit_st, min_size=1, max_size=25))
+def test_selection_partitions_the_store_and_results_equal_the_leaderboard(tmp_path_factory,
+                                                                          specs):
+    """Every unit is either kept or counted as left out; the kept units hold one seed, one
+    unit per (model, problem, rep) and, per model, one configuration; results and the
+    leaderboard report the same means over the same units."""
+    from mtlbench.report.commands import results_frame
+
+    path = tmp_path_factory.mktemp("prop") / "s.sqlite"
+    rows = {}
+    for model, rep, seed, lam, auc, status, minute in specs:
+        row, scores = unit(model, rep, auc, seed=seed, space={"lam": [lam]}, reps=4,
+                           status=status, finished=f"2024-01-01T00:{minute:02d}:00+00:00")
+        rows[row["key"]] = (row, scores)  # a key written twice keeps the last write
+    store = make(path, list(rows.values()))
+    sel = select_units(store, "toy")
+    kept = sel.units
+    assert len(kept) + sum(sel.left_out.values()) == len(rows)
+    assert kept["seed"].nunique() == 1
+    assert not kept.duplicated(["model", "problem", "rep"]).any()
+    for _, g in kept.groupby("model"):
+        assert g["model_config"].map(json.dumps).nunique() == 1
+    lb = build_leaderboard(store, "toy", selection=sel)
+    res = results_frame(sel)
+    for r in lb["rows"]:
+        c = r["cells"]["toy"]
+        got = res[res["model"] == r["model"]].iloc[0]
+        assert got["reps"] == c["n"] and got["failed"] == c["failed"]
+        if c["mean"] is None:
+            assert got["test_auc_mean_x100"] is None or np.isnan(got["test_auc_mean_x100"])
+        else:
+            assert got["test_auc_mean_x100"] == pytest.approx(c["mean"], rel=1e-12)
+        assert r["finished_units"] + r["failed"] + r["missing_units"] == r["planned_units"]
+    store.close()
+
+
+@given(st_.lists(st_.floats(0.0, 1.0), min_size=1, max_size=12))
+def test_holm_is_monotone_and_never_below_the_raw_p(ps):
+    from mtlbench.report.stats import holm
+
+    adj = np.array(holm(ps))
+    raw = np.array(ps)
+    assert np.all(adj >= raw - 1e-15) and np.all(adj <= 1.0)
+    order = np.argsort(raw, kind="stable")
+    assert np.all(np.diff(adj[order]) >= -1e-15)
