@@ -103,7 +103,8 @@ def box_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None:
     problems = sorted(ok["problem"].unique())
     models = _order(units)
     rows, cols = _panels(len(problems), 2)
-    fig = Figure(figsize=(max(5.0, 0.7 * len(models) + 2) * cols, 3.8 * rows))
+    fig = Figure(figsize=(max(5.0, 0.7 * len(models) + 2) * cols, 3.8 * rows),
+                 layout="constrained")
     for i, p in enumerate(problems):
         ax = fig.add_subplot(rows, cols, i + 1)
         data = [100 * ok[(ok.problem == p) & (ok.model == m)]["test_auc"].to_numpy()
@@ -139,7 +140,8 @@ def per_user_plot(units: pd.DataFrame, task_scores: pd.DataFrame, path: Path,
     problems = sorted(ts["problem"].unique())
     models = [m for m in _order(units) if m in set(ts["model"])]
     rows, cols = _panels(len(problems), 2)
-    fig = Figure(figsize=(max(5.0, 0.7 * len(models) + 2) * cols, 3.8 * rows))
+    fig = Figure(figsize=(max(5.0, 0.7 * len(models) + 2) * cols, 3.8 * rows),
+                 layout="constrained")
     for i, p in enumerate(problems):
         ax = fig.add_subplot(rows, cols, i + 1)
         per_user = (ts[ts.problem == p].groupby(["model", "task_name"])["test_auc"].mean() * 100)
