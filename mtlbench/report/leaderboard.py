@@ -294,11 +294,13 @@ def search_summary(units: pd.DataFrame) -> dict[str, Any]:
     budgets = sorted({b for b in (budget(r) for _, r in units.iterrows()) if b is not None})
     fits = [n_fits(r) for _, r in units.iterrows()]
     bound_units, bound_params, edge_units, edge_params = 0, set(), 0, set()
-    not_conv, unknown_conv, edge_known = 0, 0, 0
+    not_conv, unknown_conv, edge_known, bound_known = 0, 0, 0, 0
     for _, r in units.iterrows():
         b = at_bound(r)
-        bound_units += bool(b)
-        bound_params.update(b)
+        if b is not None:
+            bound_known += 1
+            bound_units += bool(b)
+            bound_params.update(b)
         e = at_edge(r)
         if e is not None:
             edge_known += 1
@@ -309,7 +311,8 @@ def search_summary(units: pd.DataFrame) -> dict[str, Any]:
         unknown_conv += c is None
     return {"units": int(len(units)), "budget": budgets,
             "fits_min": min(fits) if fits else None, "fits_max": max(fits) if fits else None,
-            "at_bound": int(bound_units), "at_bound_params": sorted(bound_params),
+            "at_bound": int(bound_units) if bound_known else None,
+            "at_bound_params": sorted(bound_params),
             "at_edge": int(edge_units) if edge_known else None,
             "at_edge_params": sorted(edge_params),
             "not_converged": int(not_conv), "converged_unknown": int(unknown_conv)}

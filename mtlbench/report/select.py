@@ -312,21 +312,22 @@ def selected_converged(row: pd.Series) -> bool | None:
     return None
 
 
-def at_bound(row: pd.Series) -> list[str]:
+def at_bound(row: pd.Series) -> list[str] | None:
     """Searched parameters whose selected value sits at a declared bound of the model: the
-    stored ``at_bound`` list, else computed from a stored space with ``low``/``high``."""
+    stored ``at_bound`` list, else computed from a stored space whose entries declare
+    ``low``/``high``; None when the unit records no bounds (an old list-style space)."""
     fits, info = row_search(row)
     if isinstance(info.get("at_bound"), list):
         return [str(p) for p in info["at_bound"]]
     cfg = row.get("model_config")
     space = cfg.get("space", {}) if isinstance(cfg, dict) else {}
     best = row.get("best_params") if isinstance(row.get("best_params"), dict) else {}
-    out = []
-    for k, decl in (space or {}).items():
-        if isinstance(decl, dict) and k in best:
-            if any(decl.get(b) is not None and best[k] == decl.get(b) for b in ("low", "high")):
-                out.append(k)
-    return out
+    declared = {k: d for k, d in (space or {}).items()
+                if isinstance(d, dict) and ("low" in d or "high" in d)}
+    if not declared:
+        return None
+    return [k for k, d in declared.items() if k in best and any(
+        d.get(b) is not None and best[k] == d.get(b) for b in ("low", "high"))]
 
 
 def at_edge(row: pd.Series) -> list[str] | None:
