@@ -14,13 +14,33 @@ import click
 from ..errors import ConfigError
 
 
-def _open_store(path: str, must_exist: bool = True):
+def _open_store(path: str, must_exist: bool = True, readonly: bool = False):
+    """The store at ``path``; opened for reading only (when the store supports it) for the
+    commands that only read, so a store on a read-only location can be reported on."""
+    import inspect
+
     from ..store import ResultStore
 
     if must_exist and not Path(path).exists():
         raise ConfigError(f"no results store at {path!r}; run 'mtlbench compare' first "
                           "or pass --store PATH")
+    if readonly and "readonly" in inspect.signature(ResultStore).parameters:
+        return ResultStore(path, readonly=True)
     return ResultStore(path)
+
+
+def _stale_note(store) -> str:
+    """The store's note on units made by older code than what is installed (when this
+    mtlbench records code provenance), else ''."""
+    try:
+        from ..provenance import stale_note  # type: ignore[import-not-found]
+        from ..plugins import get_registry
+    except ImportError:
+        return ""
+    try:
+        return stale_note(store, get_registry()) or ""
+    except Exception:  # noqa: BLE001 - a note must not stop the report
+        return ""
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -89,7 +109,7 @@ def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
         rule as the leaderboard (one seed, the latest code per model), with what was left out."""
         from .select import left_out_text, select_units
 
-        rs = _open_store(store)
+        rs = _open_store(store, readonly=True)
         try:
             problems = _csv(datasets_)
             models = _csv(models_)
@@ -125,6 +145,9 @@ def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
                 console.print(escape(left_out_text(sel)), soft_wrap=True)
                 for note in sel.notes:
                     console.print(f"  {escape(note)}", soft_wrap=True)
+                stale = _stale_note(rs)
+                if stale:
+                    console.print(f"[yellow]Note:[/] {escape(stale)}", soft_wrap=True)
             if failures:
                 failed = sel.units[sel.units["status"] != "ok"]
                 for _, r in failed.iterrows():
@@ -156,7 +179,7 @@ def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
         planned vs finished units, provenance."""
         from .leaderboard import build_leaderboard, render
 
-        rs = _open_store(store)
+        rs = _open_store(store, readonly=True)
         try:
             models = _csv(models_)
             text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
@@ -188,7 +211,7 @@ def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
         remove stale generated files."""
         from .publish import publish
 
-        rs = _open_store(store)
+        rs = _open_store(store, readonly=True)
         try:
             publish(rs, out, _csv(datasets_), figures=figures, force=force, seed=seed,
                     models=_csv(models_), log=lambda s: console.print(escape(s), soft_wrap=True))

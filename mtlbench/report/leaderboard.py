@@ -334,7 +334,7 @@ UNIT_FIELDS = ("key", "model", "problem", "rep", "seed", "status", "best_params"
                "test_auc", "n_tasks", "dropped_tasks", "split_fingerprint", "data_fingerprint",
                "protocol", "dataset_params", "model_config", "versions", "n_iter", "time_total",
                "time_select", "time_fit", "diagnostics", "message", "started_at", "finished_at",
-               "host")
+               "host", "provenance")
 
 
 def unit_records(store, units: pd.DataFrame) -> list[dict[str, Any]]:

@@ -44,7 +44,7 @@ _canon = config_json
 
 #: words in a ``versions`` key or a unit column that mark a fingerprint of the code that
 #: produced the unit (the model's distribution version is the ``plugin`` entry)
-CODE_WORDS = ("code", "fingerprint", "hash", "source")
+CODE_WORDS = ("code", "fingerprint", "hash", "source", "provenance")
 
 
 @dataclass
@@ -293,8 +293,9 @@ def row_search(row: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def selected_converged(row: pd.Series) -> bool | None:
-    """Whether the unit's selected (refitted) fit converged: the stored unit-level flag, else
-    the flag of the search fit at the selected parameters; None when nothing was recorded."""
+    """Whether the unit's selected model converged: the refit's flag (the model scored on
+    test; ``refit_converged`` of the search summary) when stored, else the flag of the
+    search fit at the selected parameters; None when nothing was recorded."""
     diag = row.get("diagnostics")
     if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
         return diag["converged"]
@@ -302,7 +303,7 @@ def selected_converged(row: pd.Series) -> bool | None:
     if flag is not None and not isinstance(flag, (dict, list, str)) and not pd.isna(flag):
         return bool(flag)
     fits, info = row_search(row)
-    for k in ("converged", "selected_converged", "refit_converged"):
+    for k in ("refit_converged", "converged", "selected_converged"):
         if isinstance(info.get(k), bool):
             return info[k]
     best = row.get("best_params")
