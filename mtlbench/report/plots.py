@@ -599,9 +599,10 @@ def make_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
             path = embeddings_plot(emb, fname("embeddings", prob), d, fg, tg,
                                    f"{prob}: {emb_model} spectral embeddings, first iterations")
             add("embeddings", f"Spectral embeddings ({emb_model})" + suffix, path,
-                "Rows f_1..f_{d+T} of the spectral embedding in the first iterations of the final "
-                "refit of repetition 0 of the best-ranked model that stores them, projected on "
-                "their two leading principal axes; circles = features, triangles = tasks" +
+                "The d + T rows of the spectral embedding (one per feature, one per task) in the "
+                "first iterations of the final refit of repetition 0 of the best-ranked model "
+                "that stores them, projected on their two leading principal axes; circles = "
+                "features, triangles = tasks" +
                 ("; colour = true group (legend)." if fg is not None else "."))
         else:
             add("embeddings", "Spectral embeddings" + suffix, None,
