@@ -321,7 +321,7 @@ def test_at_bound_from_declared_bounds_or_unknown_for_list_spaces():
     old["model_config"] = {"space": {"lam": [0.1, 1.0]}}
     assert at_bound(old) is None
     md_row = {"units": 2, "at_bound": None}
-    from mtlbench.report.leaderboard import _count_text
+    from mtlbench.report.render import _count_text
 
     assert _count_text(md_row["at_bound"], md_row["units"]) == "—"
 

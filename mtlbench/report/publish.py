@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import ConfigError
-from .leaderboard import (FORMAT_VERSION, GENERATED_MARKER, _fmt_seconds, _machines_text,
-                          build_leaderboard, to_json, to_markdown)
+from .leaderboard import FORMAT_VERSION, build_leaderboard
+from .render import GENERATED_MARKER, _fmt_seconds, _machines_text, to_json, to_markdown
 from .select import select_units
 
 MANIFEST = ".manifest.json"
@@ -128,7 +128,7 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
         lb = build_leaderboard(store, ds, selection=sel)
         figs: list[dict[str, Any]] = []
         if figures:
-            from .plots import make_figures
+            from .figures import make_figures
 
             figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
         md, js = out / f"{ds}.md", out / f"{ds}.json"
