@@ -312,7 +312,7 @@ def _print_summary(store, problems=None, models=None, keys=None) -> None:
 from .report.commands import register as _register_report  # noqa: E402
 from .scaffold import new_plugin_cmd as _new_plugin_cmd  # noqa: E402
 
-_register_report(cli)
+_register_report(cli, console=console, user_errors=user_errors, default_store=DEFAULT_STORE)
 cli.add_command(_new_plugin_cmd)
 
 
