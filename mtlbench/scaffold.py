@@ -209,7 +209,7 @@ def write_plugin(name: str, directory: str | Path = ".") -> Path:
               help="Folder in which the package folder mtlbench-NAME is created.")
 def new_plugin_cmd(name: str, directory: str) -> None:
     """Create a pip-installable model plugin package (model, kit tests, README)."""
-    from .cli import console, user_errors
+    from ._ui import console, user_errors
 
     @user_errors
     def run() -> None:
