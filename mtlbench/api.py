@@ -138,8 +138,8 @@ class Estimate:
         if self.known == 0 and self.unknown == 0:
             return "nothing to run"
         if self.known == 0:
-            return ("no estimate: the store holds no finished unit of these models on these "
-                    "problems")
+            return ("none (the store holds no finished unit of these models on these "
+                    "problems to time them by)")
         where = (f"over {self.workers} process(es)" if self.workers
                  else "on the cluster (wall time depends on its size)")
         txt = (f"about {_fmt_seconds(self.seconds if self.workers else self.compute_seconds)} "
