@@ -199,6 +199,27 @@ def stored_unit_times(store, labels: Sequence[str], problems: Sequence[str]
     return {(str(m), str(p)): float(t) for (m, p), t in med.items()}
 
 
+def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:
+    """A ``dataset/problem`` the dataset does not list: let the dataset explain (its loader
+    knows what the user's folder holds and what to use instead) before the generic message."""
+    from .dataset import problems_of
+    from .errors import MTLBenchError
+
+    for name in names:
+        ds_name, _, prob = name.partition("/")
+        if not prob:
+            continue
+        ds = reg.dataset(ds_name)
+        listed = problems_of(ds, data_dir)
+        if listed and prob not in listed:
+            try:
+                ds.load(prob, data_dir=data_dir)
+            except MTLBenchError:
+                raise
+            except Exception:  # noqa: BLE001 - the generic message follows
+                pass
+
+
 def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str] | None = None,
          *, reps: int | None = None, seed: int | None = None, jobs: int | None = None,
          scheduler: str | None = None, store: str | os.PathLike | None = None,
@@ -254,6 +275,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
 
     ddir = resolve_data_dir(data_dir)
     ddir_s = str(ddir) if ddir else None
+    _explain_unlisted_problems(reg, ds_names, ddir)
     problems = resolve_problems(reg, ds_names, ddir_s)
     loaded = check_problems_load(reg, problems, ddir_s)
     check_overrides(reg, selections, loaded, timeout)
