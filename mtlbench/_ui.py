@@ -29,7 +29,7 @@ class _Console(Console):
     @property
     def size(self) -> ConsoleDimensions:
         dims = Console.size.fget(self)
-        if self._width is None and not self.is_terminal:
+        if not self.is_terminal:  # also ignores $COLUMNS, which rich would wrap at
             return ConsoleDimensions(PIPE_WIDTH, dims.height)
         return dims
 
