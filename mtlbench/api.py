@@ -203,7 +203,7 @@ def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None)
     """A ``dataset/problem`` the dataset does not list: let the dataset explain (its loader
     knows what the user's folder holds and what to use instead) before the generic message."""
     from .dataset import problems_of
-    from .errors import MTLBenchError
+    from .errors import UnknownNameError
 
     for name in names:
         ds_name, _, prob = name.partition("/")
@@ -214,9 +214,9 @@ def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None)
         if listed and prob not in listed:
             try:
                 ds.load(prob, data_dir=data_dir)
-            except MTLBenchError:
+            except UnknownNameError:  # the dataset's own account of the problem name
                 raise
-            except Exception:  # noqa: BLE001 - the generic message follows
+            except Exception:  # noqa: BLE001 - missing data etc.: the generic message follows
                 pass
 
 
@@ -259,7 +259,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                              pick(search, "search", None), pick(budget, "budget", None))
     jobs = int(pick(jobs, "jobs", 1))
     if jobs < 1 and jobs != -1:
-        raise ConfigError(f"jobs must be >= 1 (or -1 for all cores), got {jobs}")
+        raise ConfigError(f"--jobs must be >= 1 (or -1 for all cores), got {jobs}")
     timeout = pick(timeout, "timeout", None)
     timeout = float(timeout) if timeout is not None else None
 

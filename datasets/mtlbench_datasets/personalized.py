@@ -209,7 +209,8 @@ class PersonalizedAttributes(Dataset):
         folder = self._find_folder(data_dir, None)
         if folder is None:
             return list(self.attributes)
-        return self._found_attributes(folder)
+        # a folder without any label keeps the built-in list: loading then says what is wrong
+        return self._found_attributes(folder) or list(self.attributes)
 
     def _found_attributes(self, folder: Path) -> list[str]:
         meta = self._read_meta(folder)
@@ -313,7 +314,8 @@ class PersonalizedAttributes(Dataset):
     def _unknown_attribute_message(self, where: str, folder: Path, attr: str, attrs: np.ndarray) -> str:
         found = sorted(set(attrs.tolist()))
         shown = ", ".join(found[:20]) + (f", ... ({len(found)} in all)" if len(found) > 20 else "")
-        msg = f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; attributes found: {shown}."
+        msg = (f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; "
+               + (f"attributes found: {shown}." if found else "the file holds no labels."))
         if found:
             msg += f" Use e.g. --datasets {self.name}/{found[0]}, or --datasets {self.name} for all of them"
             if self.attributes:
