@@ -194,8 +194,12 @@ def models(fmt: str) -> None:
                      "search_space": (space_to_json(space) if fmt != "table"
                                       else "; ".join(f"{k}={v}" for k, v in space.items())),
                      "paper": cls.paper})
-    _emit(render_rows(rows, ("name", "class", "distribution", "version", "search_space",
-                             "paper"), fmt, title="models"))
+    cols = ["name", "class", "distribution", "version", "search_space", "paper"]
+    if fmt == "table":
+        for r in rows:
+            r["distribution"] = f"{r['distribution']} {r.pop('version')}"
+        cols.remove("version")
+    _emit(render_rows(rows, cols, fmt, title="models"))
 
 
 @cli.command()
