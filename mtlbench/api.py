@@ -350,6 +350,49 @@ def compare(datasets: str | Sequence[str] | None = None,
     return run(p, on_result=on_result)
 
 
+# =============================================================================== listings
+def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True,
+                 layout: bool = False) -> list[dict[str, Any]]:
+    """One dict per (dataset, problem): availability, plugin distribution and version and,
+    with ``load``, task / item / feature counts and the positive share of problems whose data
+    is at hand (``note`` says why a problem could not be loaded; a dataset that lists no
+    problems without its files gives one row with ``problem=None``).  ``layout`` adds the
+    dataset's file-layout help."""
+    from .dataset import problems_of, resolve_data_dir
+    from .errors import MTLBenchError
+    from .plugins import get_registry
+
+    reg = get_registry()
+    ddir = resolve_data_dir(data_dir)
+    rows: list[dict[str, Any]] = []
+    for name in reg.dataset_names:
+        ds = reg.dataset(name)
+        info = reg.dataset_plugin(name)
+        base: dict[str, Any] = {"dataset": name, "availability": None,
+                                "distribution": info.distribution, "version": info.version}
+        try:
+            base["availability"] = ds.availability(data_dir=ddir)
+        except Exception as exc:  # noqa: BLE001 - one broken dataset must not hide the rest
+            base["availability"] = f"error: {exc}"
+        if layout:
+            base["layout"] = ds.layout_help() or "(generated; no files needed)"
+        problems = problems_of(ds, ddir)
+        if not problems:
+            rows.append({**base, "problem": None, "note": "give --data-dir"})
+        for prob in problems:
+            row = {**base, "problem": prob}
+            if load and base["availability"] in ("generated", "cached", "in data-dir"):
+                try:
+                    s = ds.load(prob, data_dir=ddir).summary()
+                    row.update(tasks=int(s["tasks"]), items=int(s["items"]),
+                               features=int(s["features"]),
+                               positive_share=round(float(s["positive_share"]), 3))
+                except MTLBenchError as exc:
+                    row["note"] = f"cannot load: {exc}"
+            rows.append(row)
+    return rows
+
+
 # =============================================================================== results
 class Results:
     """Results in a store: one run's units (from :func:`compare`) or all (:func:`load_results`).
@@ -450,5 +493,5 @@ def load_results(store: str | os.PathLike = DEFAULT_STORE, *,
     return Results(store, keys=list(df["key"]))
 
 
-__all__ = ["compare", "plan", "run", "load_results", "Results", "Plan", "Estimate",
+__all__ = ["compare", "plan", "run", "load_results", "Results", "Plan", "Estimate", "dataset_rows",
            "estimate_wall_time", "stored_unit_times", "DEFAULT_STORE"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import warnings
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.markup import escape
@@ -212,36 +211,10 @@ def models(fmt: str) -> None:
 @user_errors
 def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
     """List datasets: problems, task counts, feature dimension and availability."""
-    from .dataset import problems_of, resolve_data_dir
+    from .api import dataset_rows
 
-    reg = _registry()
-    ddir = resolve_data_dir(data_dir)
-    rows: list[dict[str, Any]] = []
-    for name in reg.dataset_names:
-        ds = reg.dataset(name)
-        info = reg.dataset_plugin(name)
-        base = {"dataset": name, "availability": None, "distribution": info.distribution,
-                "version": info.version}
-        try:
-            base["availability"] = ds.availability(data_dir=ddir)
-        except Exception as exc:  # noqa: BLE001 - one broken dataset must not hide the rest
-            base["availability"] = f"error: {exc}"
-        if layout and fmt != "table":
-            base["layout"] = ds.layout_help() or "(generated; no files needed)"
-        problems = problems_of(ds, ddir)
-        if not problems:
-            rows.append({**base, "problem": None, "note": "give --data-dir"})
-        for prob in problems:
-            row = {**base, "problem": prob}
-            if load and base["availability"] in ("generated", "cached", "in data-dir"):
-                try:
-                    s = ds.load(prob, data_dir=ddir).summary()
-                    row.update(tasks=int(s["tasks"]), items=int(s["items"]),
-                               features=int(s["features"]),
-                               positive_share=round(float(s["positive_share"]), 3))
-                except MTLBenchError as exc:
-                    row["note"] = f"cannot load: {exc}"
-            rows.append(row)
+    _registry()  # plugin warnings, once
+    rows = dataset_rows(data_dir, load=load, layout=layout and fmt != "table")
     cols = ["dataset", "problem", "tasks", "items", "features", "positive_share",
             "availability", "distribution", "version", "note"]
     if layout and fmt != "table":
@@ -257,6 +230,7 @@ def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
             cols.remove("note")
     _emit(render_rows(rows, cols, fmt, title="datasets"))
     if layout and fmt == "table":
+        reg = _registry()
         for name in reg.dataset_names:
             ds = reg.dataset(name)
             text = ds.layout_help() or "(generated; no files needed)"

@@ -233,8 +233,8 @@ class PersonalizedAttributes(Dataset):
     def layout_help(self) -> str:
         where = (f"looked for in <data-dir>/{self.name}/, <data-dir>/, ${self._env_var()}, "
                  f"<cache-dir>/{self.name}/")
-        probs = (f"problems (attribute column values): {', '.join(self.attributes)}\n"
-                 if self.attributes else "problems: the attribute values found in labels.csv\n")
+        probs = "problems: the attribute values found in labels.csv"
+        probs += (f" (the paper used: {', '.join(self.attributes)})\n" if self.attributes else "\n")
         return f"{LAYOUT_HELP}\n{probs}{where}\nget the data: {self.get_it}"
 
     def load(self, problem: str, *, data_dir=None, cache_dir=None) -> TaskSet:
@@ -362,7 +362,8 @@ class PersonalizedAttributes(Dataset):
         return (f"{self.name}: the data is not available locally ({dd}).\n"
                 f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
                 f"{LAYOUT_HELP}\n"
-                + (f"problems (attribute values): {', '.join(self.attributes)}\n" if self.attributes else "")
+                + (f"problems: the attributes in your labels.csv (the paper used: "
+                   f"{', '.join(self.attributes)})\n" if self.attributes else "")
                 + f"get the data: {self.get_it}\n"
                 f"no checksum is defined: this data set has no canonical public copy.")
 
