@@ -14,13 +14,9 @@ stay fast: numpy, scikit-learn and the plugins load only when something needs th
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version as _version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = _version("mtlbench")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+unknown"
+from ._version import __version__
 
 #: public name -> module that defines it
 _LAZY = {

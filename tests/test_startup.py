@@ -10,7 +10,7 @@ import pytest
 
 HEAVY = ("numpy", "scipy", "pandas", "sklearn", "cvxpy", "joblib", "pluggy",
          "mtlbench_models", "mtlbench_datasets", "mtlbench.plugins", "mtlbench.leaderboard",
-         "mtlbench.runner", "mtlbench.store")
+         "mtlbench.runner", "mtlbench.store", "importlib.metadata")
 
 PROBE = """
 import json, sys
