@@ -51,6 +51,13 @@ def main() -> None:
         trees = {"old": old, "new": ROOT}
         print(f"median of {args.runs} runs (seconds), old = git {args.ref}, new = this tree")
         print(f"{'command':<20}{'old':>8}{'new':>8}{'old/new':>9}{'target':>8}")
+        floor = []
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            floor.append(time.perf_counter() - t0)
+        print(f"{'(python -c pass)':<20}{'':>8}{statistics.median(floor):8.3f}"
+              "   <- interpreter + site start-up, the floor on this machine now")
         for cmd in COMMANDS:
             times: dict[str, list[float]] = {"old": [], "new": []}
             _once(old, cmd), _once(ROOT, cmd)  # warm the file cache

@@ -13,9 +13,6 @@ import json
 import sys
 from typing import Any, Callable, Mapping, Sequence
 
-from rich.console import Console, ConsoleDimensions
-from rich.markup import escape
-
 from .errors import MTLBenchError
 
 #: width used when output is not a terminal: wide enough that rich never folds a cell
@@ -23,23 +20,50 @@ PIPE_WIDTH = 10_000
 FORMATS = ("table", "json", "csv")
 
 
-class _Console(Console):
+def _make_console(**kwargs: Any):
     """A rich console that does not wrap when its output is not a terminal."""
+    from rich.console import Console, ConsoleDimensions
 
-    @property
-    def size(self) -> ConsoleDimensions:
-        dims = Console.size.fget(self)
-        if not self.is_terminal:  # also ignores $COLUMNS, which rich would wrap at
-            return ConsoleDimensions(PIPE_WIDTH, dims.height)
-        return dims
+    class _Console(Console):
+        @property
+        def size(self) -> ConsoleDimensions:
+            dims = Console.size.fget(self)
+            if not self.is_terminal:  # also ignores $COLUMNS, which rich would wrap at
+                return ConsoleDimensions(PIPE_WIDTH, dims.height)
+            return dims
 
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)
+        @size.setter
+        def size(self, new_size: tuple[int, int]) -> None:
+            Console.size.fset(self, new_size)
+
+    return _Console(**kwargs)
 
 
-console = _Console(highlight=False)
-err_console = _Console(stderr=True, highlight=False)
+class _LazyConsole:
+    """Creates the rich console on first use, so ``--version``/``--help`` never import rich."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console = None
+
+    def real(self):
+        if self._console is None:
+            self._console = _make_console(**self._kwargs)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
+console = _LazyConsole(highlight=False)
+err_console = _LazyConsole(stderr=True, highlight=False)
+
+
+def escape(text: str) -> str:
+    """rich markup escaping (imports rich on first use)."""
+    from rich.markup import escape as _escape
+
+    return _escape(text)
 
 
 def user_errors(fn: Callable) -> Callable:

@@ -16,10 +16,9 @@ import warnings
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
 from . import __version__
-from ._ui import FORMATS, console, err_console, render_rows, user_errors, warn
+from ._ui import FORMATS, console, err_console, escape, render_rows, user_errors, warn
 from .api import DEFAULT_STORE
 from .errors import ConfigError, MTLBenchError
 
@@ -312,7 +311,7 @@ def _run_with_progress(api, plan):
                                TimeElapsedColumn, TimeRemainingColumn)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console.real(),
                   transient=False) as progress:
         bar = progress.add_task("units", total=len(plan.todo))
 

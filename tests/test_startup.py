@@ -10,7 +10,8 @@ import pytest
 
 HEAVY = ("numpy", "scipy", "pandas", "sklearn", "cvxpy", "joblib", "pluggy",
          "mtlbench_models", "mtlbench_datasets", "mtlbench.plugins", "mtlbench.leaderboard",
-         "mtlbench.runner", "mtlbench.store", "importlib.metadata")
+         "mtlbench.runner", "mtlbench.store", "importlib.metadata",
+         "rich")
 
 PROBE = """
 import json, sys
