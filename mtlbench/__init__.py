@@ -43,7 +43,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .space import Categorical, Int, Linear, Log, Param
 
 
+#: submodules reachable as attributes after a bare ``import mtlbench`` (``mtlbench.api.plan``)
+_SUBMODULES = ("api",)
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mtlbench' has no attribute {name!r}")
@@ -53,7 +59,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
 __all__ = [

@@ -130,3 +130,12 @@ def test_notebook_example_runs_end_to_end(tmp_path, monkeypatch):
     assert len(units) == 4 and set(units["status"]) == {"ok"}
     assert np.all((units["test_auc"] > 0.5) & (units["test_auc"] <= 1.0))
     assert not os.path.exists(tmp_path / "results")  # the example never wrote the default store
+
+
+def test_api_module_is_an_attribute_after_a_bare_import():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import mtlbench; print(mtlbench.api.plan.__name__)"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "plan"
