@@ -1,51 +1,53 @@
-"""The ``mtlbench`` command line (click + rich).
+"""The ``mtlbench`` command line (click + rich): a thin layer over :mod:`mtlbench.api`.
 
 Errors meant for the user (:class:`~mtlbench.errors.MTLBenchError`) are printed as one clear
 message and exit with status 2; nothing prints a traceback for bad input.
+
+Start-up is kept short: this module imports only click, rich and the standard library at import
+time.  Commands import what they use when they run; the commands defined in other modules are
+imported when called (``_LAZY_COMMANDS``), and commands added by plugins (the
+``register_commands`` hook) are discovered only when a name that is not built in is looked up,
+so ``mtlbench --version`` and ``mtlbench --help`` load neither numpy nor any plugin.
 """
 from __future__ import annotations
 
-import functools
-import sys
+import importlib
 import warnings
-from pathlib import Path
-from typing import Any, Callable
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from . import __version__
-from .errors import ConfigError, MTLBenchError
-from .plugins import PluginWarning, get_registry
+from ._ui import FORMATS, console, err_console, escape, render_rows, user_errors, warn
+from .api import DEFAULT_STORE
+from .errors import MTLBenchError
 
-DEFAULT_STORE = "results/mtlbench.sqlite"
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+__all__ = ["cli", "main", "console", "err_console", "user_errors", "DEFAULT_STORE"]
 
-
-def user_errors(fn: Callable) -> Callable:
-    """Turn user-facing errors into a clear message and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except MTLBenchError as exc:
-            err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
-            sys.exit(2)
-
-    return wrapper
+#: built-in commands defined in other modules: name -> (module, attribute, short help).
+#: The attribute is a click command, or a function ``register(cli)`` that adds commands.
+_LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "results": ("mtlbench.cli", "_register_report_commands",
+                "Show stored results (mean ± std test AUC per problem and model)."),
+    "leaderboard": ("mtlbench.cli", "_register_report_commands",
+                    "Leaderboard of one dataset (ranks, significance, provenance)."),
+    "publish": ("mtlbench.cli", "_register_report_commands",
+                "Write leaderboards/<dataset>.md and .json, figures and an index."),
+    "import-results": ("mtlbench.cli", "_register_report_commands",
+                       "Import a published leaderboard's units into a store."),
+    "new-plugin": ("mtlbench.scaffold", "new_plugin_cmd",
+                   "Scaffold a pip-installable model (or --dataset) plugin NAME."),
+}
 
 
 def _registry():
+    from .plugins import PluginWarning, get_registry
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PluginWarning)
         reg = get_registry()
     for w in caught:
         if issubclass(w.category, PluginWarning):
-            err_console.print(f"[yellow]Warning:[/] {escape(str(w.message))}", soft_wrap=True)
+            warn(str(w.message))
     return reg
 
 
@@ -55,14 +57,23 @@ def _split_csv(value: str | None) -> list[str]:
     return split_top_level(value) if value else []
 
 
+def _emit(text: str | None) -> None:
+    if text is not None:
+        click.echo(text, nl=False)
+
+
 class _Group(click.Group):
-    """Adds plugin commands lazily, so a broken plugin cannot take the CLI down."""
+    """Loads commands of other modules when they are called, and plugin commands only when a
+    name that is not built in is looked up (a slow or broken plugin cannot slow down or take
+    down ``--help``, ``--version`` or the built-in commands)."""
 
     _plugins_added = False
 
     def _add_plugin_commands(self) -> None:
         if not self._plugins_added:
             self._plugins_added = True
+            from .plugins import PluginWarning, get_registry
+
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", PluginWarning)
@@ -70,16 +81,42 @@ class _Group(click.Group):
             except MTLBenchError as exc:
                 err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
 
+    def _load_lazy(self, name: str) -> None:
+        module, attr, _ = _LAZY_COMMANDS[name]
+        obj = getattr(importlib.import_module(module), attr)
+        if isinstance(obj, click.Command):
+            self.add_command(obj, name)
+        else:
+            obj(self)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        self._add_plugin_commands()
-        return super().list_commands(ctx)
+        return sorted(set(super().list_commands(ctx)) | set(_LAZY_COMMANDS))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         cmd = super().get_command(ctx, name)
+        if cmd is None and name in _LAZY_COMMANDS:
+            self._load_lazy(name)
+            cmd = super().get_command(ctx, name)
         if cmd is None:
             self._add_plugin_commands()
             cmd = super().get_command(ctx, name)
         return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.commands.get(name)
+            if cmd is not None:
+                if not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(formatter.width - 6 - len(name))))
+            else:
+                rows.append((name, _LAZY_COMMANDS[name][2]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+        with formatter.section("Plugin commands"):
+            formatter.write_text("Plugins may add commands; they are loaded when called. "
+                                 "'mtlbench plugins' lists them.")
 
 
 @click.group(cls=_Group)
@@ -88,42 +125,83 @@ def cli() -> None:
     """Benchmark linear multi-task learning models under one leak-free protocol."""
 
 
+_format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+                              show_default=True,
+                              help="table for reading; json or csv for other programs.")
+
+
 # ------------------------------------------------------------------------------- plugins
 @cli.command()
+@_format_option
 @user_errors
-def plugins() -> None:
+def plugins(fmt: str) -> None:
     """List discovered plugins, what they registered, and plugins that failed to load."""
     reg = _registry()
-    table = Table(title="mtlbench plugins (entry-point group 'mtlbench')")
-    for col in ("plugin", "distribution", "version", "models", "datasets", "searchers"):
-        table.add_column(col)
-    for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name)):
-        table.add_row(p.name, p.distribution, p.version, ", ".join(p.models),
-                      ", ".join(p.datasets), ", ".join(p.searchers))
-    console.print(table)
-    if reg.failures:
-        ft = Table(title="[red]plugins that failed[/]")
-        for col in ("plugin", "distribution", "version", "stage", "error"):
-            ft.add_column(col)
-        for f in reg.failures:
-            ft.add_row(f.name, f.distribution, f.version, f.stage, f.error)
-        console.print(ft)
+    commands = _plugin_commands(reg)
+    rows = [{"plugin": p.name, "distribution": p.distribution, "version": p.version,
+             "models": list(p.models), "datasets": list(p.datasets),
+             "searchers": list(p.searchers), "commands": commands.get((p.distribution, p.name), []), "status": "ok",
+             "stage": None, "error": None}
+            for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name))]
+    failed = [{"plugin": f.name, "distribution": f.distribution, "version": f.version,
+               "models": [], "datasets": [], "searchers": [], "commands": [],
+               "status": "failed",
+               "stage": f.stage, "error": f.error} for f in reg.failures]
+    if fmt != "table":
+        cols = ("plugin", "distribution", "version", "models", "datasets", "searchers",
+                "commands", "status", "stage", "error")
+        _emit(render_rows(rows + failed, cols, fmt))
+        return
+    render_rows(rows, ("plugin", "distribution", "version", "models", "datasets", "searchers",
+                       "commands"), fmt, title="mtlbench plugins (entry-point group 'mtlbench')")
+    if failed:
+        render_rows(failed, ("plugin", "distribution", "version", "stage", "error"), fmt,
+                    title="[red]plugins that failed[/]")
+
+
+def _plugin_commands(reg) -> dict[tuple[str, str], list[str]]:
+    """Names of the commands each plugin adds (registered on a scratch group)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for info in reg.plugins:
+        impl = getattr(reg.pm.get_plugin(f"{info.distribution}:{info.name}"),
+                       "register_commands", None)
+        if impl is None:
+            continue
+        scratch = click.Group()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                impl(cli=scratch)
+        except Exception:  # noqa: BLE001 - reported when the command is used
+            continue
+        out[(info.distribution, info.name)] = sorted(scratch.commands)
+    return out
 
 
 @cli.command()
+@_format_option
 @user_errors
-def models() -> None:
+def models(fmt: str) -> None:
     """List available models with their search spaces and plugin distribution."""
+    from .space import space_to_json
+
     reg = _registry()
-    table = Table(title="models")
-    for col in ("name", "class", "distribution", "search space", "paper"):
-        table.add_column(col, overflow="fold")
+    rows = []
     for name in reg.model_names:
         cls = reg.model_class(name)
         info = reg.model_plugin(name)
-        space = "; ".join(f"{k}={v}" for k, v in dict(cls.search_space).items())
-        table.add_row(name, cls.__name__, f"{info.distribution} {info.version}", space, cls.paper)
-    console.print(table)
+        space = dict(cls.search_space)
+        rows.append({"name": name, "class": cls.__name__, "distribution": info.distribution,
+                     "version": info.version,
+                     "search_space": (space_to_json(space) if fmt != "table"
+                                      else "; ".join(f"{k}={v}" for k, v in space.items())),
+                     "paper": cls.paper})
+    cols = ["name", "class", "distribution", "version", "search_space", "paper"]
+    if fmt == "table":
+        for r in rows:
+            r["distribution"] = f"{r['distribution']} {r.pop('version')}"
+        cols.remove("version")
+    _emit(render_rows(rows, cols, fmt, title="models"))
 
 
 @cli.command()
@@ -132,40 +210,30 @@ def models() -> None:
 @click.option("--load/--no-load", default=True, show_default=True,
               help="Load available problems to show task counts and dimensions.")
 @click.option("--layout", is_flag=True, help="Explain each dataset's expected file layout.")
+@_format_option
 @user_errors
-def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
+def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
     """List datasets: problems, task counts, feature dimension and availability."""
-    from .dataset import problems_of, resolve_data_dir
+    from .api import dataset_rows
 
-    reg = _registry()
-    ddir = resolve_data_dir(data_dir)
-    table = Table(title="datasets")
-    for col in ("dataset", "problem", "tasks", "items", "features", "positive share",
-                "availability", "distribution"):
-        table.add_column(col, overflow="fold")
-    for name in reg.dataset_names:
-        ds = reg.dataset(name)
-        info = reg.dataset_plugin(name)
-        try:
-            avail = ds.availability(data_dir=ddir)
-        except Exception as exc:  # noqa: BLE001 - one broken dataset must not hide the rest
-            avail = f"error: {exc}"
-        problems = problems_of(ds, ddir)
-        if not problems:
-            table.add_row(name, "(give --data-dir)", "", "", "", "", avail,
-                          f"{info.distribution} {info.version}")
-        for prob in problems:
-            cells = ["", "", "", ""]
-            if load and avail in ("generated", "cached", "in data-dir"):
-                try:
-                    s = ds.load(prob, data_dir=ddir).summary()
-                    cells = [str(s["tasks"]), str(s["items"]), str(s["features"]),
-                             f"{s['positive_share']:.3f}"]
-                except MTLBenchError as exc:
-                    cells = ["", "", "", f"cannot load: {exc}"]
-            table.add_row(name, prob, *cells, avail, f"{info.distribution} {info.version}")
-    console.print(table)
-    if layout:
+    _registry()  # plugin warnings, once
+    rows = dataset_rows(data_dir, load=load, layout=layout and fmt != "table")
+    cols = ["dataset", "problem", "tasks", "items", "features", "positive_share",
+            "availability", "distribution", "version", "note"]
+    if layout and fmt != "table":
+        cols.append("layout")
+    if fmt == "table":
+        for r in rows:
+            if r["problem"] is None:
+                r["problem"] = "(give --data-dir)"
+                r.pop("note", None)
+            r["distribution"] = f"{r['distribution']} {r.pop('version')}"
+        cols = [c for c in cols if c != "version"]
+        if not any(r.get("note") for r in rows):
+            cols.remove("note")
+    _emit(render_rows(rows, cols, fmt, title="datasets"))
+    if layout and fmt == "table":
+        reg = _registry()
         for name in reg.dataset_names:
             ds = reg.dataset(name)
             text = ds.layout_help() or "(generated; no files needed)"
@@ -207,69 +275,63 @@ def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
 @click.option("--budget", type=int, default=None,
               help="Fits per unit for the search, the same for every model (default 20; the "
                    "final refit is not counted; 'grid' ignores it).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the units that would run, how many are stored and a wall-time "
+                   "estimate from stored unit times; run nothing.")
 @user_errors
 def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
             reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
             store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
             config_path: str | None, test_fraction: float | None,
-            val_fraction: float | None, search: str | None, budget: int | None) -> None:
+            val_fraction: float | None, search: str | None, budget: int | None,
+            dry_run: bool) -> None:
     """Run models on datasets under the common protocol and print mean ± std test AUC."""
+    from . import api
+
+    _registry()  # plugin warnings, once
+    selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
+    if not selectors:
+        selectors = models_  # None: the default; "": a clear error from the settings check
+    plan = api.plan(datasets_, selectors, reps=reps, seed=seed,
+                    jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
+                    timeout=timeout, retry_failed=retry_failed, config=config_path,
+                    test_fraction=test_fraction, val_fraction=val_fraction, search=search,
+                    budget=budget)
+    pc = plan.config
+    search_text = pc.search + (f" (budget {pc.budget} fits per unit)" if pc.search != "grid"
+                               else "")
+    console.print(
+        f"[bold]mtlbench compare[/]: {len(plan.selections)} model(s) x {len(plan.problems)} "
+        f"problem(s) x {pc.reps} repetition(s) = {len(plan.specs)} units; "
+        f"seed {pc.seed}; search {search_text}; store {store}")
+    for pid, s in plan.summaries.items():
+        console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
+                      f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
+    if dry_run:
+        _print_plan(plan)
+        return
+    result = _run_with_progress(api, plan)
+    report = result.report
+    console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
+                  f"{report.skipped} already in the store, {report.failed} failed")
+    from .store import ResultStore
+
+    with ResultStore(plan.store) as rs:
+        _print_summary(rs, problems=plan.problem_ids, models=plan.labels, keys=result.keys)
+    for res in report.failures[:10]:
+        err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
+                          f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
+                          soft_wrap=True)
+
+
+def _run_with_progress(api, plan):
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
-    from .config import build_run_config
-    from .dataset import resolve_data_dir
-    from .runner import (check_overrides, check_problems_load, plan_units, resolve_problems,
-                         run_units)
-    from .selectors import apply_overrides, check_config_models, load_config, parse_selector
-    from .store import ResultStore
-
-    reg = _registry()
-    cfg = load_config(config_path) if config_path else {}
-    run = build_run_config(
-        {"datasets": datasets_, "models": models_, "model": list(model_opts) or None,
-         "reps": reps, "seed": seed, "jobs": jobs, "timeout": timeout,
-         "test_fraction": test_fraction, "val_fraction": val_fraction, "search": search,
-         "budget": budget}, cfg, config_path, searchers=reg.searcher_names)
-    check_config_models(cfg, reg.model_names, config_path)
-    config, jobs, timeout, ds_names = run.protocol, run.jobs, run.timeout, run.datasets
-    selectors = run.selectors or reg.model_names
-
-    selections = []
-    for text in selectors:
-        name, overrides = parse_selector(text)
-        cls = reg.model_class(name)
-        merged = {**run.model_overrides.get(name, {}), **overrides}
-        selections.append(apply_overrides(cls, merged, name))
-    labels = [s.label for s in selections]
-    if len(set(labels)) != len(labels):
-        raise ConfigError(f"the same model selection is given twice: {labels}")
-
-    ddir = resolve_data_dir(data_dir)
-    ddir_s = str(ddir) if ddir else None
-    problems = resolve_problems(reg, ds_names, ddir_s)
-    loaded = check_problems_load(reg, problems, ddir_s)
-    check_overrides(reg, selections, loaded, timeout)
-    specs = plan_units(reg, selections, problems, config)
-    result_store = ResultStore(store)
-
-    console.print(
-        f"[bold]mtlbench compare[/]: {len(selections)} model(s) x {len(problems)} problem(s) x "
-        f"{config.reps} repetition(s) = {len(specs)} units; seed {config.seed}; search "
-        f"{config.search}" + (f" (budget {config.budget} fits per unit)"
-                              if config.search != "grid" else "") + f"; store {store}")
-    for pid, ts in loaded.items():
-        s = ts.summary()
-        console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
-                      f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
-
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console.real(),
                   transient=False) as progress:
-        from .runner import pending_units
-
-        todo = len(pending_units(specs, result_store, retry_failed))
-        bar = progress.add_task("units", total=todo)
+        bar = progress.add_task("units", total=len(plan.todo))
 
         def on_result(res) -> None:
             status = "ok" if res.ok else "[red]FAILED[/]"
@@ -277,20 +339,54 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
                             description=f"{escape(res.row['model'])} {res.row['problem']} "
                                         f"rep {res.row['rep']}: {status}")
 
-        report = run_units(specs, result_store, jobs=jobs, data_dir=ddir_s, timeout=timeout,
-                           retry_failed=retry_failed, scheduler=scheduler, on_result=on_result)
-    console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
-                  f"{report.skipped} already in the store, {report.failed} failed")
-    pids = sorted({s.problem for s in specs})
-    _print_summary(result_store, problems=pids, models=labels, keys=[s.key for s in specs])
-    for res in report.failures[:10]:
-        err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
-                          f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
-                          soft_wrap=True)
-    result_store.close()
+        return api.run(plan, on_result=on_result)
+
+
+def _reps_text(reps: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2, 5'."""
+    out, run = [], []
+    for r in sorted(reps):
+        if run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [r]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def _print_plan(plan) -> None:
+    """The dry run: units to run per (problem, model), what is stored, the estimate."""
+    from rich.table import Table
+
+    todo = {s.key for s in plan.todo}
+    groups: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for s in plan.specs:
+        g = groups.setdefault((s.problem, s.label), {"run": [], "stored": []})
+        g["run" if s.key in todo else "stored"].append(s.rep)
+    table = Table(title="dry run: units per problem and model")
+    for col in ("problem", "model", "to run", "repetitions to run", "stored"):
+        table.add_column(col, justify="right" if col in ("to run", "stored") else "left")
+    for (prob, label), g in groups.items():
+        table.add_row(escape(prob), escape(label), str(len(g["run"])), _reps_text(g["run"]),
+                      str(len(g["stored"])))
+    console.print(table)
+    retry = ""
+    if plan.stored_failed and not plan.retry_failed:
+        retry = f" ({plan.stored_failed} failed; --retry-failed reruns them)"
+    elif plan.stored_failed:
+        retry = f" ({plan.stored_failed} failed, to be rerun)"
+    console.print(f"{len(plan.specs)} planned unit(s): {len(plan.todo)} to run, "
+                  f"{len(plan.specs) - len(plan.todo)} already in the store{retry}")
+    console.print(f"estimate: {plan.estimate.text()}")
+    console.print("dry run: nothing was run.")
 
 
 def _print_summary(store, problems=None, models=None, keys=None) -> None:
+    from rich.table import Table
+
     summary = store.summary(problems=problems, models=models, keys=keys)
     table = Table(title="mean ± std test AUC (x100) over repetitions")
     for col in ("problem", "model", "test AUC", "reps", "failed", "time (s)"):
@@ -306,14 +402,11 @@ def _print_summary(store, problems=None, models=None, keys=None) -> None:
     console.print(table)
 
 
-# ------------------------------------------------------------------------------- more commands
-# Commands defined in their own modules (results, leaderboard, publish, import-results,
-# new-plugin).
-from .report.commands import register as _register_report  # noqa: E402
-from .scaffold import new_plugin_cmd as _new_plugin_cmd  # noqa: E402
+def _register_report_commands(group: click.Group) -> None:
+    """results, leaderboard, publish and import-results (defined in :mod:`mtlbench.report`)."""
+    from .report.commands import register
 
-_register_report(cli, console=console, user_errors=user_errors, default_store=DEFAULT_STORE)
-cli.add_command(_new_plugin_cmd)
+    register(group, console=console, user_errors=user_errors, default_store=DEFAULT_STORE)
 
 
 def main() -> None:  # console-script entry point

@@ -95,7 +95,9 @@ def _names(value: Any, key: str, source: str) -> list[str]:
     elif isinstance(value, list):
         if not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{w} = {value!r}: expected a list of strings")
-        items = [v.strip() for v in value if v.strip()]
+        if any(not v.strip() for v in value):
+            raise ConfigError(f"{w} = {value!r}: empty name in the list")
+        items = [v.strip() for v in value]
     else:
         raise ConfigError(f"{w} = {value!r}: expected a comma-separated string or a list of "
                           "strings")

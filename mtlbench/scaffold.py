@@ -1,11 +1,16 @@
-"""``mtlbench new-plugin NAME``: write a pip-installable model plugin package.
+"""``mtlbench new-plugin NAME [--dataset]``: write a pip-installable model or dataset plugin.
 
 The package (``mtlbench-NAME/``) holds
 
 * ``pyproject.toml`` declaring the ``mtlbench`` entry point ``NAME = "mtlbench_NAME"``;
-* ``mtlbench_NAME.py``: one working model (ridge towards the pooled model, exact solve) to edit;
-* ``tests/test_NAME.py``: the conformance kit (:mod:`mtlbench.testing`) applied to the model;
+* ``mtlbench_NAME.py``: one working model (ridge towards the pooled model, exact solve) to edit,
+  or with ``--dataset`` one working dataset (tasks read from a CSV file in the data folder);
+* ``tests/test_NAME.py``: the conformance kit (:mod:`mtlbench.testing`) applied to it (a
+  dataset's tests read a small example file written to ``tests/data/``);
 * ``README.md``: how to install, test, compare, see the leaderboard and publish.
+
+A name that an installed plugin already registers is refused by nothing but warned about: two
+plugins registering one name make that name unusable.
 
 The generated package installs and passes its own tests unchanged (checked in mtlbench's test
 suite).
@@ -23,16 +28,17 @@ from .errors import ConfigError
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
 
-def plugin_names(name: str) -> dict[str, str]:
+def plugin_names(name: str, kind: str = "model") -> dict[str, str]:
     """Registry name, distribution, module and class names for a plugin called ``name``."""
     if not _NAME.match(name or ""):
         raise ConfigError(f"invalid plugin name {name!r}: use lower-case letters, digits, '-' "
                           "and '_', starting with a letter (it becomes the model's name in "
-                          "'mtlbench compare --models NAME')")
+                          f"'mtlbench compare --{kind}s NAME')")
     ident = name.replace("-", "_")
     if keyword.iskeyword(ident):
         raise ConfigError(f"invalid plugin name {name!r}: a Python keyword")
-    cls = "".join(p.capitalize() for p in re.split(r"[-_]", name) if p) + "Model"
+    suffix = "Dataset" if kind == "dataset" else "Model"
+    cls = "".join(p.capitalize() for p in re.split(r"[-_]", name) if p) + suffix
     return {"name": name, "dist": f"mtlbench-{name}", "module": f"mtlbench_{ident}",
             "cls": cls, "test": f"test_{ident}.py"}
 
@@ -124,6 +130,7 @@ class {cls}(LinearMTLModel):
             for t in range(tasks.T)])
         self.shared_coef_ = w0
         self.n_iter_ = 1
+        self.converged_ = True  # two exact solves: no iteration, no tolerance
         return self
 
 
@@ -174,27 +181,195 @@ search space and beats chance on a small simulated problem.
 Anyone who then runs `pip install {dist}` sees `{name}` in `mtlbench models`.
 '''
 
+DATASET_MODULE = '''\
+"""{name}: a dataset plugin for mtlbench.
+
+Replace the reader below with yours; keep the contract (see mtlbench's docs/plugins.md):
+``problems()`` names the problems, ``load(problem, data_dir=...)`` returns a ``TaskSet`` (one
+task per user, labels in {{-1, +1}}), ``availability()`` says whether the files are there,
+``params()`` lists everything that changes the loaded data (part of every result's identity),
+``layout_help()`` tells users which files to put where.
+
+Template layout: ``<data-dir>/{name}/tasks.csv`` (or ``<data-dir>/tasks.csv``), header
+``task,label,x0,x1,...``, one row per labelled example, label in {{-1, +1}}.  Features are
+z-scored per column over all rows (label-free) unless ``standardize=False``.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from mtlbench import Dataset, TaskSet, hookimpl
+from mtlbench.dataset import resolve_data_dir
+from mtlbench.errors import DatasetUnavailableError, DataValidationError, UnknownNameError
+
+__version__ = "0.1.0"
+
+FILE = "tasks.csv"
+LAYOUT = (f"<data-dir>/{name}/{{FILE}} (or <data-dir>/{{FILE}}): CSV with header "
+          "task,label,x0,x1,... one row per labelled example, label -1 or +1")
+
+
+class {cls}(Dataset):
+    """Tasks read from one CSV file (see the module docstring for the layout)."""
+
+    name = "{name}"
+    description = "{name}: tasks from <data-dir>/{name}/tasks.csv"
+    source = "your own data"
+
+    def __init__(self, standardize: bool = True):
+        self.standardize = standardize
+
+    def params(self) -> dict:
+        return {{"standardize": bool(self.standardize)}}
+
+    def layout_help(self) -> str:
+        return LAYOUT
+
+    def _path(self, data_dir) -> Path | None:
+        ddir = resolve_data_dir(data_dir)
+        if ddir is None:
+            return None
+        for path in (ddir / self.name / FILE, ddir / FILE):
+            if path.is_file():
+                return path
+        return None
+
+    def availability(self, *, data_dir=None, cache_dir=None) -> str:
+        return "in data-dir" if self._path(data_dir) else "needs local files"
+
+    def load(self, problem: str, *, data_dir=None, cache_dir=None) -> TaskSet:
+        if problem != self.name:
+            raise UnknownNameError(f"{{self.name}}: unknown problem {{problem!r}}; "
+                                   f"problems: {{self.name}}")
+        path = self._path(data_dir)
+        if path is None:
+            raise DatasetUnavailableError(f"{{self.name}}: {{FILE}} not found (data folder: "
+                                          f"{{resolve_data_dir(data_dir)}}); expected {{LAYOUT}}")
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = list(csv.reader(fh))
+        if not rows or [c.strip() for c in rows[0][:2]] != ["task", "label"] or len(rows[0]) < 3:
+            raise DataValidationError(f"{{path}}: the header must be task,label,x0,...; "
+                                      f"got {{rows[0] if rows else 'an empty file'}}")
+        names, X, y = [], [], []
+        for i, r in enumerate(rows[1:], start=2):
+            try:
+                feats = [float(v) for v in r[2:]]
+                lab = float(r[1])
+            except (ValueError, IndexError):
+                raise DataValidationError(f"{{path}} line {{i}}: non-numeric label or feature") from None
+            if lab not in (-1.0, 1.0) or len(feats) != len(rows[0]) - 2:
+                raise DataValidationError(f"{{path}} line {{i}}: label must be -1 or +1 and every "
+                                          f"row needs {{len(rows[0]) - 2}} features")
+            names.append(r[0])
+            X.append(feats)
+            y.append(lab)
+        X, y, names = np.asarray(X, dtype=np.float64), np.asarray(y), np.asarray(names)
+        scale = "none"
+        if self.standardize:  # label-free: statistics of the features of all rows
+            sd = X.std(axis=0)
+            X = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+            scale = "z-score per column over all rows (labels unused)"
+        order = list(dict.fromkeys(names.tolist()))  # tasks in order of first appearance
+        return TaskSet.from_arrays(
+            self.name, [X[names == t] for t in order], [y[names == t] for t in order],
+            task_names=order, meta={{"file": str(path), "preprocessing": scale}})
+
+
+@hookimpl
+def register_datasets(register):
+    register({cls})
+'''
+
+DATASET_TEST = '''\
+"""The mtlbench conformance kit applied to {cls} (run: pytest)."""
+from pathlib import Path
+
+from mtlbench.testing import DatasetConformance
+
+from {module} import {cls}
+
+
+class Test{cls}(DatasetConformance):
+    dataset = {cls}
+    data_dir = Path(__file__).parent / "data"   # a small example in the layout (tasks.csv)
+'''
+
+DATASET_README = '''\
+# {dist}
+
+The `{name}` dataset as an [mtlbench](https://pypi.org/project/mtlbench/) plugin, created with
+`mtlbench new-plugin --dataset {name}`.
+
+## Develop
+
+    pip install -e .                 # registers the dataset through the "mtlbench" entry point
+    mtlbench datasets --layout       # {name}: where its files go
+    pytest                           # the mtlbench conformance kit (tests/{test})
+
+Edit `{module}.py`: the dataset is the class `{cls}`; `tests/data/tasks.csv` is a small
+example in its layout.
+
+## Benchmark
+
+    mtlbench compare --datasets {name} --data-dir DIR --models stl,lasso --reps 3 --store results.sqlite
+    mtlbench leaderboard --dataset {name} --store results.sqlite
+'''
+
+
+def example_tasks_csv(n_tasks: int = 4, per_task: int = 24, d: int = 3, seed: int = 0) -> str:
+    """A small, seeded example in the dataset template's layout (balanced labels per task)."""
+    import random
+
+    rng = random.Random(seed)
+    lines = ["task,label," + ",".join(f"x{j}" for j in range(d))]
+    for t in range(n_tasks):
+        w = [rng.gauss(0, 1) for _ in range(d)]
+        for i in range(per_task):
+            label = 1 if i % 2 == 0 else -1
+            x = [rng.gauss(0, 1) + 0.8 * label * wj for wj in w]
+            lines.append(f"user{t},{label}," + ",".join(f"{v:.6f}" for v in x))
+    return "\n".join(lines) + "\n"
+
+
 GITIGNORE = "build/\ndist/\n*.egg-info/\n__pycache__/\n.pytest_cache/\n"
 
 
-def write_plugin(name: str, directory: str | Path = ".") -> Path:
-    """Write the package ``mtlbench-NAME`` under ``directory``; returns its folder."""
+def write_plugin(name: str, directory: str | Path = ".", kind: str = "model") -> Path:
+    """Write the package ``mtlbench-NAME`` (a ``kind`` = "model" or "dataset" plugin) under
+    ``directory``; returns its folder."""
     from . import __version__
 
-    names = plugin_names(name)
+    if kind not in ("model", "dataset"):
+        raise ConfigError(f"kind must be 'model' or 'dataset', got {kind!r}")
+    names = plugin_names(name, kind)
     root = Path(directory).expanduser() / names["dist"]
     if root.exists() and any(root.iterdir()):
         raise ConfigError(f"{str(root)!r} already exists and is not empty; choose another "
                           "name or --dir")
     base_version = re.match(r"\d+(\.\d+)*", __version__)
     fmt = {**names, "mtlbench_version": base_version.group(0) if base_version else "0.1"}
-    files = {
-        "pyproject.toml": PYPROJECT.format(**fmt),
-        f"{names['module']}.py": MODULE.format(**fmt),
-        f"tests/{names['test']}": TEST.format(**fmt),
-        "README.md": README.format(**fmt),
-        ".gitignore": GITIGNORE,
-    }
+    if kind == "dataset":
+        files = {
+            "pyproject.toml": PYPROJECT.format(**fmt).replace(
+                "multi-task model as an mtlbench plugin", "dataset as an mtlbench plugin").replace(
+                '"numpy", "scipy"]', '"numpy"]'),
+            f"{names['module']}.py": DATASET_MODULE.format(**fmt),
+            f"tests/{names['test']}": DATASET_TEST.format(**fmt),
+            "tests/data/tasks.csv": example_tasks_csv(),
+            "README.md": DATASET_README.format(**fmt),
+            ".gitignore": GITIGNORE,
+        }
+    else:
+        files = {
+            "pyproject.toml": PYPROJECT.format(**fmt),
+            f"{names['module']}.py": MODULE.format(**fmt),
+            f"tests/{names['test']}": TEST.format(**fmt),
+            "README.md": README.format(**fmt),
+            ".gitignore": GITIGNORE,
+        }
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,23 +377,55 @@ def write_plugin(name: str, directory: str | Path = ".") -> Path:
     return root
 
 
+def name_taken(name: str, kind: str = "model") -> str | None:
+    """Which installed distribution already registers a ``kind`` called ``name`` (or None)."""
+    import warnings
+
+    from .plugins import get_registry
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = get_registry()
+    names = reg.dataset_names if kind == "dataset" else reg.model_names
+    if name not in names:
+        return None
+    info = reg.dataset_plugin(name) if kind == "dataset" else reg.model_plugin(name)
+    return f"{info.distribution} {info.version}"
+
+
 @click.command("new-plugin")
 @click.argument("name")
+@click.option("--dataset", "is_dataset", is_flag=True,
+              help="Scaffold a dataset plugin (default: a model plugin).")
 @click.option("--dir", "directory", default=".", show_default=True,
               type=click.Path(file_okay=False),
               help="Folder in which the package folder mtlbench-NAME is created.")
-def new_plugin_cmd(name: str, directory: str) -> None:
-    """Create a pip-installable model plugin package (model, kit tests, README)."""
-    from .cli import console, user_errors
+def new_plugin_cmd(name: str, is_dataset: bool, directory: str) -> None:
+    """Create a pip-installable model (or --dataset) plugin package with kit tests and README."""
+    from ._ui import console, user_errors, warn
+
+    kind = "dataset" if is_dataset else "model"
 
     @user_errors
     def run() -> None:
-        root = write_plugin(name, directory)
-        names = plugin_names(name)
+        names = plugin_names(name, kind)
+        owner = name_taken(name, kind)
+        if owner:
+            warn(f"a {kind} named {name!r} is already registered by {owner}; installed side by "
+                 f"side, two plugins registering one name make that name unusable. Choose "
+                 f"another name unless this package is meant to replace {owner}.")
+        root = write_plugin(name, directory, kind)
         console.print(f"created {root}/")
         for p in sorted(root.rglob("*")):
             if p.is_file():
                 console.print(f"  {p.relative_to(root)}")
+        if kind == "dataset":
+            console.print(
+                f"\nnext steps:\n  cd {root}\n  pip install -e .\n  pytest\n"
+                f"  mtlbench compare --datasets {names['name']} --data-dir tests/data "
+                f"--models stl,lasso --reps 3 --store results.sqlite\n"
+                f"  mtlbench leaderboard --dataset {names['name']} --store results.sqlite")
+            return
         console.print(
             f"\nnext steps:\n  cd {root}\n  pip install -e .\n  pytest\n"
             f"  mtlbench compare --models {names['name']},stl --reps 3 --store results.sqlite\n"

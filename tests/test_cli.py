@@ -59,3 +59,77 @@ def test_listing_commands():
         res = runner.invoke(cli, cmd)
         assert res.exit_code == 0, res.output
     assert "simulated" in runner.invoke(cli, ["datasets"], env={"COLUMNS": "200"}).output
+
+
+# ------------------------------------------------------------------ output that pipes (#16.3)
+def test_tables_do_not_wrap_when_output_is_not_a_terminal():
+    res = CliRunner().invoke(cli, ["datasets"], env={"COLUMNS": "40"})
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if "simulated" in ln)
+    for cell in ("100", "20000", "80", "0.250", "generated"):  # the whole row on one line
+        assert cell in line, (cell, line)
+    assert "positive share" in res.output
+    res = CliRunner().invoke(cli, ["models"], env={"COLUMNS": "40"})
+    assert any("tfcl-q-noauc" in ln and "TFCL" in ln for ln in res.output.splitlines())
+
+
+def test_real_pipe_to_grep():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "from mtlbench.cli import main; main()",
+                          "datasets", "--no-load"], capture_output=True, text=True,
+                         env={**__import__("os").environ, "COLUMNS": "50"})
+    assert out.returncode == 0, out.stderr
+    assert [ln for ln in out.stdout.splitlines() if "simulated" in ln and "generated" in ln]
+
+
+def test_format_json_and_csv_parse():
+    import csv
+    import io
+    import json
+
+    runner = CliRunner()
+    plugins = json.loads(runner.invoke(cli, ["plugins", "--format", "json"]).output)
+    assert any(p["plugin"] == "lasso" and p["models"] == ["lasso"] for p in plugins)
+    assert any("import-attributes" in p["commands"] for p in plugins)
+    models = json.loads(runner.invoke(cli, ["models", "--format", "json"]).output)
+    lasso = next(m for m in models if m["name"] == "lasso")
+    assert lasso["distribution"] == "mtlbench" and isinstance(lasso["search_space"], dict)
+    ds = json.loads(runner.invoke(cli, ["datasets", "--format", "json"]).output)
+    sim = next(d for d in ds if d["dataset"] == "simulated")
+    assert sim["tasks"] == 100 and sim["features"] == 80 and sim["availability"] == "generated"
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(cli, ["datasets", "--format", "csv",
+                                                               "--no-load"]).output)))
+    assert any(r["dataset"] == "simulated" and r["problem"] == "simulated" for r in rows)
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(cli, ["models", "--format",
+                                                               "csv"]).output)))
+    assert {"lasso", "stl", "tfcl"} <= {r["name"] for r in rows}
+
+
+def test_results_format(tmp_path):
+    import json
+
+    store = str(tmp_path / "r.sqlite")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["compare", "--models", "stl", "--reps", "2", "--store",
+                               store]).exit_code == 0
+    doc = json.loads(runner.invoke(cli, ["results", "--store", store, "--format",
+                                         "json"]).output)
+    rows = doc["results"]
+    assert rows[0]["model"] == "stl" and rows[0]["reps"] == 2
+    text = runner.invoke(cli, ["results", "--store", store, "--format", "csv"]).output
+    header = text.splitlines()[0].split(",")
+    assert {"problem", "model"} <= set(header)
+
+
+def test_help_lists_every_command_and_plugin_commands_work():
+    runner = CliRunner()
+    res = runner.invoke(cli, ["--help"])
+    for name in ("compare", "datasets", "leaderboard", "models", "new-plugin", "plugins",
+                 "publish", "results", "Plugin commands"):
+        assert name in res.output
+    assert runner.invoke(cli, ["leaderboard", "--help"]).exit_code == 0
+    assert runner.invoke(cli, ["check-ustep", "--help"]).exit_code == 0
+    res = runner.invoke(cli, ["no-such-command"])
+    assert res.exit_code == 2 and "No such command" in res.output

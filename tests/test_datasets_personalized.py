@@ -125,7 +125,8 @@ def test_sun_aliases_and_unknown_problem(tmp_path):
     ds = SUN(n_components=None)
     assert ds.load("open_area", data_dir=tmp_path).meta["attribute"] == "open_area"
     assert ds.load("soothing", data_dir=tmp_path).T == 11
-    with pytest.raises(UnknownNameError, match="problems: cluttered"):
+    assert ds.problems(data_dir=tmp_path) == ["open_area", "soothing"]  # found, not built-in
+    with pytest.raises(UnknownNameError, match="attributes found: open_area, soothing"):
         ds.load("pretty", data_dir=tmp_path)
     with pytest.raises(UnknownNameError, match="attributes found"):
         ds.load("rustic", data_dir=tmp_path)
@@ -187,7 +188,7 @@ def test_import_attributes_from_csv(tmp_path):
     assert ds.problems(data_dir=out) == ["is_shiny"]
     ts = ds.load("is_shiny", data_dir=out)
     assert ts.d == d and ts.T >= 1
-    with pytest.raises(DataValidationError, match="not empty"):
+    with pytest.raises(DataValidationError, match="already holds"):
         import_attributes(out, features=tmp_path / "feat.csv", labels=tmp_path / "votes.tsv",
                           user_column="worker", item_column="image", label_column="answer", attribute="x")
 
@@ -220,3 +221,95 @@ def test_import_command_and_compare_on_shoes(tmp_path, monkeypatch):
 def test_normalize_attribute():
     assert normalize_attribute(" Open Area ") == "open_area"
     assert normalize_attribute("open-area") == "open_area"
+
+
+# ------------------------------------------------------------------ other attribute names (#16.6)
+def test_shoes_problems_are_the_attributes_found(tmp_path):
+    write_layout(tmp_path / "shoes", ["pointy", "shiny"])
+    ds = Shoes(n_components=None)
+    assert ds.problems() == list(SHOES_ATTRS)            # no folder: the paper's list
+    assert ds.problems(data_dir=tmp_path) == ["pointy", "shiny"]
+    assert ds.load("shiny", data_dir=tmp_path).meta["attribute"] == "shiny"
+    with pytest.raises(UnknownNameError) as ei:
+        ds.load("brown", data_dir=tmp_path)
+    msg = str(ei.value)
+    for part in ("'brown'", "attributes found: pointy, shiny", "shoes/pointy", "personalized",
+                 str(tmp_path / "shoes")):
+        assert part in msg, part
+
+
+def test_compare_on_shoes_with_other_attributes(tmp_path):
+    from click.testing import CliRunner
+
+    from mtlbench.cli import cli
+
+    write_layout(tmp_path / "shoes", ["pointy", "shiny"])
+    store = str(tmp_path / "r.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "shoes", "--models", "stl",
+                                   "--reps", "1", "--store", store, "--data-dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "shoes/pointy" in res.output and "shoes/shiny" in res.output
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "shoes/brown", "--models", "stl",
+                                   "--reps", "1", "--store", store, "--data-dir", str(tmp_path),
+                                   "--dry-run"])
+    assert res.exit_code == 2 and "shoes/pointy" in res.output and "personalized" in res.output
+
+
+# ------------------------------------------------------------------ bad data files (#14.14)
+def test_items_txt_encodings(tmp_path):
+    F, ids = write_layout(tmp_path / "shoes", ["brown"])
+    ip = tmp_path / "shoes" / "items.txt"
+    text = "\n".join(ids) + "\n"
+    ip.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))            # UTF-8 BOM: accepted
+    ref = Shoes(n_components=None).load("brown", data_dir=tmp_path)
+    assert ref.T == 11 and ref.meta["notes"] == ["items.txt read as utf-8-sig (byte-order mark)"]
+    ip.write_bytes(text.encode("utf-16"))                              # UTF-16 with BOM: accepted
+    assert Shoes(n_components=None).load("brown", data_dir=tmp_path).T == 11
+    ip.write_bytes(text.encode("utf-16-le"))                           # no BOM: ambiguous
+    with pytest.raises(DataValidationError, match=r"items.txt is not UTF-8.*UTF-16"):
+        Shoes(n_components=None).load("brown", data_dir=tmp_path)
+    ip.write_bytes(("caf\u00e9\n" + "\n".join(ids[1:]) + "\n").encode("latin-1"))
+    with pytest.raises(DataValidationError, match=r"items.txt is not UTF-8.*Latin-1"):
+        Shoes(n_components=None).load("brown", data_dir=tmp_path)
+
+
+@pytest.mark.parametrize("case", ["npz", "huge", "complex"])
+def test_bad_feature_arrays_are_named(tmp_path, case):
+    F, _ = write_layout(tmp_path / "shoes", ["brown"])
+    fp = tmp_path / "shoes" / "features.npy"
+    if case == "npz":
+        with open(fp, "wb") as fh:
+            np.savez(fh, features=F)
+        match = "npz archive"
+    elif case == "huge":
+        F[3, 4] = 1e300
+        np.save(fp, F)
+        match = "too large.*row 3, column 4"
+    else:
+        np.save(fp, F + 1j * F)
+        match = "complex"
+    with pytest.raises(DataValidationError, match=match):
+        Shoes().load("brown", data_dir=tmp_path)
+
+
+def test_import_force_replaces_only_its_files(tmp_path):
+    F, ids = write_layout(tmp_path / "src", ["brown"])
+    out = tmp_path / "out"
+    out.mkdir()
+    np.save(out / "raw_features.npy", F)                 # inputs live in the output folder
+    (out / "raw_ids.txt").write_text("\n".join(ids) + "\n")
+    (out / "notes.md").write_text("mine")
+    (out / "labels.csv").write_text("old")               # an old output
+    kw = dict(features=out / "raw_features.npy", item_ids=out / "raw_ids.txt",
+              labels=tmp_path / "src" / "labels.csv", name="shoes")
+    with pytest.raises(DataValidationError, match=r"already holds \['labels.csv'\]"):
+        import_attributes(out, **kw)
+    import_attributes(out, force=True, **kw)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["dataset.json", "features.npy", "items.txt", "labels.csv", "notes.md",
+                     "raw_features.npy", "raw_ids.txt"]
+    assert (out / "notes.md").read_text() == "mine"
+    import_attributes(out, force=True, **kw)             # again: idempotent
+    with pytest.raises(DataValidationError, match="would be overwritten"):
+        import_attributes(out, features=out / "features.npy", labels=out / "labels.csv",
+                          item_ids=out / "items.txt", force=True)

@@ -72,3 +72,53 @@ def test_generated_package_installs_passes_its_tests_and_reaches_a_leaderboard(t
                         env, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "scaffolded" in proc.stdout
+
+
+# ------------------------------------------------------------------ datasets, taken names (#16.8)
+def test_new_plugin_warns_when_the_name_is_taken(tmp_path):
+    res = CliRunner().invoke(cli, ["new-plugin", "lasso", "--dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "Warning" in res.output and "'lasso' is already registered by mtlbench" in res.output
+    res = CliRunner().invoke(cli, ["new-plugin", "--dataset", "simulated", "--dir",
+                                   str(tmp_path / "d")])
+    assert "a dataset named 'simulated' is already registered" in res.output
+    res = CliRunner().invoke(cli, ["new-plugin", "fresh-name", "--dir", str(tmp_path)])
+    assert res.exit_code == 0 and "Warning" not in res.output
+
+
+def test_new_dataset_plugin_loads_and_passes_the_kit_in_process(tmp_path):
+    import importlib.util
+
+    from mtlbench.testing import check_dataset
+
+    res = CliRunner().invoke(cli, ["new-plugin", "--dataset", "my-votes", "--dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    root = tmp_path / "mtlbench-my-votes"
+    files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    assert files == [".gitignore", "README.md", "mtlbench_my_votes.py", "pyproject.toml",
+                     "tests/data/tasks.csv", "tests/test_my_votes.py"]
+    assert "DatasetConformance" in (root / "tests/test_my_votes.py").read_text()
+    spec = importlib.util.spec_from_file_location("mtlbench_my_votes",
+                                                  root / "mtlbench_my_votes.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ds = mod.MyVotesDataset()
+    assert ds.availability(data_dir=root / "tests" / "data") == "in data-dir"
+    ts = ds.load("my-votes", data_dir=root / "tests" / "data")
+    assert ts.T == 4 and ts.d == 3
+    check_dataset(ds, data_dir=root / "tests" / "data")
+
+
+def test_generated_dataset_package_installs_and_is_compared(tmp_path):
+    src = write_plugin("votes", tmp_path / "src", kind="dataset")
+    target = tmp_path / "site"
+    pip_install_target(src, target, tmp_path)
+    env = env_with(target)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                          cwd=src, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passed" in proc.stdout and "failed" not in proc.stdout
+    proc = run_mtlbench(["compare", "--datasets", "votes", "--data-dir", str(src / "tests/data"),
+                         "--models", "stl", "--reps", "1", "--store", str(tmp_path / "r.sqlite")],
+                        env, tmp_path)
+    assert proc.returncode == 0 and "0 failed" in proc.stdout, proc.stdout + proc.stderr

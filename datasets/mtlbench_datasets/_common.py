@@ -126,3 +126,103 @@ def check_min_minority(dataset: str, value: Any) -> int:
 def no_tasks_error(dataset: str, problem: str, rule: str, n_before: int) -> DatasetUnavailableError:
     return DatasetUnavailableError(
         f"{dataset}/{problem}: no task is left after the filter ({rule}); {n_before} tasks before it")
+
+
+# --------------------------------------------------------------------------- user files
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def text_encoding(path: Path, where: str) -> tuple[str, str | None]:
+    """The encoding to read a user's text file with, and a note when it is not plain UTF-8.
+
+    A byte-order mark makes the intent unambiguous: UTF-8 with a BOM and UTF-16 with a BOM are
+    accepted (noted).  Anything else must be UTF-8; bytes that are not (Latin-1, UTF-16
+    without a BOM, ...) are a :class:`DataValidationError` naming the file, the first bad
+    byte's offset and how to convert it."""
+    from mtlbench.errors import DataValidationError
+
+    raw = Path(path).read_bytes()
+    for bom, enc in _BOMS:
+        if raw.startswith(bom):
+            try:
+                raw.decode(enc)
+            except UnicodeDecodeError as exc:
+                raise DataValidationError(
+                    f"{where}: {path} starts with a {enc} byte-order mark but is not valid "
+                    f"{enc} (byte {exc.start}); save it as UTF-8") from None
+            return enc, f"{path.name} read as {enc} (byte-order mark)"
+    if b"\x00" in raw:  # valid UTF-8 bytes, but no text file of ids or labels holds NULs
+        at = raw.index(b"\x00")
+        raise DataValidationError(
+            f"{where}: {path} is not UTF-8 text (a NUL byte at offset {at}; it looks like "
+            "UTF-16 without a byte-order mark). Save it as UTF-8, e.g. "
+            f"`iconv -f UTF-16LE -t UTF-8 {path.name} > fixed && mv fixed {path.name}`")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        guess = ("UTF-16 without a byte-order mark" if raw[1:2] == b"\x00" or raw[:1] == b"\x00"
+                 else "Latin-1 / Windows-1252 or another 8-bit encoding")
+        raise DataValidationError(
+            f"{where}: {path} is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}; "
+            f"it looks like {guess}). Save it as UTF-8, e.g. "
+            f"`iconv -f LATIN1 -t UTF-8 {path.name} > fixed && mv fixed {path.name}`") from None
+    return "utf-8", None
+
+
+def read_text_lines(path: Path, where: str) -> tuple[list[str], str | None]:
+    """Stripped lines of a user's text file (see :func:`text_encoding`) and the note."""
+    enc, note = text_encoding(path, where)
+    return [ln.strip() for ln in Path(path).read_text(encoding=enc).splitlines()], note
+
+
+def load_npy(path: Path, where: str) -> np.ndarray:
+    """``numpy.load`` of a user's ``.npy`` array without pickles, with clear errors for a
+    truncated file, a non-numpy file or an ``.npz`` archive saved under an ``.npy`` name."""
+    from mtlbench.errors import DataValidationError
+
+    try:
+        obj = np.load(path, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - truncated / not an .npy file / object array
+        raise DatasetUnavailableError(
+            f"{where}: {path} cannot be read ({type(exc).__name__}: {exc}); it is truncated or "
+            "not a numpy .npy file (write it with numpy.save)") from None
+    if isinstance(obj, np.lib.npyio.NpzFile):
+        names = list(obj.files)
+        obj.close()
+        raise DataValidationError(
+            f"{where}: {path} is an .npz archive (numpy.savez) holding {names[:5]}, not one "
+            "array; save the feature matrix with numpy.save(path, array)")
+    return obj
+
+
+def check_features(F: np.ndarray, where: str, path: Path | str) -> np.ndarray:
+    """The feature matrix as float64, or a :class:`DataValidationError` saying what is wrong.
+
+    Rejected: not 2-d / empty, non-numeric, complex (the imaginary part is never dropped),
+    NaN/inf, and values so large that the covariance used by PCA overflows float64
+    (max|F|^2 * n_rows * n_cols must stay finite)."""
+    from mtlbench.errors import DataValidationError
+
+    F = np.asarray(F)
+    if np.iscomplexobj(F):
+        raise DataValidationError(
+            f"{where}: {path} holds complex numbers (dtype {F.dtype}); features must be real. "
+            "If the imaginary part matters, store real and imaginary parts as separate columns")
+    if F.ndim != 2 or F.shape[0] == 0 or F.shape[1] == 0 or not (
+            np.issubdtype(F.dtype, np.number) or F.dtype == np.bool_):
+        raise DataValidationError(f"{where}: {path} must be a non-empty 2-d numeric array, got "
+                                  f"shape {F.shape}, dtype {F.dtype}")
+    F = F.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(F)):
+        r, c = np.argwhere(~np.isfinite(F))[0]
+        raise DataValidationError(f"{where}: {path} contains NaN/inf (row {r}, column {c})")
+    big = float(np.max(np.abs(F)))
+    with np.errstate(over="ignore"):
+        overflow = not np.isfinite(np.float64(big) * big * F.shape[0] * F.shape[1])
+    if overflow:
+        r, c = np.unravel_index(int(np.argmax(np.abs(F))), F.shape)
+        raise DataValidationError(
+            f"{where}: {path} has values too large for float64 arithmetic (|{F[r, c]:.3g}| at "
+            f"row {r}, column {c}: squares of such values overflow the covariance used by PCA); "
+            "rescale the features")
+    return F

@@ -61,13 +61,15 @@ from mtlbench import Dataset, TaskSet, hookimpl
 from mtlbench.dataset import default_cache_dir, resolve_data_dir
 from mtlbench.errors import DatasetUnavailableError, DataValidationError, MTLBenchError, UnknownNameError
 
-from ._common import BIAS_NOTE, add_bias, check_min_minority, class_count_filter
+from ._common import (BIAS_NOTE, add_bias, check_features, check_min_minority, class_count_filter,
+                      load_npy, read_text_lines, text_encoding)
 
 FEATURES_FILE = "features.npy"
 ITEMS_FILE = "items.txt"
 LABELS_FILE = "labels.csv"
 META_FILE = "dataset.json"
 LABEL_COLUMNS = ("user", "item", "attribute", "label")
+OUTPUT_FILES = (FEATURES_FILE, ITEMS_FILE, LABELS_FILE, META_FILE)
 
 LAYOUT_HELP = f"""\
 folder layout (personalized attributes; one problem per attribute, one task per user):
@@ -138,8 +140,10 @@ def pca(F: np.ndarray, n_components: int | None) -> tuple[np.ndarray, dict[str, 
 def _read_labels(path: Path, where: str):
     import pandas as pd
 
+    enc, _ = text_encoding(path, where)
     try:
-        df = pd.read_csv(path, dtype={"user": str, "item": str, "attribute": str}, keep_default_na=False)
+        df = pd.read_csv(path, dtype={"user": str, "item": str, "attribute": str}, keep_default_na=False,
+                         encoding=enc)
     except Exception as exc:  # noqa: BLE001
         raise DatasetUnavailableError(f"{where}: {path} cannot be read as CSV ({type(exc).__name__}: {exc})") from None
     missing = [c for c in LABEL_COLUMNS if c not in df.columns]
@@ -199,11 +203,16 @@ class PersonalizedAttributes(Dataset):
 
     # ---------------------------------------------------------------- contract
     def problems(self, data_dir=None) -> list[str]:
-        if self.attributes:
-            return list(self.attributes)
+        """The attributes found in the data folder (``dataset.json``'s list, else the values of
+        labels.csv's attribute column); without a folder, a named instance's built-in list
+        (the attributes the paper used) and the generic instance none."""
         folder = self._find_folder(data_dir, None)
         if folder is None:
-            return []
+            return list(self.attributes)
+        # a folder without any label keeps the built-in list: loading then says what is wrong
+        return self._found_attributes(folder) or list(self.attributes)
+
+    def _found_attributes(self, folder: Path) -> list[str]:
         meta = self._read_meta(folder)
         if isinstance(meta.get("attributes"), list):
             return [normalize_attribute(a) for a in meta["attributes"]]
@@ -224,8 +233,8 @@ class PersonalizedAttributes(Dataset):
     def layout_help(self) -> str:
         where = (f"looked for in <data-dir>/{self.name}/, <data-dir>/, ${self._env_var()}, "
                  f"<cache-dir>/{self.name}/")
-        probs = (f"problems (attribute column values): {', '.join(self.attributes)}\n"
-                 if self.attributes else "problems: the attribute values found in labels.csv\n")
+        probs = "problems: the attribute values found in labels.csv"
+        probs += (f" (the paper used: {', '.join(self.attributes)})\n" if self.attributes else "\n")
         return f"{LAYOUT_HELP}\n{probs}{where}\nget the data: {self.get_it}"
 
     def load(self, problem: str, *, data_dir=None, cache_dir=None) -> TaskSet:
@@ -234,22 +243,16 @@ class PersonalizedAttributes(Dataset):
             raise DatasetUnavailableError(self._missing_message(data_dir, cache_dir))
         attr = normalize_attribute(problem)
         attr = self.attribute_aliases.get(attr, attr)
-        if self.attributes and attr not in self.attributes:
-            raise UnknownNameError(
-                f"{self.name}: unknown problem {problem!r}; problems: {', '.join(self.attributes)}")
         min_minority = check_min_minority(self.name, self.min_minority)
         k = self.n_components
         if k is not None and (int(k) != k or k < 1):
             raise ValueError(f"{self.name}: n_components must be a positive integer or None, got {k!r}")
         where = f"{self.name} ({folder})"
-        items_feat, item_ids, pca_rec = self._features(folder, where)
+        items_feat, item_ids, pca_rec, items_note = self._features(folder, where)
         users, items, attrs, y = self._labels(folder)
         sel = attrs == attr
         if not sel.any():
-            found = sorted(set(attrs.tolist()))
-            raise UnknownNameError(
-                f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; attributes found: "
-                f"{', '.join(found[:20])}")
+            raise UnknownNameError(self._unknown_attribute_message(where, folder, attr, attrs))
         users, items, y = users[sel], items[sel], y[sel]
         pos = {iid: r for r, iid in enumerate(item_ids)}
         rows = np.fromiter((pos.get(i, -1) for i in items), dtype=np.int64, count=items.shape[0])
@@ -303,10 +306,25 @@ class PersonalizedAttributes(Dataset):
                 "folder": str(folder),
                 "source": meta.get("source", self.source),
                 "feature_description": meta.get("features", ""),
+                **({"notes": [items_note]} if items_note else {}),
             },
         )
 
     # ---------------------------------------------------------------- helpers
+    def _unknown_attribute_message(self, where: str, folder: Path, attr: str, attrs: np.ndarray) -> str:
+        found = sorted(set(attrs.tolist()))
+        shown = ", ".join(found[:20]) + (f", ... ({len(found)} in all)" if len(found) > 20 else "")
+        msg = (f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; "
+               + (f"attributes found: {shown}." if found else "the file holds no labels."))
+        if found:
+            msg += f" Use e.g. --datasets {self.name}/{found[0]}, or --datasets {self.name} for all of them"
+            if self.attributes:
+                msg += (f" (the built-in list {', '.join(self.attributes)} is what the paper used; "
+                        f"the generic dataset 'personalized' reads any attributes: "
+                        f"--datasets personalized --data-dir {folder})")
+            msg += "."
+        return msg
+
     def _env_var(self) -> str:
         return f"MTLBENCH_{self.name.upper().replace('-', '_')}_DIR"
 
@@ -344,7 +362,8 @@ class PersonalizedAttributes(Dataset):
         return (f"{self.name}: the data is not available locally ({dd}).\n"
                 f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
                 f"{LAYOUT_HELP}\n"
-                + (f"problems (attribute values): {', '.join(self.attributes)}\n" if self.attributes else "")
+                + (f"problems: the attributes in your labels.csv (the paper used: "
+                   f"{', '.join(self.attributes)})\n" if self.attributes else "")
                 + f"get the data: {self.get_it}\n"
                 f"no checksum is defined: this data set has no canonical public copy.")
 
@@ -379,21 +398,9 @@ class PersonalizedAttributes(Dataset):
         key = ("features", self.n_components) + _file_key(fp) + (_file_key(ip) if ip.is_file() else ())
         if key in self._cache:
             return self._cache[key]
-        try:
-            F = np.load(fp, allow_pickle=False)
-        except Exception as exc:  # noqa: BLE001 - truncated / not an .npy file
-            raise DatasetUnavailableError(
-                f"{where}: {fp} cannot be read ({type(exc).__name__}: {exc}); it is truncated or not "
-                "a numpy .npy file (write it with numpy.save)") from None
-        if F.ndim != 2 or F.shape[0] == 0 or F.shape[1] == 0 or not np.issubdtype(F.dtype, np.number):
-            raise DataValidationError(f"{where}: {fp} must be a non-empty 2-d numeric array, got "
-                                      f"shape {F.shape}, dtype {F.dtype}")
-        F = F.astype(np.float64, copy=False)
-        if not np.all(np.isfinite(F)):
-            r, c = np.argwhere(~np.isfinite(F))[0]
-            raise DataValidationError(f"{where}: {fp} contains NaN/inf (row {r}, column {c})")
+        F = check_features(load_npy(fp, where), where, fp)
         if ip.is_file():
-            ids = [ln.strip() for ln in ip.read_text(encoding="utf-8").splitlines()]
+            ids, note = read_text_lines(ip, where)
             while ids and ids[-1] == "":
                 ids.pop()
             if len(ids) != F.shape[0]:
@@ -402,10 +409,10 @@ class PersonalizedAttributes(Dataset):
             if len(set(ids)) != len(ids):
                 raise DataValidationError(f"{where}: {ip} contains duplicate item ids")
         else:
-            ids = [str(i) for i in range(F.shape[0])]
+            ids, note = [str(i) for i in range(F.shape[0])], None
         scores, rec = pca(F, None if self.n_components is None else int(self.n_components))
         self._cache = {k: v for k, v in self._cache.items() if k[0] != "features"}
-        self._cache[key] = (scores, ids, rec)
+        self._cache[key] = (scores, ids, rec, note)
         return self._cache[key]
 
 
@@ -446,8 +453,9 @@ def _read_table(path: Path, what: str):
     import pandas as pd
 
     sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    enc, _ = text_encoding(path, f"import-attributes: {what}")
     try:
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding=enc)
     except Exception as exc:  # noqa: BLE001
         raise DataValidationError(f"import-attributes: {what} {path} cannot be read ({type(exc).__name__}: {exc})") from None
 
@@ -467,21 +475,35 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
     label columns (names configurable; without an attribute column give ``attribute``).
     Label values: ``positive`` lists the values meaning +1 (everything else -1); by default
     1/+1/true/yes are +1 and -1/0/false/no are -1, anything else is an error.
+
+    ``out`` may hold other files: only the layout's own files (features.npy, items.txt,
+    labels.csv, dataset.json) are written; existing ones are replaced only with ``force``
+    (each atomically, after every input was read), nothing else in ``out`` is touched, and an
+    input file that is one of those outputs is refused (it would be overwritten).
     """
     out = Path(out).expanduser()
-    if out.exists() and any(out.iterdir()) and not force:
-        raise DataValidationError(f"import-attributes: {out} exists and is not empty (use --force to replace it)")
     fpath = Path(features).expanduser()
+    lpath = Path(labels).expanduser()
+    outputs = [out / f for f in OUTPUT_FILES]
+    inputs = [p for p in (fpath, lpath, Path(item_ids).expanduser() if item_ids else None) if p]
+    clash = [str(p) for p in inputs
+             if any(p.exists() and o.exists() and os.path.samefile(p, o) for o in outputs)]
+    if clash:
+        raise DataValidationError(
+            f"import-attributes: input file(s) {clash} would be overwritten by the output in {out}; "
+            "move them elsewhere or choose another --out")
+    existing = [o.name for o in outputs if o.exists()]
+    if existing and not force:
+        raise DataValidationError(
+            f"import-attributes: {out} already holds {existing} (use --force to replace these files; "
+            "other files in the folder are never touched)")
     if not fpath.is_file():
         raise DataValidationError(f"import-attributes: features file {fpath} not found")
+    where = "import-attributes"
     if fpath.suffix.lower() == ".npy":
-        try:
-            F = np.load(fpath, allow_pickle=False)
-        except Exception as exc:  # noqa: BLE001
-            raise DataValidationError(f"import-attributes: {fpath} cannot be read ({exc})") from None
+        F = check_features(load_npy(fpath, where), where, fpath)
         if item_ids is not None:
-            ids = [ln.strip() for ln in Path(item_ids).expanduser().read_text(encoding="utf-8").splitlines()
-                   if ln.strip()]
+            ids = [ln for ln in read_text_lines(Path(item_ids).expanduser(), where)[0] if ln]
         else:
             ids = [str(i) for i in range(F.shape[0] if F.ndim else 0)]
     else:
@@ -495,18 +517,11 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
             F = num.to_numpy(dtype=np.float64)
         except ValueError as exc:
             raise DataValidationError(f"import-attributes: {fpath}: non-numeric feature value ({exc})") from None
-    F = np.asarray(F, dtype=np.float64)
-    if F.ndim != 2 or F.shape[0] == 0 or F.shape[1] == 0:
-        raise DataValidationError(f"import-attributes: features must be a non-empty 2-d array, got shape {F.shape}")
+    F = check_features(F, where, fpath)
     if len(ids) != F.shape[0]:
         raise DataValidationError(f"import-attributes: {len(ids)} item ids for {F.shape[0]} feature rows")
     if len(set(ids)) != len(ids):
         raise DataValidationError("import-attributes: duplicate item ids in the features")
-    if not np.all(np.isfinite(F)):
-        r, c = np.argwhere(~np.isfinite(F))[0]
-        raise DataValidationError(f"import-attributes: features contain NaN/inf (row {r}, column {c})")
-
-    lpath = Path(labels).expanduser()
     tab = _read_table(lpath, "labels")
     need = [user_column, item_column, label_column] + ([attribute_column] if attribute is None else [])
     miss = [c for c in need if c is None or c not in tab.columns]
@@ -540,8 +555,8 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
     users = tab[user_column].astype(str).str.strip().tolist()
     rows = [(u, i, a, int(v)) for u, i, a, v in zip(users, items, attrs, y) if i in known]
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".import-attributes.", dir=out))
     try:
         np.save(tmp / FEATURES_FILE, F)
         (tmp / ITEMS_FILE).write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
@@ -556,12 +571,10 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
                 "features": feature_description or f"{F.shape[1]} features from {fpath.name}",
                 "imported_from": {"features": str(fpath), "labels": str(lpath)}}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
+        for f in OUTPUT_FILES:  # each file replaced atomically; nothing else in out is touched
+            os.replace(tmp / f, out / f)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return {"out": str(out), "items": F.shape[0], "features": F.shape[1], "labels": len(rows),
             "users": len(set(users)), "attributes": attr_list, "dropped_unknown_item_rows": n_unknown_rows}
 
@@ -590,7 +603,8 @@ def _import_command():
     @click.option("--source", default="", help="Where the data comes from (citation).")
     @click.option("--feature-description", default="", help="What the features are.")
     @click.option("--drop-unknown-items", is_flag=True, help="Drop labels of items without features.")
-    @click.option("--force", is_flag=True, help="Replace an existing non-empty --out folder.")
+    @click.option("--force", is_flag=True,
+                  help="Replace the layout files already in --out (other files there are kept).")
     @click.option("--n-components", default=100, show_default=True, type=int,
                   help="PCA components used for the check load (0: no PCA).")
     def cmd(out, features, item_ids, id_column, labels, user_column, item_column, attribute_column,

@@ -1,0 +1,452 @@
+"""The Python API: run a comparison and read stored results from a notebook or a script.
+
+::
+
+    import mtlbench
+
+    res = mtlbench.compare(datasets=["simulated"], models=["lasso", "stl"], reps=3,
+                           store="results/demo.sqlite")
+    res.to_frame()               # one row per unit (model, problem, repetition), pandas
+    res.to_frame(level="task")   # one row per (unit, task) with the task's test AUC
+    res.summary()                # mean ± std test AUC per (problem, model)
+    res.leaderboard()            # the leaderboard table of the dataset (ranks, tests, W/T/L)
+
+    old = mtlbench.load_results("results/mtlbench.sqlite")   # everything a store holds
+
+``compare`` is what ``mtlbench compare`` runs: the command line is a thin layer that turns its
+options into a call of :func:`plan` and :func:`run` and prints what they return.  Nothing here
+prints or imports click/rich; progress reaches the caller through the ``on_result`` callback.
+
+The store
+---------
+``store=None`` means the default store ``results/mtlbench.sqlite`` (relative to the working
+directory), the same file the command line uses: results of the API and of the CLI are shared,
+and calling ``compare`` again recomputes nothing that finished.  For a throwaway run pass a path
+in a temporary folder.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from .errors import ConfigError
+
+if TYPE_CHECKING:  # heavy modules are imported where they are used
+    import pandas as pd
+
+    from .runner import RunReport, UnitResult, UnitSpec
+
+DEFAULT_STORE = "results/mtlbench.sqlite"
+DEFAULT_DATASETS = ("simulated",)
+
+
+@dataclass
+class Plan:
+    """What a comparison would run: validated settings, the units and what is already stored.
+
+    ``specs`` are all planned units (model x problem x repetition); ``todo`` those not finished
+    in the store (failed ones too with ``retry_failed``); ``estimate`` the expected wall time of
+    ``todo`` from stored unit times (see :class:`Estimate`)."""
+
+    specs: list["UnitSpec"]
+    todo: list["UnitSpec"]
+    selections: list[Any]
+    problems: list[tuple[str, str]]
+    summaries: dict[str, dict[str, Any]]
+    config: Any                      # protocol.ProtocolConfig
+    store: str
+    data_dir: str | None
+    jobs: int
+    timeout: float | None
+    retry_failed: bool
+    scheduler: str | None
+    stored_ok: int = 0
+    stored_failed: int = 0
+    estimate: "Estimate | None" = None
+
+    @property
+    def labels(self) -> list[str]:
+        return [s.label for s in self.selections]
+
+    @property
+    def problem_ids(self) -> list[str]:
+        return sorted({s.problem for s in self.specs})
+
+    def units_frame(self) -> "pd.DataFrame":
+        """One row per planned unit: model, problem, rep, key, and whether it will run."""
+        import pandas as pd
+
+        todo = {s.key for s in self.todo}
+        return pd.DataFrame([{"model": s.label, "problem": s.problem, "rep": s.rep,
+                              "key": s.key, "will_run": s.key in todo} for s in self.specs])
+
+
+@dataclass
+class Estimate:
+    """Expected wall time of the pending units, from unit times stored by earlier runs.
+
+    The time of a pending unit is the median ``time_total`` of finished units of the same
+    model label and problem in the store (other repetitions or seeds); units are spread over
+    ``workers`` processes longest first (each goes to the least loaded process), and the wall
+    time is the busiest process's total.  Units without a stored time are counted in
+    ``unknown`` and left out of ``seconds``."""
+
+    seconds: float | None        # None: no stored time for any pending unit
+    compute_seconds: float       # sum of the known unit times
+    known: int
+    unknown: int
+    workers: int | None          # None: a Dask cluster of unknown size
+
+    def text(self) -> str:
+        if self.known == 0 and self.unknown == 0:
+            return "nothing to run"
+        if self.known == 0:
+            return ("none (the store holds no finished unit of these models on these "
+                    "problems to time them by)")
+        where = (f"over {self.workers} process(es)" if self.workers
+                 else "on the cluster (wall time depends on its size)")
+        txt = (f"about {_fmt_seconds(self.seconds if self.workers else self.compute_seconds)} "
+               f"{'wall time' if self.workers else 'of compute'} {where}, from stored unit "
+               f"times (compute {_fmt_seconds(self.compute_seconds)})")
+        if self.unknown:
+            txt += f"; {self.unknown} unit(s) have no stored time and are not counted"
+        return txt
+
+
+def _fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _workers(jobs: int, scheduler: str | None) -> int | None:
+    if scheduler:
+        return None
+    if jobs == -1:
+        return os.cpu_count() or 1
+    return max(int(jobs), 1)
+
+
+def estimate_wall_time(todo: Sequence["UnitSpec"], unit_times: Mapping[tuple[str, str], float],
+                       workers: int | None) -> Estimate:
+    """Longest-first spread of the known unit times over ``workers`` processes."""
+    import heapq
+
+    known = [unit_times[(s.label, s.problem)] for s in todo
+             if (s.label, s.problem) in unit_times]
+    unknown = len(todo) - len(known)
+    compute = float(sum(known))
+    if not known:
+        return Estimate(None, 0.0, 0, unknown, workers)
+    if not workers:
+        return Estimate(None, compute, len(known), unknown, None)
+    loads = [0.0] * workers
+    heapq.heapify(loads)
+    for t in sorted(known, reverse=True):
+        heapq.heappush(loads, heapq.heappop(loads) + t)
+    return Estimate(max(loads), compute, len(known), unknown, workers)
+
+
+def stored_unit_times(store, labels: Sequence[str], problems: Sequence[str]
+                      ) -> dict[tuple[str, str], float]:
+    """Median ``time_total`` of finished units per (model label, problem) in ``store``."""
+    df = store.units(models=labels, problems=problems, status="ok")
+    df = df[df["time_total"].notna()]
+    if df.empty:
+        return {}
+    med = df.groupby(["model", "problem"])["time_total"].median()
+    return {(str(m), str(p)): float(t) for (m, p), t in med.items()}
+
+
+def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:
+    """A ``dataset/problem`` the dataset does not list: let the dataset explain (its loader
+    knows what the user's folder holds and what to use instead) before the generic message."""
+    from .dataset import problems_of
+    from .errors import UnknownNameError
+
+    for name in names:
+        ds_name, _, prob = name.partition("/")
+        if not prob:
+            continue
+        ds = reg.dataset(ds_name)
+        listed = problems_of(ds, data_dir)
+        if listed and prob not in listed:
+            try:
+                ds.load(prob, data_dir=data_dir)
+            except UnknownNameError:  # the dataset's own account of the problem name
+                raise
+            except Exception:  # noqa: BLE001 - missing data etc.: the generic message follows
+                pass
+
+
+def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str] | None = None,
+         *, reps: int | None = None, seed: int | None = None, jobs: int | None = None,
+         scheduler: str | None = None, store: str | os.PathLike | None = None,
+         data_dir: str | os.PathLike | None = None, timeout: float | None = None,
+         retry_failed: bool = False, config: str | os.PathLike | None = None,
+         test_fraction: float | None = None, val_fraction: float | None = None,
+         search: str | None = None, budget: int | None = None) -> Plan:
+    """Validate the settings, load every problem once, plan the units and compare with the store.
+
+    Arguments as for :func:`compare`.  Raises :class:`~mtlbench.errors.MTLBenchError`
+    subclasses (one clear message) for unknown names, bad overrides, missing data or bad
+    settings; nothing runs."""
+    from .dataset import resolve_data_dir
+    from .plugins import get_registry
+    from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
+                         resolve_problems)
+    from .selectors import apply_overrides, check_config_models, load_config, parse_selector
+    from .store import ResultStore
+
+    from .config import build_run_config
+
+    reg = get_registry()
+    cfg = load_config(config) if config else {}
+    check_config_models(cfg, reg.model_names, str(config) if config else None)
+    settings = build_run_config(
+        {"datasets": datasets, "models": models, "reps": reps, "seed": seed, "jobs": jobs,
+         "timeout": timeout, "test_fraction": test_fraction, "val_fraction": val_fraction,
+         "search": search, "budget": budget}, cfg, str(config) if config else None,
+        searchers=reg.searcher_names)
+    ds_names = list(settings.datasets)
+    selectors = list(settings.selectors) or reg.model_names
+    pconf, jobs, timeout = settings.protocol, settings.jobs, settings.timeout
+
+    selections = []
+    for text in selectors:
+        name, overrides = parse_selector(text)
+        cls = reg.model_class(name)
+        merged = {**settings.model_overrides.get(name, {}), **overrides}
+        selections.append(apply_overrides(cls, merged, name))
+    labels = [s.label for s in selections]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"the same model selection is given twice: {labels}")
+
+    ddir = resolve_data_dir(data_dir)
+    ddir_s = str(ddir) if ddir else None
+    _explain_unlisted_problems(reg, ds_names, ddir)
+    problems = resolve_problems(reg, ds_names, ddir_s)
+    loaded = check_problems_load(reg, problems, ddir_s)
+    check_overrides(reg, selections, loaded, timeout)
+    specs = plan_units(reg, selections, problems, pconf)
+
+    store_path = str(store) if store is not None else DEFAULT_STORE
+    with ResultStore(store_path) as rs:
+        todo = pending_units(specs, rs, retry_failed)
+        status = rs.statuses(s.key for s in specs)
+        times = stored_unit_times(rs, labels, sorted({s.problem for s in specs}))
+    workers = _workers(jobs, scheduler)
+    return Plan(specs=specs, todo=todo, selections=selections, problems=problems,
+                summaries={pid: ts.summary() for pid, ts in loaded.items()}, config=pconf,
+                store=store_path, data_dir=ddir_s, jobs=jobs, timeout=timeout,
+                retry_failed=retry_failed, scheduler=scheduler,
+                stored_ok=sum(v == "ok" for v in status.values()),
+                stored_failed=sum(v != "ok" for v in status.values()),
+                estimate=estimate_wall_time(todo, times, workers))
+
+
+def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None
+        ) -> "Results":
+    """Execute a :class:`Plan`'s pending units, writing each to the store as it finishes."""
+    from .runner import run_units
+    from .store import ResultStore
+
+    with ResultStore(the_plan.store) as rs:
+        report = run_units(the_plan.specs, rs, jobs=the_plan.jobs, data_dir=the_plan.data_dir,
+                           timeout=the_plan.timeout, retry_failed=the_plan.retry_failed,
+                           scheduler=the_plan.scheduler, on_result=on_result)
+    return Results(the_plan.store, keys=[s.key for s in the_plan.specs], report=report,
+                   plan=the_plan)
+
+
+def compare(datasets: str | Sequence[str] | None = None,
+            models: str | Sequence[str] | None = None, *, reps: int | None = None,
+            seed: int | None = None, jobs: int | None = None, scheduler: str | None = None,
+            store: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None,
+            timeout: float | None = None, retry_failed: bool = False,
+            config: str | os.PathLike | None = None, test_fraction: float | None = None,
+            val_fraction: float | None = None, search: str | None = None,
+            budget: int | None = None,
+            on_result: Callable[["UnitResult"], None] | None = None) -> "Results":
+    """Run models on datasets under the common protocol; return the run's :class:`Results`.
+
+    Parameters
+    ----------
+    datasets, models
+        Lists of names (or one comma-separated string) exactly as on the command line:
+        ``"shoes"`` (every problem), ``"shoes/brown"``; ``"lasso"``, ``"tfcl[k=5]"``,
+        ``"lasso[rho_ratio=[0.01,0.1]]"``.  Default: ``simulated`` and every discovered model
+        (or what ``config``'s ``[compare]`` table says).
+    reps, seed, test_fraction, val_fraction, search, budget
+        Protocol settings (defaults: 15 repetitions, seed 0, 0.15, 0.2, the default searcher).
+    jobs, scheduler, timeout
+        Units in parallel processes (-1: all cores), a Dask scheduler address, seconds a unit
+        may run before it is recorded as failed.
+    store
+        SQLite results store; finished units in it are not recomputed.  ``None``: the default
+        ``results/mtlbench.sqlite`` (shared with the command line).
+    data_dir, config, retry_failed
+        Folder of local data files, a TOML file with ``[compare]`` defaults and
+        ``[models.NAME]`` overrides, rerun units recorded as failed.
+    on_result
+        Called with each finished unit's ``runner.UnitResult`` (``.ok``, ``.row``), e.g. for a
+        progress bar.
+    """
+    p = plan(datasets, models, reps=reps, seed=seed, jobs=jobs, scheduler=scheduler,
+             store=store, data_dir=data_dir, timeout=timeout, retry_failed=retry_failed,
+             config=config, test_fraction=test_fraction, val_fraction=val_fraction,
+             search=search, budget=budget)
+    return run(p, on_result=on_result)
+
+
+# =============================================================================== listings
+def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True,
+                 layout: bool = False) -> list[dict[str, Any]]:
+    """One dict per (dataset, problem): availability, plugin distribution and version and,
+    with ``load``, task / item / feature counts and the positive share of problems whose data
+    is at hand (``note`` says why a problem could not be loaded; a dataset that lists no
+    problems without its files gives one row with ``problem=None``).  ``layout`` adds the
+    dataset's file-layout help."""
+    from .dataset import problems_of, resolve_data_dir
+    from .errors import MTLBenchError
+    from .plugins import get_registry
+
+    reg = get_registry()
+    ddir = resolve_data_dir(data_dir)
+    rows: list[dict[str, Any]] = []
+    for name in reg.dataset_names:
+        ds = reg.dataset(name)
+        info = reg.dataset_plugin(name)
+        base: dict[str, Any] = {"dataset": name, "availability": None,
+                                "distribution": info.distribution, "version": info.version}
+        try:
+            base["availability"] = ds.availability(data_dir=ddir)
+        except Exception as exc:  # noqa: BLE001 - one broken dataset must not hide the rest
+            base["availability"] = f"error: {exc}"
+        if layout:
+            base["layout"] = ds.layout_help() or "(generated; no files needed)"
+        problems = problems_of(ds, ddir)
+        if not problems:
+            rows.append({**base, "problem": None, "note": "give --data-dir"})
+        for prob in problems:
+            row = {**base, "problem": prob}
+            if load and base["availability"] in ("generated", "cached", "in data-dir"):
+                try:
+                    s = ds.load(prob, data_dir=ddir).summary()
+                    row.update(tasks=int(s["tasks"]), items=int(s["items"]),
+                               features=int(s["features"]),
+                               positive_share=round(float(s["positive_share"]), 3))
+                except MTLBenchError as exc:
+                    row["note"] = f"cannot load: {exc}"
+            rows.append(row)
+    return rows
+
+
+# =============================================================================== results
+class Results:
+    """Results in a store: one run's units (from :func:`compare`) or all (:func:`load_results`).
+
+    The store is opened for each call and closed after, so a ``Results`` object holds no open
+    file.  ``keys`` (unit identity keys) restricts to a run's own units; ``None`` means every
+    unit in the store."""
+
+    def __init__(self, store: str | os.PathLike, *, keys: Sequence[str] | None = None,
+                 report: "RunReport | None" = None, plan: Plan | None = None) -> None:
+        self.store = str(store)
+        self.keys = list(keys) if keys is not None else None
+        self.report = report
+        self.plan = plan
+
+    def _open(self):
+        from .store import ResultStore
+
+        return ResultStore(self.store)
+
+    def to_frame(self, level: str = "unit") -> "pd.DataFrame":
+        """A DataFrame with one row per unit (``level="unit"``: model, dataset, problem, rep,
+        status, test_auc, val_auc, best_params, times, fingerprints, ...) or per task of each
+        finished unit (``level="task"``: model, dataset, problem, rep, task_index, task_name,
+        test_auc, n_test, key)."""
+        with self._open() as rs:
+            if level == "unit":
+                return rs.units(keys=self.keys)
+            if level == "task":
+                return rs.task_scores(keys=self.keys).reset_index(drop=True)
+        raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
+
+    def summary(self) -> "pd.DataFrame":
+        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures."""
+        with self._open() as rs:
+            return rs.summary(keys=self.keys).reset_index(drop=True)
+
+    def failures(self) -> "pd.DataFrame":
+        """Failed units with their message and traceback."""
+        df = self.to_frame()
+        return df[df["status"] != "ok"].reset_index(drop=True)
+
+    @property
+    def datasets(self) -> list[str]:
+        return sorted(self.to_frame()["dataset"].unique())
+
+    def leaderboard(self, dataset: str | None = None) -> "pd.DataFrame":
+        """The leaderboard of ``dataset`` (default: every dataset of these results) as a
+        DataFrame, one row per (dataset, problem, model), built by the leaderboard module
+        from the whole store exactly as ``mtlbench leaderboard --format csv`` prints it."""
+        import io
+
+        import pandas as pd
+
+        from . import leaderboard as lbm
+
+        names = [dataset] if dataset else self.datasets
+        frames = []
+        with self._open() as rs:
+            for name in names:
+                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lbm.build_leaderboard(rs, name)))))
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)
+
+    def __len__(self) -> int:
+        return len(self.keys) if self.keys is not None else len(self.to_frame())
+
+    def __repr__(self) -> str:
+        what = f"{len(self.keys)} planned unit(s)" if self.keys is not None else "all units"
+        ran = ""
+        if self.report is not None:
+            ran = (f", ran {self.report.ran} ({self.report.failed} failed), "
+                   f"{self.report.skipped} already stored")
+        return f"<mtlbench.Results store={self.store!r}: {what}{ran}>"
+
+    def _repr_html_(self) -> str:  # notebooks show the summary table
+        return f"<p>{self!r}</p>" + self.summary().to_html(index=False)
+
+
+def load_results(store: str | os.PathLike = DEFAULT_STORE, *,
+                 models: Sequence[str] | None = None,
+                 datasets: Sequence[str] | None = None) -> Results:
+    """Results stored by earlier runs in ``store`` (every unit, or those of the given model
+    labels and datasets / ``dataset/problem`` names)."""
+    from .store import ResultStore
+
+    if not Path(store).expanduser().is_file():
+        raise ConfigError(f"no results store at {str(store)!r}; run mtlbench.compare(...) or "
+                          "'mtlbench compare' first, or give the path of an existing store")
+    if models is None and datasets is None:
+        return Results(store)
+    with ResultStore(store) as rs:
+        df = rs.units(models=list(models) if models is not None else None)
+    if datasets is not None:
+        want = list(datasets)
+        df = df[[any(p == d or p.startswith(d + "/") for d in want) for p in df["problem"]]]
+    return Results(store, keys=list(df["key"]))
+
+
+__all__ = ["compare", "plan", "run", "load_results", "Results", "Plan", "Estimate", "dataset_rows",
+           "estimate_wall_time", "stored_unit_times", "DEFAULT_STORE"]
