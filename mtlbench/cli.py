@@ -184,10 +184,14 @@ def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
 @click.option("--reps", type=click.IntRange(min=1), default=None,
               help="Repetitions (default 15, the paper's).")
 @click.option("--seed", type=int, default=None, help="Seed of the splits (default 0).")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True,
-              help="Units run in parallel processes (joblib); -1 for all cores.")
+@click.option("--jobs", "-j", type=int, default=None,
+              help="Units run side by side, each in its own supervised process "
+                   "(default: the number of CPUs; -1 too; -j 1 for one at a time).")
 @click.option("--scheduler", default=None,
-              help="Address of a Dask distributed scheduler (tcp://host:8786) to run units on.")
+              help="Address of a Dask distributed scheduler (tcp://host:8786) to run units on. "
+                   "Warning: anyone who can reach an unsecured scheduler can run code on its "
+                   "workers and this client; bind it to a private interface or use TLS "
+                   "(docs/scaling.md).")
 @click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False),
               help="SQLite results store; finished units in it are not recomputed.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -195,6 +199,11 @@ def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds a unit may run before it is recorded as failed.")
 @click.option("--retry-failed", is_flag=True, help="Rerun units recorded as failed.")
+@click.option("--rerun", "rerun", multiple=True, is_flag=False, flag_value="*",
+              help="Recompute units already in the store: every unit (--rerun alone) or those "
+                   "of the given models (--rerun MODEL, repeatable or comma-separated).")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit with status 0 even when units failed.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="TOML file with [compare] defaults and [models.NAME] overrides.")
 @click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
@@ -202,18 +211,18 @@ def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
               help="Validation share of train+validation per task (0.2).")
 @user_errors
 def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
-            reps: int | None, seed: int | None, jobs: int, scheduler: str | None, store: str,
-            data_dir: str | None, timeout: float | None, retry_failed: bool,
-            config_path: str | None, test_fraction: float | None,
-            val_fraction: float | None) -> None:
-    """Run models on datasets under the common protocol and print mean ± std test AUC."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+            reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
+            store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
+            rerun: tuple[str, ...], allow_failures: bool, config_path: str | None,
+            test_fraction: float | None, val_fraction: float | None) -> None:
+    """Run models on datasets under the common protocol and print mean ± std test AUC.
 
+    Exits with status 1 when a unit of the run failed (--allow-failures: 0)."""
     from .dataset import resolve_data_dir
+    from .progress import RichReporter
     from .protocol import ProtocolConfig
-    from .runner import (check_overrides, check_problems_load, plan_units, resolve_problems,
-                         run_units)
+    from .runner import (RunInterrupted, check_overrides, check_problems_load, default_jobs,
+                         plan_units, resolve_problems, run_units)
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
@@ -239,8 +248,10 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
         seed=seed if seed is not None else int(defaults.get("seed", 0)),
         test_fraction=test_fraction or float(defaults.get("test_fraction", 0.15)),
         val_fraction=val_fraction or float(defaults.get("val_fraction", 0.2)))
-    if jobs == 1 and "jobs" in defaults:
-        jobs = int(defaults["jobs"])
+    if jobs is None:
+        jobs = int(defaults["jobs"]) if "jobs" in defaults else -1
+    if jobs == -1:
+        jobs = default_jobs()
     if timeout is None and "timeout" in defaults:
         timeout = float(defaults["timeout"])
 
@@ -270,22 +281,14 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
         console.print(f"  {pid}: {s['tasks']} tasks, {s['features']} features, "
                       f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console,
-                  transient=False) as progress:
-        from .runner import pending_units
-
-        todo = len(pending_units(specs, result_store, retry_failed))
-        bar = progress.add_task("units", total=todo)
-
-        def on_result(res) -> None:
-            status = "ok" if res.ok else "[red]FAILED[/]"
-            progress.update(bar, advance=1,
-                            description=f"{escape(res.row['model'])} {res.row['problem']} "
-                                        f"rep {res.row['rep']}: {status}")
-
-        report = run_units(specs, result_store, jobs=jobs, data_dir=ddir_s, timeout=timeout,
-                           retry_failed=retry_failed, scheduler=scheduler, on_result=on_result)
+    rerun_models = [m for r in rerun for m in _split_csv(r)]
+    try:
+        with RichReporter(console) as reporter:
+            report = run_units(specs, result_store, jobs=jobs, data_dir=ddir_s,
+                               timeout=timeout, retry_failed=retry_failed, scheduler=scheduler,
+                               reporter=reporter, rerun=rerun_models, registry=reg)
+    except RunInterrupted as exc:
+        _interrupted(exc.report, store)
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
     pids = sorted({s.problem for s in specs})
@@ -295,6 +298,34 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
                           soft_wrap=True)
     result_store.close()
+    _failure_exit(report, allow_failures)
+
+
+def _interrupted(report, store: str) -> None:
+    import shlex
+
+    err_console.print(f"[yellow]Interrupted:[/] {report.saved} unit(s) of this run were saved "
+                      f"in {store}. Resume with the same command (finished units are "
+                      f"skipped):\n  mtlbench {shlex.join(sys.argv[1:])}", soft_wrap=True)
+    sys.exit(130)
+
+
+def _failure_exit(report, allow_failures: bool) -> None:
+    """Exit status 1 when units of the run failed (now or in an earlier run), saying how to
+    retry them."""
+    if report.claimed_elsewhere:
+        console.print(f"{report.claimed_elsewhere} unit(s) are being computed by another run "
+                      "on this store; run the command again once it ends to see them.")
+    if report.failed_before:
+        err_console.print(f"{report.failed_before} unit(s) of this run failed in an earlier "
+                          "run and were not rerun; add --retry-failed to rerun them "
+                          "(e.g. with a larger --timeout).", soft_wrap=True)
+    if report.failed:
+        err_console.print(f"{report.failed} unit(s) failed; rerun them with the same command "
+                          "plus --retry-failed ('mtlbench results --failures' lists them).",
+                          soft_wrap=True)
+    if (report.failed or report.failed_before) and not allow_failures:
+        sys.exit(1)
 
 
 def _print_summary(store, problems=None, models=None, keys=None) -> None:
