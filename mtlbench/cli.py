@@ -252,6 +252,8 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
         jobs = int(defaults["jobs"]) if "jobs" in defaults else -1
     if jobs == -1:
         jobs = default_jobs()
+    if jobs < 1:
+        raise ConfigError(f"--jobs must be >= 1 (or -1 for all cores), got {jobs}")
     if timeout is None and "timeout" in defaults:
         timeout = float(defaults["timeout"])
 

@@ -152,6 +152,11 @@ class ResultStore:
         except StoreError:
             raise
         except sqlite3.DatabaseError as exc:
+            if not _is_sqlite_file(self.path):
+                raise StoreError(
+                    f"cannot open the results store {where!r}: {exc} (the file is not an "
+                    "SQLite database; it was left untouched). Choose a writable path with "
+                    "--store PATH.") from None
             raise StoreError(_damaged_message(where, str(exc))) from None
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
@@ -409,6 +414,14 @@ def _pid_alive(pid: int) -> bool:
     except (PermissionError, OSError):
         return True
     return True
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:

@@ -100,7 +100,7 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
     ``claimed_elsewhere``).  On Ctrl-C the units finished so far are in the store and
     ``KeyboardInterrupt`` propagates after the workers are stopped."""
     if jobs < 1:
-        raise ConfigError(f"--jobs must be >= 1, got {jobs}")
+        raise ConfigError(f"--jobs must be >= 1 (or -1 for all cores), got {jobs}")
     todo = pending_units(specs, store, retry_failed, rerun)
     report = RunReport(planned=len(specs), skipped=len(specs) - len(todo))
     todo_keys = {s.key for s in todo}

@@ -6,7 +6,6 @@ whose ``fit`` kills its process cannot take the ``compare`` process down before 
 """
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -19,6 +18,7 @@ from ..plugins import Registry, unknown_name_message
 from ..protocol import ProtocolConfig, config_json
 from ..provenance import unit_provenance
 from ..selectors import ModelSelection
+from ..space import Param
 from .unit import UnitSpec, load_problem, problem_id
 
 __all__ = ["resolve_problems", "plan_units", "check_problems_load", "check_overrides",
@@ -86,16 +86,22 @@ def check_problems_load(registry: Registry, problems: Sequence[tuple[str, str]],
 def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
                     problems: Mapping[str, TaskSet] | None = None,
                     timeout: float | None = None) -> None:
-    """Reject an out-of-range hyperparameter override before any unit runs, without fitting.
+    """Reject an out-of-range hyperparameter override before any unit runs.
 
     Every user-given value (a fixed value or each value of a grid override) is checked
     against the model's declared ``search_space`` and ``param_constraints``
-    (:func:`mtlbench.model.param_problems`).  A parameter the model declares nothing about is
-    checked by the model's own ``fit`` inside the unit (in its isolated process), which
-    records a failed unit naming the problem.  ``problems`` and ``timeout`` are accepted for
-    compatibility and unused: no plugin code beyond ``__init__`` runs here."""
+    (:func:`mtlbench.model.param_problems`), without running plugin code beyond ``__init__``.
+    Values of parameters the model declares no kind or bounds for (nothing, or a plain list)
+    are tried by fitting once on a
+    probe of the first problem (3 labels per class per task; at most 10 s, or ``timeout``)
+    in an isolated worker process, like units: a ``ValueError``/``TypeError`` naming the
+    parameter becomes a :class:`ConfigError`; anything else (even a crash of that process)
+    is left to the units to record."""
+    undeclared: list[tuple[str, dict, str, Any]] = []
     for sel in selections:
         cls = registry.model_class(sel.name)
+        declared = {k for k, d in {**dict(cls.param_constraints),
+                                   **dict(cls.search_space)}.items() if isinstance(d, Param)}
         values = list(sel.fixed.items())
         values += [(k, v) for k, vals in sel.grid_overrides.items() for v in vals]
         for key, value in values:
@@ -103,6 +109,76 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
             if problems_:
                 raise ConfigError(f"invalid hyperparameter override "
                                   f"{sel.name}[{key}={value!r}]: {'; '.join(problems_)}")
+            if key not in declared:
+                undeclared.append((sel.name, dict(sel.fixed), key, value))
+    first = next(iter(problems.values()), None) if problems else None
+    if undeclared and first is not None:
+        seconds = min(10.0, timeout) if timeout else 10.0
+        for name, key, value, message in _probe_isolated(undeclared, first, seconds):
+            raise ConfigError(f"invalid hyperparameter override {name}[{key}={value!r}]: "
+                              f"{message}")
+
+
+def _probe_isolated(items: list, tasks: TaskSet, seconds: float) -> list[tuple]:
+    """Fit each (model, fixed, key, value) once on a probe of ``tasks`` in a worker process;
+    the parameter errors found (nothing if that process dies)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .local import worker_context
+
+    probe = _probe_taskset(tasks)
+    if probe is None:
+        return []
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=worker_context()) as pool:
+            return pool.submit(_probe_fits, items, probe, seconds).result(
+                timeout=30 + seconds * len(items))
+    except Exception:  # noqa: BLE001 - a crash or hang of a probe is recorded by the units
+        return []
+
+
+def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
+    import warnings
+
+    from threadpoolctl import threadpool_limits
+
+    from ..errors import MTLBenchError
+    from ..model import clone
+    from ..plugins import get_registry
+    from .unit import time_limit
+
+    out = []
+    reg = get_registry()
+    for name, fixed, key, value in items:
+        try:
+            with warnings.catch_warnings(), time_limit(seconds), threadpool_limits(limits=1):
+                warnings.simplefilter("ignore")
+                clone(reg.model_class(name)(**fixed), **{key: value}).fit(probe)
+        except (ValueError, TypeError) as exc:
+            data_error = isinstance(exc, MTLBenchError) and not isinstance(exc, ConfigError)
+            if not data_error and key in str(exc):
+                out.append((name, key, value, str(exc)))
+        except BaseException:  # noqa: BLE001 - only parameter errors matter here
+            pass
+    return out
+
+
+def _probe_taskset(tasks: TaskSet, per_class: int = 3) -> TaskSet | None:
+    """The same tasks and features with only ``per_class`` labels of each class per task."""
+    import numpy as np
+
+    from ..protocol import restrict_tasks
+
+    rows, keep = [], []
+    for t in range(tasks.T):
+        y = tasks.y(t)
+        pos, neg = np.flatnonzero(y > 0)[:per_class], np.flatnonzero(y < 0)[:per_class]
+        if pos.size and neg.size:
+            keep.append(t)
+            rows.append(np.sort(np.concatenate([pos, neg])))
+    if not keep:
+        return None
+    return restrict_tasks(tasks, keep).subset(rows, name=f"{tasks.name}[probe]", meta={})
 
 
 def expected_seconds(specs: Sequence[UnitSpec], registry: Registry | None = None,
@@ -140,7 +216,3 @@ def expected_seconds(specs: Sequence[UnitSpec], registry: Registry | None = None
             t = hints[s.model]
         out[s.key] = t
     return out
-
-
-def _loads(v: Any) -> Any:
-    return json.loads(v) if isinstance(v, str) else v
