@@ -359,7 +359,7 @@ def results(store: str, datasets_: str | None, models_: str | None, failures: bo
     if not Path(store).exists():
         raise ConfigError(f"no results store at {store!r}; run 'mtlbench compare' first "
                           "or pass --store PATH")
-    rs = ResultStore(store)
+    rs = ResultStore(store, readonly=True)
     problems = None
     if datasets_:
         all_problems = set(rs.units().problem)
@@ -367,6 +367,11 @@ def results(store: str, datasets_: str | None, models_: str | None, failures: bo
                     if any(p == d or p.startswith(d + "/") for d in _split_csv(datasets_))]
     models = _split_csv(models_) or None
     _print_summary(rs, problems=problems, models=models)
+    from .provenance import stale_note
+
+    note = stale_note(rs, _registry())
+    if note:
+        console.print(f"[yellow]Note:[/] {escape(note)}", soft_wrap=True)
     if failures:
         df = rs.units(problems=problems, models=models, status="failed")
         for _, r in df.iterrows():

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = ["code_fingerprint", "class_provenance", "unit_provenance", "model_provenance",
-           "dataset_provenance", "provenance_differences"]
+           "dataset_provenance", "provenance_differences", "stale_keys", "stale_note"]
 
 
 def _module_files(mod: types.ModuleType) -> set[str]:
@@ -70,10 +70,19 @@ def _module_files(mod: types.ModuleType) -> set[str]:
     return files
 
 
+def _stamp(f: str) -> tuple[str, int, int]:
+    try:
+        st = Path(f).stat()
+        return (f, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return (f, 0, 0)
+
+
 @functools.lru_cache(maxsize=256)
-def _hash_files(files: tuple[str, ...], root: str) -> str:
+def _hash_files(stamps: tuple[tuple[str, int, int], ...], root: str) -> str:
+    """Hash of the files' contents (cached per path, modification time and size)."""
     h = hashlib.sha256()
-    for f in files:
+    for f, _, _ in stamps:
         try:
             data = Path(f).read_bytes()
         except OSError:
@@ -93,7 +102,7 @@ def code_fingerprint(cls: type) -> str | None:
     top = sys.modules.get(mod.__name__.split(".")[0])
     root = str(Path(top.__file__).parent.parent) if top is not None and \
         getattr(top, "__file__", None) else str(Path(mod.__file__).parent)
-    return _hash_files(tuple(sorted(files)), root)
+    return _hash_files(tuple(_stamp(f) for f in sorted(files)), root)
 
 
 def class_provenance(cls: type, distribution: str, version: str) -> dict[str, Any]:
@@ -135,3 +144,44 @@ def provenance_differences(stored: Mapping[str, Any] | str | None,
         elif old.get("code") != new.get("code"):
             out.append(f"{part} code changed ({new.get('class')})")
     return out
+
+
+def stale_keys(store: Any, registry: Any, keys: Any = None) -> dict[str, list[str]]:
+    """Units of ``store`` (all, or ``keys``) made by other code than what is installed now:
+    ``{key: [reason, ...]}`` (a model or dataset no longer installed, another plugin version,
+    changed code, or no fingerprint because an older mtlbench stored it)."""
+    df = store.units(keys=keys)
+    out: dict[str, list[str]] = {}
+    current: dict[tuple[str, str], Any] = {}
+    for key, config, dataset, prov in zip(df["key"], df["model_config"], df["dataset"],
+                                          df["provenance"]):
+        name = (config or {}).get("name") if isinstance(config, dict) else None
+        pk = (str(name), str(dataset))
+        if pk not in current:
+            try:
+                current[pk] = unit_provenance(registry, *pk)
+            except Exception:  # noqa: BLE001 - uninstalled model or dataset
+                current[pk] = None
+        if current[pk] is None:
+            out[key] = [f"model {name!r} or dataset {dataset!r} is not installed now"]
+            continue
+        diff = provenance_differences(prov, current[pk])
+        if diff:
+            out[key] = diff
+    return out
+
+
+def stale_note(store: Any, registry: Any, keys: Any = None) -> str:
+    """One paragraph for ``mtlbench results``: how many stored units are of older code and
+    why (empty when none)."""
+    stale = stale_keys(store, registry, keys)
+    if not stale:
+        return ""
+    reasons: dict[str, int] = {}
+    for why in stale.values():
+        for r in why:
+            reasons[r] = reasons.get(r, 0) + 1
+    top = "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: -x[1])[:4])
+    return (f"{len(stale)} stored unit(s) were made by other code than is installed now: "
+            f"{top}. 'mtlbench compare' recomputes them (their keys differ); "
+            "'compare --rerun MODEL' forces recomputation.")
