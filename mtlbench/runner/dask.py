@@ -28,13 +28,18 @@ Timeouts (``--timeout``)
 * **on the client** (backstop, for a unit stuck in one long C call or ``sleep`` that the
   injected exception cannot interrupt): each worker reports when a unit starts (a Dask event
   ``mtlbench-unit-start``); a unit still running ``timeout + grace`` seconds after its start
-  (``grace = 2 s + 10 %``, clocked on the client) is recorded as failed and its future
-  cancelled.  The worker thread itself is freed only when the C call returns.
+  (``grace = 2 s + 10 %``, clocked on the client) is recorded as failed, its future
+  cancelled and its worker restarted through its nanny (``Client.restart_workers``), so the
+  units queued behind it run (a worker started without a nanny cannot be restarted: its
+  thread is freed only when the C call returns).
 
-Dead workers
-------------
-Dask retries a unit whose worker died on other workers, then reports ``KilledWorker`` (a
-"failed" record).  If dying workers took every copy of the shipped problem, or a finished
+Dead workers and a dead scheduler
+---------------------------------
+Dask retries a unit whose worker died on other workers, then reports ``KilledWorker``.  Units
+that were merely queued on a dying worker can get that answer too, so a ``KilledWorker`` unit
+is resubmitted once: a healthy unit then finishes, the unit that kills its worker dies again
+and is recorded as failed with its model named.  If the connection to the scheduler is lost
+for ``SCHEDULER_LOST_SECONDS``, the run ends with a clear error (finished units are stored).  If dying workers took every copy of the shipped problem, or a finished
 result the client had not fetched yet, the unit comes back cancelled: the client ships the
 problem again and resubmits it (at most ``MAX_RESUBMITS`` times), then records it as failed.
 """
@@ -45,7 +50,7 @@ import traceback
 import uuid
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MTLBenchError
 from .unit import UnitResult, UnitSpec, execute_unit, failed_result, load_problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,7 +80,8 @@ def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
         from distributed import get_worker
 
         worker = get_worker()
-        worker.log_event(START_TOPIC, {"key": worker.get_current_task(), "run": run_token})
+        worker.log_event(START_TOPIC, {"key": worker.get_current_task(), "run": run_token,
+                                       "worker": worker.address})
     except Exception:  # noqa: BLE001 - the announcement only feeds the client's backstop
         pass
     return execute_unit(spec, data_dir, timeout, tasks=tasks)
@@ -122,6 +128,9 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
         if timeout:
             client.subscribe_topic(START_TOPIC, run.on_start)
         yield from run.results(todo)
+    except (OSError, TimeoutError) as exc:  # the scheduler went away mid-run
+        lost = SchedulerLost(client)
+        raise MTLBenchError(f"{lost} ({type(exc).__name__}: {exc})") from None
     finally:
         if timeout:
             try:
@@ -129,7 +138,10 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
             except Exception:  # noqa: BLE001
                 pass
         if own:
-            client.close()
+            try:
+                client.close(timeout=5)
+            except Exception:  # noqa: BLE001 - the scheduler may be gone already
+                pass
 
 
 MAX_RESUBMITS = 2
@@ -152,11 +164,40 @@ class _DaskRun:
         self.data_of: dict[str, Any] = {}  # unit future key -> the data future it was given
         self.attempts: dict[str, int] = {}
         self.started: dict[str, float] = {}  # future key -> client clock at its start
+        self.where: dict[str, str] = {}      # future key -> address of the worker running it
+        self.killed: dict[str, int] = {}     # unit key -> KilledWorker answers so far
+        self.lost_since: float | None = None
 
     def on_start(self, event: Any) -> None:
         _, msg = event
         if isinstance(msg, dict) and msg.get("run") == self.token:
             self.started.setdefault(msg["key"], time.monotonic())
+            if msg.get("worker"):
+                self.where[msg["key"]] = msg["worker"]
+
+    def restart_worker(self, key: str) -> str:
+        """Restart the worker process stuck in a unit (through its nanny), so that queued
+        units can run; returns a note for the failed record."""
+        addr = self.where.get(key)
+        if not addr:
+            return ""
+        try:
+            self.client.restart_workers([addr], timeout=60, raise_for_error=True)
+            return f"; its worker {addr} was restarted"
+        except Exception as exc:  # noqa: BLE001 - e.g. a worker without a nanny
+            return f"; its worker {addr} could not be restarted ({type(exc).__name__})"
+
+    def check_scheduler(self) -> None:
+        """Raise a clear error when the connection to the scheduler is lost for 10 s."""
+        status = getattr(self.client, "status", "running")
+        if status == "running":
+            self.lost_since = None
+            return
+        now = time.monotonic()
+        if self.lost_since is None:
+            self.lost_since = now
+        elif now - self.lost_since > SCHEDULER_LOST_SECONDS:
+            raise SchedulerLost(self.client)
 
     def ship(self, pk: tuple) -> Any:
         """Send one problem to every worker (again, if the copies were lost)."""
@@ -191,6 +232,21 @@ class _DaskRun:
                 pending.discard(fut.key)
                 spec = self.futures[fut.key][1]
                 result = _result_of(fut, spec)
+                if result is not None and _killed_worker(fut):
+                    # Dask gives up a task after its workers died several times while running
+                    # it; units merely queued on a dying worker get that answer too.  Resubmit
+                    # once: the unit that kills workers fails again and is named.
+                    n = self.killed[spec.key] = self.killed.get(spec.key, 0) + 1
+                    if n == 1:
+                        new = self.submit(spec)
+                        pending.add(new.key)
+                        ac.add(new)
+                        continue
+                    result = failed_result(
+                        spec, f"{spec.label} on {spec.problem} rep {spec.rep} killed its Dask "
+                              "worker process every time it ran (a segfault, the out-of-memory "
+                              "killer or os._exit in the model); recorded as failed",
+                        result.row.get("traceback", ""), host="dask")
                 if result is None:  # lost with a worker that died: run it again
                     if self.attempts[spec.key] <= MAX_RESUBMITS:
                         new = self.submit(spec)
@@ -198,12 +254,15 @@ class _DaskRun:
                         ac.add(new)
                         continue
                     result = failed_result(
-                        spec, "the unit, its result or the problem's data shipped to the Dask "
-                        f"workers was lost because workers died (resubmitted {MAX_RESUBMITS} "
-                        "times)")
+                        spec, f"{spec.label} on {spec.problem} rep {spec.rep} was lost "
+                        f"{MAX_RESUBMITS + 1} times because Dask workers died while it ran "
+                        "(a model that kills its worker process: a segfault, the "
+                        "out-of-memory killer, os._exit; or the problem's data shipped to "
+                        "the workers was lost with them); recorded as failed", host="dask")
                 yield result
             if batch:
                 continue
+            self.check_scheduler()
             if limit is not None:
                 now = time.monotonic()
                 for key in list(pending):
@@ -213,11 +272,34 @@ class _DaskRun:
                     pending.discard(key)
                     fut, spec = self.futures[key]
                     fut.cancel()
+                    note = self.restart_worker(key)
                     yield failed_result(
                         spec, f"unit exceeded the timeout of {self.timeout:g} s (no answer from "
                         f"its Dask worker {now - t0:.0f} s after it started; the unit was "
-                        "cancelled)", seconds=now - t0, host="dask")
+                        f"cancelled{note})", seconds=now - t0, host="dask")
             time.sleep(POLL_SECONDS)
+
+
+SCHEDULER_LOST_SECONDS = 10.0
+
+
+class SchedulerLost(MTLBenchError):
+    def __init__(self, client: Any) -> None:
+        addr = getattr(getattr(client, "scheduler", None), "address", None) or "?"
+        super().__init__(
+            f"lost the connection to the Dask scheduler at {addr} (for more than "
+            f"{SCHEDULER_LOST_SECONDS:g} s). Units finished so far are in the store; start "
+            "the scheduler and its workers again and run the same command to resume "
+            "(or run without --scheduler).")
+
+
+def _killed_worker(fut: Any) -> bool:
+    if fut.status != "error":
+        return False
+    try:
+        return type(fut.exception()).__name__ == "KilledWorker"
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
@@ -243,4 +325,4 @@ def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
     return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}{hint}", tb)
 
 
-__all__ = ["dask_results", "grace_seconds", "START_TOPIC", "MAX_RESUBMITS"]
+__all__ = ["dask_results", "grace_seconds", "START_TOPIC", "MAX_RESUBMITS", "SchedulerLost"]
