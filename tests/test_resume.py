@@ -96,3 +96,86 @@ def test_kill_9_midway_then_resume(tmp_path, monkeypatch):
         _query(clean, f"SELECT {cols} FROM units ORDER BY key")
     sc = "SELECT key, task_index, task_name, test_auc, n_test FROM task_scores ORDER BY 1, 2"
     assert _query(store, sc) == _query(clean, sc)
+
+
+def _descendants(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _start(tmp_path, store, models, *extra):
+    root = fault_plugins.install(tmp_path / "dist")
+    cmd = fault_plugins.cli_command() + ["compare", "--datasets", "tiny", "--models", models,
+                                         "--store", store, *extra]
+    return subprocess.Popen(cmd, env=fault_plugins.subprocess_env(root),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(cond, seconds=120.0):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _claims(store):
+    try:
+        return _query(store, "SELECT COUNT(*) FROM claims")[0][0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_of_compare_leaves_no_worker_computing(tmp_path):
+    import psutil
+
+    store = str(tmp_path / "k.sqlite")
+    proc = _start(tmp_path, store, "slow[seconds=60,chunk=0.05]", "--reps", "2", "-j", "2")
+    assert _wait_for(lambda: _claims(store) == 2), proc.communicate(timeout=5)
+    kids = _descendants(proc.pid)
+    assert len(kids) >= 2  # the forkserver and the workers
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _wait_for(lambda: not any(psutil.pid_exists(k) and
+                                     psutil.Process(k).status() != psutil.STATUS_ZOMBIE
+                                     for k in kids), 15), kids
+
+
+def test_ctrl_c_says_what_was_saved_and_how_to_resume(tmp_path):
+    store = str(tmp_path / "c.sqlite")
+    proc = _start(tmp_path, store, "stl,slow[seconds=60,chunk=0.05]", "--reps", "2", "-j", "1")
+    assert _wait_for(lambda: _finished(store) >= 1 and _claims(store) >= 1)
+    kids = _descendants(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    text = " ".join((out + err).split())
+    assert proc.returncode == 130, text
+    assert "Interrupted: 1 unit(s) of this run were saved" in text
+    assert "Resume with the same command" in text and "mtlbench compare --datasets tiny" in text
+    import psutil
+
+    assert _wait_for(lambda: not any(psutil.pid_exists(k) and
+                                     psutil.Process(k).status() != psutil.STATUS_ZOMBIE
+                                     for k in kids), 15)
+    assert _claims(store) == 0
+
+
+def test_two_runs_on_one_store_do_not_compute_a_unit_twice(tmp_path):
+    store = str(tmp_path / "two.sqlite")
+    args = ("--reps", "2", "-j", "2", "--allow-failures")
+    first = _start(tmp_path, store, "slow[seconds=4,chunk=0.05]", *args)
+    assert _wait_for(lambda: _claims(store) == 2), first.communicate(timeout=5)
+    second = _start(tmp_path, store, "slow[seconds=4,chunk=0.05]", *args)
+    out2, err2 = second.communicate(timeout=120)
+    out1, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0 and second.returncode == 0, out1 + err1 + out2 + err2
+    assert "ran 2 unit(s)" in out1
+    text2 = " ".join(out2.split())
+    assert "ran 0 unit(s)" in text2, text2
+    assert "2 unit(s) are being computed by another run on this store" in text2
+    assert _finished(store) == 2 and _claims(store) == 0
