@@ -226,6 +226,10 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
+    if not scheduler:
+        from .runner.local import prestart
+
+        prestart()  # worker processes' imports overlap with planning
     reg = _registry()
     cfg = load_config(config_path) if config_path else {}
     check_config_models(cfg, reg.model_names, config_path)

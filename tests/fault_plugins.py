@@ -18,6 +18,8 @@ Models (all linear, scores from ``coef_``):
 * ``f-oom``       - limits its address space (``resource.setrlimit``) and allocates ``gb`` GB;
 * ``f-hang``      - loops forever around ``time.sleep`` with a bare ``except:`` (swallows any
   in-process time limit);
+* ``f-block``     - one long call that no signal interrupts (SIGALRM blocked, then a sleep),
+  like a long LAPACK call;
 * ``f-version``   - fits; its result depends on the module constant ``SHIFT`` (for tests that
   edit the plugin's code).
 
@@ -167,6 +169,14 @@ class Hang(_Mean):
                 pass
 
 
+class Block(_Mean):
+    name = "f-block"
+
+    def fit(self, tasks, init=None):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(3600)
+
+
 class Versioned(_Mean):
     name = "f-version"
 
@@ -195,7 +205,8 @@ class Tiny(Dataset):
 
 @hookimpl
 def register_models(register):
-    for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, Exit, Kill, Oom, Hang, Versioned):
+    for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, Exit, Kill, Oom, Hang, Block,
+                Versioned):
         register(cls)
 
 

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .unit import UnitResult, UnitSpec, failed_result, timeout_message
 
-__all__ = ["local_results", "grace_seconds", "death_cause"]
+__all__ = ["local_results", "grace_seconds", "death_cause", "worker_context", "prestart"]
 
 POLL_SECONDS = 0.5
 
@@ -152,6 +152,17 @@ def _limits() -> tuple:
     return tuple(resource.getrlimit(getattr(resource, n)) for n in
                  ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_CPU", "RLIMIT_NOFILE")
                  if hasattr(resource, n))
+
+
+def prestart() -> None:
+    """Start the forkserver (and its imports) now, in the background of the caller's own
+    work (``compare`` calls it before planning), so the first workers start at once."""
+    ctx = worker_context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        with contextlib.suppress(Exception):
+            forkserver.ensure_running()
 
 
 # ---------------------------------------------------------------------------- the supervisor
