@@ -225,3 +225,22 @@ def test_dask_names_the_model_that_kills_workers_and_spares_healthy_units(cluste
     assert df.loc["f-segv", "status"] == "failed" and "f-segv on tiny rep 0" in msg, msg
     assert "killed its Dask worker process" in msg or "Dask workers died" in msg, msg
     assert report.failed == 1
+
+
+def test_a_dead_scheduler_is_a_clear_error(faulty_dist, tmp_path, monkeypatch):
+    """The scheduler dies mid-run: the client ends with a clear message (not a raw OSError),
+    the units finished before are in the store."""
+    import threading
+
+    from mtlbench.errors import MTLBenchError
+
+    monkeypatch.setattr(mdist, "SCHEDULER_LOST_SECONDS", 2.0)
+    store = ResultStore(tmp_path / "d.sqlite")
+    reg = get_registry()
+    sels = [apply_overrides(reg.model_class("slow"), {"seconds": 30, "chunk": 0.05}, "slow")]
+    specs = plan_units(reg, sels, resolve_problems(reg, ["tiny"]), ProtocolConfig(reps=2))
+    lc = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None)
+    threading.Timer(3.0, lc.close).start()
+    with pytest.raises(MTLBenchError, match="lost the connection to the Dask scheduler"):
+        run_units(specs, store, scheduler=lc.scheduler_address)

@@ -51,7 +51,8 @@ import uuid
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..errors import ConfigError, MTLBenchError
-from .unit import UnitResult, UnitSpec, execute_unit, failed_result, load_problem
+from .unit import (BLAS_THREADS_PER_UNIT, UnitResult, UnitSpec, execute_unit, failed_result,
+                   load_problem)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import TaskSet
@@ -72,7 +73,7 @@ def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
     from threadpoolctl import threadpool_limits
 
     # Process-wide, not a context: several worker threads must not restore each other's limits.
-    threadpool_limits(limits=1)
+    threadpool_limits(limits=BLAS_THREADS_PER_UNIT)
     from ..plugins import get_registry
 
     get_registry()  # load plugins before the clock starts (the timeout excludes it)
