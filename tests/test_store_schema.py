@@ -148,3 +148,25 @@ def test_claims_keep_a_second_run_off_units_the_first_computes(tmp_path):
     assert b.claim_units(["u2"]) == {"u2"}
     a.close()
     b.close()
+
+
+def test_cli_reports_store_problems_in_one_line(tmp_path):
+    from click.testing import CliRunner
+
+    from mtlbench.cli import cli
+
+    path = _filled(tmp_path / "future.sqlite")
+    con = sqlite3.connect(path)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    con.commit()
+    con.close()
+    for cmd in (["results", "--store", str(path)],
+                ["compare", "--models", "stl", "--reps", "1", "--store", str(path)]):
+        res = CliRunner().invoke(cli, cmd)
+        assert res.exit_code == 2, res.output
+        assert "written by a newer mtlbench" in res.output and "Traceback" not in res.output
+    ok = _filled(tmp_path / "ok.sqlite")
+    res = CliRunner().invoke(cli, ["results", "--store", str(ok)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert "3 stored unit(s) were made by other code than is installed now" in \
+        " ".join(res.output.split())
