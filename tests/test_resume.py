@@ -168,9 +168,9 @@ def test_ctrl_c_says_what_was_saved_and_how_to_resume(tmp_path):
 def test_two_runs_on_one_store_do_not_compute_a_unit_twice(tmp_path):
     store = str(tmp_path / "two.sqlite")
     args = ("--reps", "2", "-j", "2", "--allow-failures")
-    first = _start(tmp_path, store, "slow[seconds=4,chunk=0.05]", *args)
+    first = _start(tmp_path, store, "slow[seconds=20,chunk=0.05]", *args)
     assert _wait_for(lambda: _claims(store) == 2), first.communicate(timeout=5)
-    second = _start(tmp_path, store, "slow[seconds=4,chunk=0.05]", *args)
+    second = _start(tmp_path, store, "slow[seconds=20,chunk=0.05]", *args)
     out2, err2 = second.communicate(timeout=120)
     out1, err1 = first.communicate(timeout=120)
     assert first.returncode == 0 and second.returncode == 0, out1 + err1 + out2 + err2
