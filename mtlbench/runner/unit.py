@@ -130,13 +130,14 @@ def timeout_message(seconds: float) -> str:
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise :class:`UnitTimeout` in the calling thread after ``seconds``.
 
-    * main thread (serial runs, joblib/loky worker processes): ``SIGALRM`` timer, which also
-      interrupts sleeps and blocking system calls;
+    * main thread (the supervised worker processes of local runs): ``SIGALRM`` timer, which
+      also interrupts sleeps and blocking system calls (the supervisor kills the process if
+      the unit still runs ``timeout`` + a grace later: :mod:`mtlbench.runner.local`);
     * any other thread (a Dask worker thread): a timer thread injects ``UnitTimeout`` into
       the calling thread with ``PyThreadState_SetAsyncExc``.  It is delivered at the next
       Python bytecode, so it stops the iterative solvers (Python loops) but not a single long
       C call (one huge LAPACK call, a ``time.sleep``); the Dask client keeps a deadline as a
-      backstop for those (see :mod:`mtlbench.distributed`).
+      backstop for those (see :mod:`mtlbench.runner.dask`).
     """
     if not seconds:
         yield
