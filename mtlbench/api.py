@@ -65,6 +65,7 @@ class Plan:
     stored_ok: int = 0
     stored_failed: int = 0
     estimate: "Estimate | None" = None
+    rerun: tuple[str, ...] = ()
 
     @property
     def labels(self) -> list[str]:
@@ -191,7 +192,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
          data_dir: str | os.PathLike | None = None, timeout: float | None = None,
          retry_failed: bool = False, config: str | os.PathLike | None = None,
          test_fraction: float | None = None, val_fraction: float | None = None,
-         search: str | None = None, budget: int | None = None) -> Plan:
+         search: str | None = None, budget: int | None = None,
+         rerun: Sequence[str] | None = None) -> Plan:
     """Validate the settings, load every problem once, plan the units and compare with the store.
 
     Arguments as for :func:`compare`.  Raises :class:`~mtlbench.errors.MTLBenchError`
@@ -217,6 +219,11 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     ds_names = list(settings.datasets)
     selectors = list(settings.selectors) or reg.model_names
     pconf, jobs, timeout = settings.protocol, settings.jobs, settings.timeout
+    if jobs is None or jobs == -1:
+        from .runner import default_jobs
+
+        jobs = default_jobs()
+    rerun = tuple(rerun or ())
 
     selections = []
     for text in selectors:
@@ -238,29 +245,35 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
-        todo = pending_units(specs, rs, retry_failed)
+        todo = pending_units(specs, rs, retry_failed, rerun=rerun)
         status = rs.statuses(s.key for s in specs)
         times = stored_unit_times(rs, labels, sorted({s.problem for s in specs}))
     workers = _workers(jobs, scheduler)
     return Plan(specs=specs, todo=todo, selections=selections, problems=problems,
                 summaries={pid: ts.summary() for pid, ts in loaded.items()}, config=pconf,
                 store=store_path, data_dir=ddir_s, jobs=jobs, timeout=timeout,
-                retry_failed=retry_failed, scheduler=scheduler,
+                retry_failed=retry_failed, scheduler=scheduler, rerun=rerun,
                 stored_ok=sum(v == "ok" for v in status.values()),
                 stored_failed=sum(v != "ok" for v in status.values()),
                 estimate=estimate_wall_time(todo, times, workers))
 
 
-def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None
-        ) -> "Results":
-    """Execute a :class:`Plan`'s pending units, writing each to the store as it finishes."""
+def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None,
+        reporter: Any = None) -> "Results":
+    """Execute a :class:`Plan`'s pending units, writing each to the store as it finishes.
+
+    ``on_result`` is called with each finished unit; ``reporter`` (a
+    :class:`mtlbench.runner.Reporter`) also hears when units start, for progress displays.
+    Raises :class:`mtlbench.runner.RunInterrupted` (holding the report) on Ctrl-C."""
+    from .plugins import get_registry
     from .runner import run_units
     from .store import ResultStore
 
     with ResultStore(the_plan.store) as rs:
         report = run_units(the_plan.specs, rs, jobs=the_plan.jobs, data_dir=the_plan.data_dir,
                            timeout=the_plan.timeout, retry_failed=the_plan.retry_failed,
-                           scheduler=the_plan.scheduler, on_result=on_result)
+                           scheduler=the_plan.scheduler, on_result=on_result,
+                           reporter=reporter, rerun=the_plan.rerun, registry=get_registry())
     return Results(the_plan.store, keys=[s.key for s in the_plan.specs], report=report,
                    plan=the_plan)
 
@@ -272,7 +285,7 @@ def compare(datasets: str | Sequence[str] | None = None,
             timeout: float | None = None, retry_failed: bool = False,
             config: str | os.PathLike | None = None, test_fraction: float | None = None,
             val_fraction: float | None = None, search: str | None = None,
-            budget: int | None = None,
+            budget: int | None = None, rerun: Sequence[str] | None = None,
             on_result: Callable[["UnitResult"], None] | None = None) -> "Results":
     """Run models on datasets under the common protocol; return the run's :class:`Results`.
 
@@ -294,6 +307,8 @@ def compare(datasets: str | Sequence[str] | None = None,
     data_dir, config, retry_failed
         Folder of local data files, a TOML file with ``[compare]`` defaults and
         ``[models.NAME]`` overrides, rerun units recorded as failed.
+    rerun
+        Recompute units already stored: model names or labels, ``["*"]`` for every unit.
     on_result
         Called with each finished unit's ``runner.UnitResult`` (``.ok``, ``.row``), e.g. for a
         progress bar.
@@ -301,7 +316,7 @@ def compare(datasets: str | Sequence[str] | None = None,
     p = plan(datasets, models, reps=reps, seed=seed, jobs=jobs, scheduler=scheduler,
              store=store, data_dir=data_dir, timeout=timeout, retry_failed=retry_failed,
              config=config, test_fraction=test_fraction, val_fraction=val_fraction,
-             search=search, budget=budget)
+             search=search, budget=budget, rerun=rerun)
     return run(p, on_result=on_result)
 
 

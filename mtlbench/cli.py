@@ -12,6 +12,7 @@ so ``mtlbench --version`` and ``mtlbench --help`` load neither numpy nor any plu
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import click
@@ -254,9 +255,13 @@ def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
 @click.option("--seed", type=int, default=None,
               help="Seed of the splits, 0..2**63-1 (default 0).")
 @click.option("--jobs", "-j", type=int, default=None,
-              help="Units run in parallel processes (joblib); -1 for all cores (default 1).")
+              help="Units run side by side, each in its own supervised process "
+                   "(default: the number of CPUs; -1 too; -j 1 for one at a time).")
 @click.option("--scheduler", default=None,
-              help="Address of a Dask distributed scheduler (tcp://host:8786) to run units on.")
+              help="Address of a Dask distributed scheduler (tcp://host:8786) to run units on. "
+                   "Warning: anyone who can reach an unsecured scheduler can run code on its "
+                   "workers and this client; bind it to a private interface or use TLS "
+                   "(docs/scaling.md).")
 @click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False),
               help="SQLite results store; finished units in it are not recomputed.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -264,6 +269,11 @@ def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
 @click.option("--timeout", type=float, default=None,
               help="Seconds (finite, > 0) a unit may run before it is recorded as failed.")
 @click.option("--retry-failed", is_flag=True, help="Rerun units recorded as failed.")
+@click.option("--rerun", "rerun", multiple=True, is_flag=False, flag_value="*",
+              help="Recompute units already in the store: every unit (--rerun alone) or those "
+                   "of the given models (--rerun MODEL, repeatable or comma-separated).")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit with status 0 even when units failed.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="TOML file with [compare] defaults and [models.NAME] overrides.")
 @click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
@@ -282,12 +292,18 @@ def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
 def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
             reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
             store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
-            config_path: str | None, test_fraction: float | None,
-            val_fraction: float | None, search: str | None, budget: int | None,
-            dry_run: bool) -> None:
-    """Run models on datasets under the common protocol and print mean ± std test AUC."""
+            rerun: tuple[str, ...], allow_failures: bool, config_path: str | None,
+            test_fraction: float | None, val_fraction: float | None, search: str | None,
+            budget: int | None, dry_run: bool) -> None:
+    """Run models on datasets under the common protocol and print mean ± std test AUC.
+
+    Exits with status 1 when a unit of the run failed (--allow-failures: 0)."""
     from . import api
 
+    if not scheduler and not dry_run:
+        from .runner.local import prestart
+
+        prestart()  # worker processes' imports overlap with planning
     _registry()  # plugin warnings, once
     selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
     if not selectors:
@@ -296,7 +312,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
                     jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
                     timeout=timeout, retry_failed=retry_failed, config=config_path,
                     test_fraction=test_fraction, val_fraction=val_fraction, search=search,
-                    budget=budget)
+                    budget=budget, rerun=[m for r in rerun for m in _split_csv(r)])
     pc = plan.config
     search_text = pc.search + (f" (budget {pc.budget} fits per unit)" if pc.search != "grid"
                                else "")
@@ -310,7 +326,14 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     if dry_run:
         _print_plan(plan)
         return
-    result = _run_with_progress(api, plan)
+    from .progress import RichReporter
+    from .runner import RunInterrupted
+
+    try:
+        with RichReporter(console.real()) as reporter:
+            result = api.run(plan, reporter=reporter)
+    except RunInterrupted as exc:
+        _interrupted(exc.report, store)
     report = result.report
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
@@ -322,24 +345,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
         err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
                           soft_wrap=True)
-
-
-def _run_with_progress(api, plan):
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console.real(),
-                  transient=False) as progress:
-        bar = progress.add_task("units", total=len(plan.todo))
-
-        def on_result(res) -> None:
-            status = "ok" if res.ok else "[red]FAILED[/]"
-            progress.update(bar, advance=1,
-                            description=f"{escape(res.row['model'])} {res.row['problem']} "
-                                        f"rep {res.row['rep']}: {status}")
-
-        return api.run(plan, on_result=on_result)
+    _failure_exit(report, allow_failures)
 
 
 def _reps_text(reps: list[int]) -> str:
@@ -382,6 +388,33 @@ def _print_plan(plan) -> None:
                   f"{len(plan.specs) - len(plan.todo)} already in the store{retry}")
     console.print(f"estimate: {plan.estimate.text()}")
     console.print("dry run: nothing was run.")
+
+
+def _interrupted(report, store: str) -> None:
+    import shlex
+
+    err_console.print(f"[yellow]Interrupted:[/] {report.saved} unit(s) of this run were saved "
+                      f"in {store}. Resume with the same command (finished units are "
+                      f"skipped):\n  mtlbench {shlex.join(sys.argv[1:])}", soft_wrap=True)
+    sys.exit(130)
+
+
+def _failure_exit(report, allow_failures: bool) -> None:
+    """Exit status 1 when units of the run failed (now or in an earlier run), saying how to
+    retry them."""
+    if report.claimed_elsewhere:
+        console.print(f"{report.claimed_elsewhere} unit(s) are being computed by another run "
+                      "on this store; run the command again once it ends to see them.")
+    if report.failed_before:
+        err_console.print(f"{report.failed_before} unit(s) of this run failed in an earlier "
+                          "run and were not rerun; add --retry-failed to rerun them "
+                          "(e.g. with a larger --timeout).", soft_wrap=True)
+    if report.failed:
+        err_console.print(f"{report.failed} unit(s) failed; rerun them with the same command "
+                          "plus --retry-failed ('mtlbench results --failures' lists them).",
+                          soft_wrap=True)
+    if (report.failed or report.failed_before) and not allow_failures:
+        sys.exit(1)
 
 
 def _print_summary(store, problems=None, models=None, keys=None) -> None:

@@ -168,7 +168,7 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     val_fraction = merged.get("val_fraction", d.val_fraction)
     budget = merged.get("budget", DEFAULT_BUDGET)
     search = merged.get("search", DEFAULT_SEARCH)
-    jobs = merged.get("jobs", 1)
+    jobs = merged.get("jobs", -1)  # -1: the number of usable CPUs
     timeout = merged.get("timeout")
     datasets = merged.get("datasets", ["simulated"])
     selectors: list[str] = []

@@ -13,22 +13,46 @@ task_scores
 arrays
     Small fitted arrays (W, groups) of repetition 0, for figures; npy bytes.
 
+claims
+    Units a running ``compare`` is computing (owner host, pid, lease), so a second run on the
+    same store skips them; a claim of a dead owner (same host, pid gone) or past its lease is
+    taken over.
+
 Every finished unit is written in one transaction as soon as it finishes (SQLite's journal
 makes the write all-or-nothing, so a killed run never leaves a half-written unit).
+
+Schema version
+--------------
+The layout is versioned with ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`).  On open the
+store is integrity-checked (``PRAGMA quick_check``); a store of an older layout is migrated in
+place (columns and tables are only added, never dropped); a store written by a newer mtlbench
+is refused with a message.  ``ResultStore(path, readonly=True)`` opens for reading only (the
+``results`` and ``leaderboard`` commands), which also works on a read-only location.
 """
 from __future__ import annotations
 
 import io
 import json
 import os
+import socket
 import sqlite3
+import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError
+from .errors import ConfigError, MTLBenchError
+
+SCHEMA_VERSION = 2
+"""1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``."""
+CLAIM_LEASE_SECONDS = 3600.0
+
+
+class StoreError(MTLBenchError):
+    """The results store cannot be opened, read or written (the message says what to do)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS units (
@@ -61,7 +85,8 @@ CREATE TABLE IF NOT EXISTS units (
     message TEXT,
     traceback TEXT,
     started_at TEXT,
-    finished_at TEXT
+    finished_at TEXT,
+    provenance TEXT
 );
 CREATE INDEX IF NOT EXISTS units_by_problem ON units(problem, model);
 CREATE TABLE IF NOT EXISTS task_scores (
@@ -78,34 +103,106 @@ CREATE TABLE IF NOT EXISTS arrays (
     data BLOB NOT NULL,
     PRIMARY KEY (key, name)
 );
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
+);
 """
+REQUIRED_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status")
 
 UNIT_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status", "best_params",
                 "model_config", "grid", "val_auc", "test_auc", "n_tasks", "dropped_tasks",
                 "time_total", "time_select", "time_fit", "n_iter", "history", "diagnostics",
                 "split_fingerprint", "data_fingerprint", "protocol", "dataset_params",
-                "versions", "host", "message", "traceback", "started_at", "finished_at")
+                "versions", "host", "message", "traceback", "started_at", "finished_at",
+                "provenance")
 JSON_COLUMNS = ("best_params", "model_config", "grid", "dropped_tasks", "history",
-                "diagnostics", "protocol", "dataset_params", "versions")
+                "diagnostics", "protocol", "dataset_params", "versions", "provenance")
+_COLUMN_TYPES = {"rep": "INTEGER", "seed": "INTEGER", "n_tasks": "INTEGER",
+                 "n_iter": "INTEGER", "val_auc": "REAL", "test_auc": "REAL",
+                 "time_total": "REAL", "time_select": "REAL", "time_fit": "REAL"}
 
 
 class ResultStore:
-    """SQLite results store at ``path`` (created with its folder if missing)."""
+    """SQLite results store at ``path`` (created with its folder if missing, unless
+    ``readonly``).  Raises :class:`StoreError` with what to do when the file is not a store,
+    is damaged, was written by a newer mtlbench or cannot be opened."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, readonly: bool = False) -> None:
         self.path = Path(path).expanduser()
+        self.readonly = readonly
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._renewed = 0.0
+        where = str(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=60.0)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(SCHEMA)
-            self._conn.commit()
+            if readonly:
+                if not self.path.exists():
+                    raise StoreError(f"no results store at {where!r}; run 'mtlbench compare' "
+                                     "first or pass --store PATH")
+                self._conn = _connect_readonly(self.path)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(where, timeout=60.0)
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._check_and_migrate()
+        except StoreError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            if not _is_sqlite_file(self.path):
+                raise StoreError(
+                    f"cannot open the results store {where!r}: {exc} (the file is not an "
+                    "SQLite database; it was left untouched). Choose a writable path with "
+                    "--store PATH.") from None
+            raise StoreError(_damaged_message(where, str(exc))) from None
         except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(
-                f"cannot open the results store {str(self.path)!r}: {exc}. "
+            raise StoreError(
+                f"cannot open the results store {where!r}: {exc}. "
                 "Choose a writable path with --store PATH."
             ) from None
+
+    def _check_and_migrate(self) -> None:
+        con = self._conn
+        where = str(self.path)
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the results store {where!r} was written by a newer mtlbench (store schema "
+                f"{version}; this mtlbench reads schemas up to {SCHEMA_VERSION}). Upgrade "
+                "mtlbench (pip install -U mtlbench) or pass another --store PATH.")
+        rows = con.execute("PRAGMA quick_check").fetchall()
+        if [r[0] for r in rows] != ["ok"]:
+            raise StoreError(_damaged_message(where, "; ".join(str(r[0]) for r in rows[:3])))
+        tables = {r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing_cols: list[str] = []
+        if "units" in tables:
+            have = {r[1] for r in con.execute("PRAGMA table_info(units)")}
+            lacking = [c for c in REQUIRED_COLUMNS if c not in have]
+            if lacking:
+                raise StoreError(
+                    f"{where!r} holds a 'units' table of an unknown layout (no column "
+                    f"{', '.join(lacking)}); it is not an mtlbench results store. Pass "
+                    "another --store PATH.")
+            missing_cols = [c for c in UNIT_COLUMNS if c not in have]
+        self.columns = [c for c in UNIT_COLUMNS if c not in missing_cols]
+        needs = version < SCHEMA_VERSION or missing_cols or not {"units", "task_scores",
+                                                                "arrays", "claims"} <= tables
+        if not needs:
+            return
+        if self.readonly:  # read what is there; missing columns read as empty
+            if version == 0 and not tables:
+                raise StoreError(f"{where!r} is not an mtlbench results store (it is empty)")
+            return
+        with con:  # migrate in one transaction: only add columns and tables
+            for col in missing_cols:
+                con.execute(f"ALTER TABLE units ADD COLUMN {col} {_COLUMN_TYPES.get(col, 'TEXT')}")
+            con.executescript(SCHEMA)
+            con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.columns = list(UNIT_COLUMNS)
 
     def close(self) -> None:
         self._conn.close()
@@ -126,6 +223,19 @@ class ResultStore:
             if col in JSON_COLUMNS and v is not None:
                 v = json.dumps(v, sort_keys=True, default=repr)
             values.append(v)
+        try:
+            self._write(row, values, task_scores, arrays)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot write a unit to the results store {str(self.path)!r}: {exc}"
+                f"{' (the disk is full)' if 'full' in str(exc) else ''}. The units finished "
+                "before are saved; fix the cause (free space, or move a damaged store aside) "
+                "and run the same command again to resume.") from None
+
+    def _write(self, row: dict[str, Any], values: list, task_scores: Iterable[tuple],
+               arrays: dict[str, np.ndarray] | None) -> None:
+        if self.readonly:
+            raise sqlite3.OperationalError("the store was opened read-only")
         with self._conn:  # one transaction
             self._conn.execute(
                 f"INSERT OR REPLACE INTO units ({', '.join(UNIT_COLUMNS)}) "
@@ -168,9 +278,86 @@ class ResultStore:
         df = pd.read_sql_query(q + " ORDER BY problem, model, rep", self._conn, params=args)
         if keys is not None:
             df = df[df["key"].isin(set(keys))].reset_index(drop=True)
+        for col in UNIT_COLUMNS:
+            if col not in df.columns:  # an older layout opened read-only
+                df[col] = None
         for col in JSON_COLUMNS:
             df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
         return df
+
+    def unit_times(self) -> pd.DataFrame:
+        """Seconds of every finished ("ok") unit: columns model (label), model_name, problem,
+        time_total — for the dispatch order and the ETA of later runs."""
+        df = pd.read_sql_query(
+            "SELECT model, problem, model_config, time_total FROM units "
+            "WHERE status = 'ok' AND time_total IS NOT NULL", self._conn)
+        df["model_name"] = [_name_of(v, m) for v, m in zip(df.model_config, df.model)]
+        return df.drop(columns=["model_config"])
+
+    # ------------------------------------------------------------------ claims
+    def claim_units(self, keys: Iterable[str]) -> set[str]:
+        """Claim ``keys`` for this process; returns those now claimed by it (the others are
+        being computed by another live run).  Claims of a dead owner on this host, or past
+        their lease (another host), are taken over."""
+        keys = list(keys)
+        if self.readonly or not keys:
+            return set(keys)
+        host, now = socket.gethostname(), time.time()
+        mine: set[str] = set()
+        alive: dict[int, bool] = {}
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                held = {}
+                for i in range(0, len(keys), 500):
+                    chunk = keys[i:i + 500]
+                    held.update({r[0]: r[1:] for r in self._conn.execute(
+                        f"SELECT key, owner, host, pid, expires FROM claims WHERE key IN "
+                        f"({', '.join('?' * len(chunk))})", chunk)})
+                rows = []
+                for k in keys:
+                    h = held.get(k)
+                    if h is not None and h[0] != self.owner and h[3] > now:
+                        if h[1] != host:
+                            continue
+                        if h[2] not in alive:
+                            alive[h[2]] = _pid_alive(h[2])
+                        if alive[h[2]]:
+                            continue
+                    rows.append((k, self.owner, host, os.getpid(), now + CLAIM_LEASE_SECONDS))
+                    mine.add(k)
+                self._conn.executemany("INSERT OR REPLACE INTO claims (key, owner, host, pid, "
+                                       "expires) VALUES (?, ?, ?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot claim units in the results store {str(self.path)!r}: "
+                             f"{exc}") from None
+        self._renewed = now
+        return mine
+
+    def renew_claims(self, every: float = 60.0) -> None:
+        """Extend this process's claims (at most once per ``every`` seconds)."""
+        now = time.time()
+        if self.readonly or now - self._renewed < every:
+            return
+        with self._conn:
+            self._conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                               (now + CLAIM_LEASE_SECONDS, self.owner))
+        self._renewed = now
+
+    def release_claims(self, keys: Iterable[str] | None = None) -> None:
+        """Drop this process's claims (all, or ``keys``)."""
+        if self.readonly:
+            return
+        try:
+            with self._conn:
+                if keys is None:
+                    self._conn.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+                else:
+                    self._conn.executemany("DELETE FROM claims WHERE key = ? AND owner = ?",
+                                           [(k, self.owner) for k in keys])
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot update the results store {str(self.path)!r}: "
+                             f"{exc}") from None
 
     def task_scores(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
         q = ("SELECT u.model, u.dataset, u.problem, u.rep, t.task_index, t.task_name, t.test_auc, "
@@ -210,3 +397,47 @@ class ResultStore:
         out["reps"] = out["reps"].fillna(0).astype(int)
         out["failed"] = out["failed"].fillna(0).astype(int)
         return out.sort_values(["problem", "test_auc_mean"], ascending=[True, False])
+
+
+def _name_of(config: Any, label: str) -> str:
+    try:
+        return json.loads(config)["name"]
+    except Exception:  # noqa: BLE001 - an older row: the label up to its overrides
+        return str(label).split("[")[0]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def _is_sqlite_file(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open for reading; on a read-only location (no -shm/-wal can be created) fall back to
+    SQLite's ``immutable`` mode, which reads the file as it is."""
+    uri = path.resolve().as_uri()
+    try:
+        con = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=60.0)
+        con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return con
+    except sqlite3.OperationalError:
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
+def _damaged_message(where: str, detail: str) -> str:
+    return (f"the results store {where!r} is not a valid SQLite database or is damaged "
+            f"({detail}). Keep a copy; units may be recoverable with the sqlite3 tool "
+            f"('sqlite3 {where} .recover | sqlite3 recovered.sqlite'); then pass another "
+            "--store PATH (or move the file aside) to start a new store.")

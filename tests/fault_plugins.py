@@ -10,7 +10,18 @@ Models (all linear, scores from ``coef_``):
 * ``fail-raise``  - ``fit`` raises RuntimeError;
 * ``fail-nan``    - ``fit`` sets every weight to ``value`` ("nan" or "inf"): NaN/inf scores;
 * ``slow``        - sleeps ``seconds`` (in ``chunk``-second naps) in every ``fit``, then fits;
-* ``flaky``       - raises while the environment variable ``TP_FLAKY_FAIL`` is "1", else fits.
+* ``flaky``       - raises while the environment variable ``TP_FLAKY_FAIL`` is "1", else fits;
+* ``f-good``      - fits (the healthy neighbour of the process-killing models);
+* ``f-segv``      - segfaults its process (a NULL read through ctypes); declares ``a >= 1``;
+* ``f-exit``      - ``os._exit(3)`` in ``fit``;
+* ``f-kill``      - sends itself SIGKILL (what the out-of-memory killer does);
+* ``f-oom``       - limits its address space (``resource.setrlimit``) and allocates ``gb`` GB;
+* ``f-hang``      - loops forever around ``time.sleep`` with a bare ``except:`` (swallows any
+  in-process time limit);
+* ``f-block``     - one long call that no signal interrupts (SIGALRM blocked, then a sleep),
+  like a long LAPACK call;
+* ``f-version``   - fits; its result depends on the module constant ``SHIFT`` (for tests that
+  edit the plugin's code).
 
 Dataset ``tiny``: 5 tasks x 40 samples x 6 features (units take milliseconds).
 """
@@ -26,11 +37,14 @@ MODULE = "tp_faulty"
 
 SOURCE = '''
 import os
+import signal
 import time
 
 import numpy as np
 
-from mtlbench import Dataset, LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Dataset, Int, LinearMTLModel, TaskSet, hookimpl
+
+SHIFT = 0.0
 
 
 class _Mean(LinearMTLModel):
@@ -92,6 +106,86 @@ class Flaky(_Mean):
         return self._fit_mean(tasks)
 
 
+class Good(_Mean):
+    name = "f-good"
+
+    def fit(self, tasks, init=None):
+        return self._fit_mean(tasks)
+
+
+class Segv(_Mean):
+    name = "f-segv"
+    param_constraints = {"a": Int([1], low=1, high=None)}
+
+    def __init__(self, a=1):
+        self.a = a
+
+    def fit(self, tasks, init=None):
+        import ctypes
+
+        ctypes.string_at(0)
+        return self._fit_mean(tasks)
+
+
+class Exit(_Mean):
+    name = "f-exit"
+
+    def fit(self, tasks, init=None):
+        os._exit(3)
+
+
+class Kill(_Mean):
+    name = "f-kill"
+
+    def fit(self, tasks, init=None):
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(10)
+
+
+class Oom(_Mean):
+    name = "f-oom"
+
+    def __init__(self, gb=4.0):
+        self.gb = gb
+
+    def fit(self, tasks, init=None):
+        import resource
+
+        with open("/proc/self/statm") as f:
+            vm = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 256 * 2**20, resource.RLIM_INFINITY))
+        blocks = [np.ones(2**24) for _ in range(int(self.gb * 2**30 / 2**27))]
+        return self._fit_mean(tasks)
+
+
+class Hang(_Mean):
+    name = "f-hang"
+
+    def fit(self, tasks, init=None):
+        while True:
+            try:
+                time.sleep(0.05)
+            except:  # noqa: E722 - the fault under test: swallows even the time limit
+                pass
+
+
+class Block(_Mean):
+    name = "f-block"
+
+    def fit(self, tasks, init=None):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(3600)
+
+
+class Versioned(_Mean):
+    name = "f-version"
+
+    def fit(self, tasks, init=None):
+        self._fit_mean(tasks)
+        self.coef_ = self.coef_ + SHIFT
+        return self
+
+
 class Tiny(Dataset):
     name = "tiny"
     description = "5 tasks x 40 samples x 6 features (fault tests)"
@@ -111,7 +205,8 @@ class Tiny(Dataset):
 
 @hookimpl
 def register_models(register):
-    for cls in (Raises, BadScores, Slow, Flaky):
+    for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, Exit, Kill, Oom, Hang, Block,
+                Versioned):
         register(cls)
 
 
@@ -121,10 +216,16 @@ def register_datasets(register):
 '''
 
 
-def install(root: Path) -> Path:
-    """Write the distribution under ``root`` (once) and return the folder for sys.path."""
-    if not (root / f"{MODULE}.py").exists():
-        write_distribution(root, "mtlbench_test_faulty", "0.0.1", {MODULE: SOURCE},
+def install(root: Path, version: str = "0.0.1", source: str = SOURCE) -> Path:
+    """Write the distribution under ``root`` (once; again when ``version`` or ``source``
+    change) and return the folder for sys.path."""
+    if not (root / f"{MODULE}.py").exists() or (root / f"{MODULE}.py").read_text() != source \
+            or not (root / f"mtlbench_test_faulty-{version}.dist-info").exists():
+        for old in root.glob("mtlbench_test_faulty-*.dist-info"):
+            import shutil
+
+            shutil.rmtree(old)
+        write_distribution(root, "mtlbench_test_faulty", version, {MODULE: source},
                            {"faulty": MODULE})
     return root
 

@@ -137,7 +137,7 @@ def test_dask_failure_isolation_and_worker_side_timeout(cluster, tmp_path, monke
         "compare", "--datasets", "tiny", "--models", "stl,fail-raise,slow[seconds=30]",
         "--reps", "2", "--timeout", "1", "--scheduler", cluster.scheduler_address,
         "--store", store])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # units failed
     assert "ran 6 unit(s)" in res.output and "4 failed" in res.output
     units = _units(store)
     for rep in (0, 1):
@@ -197,3 +197,50 @@ def test_units_are_resubmitted_when_the_shipped_data_is_lost(cluster, tmp_path, 
     report = run_units(specs, store, scheduler=cluster.scheduler_address)
     assert report.ran == 2 and report.failed == 0, [f.row["message"] for f in report.failures]
     assert len(set(shipments)) == 2  # the lost shipment and one re-shipment
+
+
+def test_dask_queued_units_run_after_stuck_workers_are_restarted(cluster, tmp_path):
+    """Every worker stuck in an uninterruptible call (--timeout 1): the stuck units are given
+    up and their workers restarted, so the queued healthy units still run."""
+    store = ResultStore(tmp_path / "q.sqlite")
+    reg = get_registry()
+    sels = [apply_overrides(reg.model_class("slow"), {"seconds": 60, "chunk": 60}, "slow"),
+            apply_overrides(reg.model_class("stl"), {}, "stl")]
+    specs = plan_units(reg, sels, resolve_problems(reg, ["tiny"]), ProtocolConfig(reps=2))
+    report = run_units(specs, store, scheduler=cluster.scheduler_address, timeout=1.0)
+    assert report.ran == 4 and report.failed == 2, [f.row["message"] for f in report.failures]
+    df = store.units()
+    assert (df[df.model == "stl"].status == "ok").all()
+    for msg in df[df.model != "stl"].message:
+        assert "exceeded the timeout of 1 s" in msg and "restarted" in msg, msg
+
+
+def test_dask_names_the_model_that_kills_workers_and_spares_healthy_units(cluster, tmp_path):
+    store = ResultStore(tmp_path / "k.sqlite")
+    specs = _specs({"f-segv": {}, "f-good": {}}, ["tiny"], reps=1)
+    report = run_units(specs, store, scheduler=cluster.scheduler_address)
+    df = store.units().set_index("model")
+    assert df.loc["f-good", "status"] == "ok", df.loc["f-good", "message"]
+    msg = df.loc["f-segv", "message"]
+    assert df.loc["f-segv", "status"] == "failed" and "f-segv on tiny rep 0" in msg, msg
+    assert "killed its Dask worker process" in msg or "Dask workers died" in msg, msg
+    assert report.failed == 1
+
+
+def test_a_dead_scheduler_is_a_clear_error(faulty_dist, tmp_path, monkeypatch):
+    """The scheduler dies mid-run: the client ends with a clear message (not a raw OSError),
+    the units finished before are in the store."""
+    import threading
+
+    from mtlbench.errors import MTLBenchError
+
+    monkeypatch.setattr(mdist, "SCHEDULER_LOST_SECONDS", 2.0)
+    store = ResultStore(tmp_path / "d.sqlite")
+    reg = get_registry()
+    sels = [apply_overrides(reg.model_class("slow"), {"seconds": 30, "chunk": 0.05}, "slow")]
+    specs = plan_units(reg, sels, resolve_problems(reg, ["tiny"]), ProtocolConfig(reps=2))
+    lc = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None)
+    threading.Timer(3.0, lc.close).start()
+    with pytest.raises(MTLBenchError, match="lost the connection to the Dask scheduler"):
+        run_units(specs, store, scheduler=lc.scheduler_address)

@@ -49,7 +49,8 @@ def test_failing_units_are_recorded_and_the_others_go_on(faulty, tmp_path, monke
     models = "stl,fail-raise,fail-nan,fail-nan[value=inf],slow[seconds=30]"
     res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models", models,
                                    "--reps", "2", "--timeout", "1", "--store", store])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # units failed: non-zero, and how to retry
+    assert "8 unit(s) failed; rerun them with the same command plus --retry-failed" in res.output
     assert "ran 10 unit(s)" in res.output and "8 failed" in res.output
     units = _units(store)
     assert len(units) == 10
@@ -84,14 +85,18 @@ def test_failures_are_not_cached_as_successes_and_retry_failed_reruns_them(
     runner = CliRunner()
     monkeypatch.setenv("TP_FLAKY_FAIL", "1")
     res = runner.invoke(cli, args)
-    assert res.exit_code == 0 and "2 failed" in res.output, res.output
+    assert res.exit_code == 1 and "2 failed" in res.output, res.output
     first = _units(store)
     assert [first["flaky", r]["status"] for r in (0, 1)] == ["failed", "failed"]
     assert "TP_FLAKY_FAIL=1" in first["flaky", 0]["message"]
 
     monkeypatch.delenv("TP_FLAKY_FAIL")
-    res = runner.invoke(cli, args)  # failures stay failures: nothing reruns without the flag
-    assert res.exit_code == 0 and "ran 0 unit(s)" in res.output and "4 already" in res.output
+    res = runner.invoke(cli, args + ["--timeout", "50"])  # failures stay failures without the flag
+    assert res.exit_code == 1 and "ran 0 unit(s)" in res.output and "4 already" in res.output
+    assert "2 unit(s) of this run failed in an earlier run and were not rerun; add " \
+           "--retry-failed" in res.output
+    res = runner.invoke(cli, args + ["--allow-failures"])
+    assert res.exit_code == 0, res.output
     assert _units(store) == first
 
     res = runner.invoke(cli, args + ["--retry-failed"])
@@ -112,7 +117,7 @@ def test_failure_isolation_in_parallel_worker_processes(faulty, tmp_path):
         "--reps", "2", "--jobs", "2", "--timeout", "1", "--store", store]
     proc = subprocess.run(cmd, env=fault_plugins.subprocess_env(faulty), capture_output=True,
                           text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
     units = _units(store)
     assert {k: v["status"] for k, v in units.items()} == {
         ("stl", 0): "ok", ("stl", 1): "ok", ("fail-raise", 0): "failed",
@@ -163,17 +168,75 @@ def test_timeout_in_a_worker_thread(faulty):
     assert "UnitTimeout" in row["traceback"] and row["time_total"] < 5
 
 
-def test_a_dead_worker_process_is_explained_not_a_traceback():
-    """execute_unit never raises, so an error out of joblib means a worker process died."""
-    from mtlbench.errors import MTLBenchError
-    from mtlbench.runner import _worker_errors_explained
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_units_that_kill_their_process_are_recorded_and_the_others_survive(
+        faulty, tmp_path, monkeypatch, jobs):
+    """A segfault, os._exit and SIGKILL (what the out-of-memory killer sends) end one unit
+    each as a failed record naming the cause; the healthy units beside them are stored, the
+    run goes on, serial runs included, and a rerun recomputes nothing."""
+    monkeypatch.setenv("COLUMNS", "200")
+    store = str(tmp_path / "k.sqlite")
+    args = ["compare", "--datasets", "tiny", "--models", "f-good,f-segv[a=2],f-exit,f-kill",
+            "--reps", "2", "--jobs", jobs, "--store", store]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 1, res.output
+    assert "ran 8 unit(s)" in res.output and "6 failed" in res.output
+    units = _units(store)
+    assert len(units) == 8
+    for rep in (0, 1):
+        assert units["f-good", rep]["status"] == "ok"
+        assert "killed by signal SIGSEGV" in units["f-segv[a=2]", rep]["message"]
+        assert "exited with code 3" in units["f-exit", rep]["message"]
+        kill = units["f-kill", rep]["message"]
+        assert "killed by signal SIGKILL" in kill and "out-of-memory killer" in kill
+        assert f"on tiny rep {rep}" in kill
+    again = CliRunner().invoke(cli, args)
+    assert "ran 0 unit(s)" in again.output and "8 already" in again.output
+    assert _units(store) == units
 
-    def results():
-        yield "first"
-        raise RuntimeError("A worker process managed by the executor was unexpectedly terminated.")
 
-    it = _worker_errors_explained(results())
-    assert next(it) == "first"
-    with pytest.raises(MTLBenchError, match="a --jobs worker process died .RuntimeError: A worker "
-                                            "process managed.*run the same command again"):
-        next(it)
+def test_a_hang_that_swallows_the_time_limit_is_stopped_from_outside(faulty, tmp_path):
+    """A fit looping around a bare ``except:`` swallows the in-process UnitTimeout; the
+    supervisor kills its process after the timeout (plus a grace) and records it."""
+    store = str(tmp_path / "h.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models",
+                                   "f-hang,f-good", "--reps", "1", "--jobs", "1",
+                                   "--timeout", "1", "--store", store])
+    assert res.exit_code == 1, res.output
+    units = _units(store)
+    assert units["f-good", 0]["status"] == "ok"
+    msg = units["f-hang", 0]["message"]
+    assert "exceeded the timeout of 1 s (its process was stopped" in msg, msg
+
+
+def test_a_unit_that_changes_process_limits_gets_a_fresh_process_after_it(faulty, tmp_path):
+    """f-oom lowers its address-space limit and runs out of memory (MemoryError: a failed
+    unit); the next unit must not inherit the limit (the worker is replaced)."""
+    store = str(tmp_path / "o.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models",
+                                   "f-oom,f-good", "--reps", "2", "--jobs", "1",
+                                   "--timeout", "60", "--store", store])
+    assert res.exit_code == 1, res.output
+    units = _units(store)
+    for rep in (0, 1):
+        assert units["f-oom", rep]["status"] == "failed"
+        assert "MemoryError" in units["f-oom", rep]["message"], units["f-oom", rep]
+        assert units["f-good", rep]["status"] == "ok", units["f-good", rep]
+
+
+def test_overrides_are_checked_without_running_the_plugin(faulty, tmp_path):
+    """Overrides are validated against declared constraints: a model that segfaults in fit
+    cannot take the compare process down before the run, and a value outside its declared
+    bounds is refused with one line before any unit."""
+    from mtlbench.plugins import get_registry
+    from mtlbench.runner import check_overrides
+    from mtlbench.selectors import apply_overrides
+
+    reg = get_registry()
+    cls = reg.model_class("f-segv")
+    check_overrides(reg, [apply_overrides(cls, {"a": 2}, "f-segv")])  # would segfault if fit
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models",
+                                   "f-good,f-segv[a=0]", "--store", str(tmp_path / "v.sqlite")])
+    assert res.exit_code == 2
+    assert "invalid hyperparameter override f-segv[a=0]: a must be >= 1" in res.output, res.output
+    assert not (tmp_path / "v.sqlite").exists()

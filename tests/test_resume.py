@@ -5,11 +5,13 @@ and the final results equal those of an uninterrupted run.
 """
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
 import time
 
+import pytest
 from click.testing import CliRunner
 
 import fault_plugins
@@ -96,3 +98,100 @@ def test_kill_9_midway_then_resume(tmp_path, monkeypatch):
         _query(clean, f"SELECT {cols} FROM units ORDER BY key")
     sc = "SELECT key, task_index, task_name, test_auc, n_test FROM task_scores ORDER BY 1, 2"
     assert _query(store, sc) == _query(clean, sc)
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc)."""
+    parent = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st is not None:
+                parent[int(entry)] = int(st[1])
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def _computing(pids: list[int]) -> bool:
+    """Whether any of ``pids`` still exists and is not a zombie."""
+    return any((st := _stat(p)) is not None and st[0] != "Z" for p in pids)
+
+
+def _start(tmp_path, store, models, *extra):
+    root = fault_plugins.install(tmp_path / "dist")
+    cmd = fault_plugins.cli_command() + ["compare", "--datasets", "tiny", "--models", models,
+                                         "--store", store, *extra]
+    return subprocess.Popen(cmd, env=fault_plugins.subprocess_env(root),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(cond, seconds=120.0):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _claims(store):
+    try:
+        return _query(store, "SELECT COUNT(*) FROM claims")[0][0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
+def test_kill_9_of_compare_leaves_no_worker_computing(tmp_path):
+    store = str(tmp_path / "k.sqlite")
+    proc = _start(tmp_path, store, "slow[seconds=60,chunk=0.05]", "--reps", "2", "-j", "2")
+    assert _wait_for(lambda: _claims(store) == 2), proc.communicate(timeout=5)
+    kids = _descendants(proc.pid)
+    assert len(kids) >= 2  # the forkserver and the workers
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert _wait_for(lambda: not _computing(kids), 15), kids
+
+
+def test_ctrl_c_says_what_was_saved_and_how_to_resume(tmp_path):
+    store = str(tmp_path / "c.sqlite")
+    proc = _start(tmp_path, store, "stl,slow[seconds=60,chunk=0.05]", "--reps", "2", "-j", "1")
+    assert _wait_for(lambda: _finished(store) >= 1 and _claims(store) >= 1)
+    kids = _descendants(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    text = " ".join((out + err).split())
+    assert proc.returncode == 130, text
+    assert "Interrupted: 1 unit(s) of this run were saved" in text
+    assert "Resume with the same command" in text and "mtlbench compare --datasets tiny" in text
+    assert _wait_for(lambda: not _computing(kids), 15)
+    assert _claims(store) == 0
+
+
+def test_two_runs_on_one_store_do_not_compute_a_unit_twice(tmp_path):
+    store = str(tmp_path / "two.sqlite")
+    args = ("--reps", "2", "-j", "2", "--allow-failures")
+    first = _start(tmp_path, store, "slow[seconds=20,chunk=0.05]", *args)
+    assert _wait_for(lambda: _claims(store) == 2), first.communicate(timeout=5)
+    second = _start(tmp_path, store, "slow[seconds=20,chunk=0.05]", *args)
+    out2, err2 = second.communicate(timeout=120)
+    out1, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0 and second.returncode == 0, out1 + err1 + out2 + err2
+    assert "ran 2 unit(s)" in out1
+    text2 = " ".join(out2.split())
+    assert "ran 0 unit(s)" in text2, text2
+    assert "2 unit(s) are being computed by another run on this store" in text2
+    assert _finished(store) == 2 and _claims(store) == 0

@@ -1,0 +1,221 @@
+"""Planning a run: which problems, which units, checks before any unit runs, dispatch order.
+
+Nothing here fits a model: hyperparameter overrides are checked against the model's declared
+``search_space`` / ``param_constraints`` (:func:`mtlbench.model.param_problems`), so a plugin
+whose ``fit`` kills its process cannot take the ``compare`` process down before the run.
+"""
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..data import TaskSet
+from ..dataset import problems_of
+from ..errors import ConfigError, DatasetUnavailableError, UnknownNameError
+from ..model import param_problems
+from ..plugins import Registry, unknown_name_message
+from ..protocol import ProtocolConfig, config_json
+from ..provenance import unit_provenance
+from ..selectors import ModelSelection
+from ..space import Param
+from .unit import UnitSpec, load_problem, problem_id
+
+__all__ = ["resolve_problems", "plan_units", "check_problems_load", "check_overrides",
+           "expected_seconds", "DEFAULT_COST"]
+
+DEFAULT_COST = 1.0
+
+
+def resolve_problems(registry: Registry, names: Sequence[str],
+                     data_dir: str | None = None) -> list[tuple[str, str]]:
+    """``["shoes", "simulated", "sun/modern"]`` -> [(dataset, problem), ...]."""
+    out: list[tuple[str, str]] = []
+    for name in names:
+        ds_name, _, prob = name.rpartition("/") if "]" in name else name.partition("/")
+        if "[" in name and "]" not in ds_name:  # "NAME[...]" without a problem
+            ds_name, prob = name, ""
+        ds = registry.dataset(ds_name)
+        ds_name = getattr(ds, "selector", ds_name.split("[", 1)[0].strip())
+        problems = problems_of(ds, Path(data_dir) if data_dir else None)
+        if not problems:
+            raise DatasetUnavailableError(
+                f"dataset {ds_name!r} lists no problems: {ds.layout_help() or 'give --data-dir'}")
+        if prob:
+            if prob not in problems:
+                raise UnknownNameError(unknown_name_message(f"{ds_name} problem", prob, problems))
+            out.append((ds_name, prob))
+        else:
+            out.extend((ds_name, p) for p in problems)
+    return out
+
+
+def plan_units(registry: Registry, selections: Sequence[ModelSelection],
+               problems: Sequence[tuple[str, str]], config: ProtocolConfig,
+               keep_arrays_rep0: bool = True) -> list[UnitSpec]:
+    """All units, ordered problem-major then repetition then model (so early results cover
+    every model).  Each carries the provenance of its model and dataset code (part of its
+    key: :mod:`mtlbench.provenance`)."""
+    specs = []
+    prov: dict[tuple[str, str], str] = {}
+    for ds_name, prob in problems:
+        ds = registry.dataset(ds_name)
+        dparams = config_json(ds.params())
+        for rep in range(config.reps):
+            for sel in selections:
+                pk = (sel.name, ds_name)
+                if pk not in prov:
+                    prov[pk] = config_json(unit_provenance(registry, sel.name, ds_name))
+                specs.append(UnitSpec(
+                    model=sel.name, label=sel.label, fixed_json=config_json(sel.fixed),
+                    space_json=config_json(sel.space), dataset=ds_name,
+                    problem=problem_id(ds_name, prob), problem_name=prob,
+                    dataset_params_json=dparams, rep=rep, protocol=config,
+                    keep_arrays=keep_arrays_rep0 and rep == 0, provenance_json=prov[pk]))
+    return specs
+
+
+def check_problems_load(registry: Registry, problems: Sequence[tuple[str, str]],
+                        data_dir: str | None) -> dict[str, TaskSet]:
+    """Load every problem once up front so that missing or bad data fails fast and clearly."""
+    out = {}
+    for ds_name, prob in problems:
+        ds = registry.dataset(ds_name)
+        out[problem_id(ds_name, prob)] = load_problem(ds_name, prob, data_dir,
+                                                      config_json(ds.params()))
+    return out
+
+
+def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
+                    problems: Mapping[str, TaskSet] | None = None,
+                    timeout: float | None = None) -> None:
+    """Reject an out-of-range hyperparameter override before any unit runs.
+
+    Every user-given value (a fixed value or each value of a grid override) is checked
+    against the model's declared ``search_space`` and ``param_constraints``
+    (:func:`mtlbench.model.param_problems`), without running plugin code beyond ``__init__``.
+    Values of parameters the model declares no kind or bounds for (nothing, or a plain list)
+    are tried by fitting once on a
+    probe of the first problem (3 labels per class per task; at most 10 s, or ``timeout``)
+    in an isolated worker process, like units: a ``ValueError``/``TypeError`` naming the
+    parameter becomes a :class:`ConfigError`; anything else (even a crash of that process)
+    is left to the units to record."""
+    undeclared: list[tuple[str, dict, str, Any]] = []
+    for sel in selections:
+        cls = registry.model_class(sel.name)
+        declared = {k for k, d in {**dict(cls.param_constraints),
+                                   **dict(cls.search_space)}.items() if isinstance(d, Param)}
+        values = list(sel.fixed.items())
+        values += [(k, v) for k, vals in sel.grid_overrides.items() for v in vals]
+        for key, value in values:
+            problems_ = param_problems(cls, {key: value})
+            if problems_:
+                raise ConfigError(f"invalid hyperparameter override "
+                                  f"{sel.name}[{key}={value!r}]: {'; '.join(problems_)}")
+            if key not in declared:
+                undeclared.append((sel.name, dict(sel.fixed), key, value))
+    first = next(iter(problems.values()), None) if problems else None
+    if undeclared and first is not None:
+        seconds = min(10.0, timeout) if timeout else 10.0
+        for name, key, value, message in _probe_isolated(undeclared, first, seconds):
+            raise ConfigError(f"invalid hyperparameter override {name}[{key}={value!r}]: "
+                              f"{message}")
+
+
+def _probe_isolated(items: list, tasks: TaskSet, seconds: float) -> list[tuple]:
+    """Fit each (model, fixed, key, value) once on a probe of ``tasks`` in a worker process;
+    the parameter errors found (nothing if that process dies)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .local import worker_context
+
+    probe = _probe_taskset(tasks)
+    if probe is None:
+        return []
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=worker_context()) as pool:
+            return pool.submit(_probe_fits, items, probe, seconds).result(
+                timeout=30 + seconds * len(items))
+    except Exception:  # noqa: BLE001 - a crash or hang of a probe is recorded by the units
+        return []
+
+
+def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
+    import warnings
+
+    from threadpoolctl import threadpool_limits
+
+    from ..errors import MTLBenchError
+    from ..model import clone
+    from ..plugins import get_registry
+    from .unit import time_limit
+
+    out = []
+    reg = get_registry()
+    for name, fixed, key, value in items:
+        try:
+            with warnings.catch_warnings(), time_limit(seconds), threadpool_limits(limits=1):
+                warnings.simplefilter("ignore")
+                clone(reg.model_class(name)(**fixed), **{key: value}).fit(probe)
+        except (ValueError, TypeError) as exc:
+            data_error = isinstance(exc, MTLBenchError) and not isinstance(exc, ConfigError)
+            if not data_error and key in str(exc):
+                out.append((name, key, value, str(exc)))
+        except BaseException:  # noqa: BLE001 - only parameter errors matter here
+            pass
+    return out
+
+
+def _probe_taskset(tasks: TaskSet, per_class: int = 3) -> TaskSet | None:
+    """The same tasks and features with only ``per_class`` labels of each class per task."""
+    import numpy as np
+
+    from ..protocol import restrict_tasks
+
+    rows, keep = [], []
+    for t in range(tasks.T):
+        y = tasks.y(t)
+        pos, neg = np.flatnonzero(y > 0)[:per_class], np.flatnonzero(y < 0)[:per_class]
+        if pos.size and neg.size:
+            keep.append(t)
+            rows.append(np.sort(np.concatenate([pos, neg])))
+    if not keep:
+        return None
+    return restrict_tasks(tasks, keep).subset(rows, name=f"{tasks.name}[probe]", meta={})
+
+
+def expected_seconds(specs: Sequence[UnitSpec], registry: Registry | None = None,
+                     history: Any = None) -> dict[str, float]:
+    """Expected seconds of each unit (by key), for dispatching longest first and the ETA.
+
+    In order of preference: the median stored time of finished units of the same model label
+    on the same problem (``history``: a DataFrame with columns model, problem, model_name,
+    time_total, e.g. :meth:`mtlbench.store.ResultStore.unit_times`), else of the same model
+    on any problem, else the model class's optional ``cost_hint`` (expected seconds of one
+    unit on the simulated data), else :data:`DEFAULT_COST`."""
+    by_label: dict[tuple[str, str], float] = {}
+    by_model: dict[str, float] = {}
+    if history is not None and len(history):
+        for (label, prob), g in history.groupby(["model", "problem"]):
+            by_label[(label, prob)] = float(statistics.median(g.time_total))
+        for name, g in history.groupby("model_name"):
+            by_model[name] = float(statistics.median(g.time_total))
+    hints: dict[str, float] = {}
+    out = {}
+    for s in specs:
+        t = by_label.get((s.label, s.problem))
+        if t is None:
+            t = by_model.get(s.model)
+        if t is None:
+            if s.model not in hints:
+                hint = DEFAULT_COST
+                if registry is not None:
+                    try:
+                        hint = float(getattr(registry.model_class(s.model), "cost_hint",
+                                             DEFAULT_COST) or DEFAULT_COST)
+                    except Exception:  # noqa: BLE001 - an ordering hint only
+                        hint = DEFAULT_COST
+                hints[s.model] = hint
+            t = hints[s.model]
+        out[s.key] = t
+    return out

@@ -1,0 +1,298 @@
+"""One unit of work: its identity (:class:`UnitSpec`), its record (:class:`UnitResult`) and
+its execution (:func:`execute_unit`).
+
+A unit is (model selection, problem, repetition); its hyperparameter search runs inside it.
+:func:`execute_unit` is a pure function of the unit spec (plus where data lives): it loads the
+problem (cached per process), runs the protocol and returns a result record; it never raises —
+a model that raises, returns NaN/inf scores or runs past the timeout yields a "failed" record
+with the message and traceback.  It runs inside a supervised worker process
+(:mod:`mtlbench.runner.local`) or a Dask worker (:mod:`mtlbench.runner.dask`), so that a unit
+that kills its process is observed from outside and recorded too.
+
+Every unit runs with BLAS limited to one thread, so a result does not depend on how many
+units run side by side (``--jobs``, Dask): serial and parallel runs agree to the bit.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import functools
+import hashlib
+import json
+import os
+import platform
+import signal
+import socket
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from ..data import TaskSet
+from ..errors import ConfigError, MTLBenchError
+from ..plugins import get_registry
+from ..protocol import PROTOCOL_VERSION, ProtocolConfig, config_json, run_protocol
+
+BLAS_THREADS_PER_UNIT = 1
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """Everything that identifies one unit of work (hashable, picklable)."""
+
+    model: str                 # registry name
+    label: str                 # name plus overrides, as stored and shown
+    fixed_json: str            # canonical JSON of fixed hyperparameters
+    space_json: str            # canonical JSON of the search space
+    dataset: str
+    problem: str               # "<dataset>/<problem>" or the dataset name
+    problem_name: str          # the dataset's own problem name
+    dataset_params_json: str
+    rep: int
+    protocol: ProtocolConfig
+    keep_arrays: bool = False
+    # What produced the result: model and dataset distributions, versions and code
+    # fingerprints (:func:`mtlbench.provenance.unit_provenance`); "" = not recorded.
+    provenance_json: str = ""
+
+    @property
+    def key(self) -> str:
+        """sha256 of everything that determines the result: the model selection, the problem
+        and its dataset parameters, the repetition, every protocol setting but ``reps`` (split
+        settings, and the search strategy and budget when the protocol has them) and the
+        provenance of the code (a changed plugin gives new keys, so its units are rerun)."""
+        ident = {
+            "model": self.model, "fixed": self.fixed_json, "space": self.space_json,
+            "dataset": self.dataset, "problem": self.problem,
+            "dataset_params": self.dataset_params_json, "rep": self.rep,
+            "split": self.protocol.split_settings(),
+        }
+        extra = protocol_key_settings(self.protocol)
+        if extra:
+            ident["protocol"] = extra
+        if self.provenance_json:
+            ident["provenance"] = self.provenance_json
+        return hashlib.sha256(config_json(ident).encode()).hexdigest()[:32]
+
+
+def protocol_key_settings(config: ProtocolConfig) -> dict[str, Any]:
+    """Protocol fields that are neither ``reps`` nor a split setting (e.g. the search strategy
+    and its budget): part of the key so that another search gives another unit."""
+    split = config.split_settings()
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+            if f.name != "reps" and f.name not in split}
+
+
+@dataclass
+class UnitResult:
+    spec: UnitSpec
+    row: dict[str, Any]
+    task_scores: list[tuple] = field(default_factory=list)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.row["status"] == "ok"
+
+
+def problem_id(dataset: str, problem: str) -> str:
+    return dataset if problem == dataset.split("[", 1)[0] else f"{dataset}/{problem}"
+
+
+# ---------------------------------------------------------------------------- execution
+@functools.lru_cache(maxsize=8)
+def load_problem(dataset: str, problem: str, data_dir: str | None,
+                 dataset_params_json: str) -> TaskSet:
+    """Load (once per process) the TaskSet of a problem through its dataset plugin."""
+    ds = get_registry().dataset(dataset)
+    if config_json(ds.params()) != dataset_params_json:
+        raise ConfigError(f"dataset {dataset!r} parameters differ between planning and execution")
+    return ds.load(problem, data_dir=Path(data_dir) if data_dir else None)
+
+
+class UnitTimeout(BaseException):
+    """A unit ran past ``--timeout``.
+
+    A BaseException (like KeyboardInterrupt) so that the protocol's per-grid-point
+    ``except Exception`` cannot swallow it: the whole unit stops, not just one grid point."""
+
+
+def timeout_message(seconds: float) -> str:
+    return f"unit exceeded the timeout of {seconds:g} s"
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`UnitTimeout` in the calling thread after ``seconds``.
+
+    * main thread (the supervised worker processes of local runs): ``SIGALRM`` timer, which
+      also interrupts sleeps and blocking system calls (the supervisor kills the process if
+      the unit still runs ``timeout`` + a grace later: :mod:`mtlbench.runner.local`);
+    * any other thread (a Dask worker thread): a timer thread injects ``UnitTimeout`` into
+      the calling thread with ``PyThreadState_SetAsyncExc``.  It is delivered at the next
+      Python bytecode, so it stops the iterative solvers (Python loops) but not a single long
+      C call (one huge LAPACK call, a ``time.sleep``); the Dask client keeps a deadline as a
+      backstop for those (see :mod:`mtlbench.runner.dask`).
+    """
+    if not seconds:
+        yield
+        return
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        def _raise(signum, frame):
+            raise UnitTimeout(timeout_message(seconds))
+
+        old = signal.signal(signal.SIGALRM, _raise)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        return
+    with _thread_time_limit(seconds):
+        yield
+
+
+@contextlib.contextmanager
+def _thread_time_limit(seconds: float) -> Iterator[None]:
+    import ctypes
+
+    target = threading.get_ident()
+    lock = threading.Lock()
+    armed = [True]
+
+    def _fire() -> None:
+        with lock:  # never inject after the guarded block has ended
+            if armed[0]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                           ctypes.py_object(UnitTimeout))
+
+    timer = threading.Timer(seconds, _fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            armed[0] = False
+        timer.cancel()
+
+
+def versions(model: str | None = None) -> dict[str, str]:
+    import numpy
+    import scipy
+
+    from .. import __version__
+
+    out = {"mtlbench": __version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
+           "python": platform.python_version(), "cpu_count": str(os.cpu_count()),
+           "platform": platform.platform()}
+    if model:
+        with contextlib.suppress(Exception):
+            info = get_registry().model_plugin(model)
+            out["plugin"] = f"{info.distribution} {info.version}".strip()
+    return out
+
+
+def _base_row(spec: UnitSpec) -> dict[str, Any]:
+    return {
+        "key": spec.key, "model": spec.label, "dataset": spec.dataset, "problem": spec.problem,
+        "rep": spec.rep, "seed": spec.protocol.seed,
+        "model_config": {"name": spec.model, "fixed": json.loads(spec.fixed_json),
+                         "space": json.loads(spec.space_json)},
+        "protocol": {**spec.protocol.split_settings(), **spec.protocol.selection_settings(),
+                     "reps": spec.protocol.reps},
+        "dataset_params": json.loads(spec.dataset_params_json),
+        "provenance": json.loads(spec.provenance_json) if spec.provenance_json else None,
+    }
+
+
+def failed_result(spec: UnitSpec, message: str, tb: str = "", *,
+                  started_at: str | None = None, seconds: float | None = None,
+                  host: str | None = None) -> UnitResult:
+    """A "failed" record made outside :func:`execute_unit` (e.g. by a Dask client whose
+    worker died or whose unit ran past its deadline)."""
+    row = _base_row(spec)
+    row.update({"versions": versions(), "host": host or socket.gethostname(),
+                "started_at": started_at or _now(), "status": "failed", "message": message,
+                "traceback": tb, "time_total": seconds, "finished_at": _now()})
+    return UnitResult(spec=spec, row=row)
+
+
+def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | None = None,
+                 tasks: TaskSet | None = None,
+                 on_start: Callable[[], None] | None = None) -> UnitResult:
+    """Run one unit; never raises (failures become a "failed" record).
+
+    ``tasks`` is the problem's data when the caller already has it (a Dask worker receives
+    it once from the client); otherwise it is loaded through the dataset plugin.
+    ``on_start`` is called once data and plugins are loaded, when the unit's clock starts
+    (the supervisor starts its own deadline then).  A unit whose search ran past ``timeout``
+    is failed even if the model swallowed the in-process time limit (a bare ``except:``)."""
+    from threadpoolctl import threadpool_limits
+
+    started = _now()
+    t0 = time.perf_counter()
+    row = _base_row(spec)
+    row.update({"versions": versions(spec.model), "host": socket.gethostname(),
+                "started_at": started})
+    try:
+        with threadpool_limits(limits=BLAS_THREADS_PER_UNIT):
+            # Loading data and plugins (once per process) does not count against the timeout.
+            if tasks is None:
+                tasks = load_problem(spec.dataset, spec.problem_name, data_dir,
+                                     spec.dataset_params_json)
+            cls = get_registry().model_class(spec.model)
+            if on_start is not None:
+                on_start()
+            clock = time.perf_counter()
+            base = cls(**json.loads(spec.fixed_json))
+            with time_limit(timeout):
+                out = run_protocol(base, json.loads(spec.space_json), tasks, spec.protocol,
+                                   spec.rep, keep_arrays=spec.keep_arrays)
+            ran = time.perf_counter() - clock
+            if timeout and ran > timeout:
+                raise UnitTimeout(f"{timeout_message(timeout)} (the model ignored the time "
+                                  f"limit and ran {ran:.1f} s)")
+        row.update({
+            "status": "ok", "best_params": out.best_params, "grid": out.grid,
+            "val_auc": out.val_auc, "test_auc": out.test_auc, "n_tasks": len(out.task_names),
+            "dropped_tasks": out.dropped_tasks, "time_select": out.select_time,
+            "time_fit": out.fit_time, "n_iter": out.n_iter, "history": out.history,
+            "diagnostics": out.diagnostics, "split_fingerprint": out.split_fingerprint,
+            "data_fingerprint": out.data_fingerprint,
+        })
+        scores = [(i, n, a, m) for i, (n, a, m) in
+                  enumerate(zip(out.task_names, out.task_auc, out.n_test))]
+        arrays = out.arrays
+    except BaseException as exc:  # noqa: BLE001 - isolate every failure, even a timeout
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        message = _message(exc)
+        if isinstance(exc, UnitTimeout) and not str(exc):  # injected into a worker thread
+            message = timeout_message(timeout or 0)
+        row.update({"status": "failed", "message": message,
+                    "traceback": traceback.format_exc()})
+        scores, arrays = [], {}
+    row["time_total"] = time.perf_counter() - t0
+    row["finished_at"] = _now()
+    return UnitResult(spec=spec, row=row, task_scores=scores, arrays=arrays)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, (MTLBenchError, UnitTimeout)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+__all__ = ["UnitSpec", "UnitResult", "execute_unit", "failed_result", "load_problem",
+           "problem_id", "time_limit", "UnitTimeout", "timeout_message", "PROTOCOL_VERSION"]

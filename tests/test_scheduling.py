@@ -1,0 +1,55 @@
+"""Scheduling (issue 13, item 3): --jobs defaults to the CPUs, units are dispatched longest
+expected first (stored times per model and problem, else a model's cost_hint), and the
+progress display's ETA comes from those expected times."""
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+from rich.console import Console
+
+from mtlbench.plugins import get_registry
+from mtlbench.progress import RichReporter, format_seconds
+from mtlbench.protocol import ProtocolConfig
+from mtlbench.runner import default_jobs, expected_seconds, plan_units, resolve_problems
+from mtlbench.selectors import apply_overrides
+
+
+def _specs(names, reps=2):
+    reg = get_registry()
+    sels = [apply_overrides(reg.model_class(n), {}, n) for n in names]
+    return plan_units(reg, sels, resolve_problems(reg, ["simulated"]), ProtocolConfig(reps=reps))
+
+
+def test_jobs_default_is_the_usable_cpus():
+    assert default_jobs() == len(os.sched_getaffinity(0))
+
+
+def test_expected_seconds_prefers_stored_times_then_cost_hints(monkeypatch):
+    reg = get_registry()
+    specs = _specs(["stl", "lasso", "rmtfl"])
+    history = pd.DataFrame({"model": ["lasso", "lasso", "lasso", "rmtfl"],
+                            "model_name": ["lasso", "lasso", "lasso", "rmtfl"],
+                            "problem": ["simulated", "simulated", "simulated", "school"],
+                            "time_total": [2.0, 4.0, 100.0, 7.0]})
+    monkeypatch.setattr(reg.model_class("stl"), "cost_hint", 0.25, raising=False)
+    exp = expected_seconds(specs, reg, history)
+    by_model = {s.model: exp[s.key] for s in specs}
+    assert by_model == {"lasso": 4.0,    # median of its stored times on this problem
+                        "rmtfl": 7.0,    # stored on another problem only
+                        "stl": 0.25}     # no stored time: the class's cost_hint
+    order = [s.model for s in sorted(specs, key=lambda s: -exp[s.key])]
+    assert order == ["rmtfl", "rmtfl", "lasso", "lasso", "stl", "stl"]
+    assert set(expected_seconds(specs, reg, None).values()) <= {0.25, 1.0}
+
+
+def test_eta_uses_expected_times_and_names_running_units():
+    specs = _specs(["stl", "lasso"], reps=2)
+    exp = {s.key: (10.0 if s.model == "lasso" else 2.0) for s in specs}
+    rep = RichReporter(Console(file=open(os.devnull, "w"), width=200))
+    with rep:
+        rep.run_started(specs, exp, jobs=2)
+        assert abs(rep.eta_seconds() - 12.0) < 1e-6  # (10 + 10 + 2 + 2) / 2 workers
+        rep.unit_started(specs[1])
+        assert "running: lasso simulated rep 0" in rep.progress.tasks[0].fields["running"]
+    assert format_seconds(3725) == "1:02:05" and format_seconds(65) == "1:05"
