@@ -161,8 +161,30 @@ def prestart() -> None:
     if ctx.get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception), _caller_script_hidden():
             forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def _caller_script_hidden() -> Any:
+    """Start processes without multiprocessing re-importing the caller's ``__main__`` in them.
+
+    Workers run only mtlbench code, and a user's script that calls ``mtlbench.compare(...)``
+    without an ``if __name__ == "__main__":`` guard would otherwise run again (and fail) in
+    the forkserver and in every worker.  multiprocessing reads ``__main__.__spec__`` and
+    ``__file__`` when a process starts; both are hidden for that moment only."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 # ---------------------------------------------------------------------------- the supervisor
@@ -191,7 +213,8 @@ class _Worker:
                                 args=(child, data_dir, os.getpid(), dict(os.environ),
                                       os.getcwd()),
                                 name="mtlbench-unit-worker", daemon=True)
-        self.proc.start()
+        with _caller_script_hidden():
+            self.proc.start()
         child.close()
         self.ready = False                  # imported mtlbench and the plugins
         self.retiring = False               # will exit after its unit
