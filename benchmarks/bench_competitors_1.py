@@ -1,18 +1,32 @@
-"""Fit times of rMTFL, RAMUSA and CoCMTL (issue 4) on the simulated data and at SUN scale.
+"""Fit times of LASSO, rMTFL, RAMUSA and CoCMTL, old (branch ``main``) vs new, side by side.
 
-    python benchmarks/bench_competitors_1.py            # simulated + SUN scale, default params
-    python benchmarks/bench_competitors_1.py --quick    # simulated only
+    python benchmarks/bench_competitors_1.py             # simulated split + SUN scale
+    python benchmarks/bench_competitors_1.py --quick     # simulated split only
+    python benchmarks/bench_competitors_1.py --sun-models ramusa,cocmtl
 
-SUN scale: T = 250 users, d = 2048 features, 50 labels per user; Gaussian features, labels
-from the sign (median split) of a rank-5 linear model plus noise.  Each model is fitted once at
-its default hyperparameters (the centre of its search grid), from a cold start.  Printed:
-seconds per fit, iterations, seconds per iteration, and the final objective.
+The old implementation is the one committed on branch ``main`` (``git show main:...`` into a
+temporary package ``_old_models``), so both run in the same process, on the same data, one
+after the other.  Data:
+
+* simulated: the training split (rep 0 of the protocol's seeded split) of
+  ``make_simulated(seed=101)`` -- 100 tasks x 136 rows x 80 features (generator seed 101: a
+  data set no published table uses);
+* SUN scale: ``make_low_rank_tasks`` (T = 250 users, 50 labels each, d = 2048).
+
+Each model is fitted at the same hyperparameters by both implementations, from a cold start,
+``--reps`` times on the simulated split (median seconds) and once at SUN scale.  Printed:
+seconds, iterations, converged, the objective of both (the new one must be <= the old one up
+to the stated tolerance, or agree with it for convex models), and the target of issue 13
+(<= 0.3 s simulated, <= 30 s SUN scale).  Run with one BLAS thread (the default here).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,44 +43,106 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "plugins"), str(ROOT / "datasets")]
 
 from mtlbench import TaskSet  # noqa: E402
+from mtlbench.protocol import ProtocolConfig, make_split  # noqa: E402
 from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated  # noqa: E402
-from mtlbench_models.cocmtl import CoCMTL  # noqa: E402
-from mtlbench_models.ramusa import RAMUSA  # noqa: E402
-from mtlbench_models.rmtfl import RMTFL  # noqa: E402
+from mtlbench_models._losses import SquaredLoss  # noqa: E402
+
+OLD_FILES = ["__init__.py", "_losses.py", "_prox.py", "lasso.py", "stl.py", "rmtfl.py",
+             "ramusa.py", "cocmtl.py"]
+TARGET = {"simulated": 0.3, "sun": 30.0}
+
+# (module, class, hyperparameters) per model: the centre of each model's starting grid
+MODELS = {
+    "lasso": ("lasso", "LASSO", {"rho_ratio": 0.03}),
+    "rmtfl": ("rmtfl", "RMTFL", {"lam1_ratio": 0.3, "lam2_ratio": 0.3}),
+    "ramusa": ("ramusa", "RAMUSA", {"lam_ratio": 0.2, "theta_ratio": 0.4}),
+    "cocmtl": ("cocmtl", "CoCMTL", {"lam1_ratio": 1.0, "lam2_ratio": 1.0, "k": 5}),
+}
 
 
-def sun_scale(seed: int = 0, T: int = 250, d: int = 2048, n: int = 50, rank: int = 5) -> TaskSet:
-    return make_low_rank_tasks(seed, T=T, d=d, n=n, rank=rank, noise=0.1, name="sun-scale")
+def load_old(ref: str = "main"):
+    """Import the models of git ref ``ref`` as the package ``_old_models``."""
+    tmp = Path(tempfile.mkdtemp(prefix="old_models_"))
+    pkg = tmp / "_old_models"
+    pkg.mkdir()
+    for f in OLD_FILES:
+        try:
+            text = subprocess.run(["git", "show", f"{ref}:plugins/mtlbench_models/{f}"],
+                                  cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        except subprocess.CalledProcessError:
+            text = ""
+        (pkg / f).write_text(text if f != "__init__.py" else "")
+    sys.path.insert(0, str(tmp))
+    return lambda mod: importlib.import_module(f"_old_models.{mod}")
 
 
-def bench(tasks: TaskSet, models) -> None:
-    print(f"\n{tasks!r}")
-    print(f"{'model':<8} {'seconds':>9} {'iters':>7} {'ms/iter':>9} {'objective':>14}  notes")
-    for m in models:
+def simulated_train(seed: int = 101) -> TaskSet:
+    tasks = make_simulated(seed)
+    split = make_split(tasks, ProtocolConfig(), 0)
+    return tasks.subset(split.train, name=f"simulated(seed={seed})[train]", meta={})
+
+
+def sun_scale(seed: int = 0) -> TaskSet:
+    return make_low_rank_tasks(seed, T=250, d=2048, n=50, rank=5, noise=0.1, name="sun-scale")
+
+
+def objective(name: str, m, tasks: TaskSet) -> float:
+    """The model's objective at its fitted parameters, recomputed from scratch."""
+    if name == "lasso":
+        return float(SquaredLoss(tasks).value(m.coef_) + m.rho_ * np.abs(m.coef_).sum())
+    if name == "rmtfl":
+        return float(m.objective(tasks))
+    if name == "ramusa":
+        return float(m.capped_objective(tasks))
+    return float(m.objective_from_scratch(tasks))
+
+
+def fit_timed(cls, params, tasks, reps):
+    times, m = [], None
+    for _ in range(reps):
+        m = cls(**params)
         t0 = time.perf_counter()
         m.fit(tasks)
-        dt = time.perf_counter() - t0
-        it = max(int(m.n_iter_), 1)
-        notes = ""
-        if hasattr(m, "n_stages_"):
-            notes = f"stages={m.n_stages_} rank={m.rank_}"
-        if hasattr(m, "task_outliers_"):
-            notes = f"outliers={int(m.task_outliers_.sum())} shared_rows={int(m.shared_features_.sum())}"
-        print(f"{m.name:<8} {dt:9.2f} {it:7d} {1e3 * dt / it:9.2f} "
-              f"{m.objective_history_[-1]:14.6g}  {notes}")
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), m
+
+
+def bench(label: str, tasks: TaskSet, names, old, reps: int) -> None:
+    print(f"\n{label}: {tasks!r}   (median of {reps} fits; target <= {TARGET[label]:g} s)")
+    print(f"{'model':<7} {'old s':>8} {'new s':>8} {'ratio':>6} {'old it':>7} {'new it':>7} "
+          f"{'old conv':>8} {'new conv':>8} {'old objective':>16} {'new objective':>16} "
+          f"{'rel diff':>9}  target")
+    for name in names:
+        mod, clsname, params = MODELS[name]
+        new_cls = getattr(importlib.import_module(f"mtlbench_models.{mod}"), clsname)
+        old_cls = getattr(old(mod), clsname)
+        t_old, m_old = fit_timed(old_cls, params, tasks, reps)
+        t_new, m_new = fit_timed(new_cls, params, tasks, reps)
+        f_old, f_new = objective(name, m_old, tasks), objective(name, m_new, tasks)
+        conv_old = getattr(m_old, "converged_", (getattr(m_old, "diagnostics_", None) or {})
+                           .get("converged", "?"))
+        ok = "met" if (t_new <= TARGET[label] and getattr(m_new, "converged_", False)) else "MISSED"
+        print(f"{name:<7} {t_old:8.3f} {t_new:8.3f} {t_old / t_new:6.1f} {m_old.n_iter_:7d} "
+              f"{m_new.n_iter_:7d} {str(conv_old):>8} {str(m_new.converged_):>8} "
+              f"{f_old:16.10g} {f_new:16.10g} {(f_new - f_old) / abs(f_old):9.1e}  {ok}",
+              flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="simulated data only")
+    ap.add_argument("--quick", action="store_true", help="simulated split only")
+    ap.add_argument("--reps", type=int, default=5, help="fits per model on the simulated split")
+    ap.add_argument("--models", default="lasso,rmtfl,ramusa,cocmtl")
+    ap.add_argument("--sun-models", default="rmtfl,ramusa,cocmtl")
+    ap.add_argument("--ref", default="main", help="git ref of the old implementation")
     ap.add_argument("--threads", default="1", help="BLAS threads (--threads=N; default 1)")
     args = ap.parse_args()
     print(f"BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS')}, load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    models = lambda: [RMTFL(), RAMUSA(), CoCMTL()]  # noqa: E731
-    bench(make_simulated(0), models())
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; old = {args.ref}")
+    old = load_old(args.ref)
+    bench("simulated", simulated_train(), args.models.split(","), old, args.reps)
     if not args.quick:
-        bench(sun_scale(), models())
+        bench("sun", sun_scale(), [m for m in args.sun_models.split(",") if m], old, 1)
 
 
 if __name__ == "__main__":

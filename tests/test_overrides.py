@@ -38,7 +38,7 @@ def test_parse_selector_forms():
 
 def test_apply_overrides_fixed_and_grid():
     sel = apply_overrides(LASSO, {"rho_ratio": [0.01, 0.1], "max_iter": 500})
-    assert sel.space == {"rho_ratio": [0.01, 0.1]} and sel.fixed == {"max_iter": 500}
+    assert sel.space["rho_ratio"]["grid"] == [0.01, 0.1] and sel.fixed == {"max_iter": 500}
     assert sel.label == "lasso[max_iter=500,rho_ratio=[0.01,0.1]]"
     sel = apply_overrides(STL, {"lam": 1})  # an int for a real-valued parameter is fine
     assert sel.fixed == {"lam": 1} and sel.space == {}
@@ -145,3 +145,46 @@ def test_selector_errors_are_config_errors():
         parse_selector("a[b=[1,2]")
     with pytest.raises(ConfigError, match="nested"):
         apply_overrides(LASSO, {"rho_ratio": [[0.1]]})
+
+
+# ---------------------------------------------------------------- dataset parameters (issue 12.6)
+def test_dataset_parameters_on_the_command_line(tmp_path):
+    store = tmp_path / "r.sqlite"
+    for ds in ("simulated[seed=3]", "simulated", "simulated[ seed = 0 ]"):
+        res = _run(["compare", "--datasets", ds, "--models", "stl", "--reps", "1",
+                    "--budget", "3", "--store", str(store)])
+        assert res.exit_code == 0, res.output
+    units = _units(store)
+    assert sorted(units["problem"]) == ["simulated", "simulated[seed=3]"]  # seed=0 is default
+    params = {r["problem"]: r["dataset_params"] for r in units.to_dict("records")}
+    assert params == {"simulated": {"seed": 0}, "simulated[seed=3]": {"seed": 3}}
+    fps = set(units["data_fingerprint"])
+    assert len(fps) == 2  # different data, not just a different label
+
+
+@pytest.mark.parametrize("ds, fragment", [
+    ("simulated[sed=3]", "dataset 'simulated' has no parameter 'sed'; its parameters are: seed"),
+    ("simulated[seed=1.5]", "simulated[seed=1.5]: expected an integer"),
+    ("simulated[seed=[1,2]]", "a dataset parameter takes one value"),
+    ("simulated[seed=3", "unbalanced brackets"),
+    ("nosuch[seed=3]", "unknown dataset 'nosuch'"),
+])
+def test_bad_dataset_parameters_are_clear_errors(tmp_path, ds, fragment):
+    res = CliRunner().invoke(cli, ["compare", "--datasets", ds, "--models", "stl", "--reps",
+                                   "1", "--store", str(tmp_path / "r.sqlite")])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and fragment in out, out
+    assert "Traceback" not in out
+
+
+def test_pca_alias_and_problem_selector():
+    from mtlbench.plugins import get_registry
+    from mtlbench.runner import resolve_problems
+
+    reg = get_registry()
+    ds = reg.dataset("shoes[pca=200]")
+    assert ds.n_components == 200 and ds.selector == "shoes[n_components=200]"
+    assert ds.params()["n_components"] == 200 and reg.dataset("shoes").n_components == 100
+    assert resolve_problems(reg, ["shoes[pca=200]/brown"]) == [("shoes[n_components=200]",
+                                                               "brown")]
+    assert resolve_problems(reg, ["simulated[seed=3]"]) == [("simulated[seed=3]", "simulated")]

@@ -65,10 +65,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
+from ._linalg import TaskQuadratic
 from ._losses import SquaredLoss
-from .rmtfl import Residuals
 
 __all__ = ["prox_cocluster", "cocluster_penalty", "CoCMTL"]
 
@@ -183,33 +183,32 @@ class CoCMTL(LinearMTLModel):
     name = "cocmtl"
     paper = ("Xu, Huang, Chen, Chen, Exploiting Task-Feature Co-Clusters in Multi-Task "
              "Learning, AAAI 2015")
-    search_space = {"lam1_ratio": [0.1, 1.0, 10.0], "lam2_ratio": [0.1, 1.0, 10.0]}
-    # Non-convex: the protocol's refit starts cold, so the grid fits start cold too (a warm
+    search_space = {"lam1_ratio": Log([0.1, 1.0, 10.0], low=None, high=None),
+                    "lam2_ratio": Log([0.1, 1.0, 10.0], low=None, high=None),
+                    "k": Int([5], low=1, high=None)}
+    param_constraints = {"gamma": Log([1.1], low=None), "tol": Linear([1e-6], low=0.0),
+                         "xtol": Linear([1e-4], low=0.0), "max_iter": Int([5000], low=1)}
+    # Non-convex: the protocol's refit starts cold, so the search's fits start cold too (a warm
     # start could select a local solution the refit never reaches).  fit(init=...) still works.
+    convex = False
     supports_warm_start = False
 
     def __init__(self, lam1_ratio: float = 1.0, lam2_ratio: float = 1.0, k: int = 5,
-                 gamma: float = 1.1, tol: float = 1e-6, max_iter: int = 1000):
+                 gamma: float = 1.1, tol: float = 1e-6, xtol: float = 1e-4,
+                 max_iter: int = 5000, accelerate: bool = True):
         self.lam1_ratio = lam1_ratio
         self.lam2_ratio = lam2_ratio
         self.k = k
         self.gamma = gamma
         self.tol = tol
+        self.xtol = xtol
         self.max_iter = max_iter
+        self.accelerate = accelerate
 
     def _validate(self, tasks: TaskSet) -> None:
-        if not self.lam1_ratio >= 0:
-            raise ValueError(f"cocmtl: lam1_ratio must be >= 0, got {self.lam1_ratio}")
-        if not self.lam2_ratio >= 0:
-            raise ValueError(f"cocmtl: lam2_ratio must be >= 0, got {self.lam2_ratio}")
-        if not (isinstance(self.k, (int, np.integer)) and self.k >= 1):
-            raise ValueError(f"cocmtl: k must be an integer >= 1, got {self.k!r}")
+        self.check_params()
         if not self.gamma > 1:
             raise ValueError(f"cocmtl: gamma must be > 1 (PALM step condition), got {self.gamma}")
-        if not self.tol >= 0:
-            raise ValueError(f"cocmtl: tol must be >= 0, got {self.tol}")
-        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
-            raise ValueError(f"cocmtl: max_iter must be an integer >= 1, got {self.max_iter!r}")
 
     def objective(self, loss: SquaredLoss, P: np.ndarray, Q: np.ndarray) -> float:
         """J(P + Q) + lam1 Omega1(P) + lam2 Omega2(Q) with the fitted lam1_, lam2_."""
@@ -224,39 +223,66 @@ class CoCMTL(LinearMTLModel):
 
     def fit(self, tasks: TaskSet, init=None) -> "CoCMTL":
         self._validate(tasks)
-        s = feature_scale(tasks)
+        s = tasks.memo(("cocmtl_feature_scale",), lambda: feature_scale(tasks))
         self.lam1_ = float(self.lam1_ratio) * s
         self.lam2_ = float(self.lam2_ratio) * s
         k = int(self.k)
-        loss = SquaredLoss(tasks)
+        quad = TaskQuadratic(tasks)
         d, T = tasks.d, tasks.T
         P = np.zeros((d, T))
         Q = np.zeros((d, T))
         if init is not None and getattr(init, "P_", None) is not None \
                 and init.P_.shape == P.shape:
             P, Q = init.P_.copy(), init.Q_.copy()
-        c = float(self.gamma) * max(loss.lipschitz, 1e-12)
-        R = Residuals(loss)
-        AP, AQ = R.forward(P), R.forward(Q)
-        hist = [self.objective(loss, P, Q)]
-        n_iter = 0
+        c = float(self.gamma) * max(quad.lipschitz, 1e-12)
+        lam1, lam2, tol, xtol = self.lam1_, self.lam2_, float(self.tol), float(self.xtol)
+
+        def palm_step(YP, YQ, AYP, AYQ):
+            """One PALM sweep (P block, then Q block with the new P) from (YP, YQ)."""
+            G = quad.grad(AYP + AYQ)
+            Pn = prox_mean_reg(YP - G / c, lam1 / c)
+            APn = quad.forward(Pn)
+            G = quad.grad(APn + AYQ)
+            Qn, omega2 = _prox_cocluster_with_value(YQ - G / c, lam2 / c, k)
+            AQn = quad.forward(Qn)
+            Fn = quad.value(APn + AQn) + lam1 * mean_reg_penalty(Pn) + lam2 * omega2
+            return Pn, Qn, APn, AQn, Fn
+
+        AP, AQ = quad.forward(P), quad.forward(Q)
+        F = quad.value(AP + AQ) + lam1 * mean_reg_penalty(P) + lam2 * cocluster_penalty(Q, k)
+        hist = [float(F)]
+        P_old, Q_old, AP_old, AQ_old = P, Q, AP, AQ
+        t_k = 1.0
+        n_iter, converged, n_restarts = 0, False, 0
         for n_iter in range(1, int(self.max_iter) + 1):
-            G = R.grad([a + b for a, b in zip(AP, AQ)])
-            P = prox_mean_reg(P - G / c, self.lam1_ / c)
-            AP = R.forward(P)
-            G = R.grad([a + b for a, b in zip(AP, AQ)])
-            Q, omega2 = _prox_cocluster_with_value(Q - G / c, self.lam2_ / c, k)
-            AQ = R.forward(Q)
-            hist.append(R.value([a + b for a, b in zip(AP, AQ)])
-                        + self.lam1_ * mean_reg_penalty(P) + self.lam2_ * omega2)
-            if abs(hist[-2] - hist[-1]) <= self.tol * max(abs(hist[-1]), 1e-12):
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next if self.accelerate else 0.0
+            if beta > 0.0:
+                out = palm_step(P + beta * (P - P_old), Q + beta * (Q - Q_old),
+                                quad.combine(AP, AP_old, beta), quad.combine(AQ, AQ_old, beta))
+                if out[4] > F:           # monotone restart: a plain PALM step instead
+                    n_restarts += 1
+                    t_next = 1.0
+                    out = palm_step(P, Q, AP, AQ)
+            else:
+                out = palm_step(P, Q, AP, AQ)
+            Pn, Qn, APn, AQn, Fn = out
+            dx = np.sqrt(np.sum((Pn - P) ** 2) + np.sum((Qn - Q) ** 2))
+            size = np.sqrt(np.sum(Pn * Pn) + np.sum(Qn * Qn))
+            P_old, Q_old, AP_old, AQ_old = P, Q, AP, AQ
+            P, Q, AP, AQ, t_k = Pn, Qn, APn, AQn, t_next
+            F_prev, F = F, Fn
+            hist.append(float(F))
+            if abs(F_prev - F) <= tol * max(abs(F), 1e-12) and dx <= xtol * max(size, 1e-12):
+                converged = True
                 break
         self.P_, self.Q_ = P, Q
         self.coef_ = P + Q
         self.objective_history_ = [float(v) for v in hist]
         self.n_iter_ = n_iter
+        self.converged_ = converged
         self.diagnostics_ = {"lam1": self.lam1_, "lam2": self.lam2_, "k": k,
-                             "converged": n_iter < int(self.max_iter)}
+                             "converged": converged, "restarts": n_restarts}
         return self
 
 

@@ -64,11 +64,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
+from ._linalg import Residuals, TaskQuadratic, task_xty
 from ._losses import SquaredLoss
 from ._prox import prox_trace
-from .rmtfl import Residuals
 
 
 def svt(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
@@ -99,28 +99,42 @@ def capped_penalty(s: np.ndarray, theta: float) -> float:
     return float(np.minimum(s, theta).sum())
 
 
-def trace_lambda_max(loss: SquaredLoss) -> float:
+def trace_lambda_max(loss) -> float:
     """||grad J(0)||_2: W = 0 solves min J + lam ||W||_* iff lam >= this."""
     G0 = loss.grad(np.zeros((loss.d, loss.T)))
     return float(np.linalg.norm(G0, 2))
 
 
-def stage_solve(loss: SquaredLoss, lam: float, M: np.ndarray | None, W0: np.ndarray,
+def _as_quad(loss):
+    """A :class:`TaskQuadratic`, or a SquaredLoss wrapped in the row-pass :class:`Residuals`."""
+    if isinstance(loss, TaskQuadratic):
+        return loss
+    R = Residuals(loss)
+    R.lipschitz = loss.lipschitz
+    return R
+
+
+def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 tol: float = 1e-6, max_iter: int = 2000, theta: float | None = None):
     """APG for one stage: argmin_W J(W) - lam <M, W> + lam ||W||_*  (M = None: no linear term).
 
+    ``loss``: a :class:`TaskQuadratic` (Gram or row passes) or a ``SquaredLoss``.
+    Stopping rule: ||W_k - W_{k-1}||_F <= tol * max(1, ||W_k||_F) -- for a proximal-gradient
+    step this is the norm of the gradient mapping divided by the step's L, i.e. a first-order
+    optimality residual of the convex stage problem.
     Monotone: an iterate is accepted only if the stage objective does not increase (otherwise
     momentum is restarted and a plain proximal-gradient step is taken).  Returns
-    (W, stage objective history, capped objective history (if theta given), iterations).
+    (W, stage objective history, capped objective history (if theta given), iterations,
+    converged) -- ``converged`` is False only when ``max_iter`` was reached.
     """
-    R = Residuals(loss)
+    R = _as_quad(loss)
     lin = (lambda W: 0.0) if M is None else (lambda W: -lam * float(np.sum(M * W)))
 
     def step_from(Y, AY, L):
         fY = R.value(AY) + lin(Y)
         G = R.grad(AY)
         if M is not None:
-            G -= lam * M
+            G = G - lam * M
         while True:
             Xn, s = svt(Y - G / L, lam / L)
             D = Xn - Y
@@ -139,10 +153,11 @@ def stage_solve(loss: SquaredLoss, lam: float, M: np.ndarray | None, W0: np.ndar
     F = J + lin(W) + lam * s_W.sum()
     hist = [float(F)]
     capped = [] if theta is None else [J + lam * capped_penalty(s_W, theta)]
-    L = max(loss.lipschitz, 1e-12)
+    L = max(R.lipschitz, 1e-12)
     Y, AY = W, A
     t_k = 1.0
     it = 0
+    converged = False
     for it in range(1, max_iter + 1):
         Wn, s, An, Jn, fn, L = step_from(Y, AY, L)
         Fn = fn + lam * s.sum()
@@ -150,7 +165,8 @@ def stage_solve(loss: SquaredLoss, lam: float, M: np.ndarray | None, W0: np.ndar
             t_k = 1.0
             Wn, s, An, Jn, fn, L = step_from(W, A, L)
             Fn = fn + lam * s.sum()
-            if Fn > F:  # no progress possible at machine precision
+            if Fn > F:  # no progress possible at machine precision: W is optimal to rounding
+                converged = True
                 break
         step = np.linalg.norm(Wn - W)
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
@@ -162,8 +178,9 @@ def stage_solve(loss: SquaredLoss, lam: float, M: np.ndarray | None, W0: np.ndar
         if theta is not None:
             capped.append(float(Jn + lam * capped_penalty(s, theta)))
         if step <= tol * max(1.0, np.linalg.norm(W)):
+            converged = True
             break
-    return W, hist, capped, it
+    return W, hist, capped, it, converged
 
 
 class RAMUSA(LinearMTLModel):
@@ -171,8 +188,12 @@ class RAMUSA(LinearMTLModel):
 
     name = "ramusa"
     paper = "Han & Zhang, Multi-Stage Multi-Task Learning with Reduced Rank, AAAI 2016"
-    search_space = {"lam_ratio": [0.05, 0.2, 0.5], "theta_ratio": [0.1, 0.4, 1.0]}
-    supports_warm_start = True
+    search_space = {"lam_ratio": Log([0.05, 0.2, 0.5], low=None, high=1.0),
+                    "theta_ratio": Log([0.1, 0.4, 1.0], low=None, high=1.0)}
+    param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([2000], low=1),
+                         "max_stages": Int([10], low=1), "subspace_tol": Linear([1e-2], low=0.0)}
+    convex = False
+    supports_warm_start = False
 
     def __init__(self, lam_ratio: float = 0.2, theta_ratio: float = 0.4, tol: float = 1e-6,
                  max_iter: int = 2000, max_stages: int = 10, subspace_tol: float = 1e-2):
@@ -183,16 +204,6 @@ class RAMUSA(LinearMTLModel):
         self.max_stages = max_stages
         self.subspace_tol = subspace_tol
 
-    def _validate(self) -> None:
-        for nm in ("lam_ratio", "theta_ratio", "tol", "subspace_tol"):
-            v = getattr(self, nm)
-            if not (isinstance(v, (int, float, np.floating, np.integer)) and v >= 0):
-                raise ValueError(f"ramusa: {nm} must be a number >= 0, got {v!r}")
-        for nm in ("max_iter", "max_stages"):
-            v = getattr(self, nm)
-            if not (isinstance(v, (int, np.integer)) and v >= 1):
-                raise ValueError(f"ramusa: {nm} must be an integer >= 1, got {v!r}")
-
     def capped_objective(self, tasks: TaskSet, W: np.ndarray | None = None) -> float:
         """F(W) = J(W) + lam sum_i min(sigma_i(W), theta) (LAPACK singular values)."""
         W = self.coef_ if W is None else W
@@ -200,9 +211,10 @@ class RAMUSA(LinearMTLModel):
         return SquaredLoss(tasks).value(W) + self.lam_ * capped_penalty(s, self.theta_)
 
     def fit(self, tasks: TaskSet, init=None) -> "RAMUSA":
-        self._validate()
-        loss = SquaredLoss(tasks)
-        lam = float(self.lam_ratio) * trace_lambda_max(loss)
+        self.check_params()
+        quad = TaskQuadratic(tasks)
+        lam = float(self.lam_ratio) * tasks.memo(
+            ("trace_lambda_max",), lambda: float(np.linalg.norm(task_xty(tasks), 2)))
         self.lam_ = lam
         tol, max_iter = float(self.tol), int(self.max_iter)
         W0 = np.zeros((tasks.d, tasks.T))
@@ -210,38 +222,48 @@ class RAMUSA(LinearMTLModel):
                 and init.stage1_coef_.shape == W0.shape:
             W0 = init.stage1_coef_
         # stage 1: trace-norm MTL; theta is defined from its solution
-        W, _, _, it = stage_solve(loss, lam, None, W0, tol=tol, max_iter=max_iter)
+        W, _, _, it, conv = stage_solve(quad, lam, None, W0, tol=tol, max_iter=max_iter)
+        stages_converged = [conv]
         self.stage1_coef_ = W.copy()
-        s1 = np.linalg.svd(W, compute_uv=False)
+        # one SVD serves theta and the first linearisation, so at theta_ratio = 1 no singular
+        # value is above theta (two LAPACK drivers may differ in the last bit of sigma_1)
+        U, s1, Vt = np.linalg.svd(W, full_matrices=False)
         theta = float(self.theta_ratio) * (float(s1[0]) if s1.size else 0.0)
         self.theta_ = theta
-        hist = [loss.value(W) + lam * capped_penalty(s1, theta)]
+        hist = [quad.value(quad.forward(W)) + lam * capped_penalty(s1, theta)]
         stage_obj = [hist[-1]]
         bases = [(np.zeros((tasks.d, 0)), np.zeros((tasks.T, 0)))]
         total_it = it
         M_old = None
         n_stages = 1
+        outer_done = False
+        s = s1
         for _ in range(int(self.max_stages) - 1):
-            U, s, Vt = np.linalg.svd(W, full_matrices=False)
+            if n_stages > 1:
+                U, s, Vt = np.linalg.svd(W, full_matrices=False)
             big = s > theta
             r = int(big.sum())
             M = U[:, big] @ Vt[big]
             if M_old is not None and r == int(round(np.sum(M_old * M_old))) \
                     and np.linalg.norm(M - M_old) <= self.subspace_tol * np.sqrt(max(r, 1)):
+                outer_done = True
                 break
             if M_old is None and r == 0:
+                outer_done = True
                 break  # no singular value above theta: stage 2 would repeat stage 1
-            W, _, capped, it = stage_solve(loss, lam, M, W, tol=tol, max_iter=max_iter,
-                                           theta=theta)
+            W, _, capped, it, conv = stage_solve(quad, lam, M, W, tol=tol, max_iter=max_iter,
+                                                 theta=theta)
+            stages_converged.append(conv)
             total_it += it
             n_stages += 1
             bases.append((U[:, big].copy(), Vt[big].T.copy()))
             hist.extend(capped[1:])
-            F = self.capped_value(loss, W)
+            F = self.capped_value(quad, W)
             prev = stage_obj[-1]
             stage_obj.append(F)
             M_old = M
             if prev - F <= tol * max(abs(F), 1e-12):
+                outer_done = True
                 break
         self.coef_ = W
         self.objective_history_ = [float(v) for v in hist]
@@ -249,16 +271,19 @@ class RAMUSA(LinearMTLModel):
         self.stage_bases_ = bases
         self.n_iter_ = total_it
         self.n_stages_ = n_stages
+        self.converged_ = bool(outer_done and all(stages_converged))
         s = np.linalg.svd(W, compute_uv=False)
         self.rank_ = int(np.sum(s > 1e-8 * max(s[0] if s.size else 0.0, 1e-300)))
         self.diagnostics_ = {"lam": lam, "theta": theta, "n_stages": n_stages,
                              "rank": self.rank_, "n_above_theta": int(np.sum(s > theta)),
-                             "stage_objectives": self.stage_objectives_}
+                             "stage_objectives": self.stage_objectives_,
+                             "converged": self.converged_}
         return self
 
-    def capped_value(self, loss: SquaredLoss, W: np.ndarray) -> float:
+    def capped_value(self, loss, W: np.ndarray) -> float:
         s = np.linalg.svd(W, compute_uv=False)
-        return loss.value(W) + self.lam_ * capped_penalty(s, self.theta_)
+        return loss.value(loss.forward(W) if isinstance(loss, TaskQuadratic) else W) \
+            + self.lam_ * capped_penalty(s, self.theta_)
 
 
 @hookimpl

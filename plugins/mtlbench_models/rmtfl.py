@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
+from ._linalg import Residuals, TaskQuadratic, task_xty  # noqa: F401  (Residuals re-exported for old imports)
 from ._losses import SquaredLoss
 from ._prox import prox_group_cols, prox_group_rows
 
@@ -59,90 +60,98 @@ def rmtfl_penalty(P: np.ndarray, Q: np.ndarray, lam1: float, lam2: float) -> flo
     return float(lam1 * np.linalg.norm(P, axis=1).sum() + lam2 * np.linalg.norm(Q, axis=0).sum())
 
 
-class Residuals:
-    """The affine map W -> (X_t w_t)_t of a :class:`SquaredLoss`, used by the APG solvers.
+def rmtfl_gap(W: np.ndarray, G: np.ndarray, rr: float, pen: float, lam1: float,
+              lam2: float) -> float:
+    """Duality gap of the rMTFL problem at (P, Q) with W = P + Q.
 
-    J is quadratic, so the predictions at an extrapolated point Y = W_k + beta (W_k - W_{k-1})
-    are the same combination of the predictions at W_k and W_{k-1}: each APG iteration needs
-    one forward pass (predictions of the new iterate: backtracking test and objective value)
-    and one backward pass (gradient), instead of recomputing J and grad J from scratch.
-    At SUN scale the passes over the data (250 x 50 x 2048) dominate the cost.
-    """
+    Fenchel dual (residuals r_t = X_t w_t - y_t, dual variable s r with s in [0, 1]):
+    the conjugate of the penalty, as an infimal convolution over W = P + Q, is the indicator of
+    {Theta : every row norm <= lam1 and every column norm <= lam2}; the largest s for which
+    Theta = s G (G = grad J(W) = [X_t^T r_t]_t) is feasible is
+    s = min(1, lam1 / max_i ||G[i, :]||, lam2 / max_t ||G[:, t]||), and the gap is
 
-    def __init__(self, loss: SquaredLoss) -> None:
-        self.loss = loss
+        gap = pen(P, Q) + s <W, G> + (1 - s)^2 / 2 ||r||^2        (>= 0, = 0 at the optimum)
 
-    def forward(self, W: np.ndarray) -> list[np.ndarray]:
-        return [X @ W[:, t] for t, X in enumerate(self.loss.Xs)]
-
-    def value(self, A: list[np.ndarray]) -> float:
-        return float(sum(0.5 * w * np.dot(a - y, a - y)
-                         for w, a, y in zip(self.loss.weights, A, self.loss.ys)))
-
-    def grad(self, A: list[np.ndarray]) -> np.ndarray:
-        G = np.empty((self.loss.d, self.loss.T))
-        for t, (X, a, y) in enumerate(zip(self.loss.Xs, A, self.loss.ys)):
-            G[:, t] = self.loss.weights[t] * (X.T @ (a - y))
-        return G
-
-    @staticmethod
-    def combine(A1: list[np.ndarray], A0: list[np.ndarray], beta: float) -> list[np.ndarray]:
-        """Predictions at W1 + beta (W1 - W0)."""
-        return [a1 + beta * (a1 - a0) for a1, a0 in zip(A1, A0)]
+    (``rr`` = ||r||^2 = 2 J(W); this form avoids the cancellation of primal minus dual)."""
+    rmax = float(np.sqrt((G * G).sum(axis=1).max())) if G.size else 0.0
+    cmax = float(np.sqrt((G * G).sum(axis=0).max())) if G.size else 0.0
+    s = 1.0
+    if rmax > lam1:
+        s = min(s, lam1 / rmax)
+    if cmax > lam2:
+        s = min(s, lam2 / cmax)
+    return float(pen + s * np.sum(W * G) + 0.5 * (1.0 - s) ** 2 * rr)
 
 
-def rmtfl_solve(loss: SquaredLoss, lam1: float, lam2: float, P0: np.ndarray, Q0: np.ndarray,
+def rmtfl_solve(quad: TaskQuadratic, lam1: float, lam2: float, P0: np.ndarray, Q0: np.ndarray,
                 tol: float = 1e-6, max_iter: int = 5000):
-    """FISTA with backtracking on (P, Q).  Returns (P, Q, objective history, iterations).
+    """FISTA with backtracking on (P, Q).  Returns (P, Q, objective history, iterations,
+    relative duality gap at the returned point).
 
+    Stops when the duality gap (:func:`rmtfl_gap`) is <= tol * F(P, Q) (a relative gap); it is
+    evaluated at every iterate when the Gram representation makes grad J of the iterate free,
+    every 5 iterations otherwise (one extra backward pass).
     Monotone: a step that increases the objective is replaced by a plain proximal-gradient
     step from the last iterate and the momentum is restarted.
     """
-    R = Residuals(loss)
+    R = quad
+    every = 1 if quad.mode == "gram" else 5
 
     def step_from(YP, YQ, AY, L):
-        fY = R.value(AY)
-        G = R.grad(AY)
+        fY, G = R.value_grad(AY)
         while True:
             Pn = prox_group_rows(YP - G / L, lam1 / L)
             Qn = prox_group_cols(YQ - G / L, lam2 / L)
             dP, dQ = Pn - YP, Qn - YQ
             An = R.forward(Pn + Qn)
             fn = R.value(An)
-            quad = fY + np.sum(G * (dP + dQ)) + 0.5 * L * (np.sum(dP * dP) + np.sum(dQ * dQ))
-            if fn <= quad + 1e-12 * max(abs(quad), 1.0):
+            quad_ = fY + np.sum(G * (dP + dQ)) + 0.5 * L * (np.sum(dP * dP) + np.sum(dQ * dQ))
+            if fn <= quad_ + 1e-12 * max(abs(quad_), 1.0):
                 return Pn, Qn, An, fn, L
             L *= 2.0
 
+    def rel_gap(P, Q, A, f, pen):
+        F = f + pen
+        gap = rmtfl_gap(P + Q, R.grad(A), 2.0 * f, pen, lam1, lam2)
+        return gap / max(abs(F), 1e-300)
+
     P, Q = P0.copy(), Q0.copy()
     A = R.forward(P + Q)
-    F = R.value(A) + rmtfl_penalty(P, Q, lam1, lam2)
+    f = R.value(A)
+    pen = rmtfl_penalty(P, Q, lam1, lam2)
+    F = f + pen
+    hist = [float(F)]
+    gap = rel_gap(P, Q, A, f, pen)
+    if gap <= tol:
+        return P, Q, hist, 0, gap
     YP, YQ, AY = P, Q, A
     t_k = 1.0
-    L = max(loss.lipschitz, 1e-12)
-    hist = [float(F)]
+    L = max(quad.lipschitz, 1e-12)
     it = 0
     for it in range(1, max_iter + 1):
         Pn, Qn, An, fn, L = step_from(YP, YQ, AY, L)
-        Fn = fn + rmtfl_penalty(Pn, Qn, lam1, lam2)
+        pen_n = rmtfl_penalty(Pn, Qn, lam1, lam2)
+        Fn = fn + pen_n
         if Fn > F:  # restart: plain proximal-gradient step from the last iterate
             t_k = 1.0
             Pn, Qn, An, fn, L = step_from(P, Q, A, L)
-            Fn = fn + rmtfl_penalty(Pn, Qn, lam1, lam2)
+            pen_n = rmtfl_penalty(Pn, Qn, lam1, lam2)
+            Fn = fn + pen_n
             if Fn > F:  # no progress possible at machine precision
+                gap = rel_gap(P, Q, A, f, pen)
                 break
-        step = np.sqrt(np.sum((Pn - P) ** 2) + np.sum((Qn - Q) ** 2))
-        size = np.sqrt(np.sum(Pn * Pn) + np.sum(Qn * Qn))
         t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
         beta = (t_k - 1.0) / t_next
         YP = Pn + beta * (Pn - P)
         YQ = Qn + beta * (Qn - Q)
         AY = R.combine(An, A, beta)
-        P, Q, A, F, t_k = Pn, Qn, An, Fn, t_next
+        P, Q, A, f, pen, F, t_k = Pn, Qn, An, fn, pen_n, Fn, t_next
         hist.append(float(F))
-        if step <= tol * max(1.0, size):
-            break
-    return P, Q, hist, it
+        if it % every == 0 or it == max_iter:
+            gap = rel_gap(P, Q, A, f, pen)
+            if gap <= tol:
+                break
+    return P, Q, hist, it, gap
 
 
 class RMTFL(LinearMTLModel):
@@ -150,7 +159,10 @@ class RMTFL(LinearMTLModel):
 
     name = "rmtfl"
     paper = "Gong, Ye, Zhang, Robust Multi-Task Feature Learning, KDD 2012"
-    search_space = {"lam1_ratio": [0.1, 0.3, 0.7], "lam2_ratio": [0.1, 0.3, 1.0]}
+    search_space = {"lam1_ratio": Log([0.1, 0.3, 0.7], low=None, high=1.0),
+                    "lam2_ratio": Log([0.1, 0.3, 1.0], low=None, high=1.0)}
+    param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
+    convex = True
     supports_warm_start = True
 
     def __init__(self, lam1_ratio: float = 0.3, lam2_ratio: float = 0.3, tol: float = 1e-6,
@@ -161,16 +173,10 @@ class RMTFL(LinearMTLModel):
         self.max_iter = max_iter
 
     def fit(self, tasks: TaskSet, init=None) -> "RMTFL":
-        for nm in ("lam1_ratio", "lam2_ratio"):
-            v = getattr(self, nm)
-            if not (isinstance(v, (int, float, np.floating, np.integer)) and v >= 0):
-                raise ValueError(f"rmtfl: {nm} must be a number >= 0, got {v!r}")
-        if not self.tol >= 0:
-            raise ValueError(f"rmtfl: tol must be >= 0, got {self.tol}")
-        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
-            raise ValueError(f"rmtfl: max_iter must be an integer >= 1, got {self.max_iter!r}")
-        loss = SquaredLoss(tasks)
-        m1, m2 = rmtfl_lambda_max(loss)
+        self.check_params()
+        B = task_xty(tasks)                      # -grad J(0)
+        m1 = float(np.sqrt((B * B).sum(axis=1).max())) if B.size else 0.0
+        m2 = float(np.sqrt((B * B).sum(axis=0).max())) if B.size else 0.0
         self.lam1_ = float(self.lam1_ratio) * m1
         self.lam2_ = float(self.lam2_ratio) * m2
         shape = (tasks.d, tasks.T)
@@ -179,29 +185,30 @@ class RMTFL(LinearMTLModel):
             # (P, Q) = 0 satisfies the optimality conditions exactly (every row norm of G0 is
             # <= lam1 and every column norm <= lam2): return it without arithmetic, so the
             # zeros are exact on every CPU/BLAS (a prox step at the threshold leaves ~1e-17).
-            P, Q = P0, Q0
-            hist, it = [SquaredLoss(tasks).value(P0 + Q0)], 0
-            self._store(P, Q, hist, it)
+            hist = [0.5 * float(sum(tasks.y(t) @ tasks.y(t) for t in range(tasks.T)))]
+            self._store(P0, Q0, hist, 0, 0.0)
             return self
         if init is not None and getattr(init, "P_", None) is not None and init.P_.shape == shape:
             P0, Q0 = init.P_, init.Q_
-        P, Q, hist, it = rmtfl_solve(loss, self.lam1_, self.lam2_, P0, Q0,
-                                     tol=float(self.tol), max_iter=int(self.max_iter))
-        self._store(P, Q, hist, it)
+        P, Q, hist, it, gap = rmtfl_solve(TaskQuadratic(tasks), self.lam1_, self.lam2_, P0, Q0,
+                                          tol=float(self.tol), max_iter=int(self.max_iter))
+        self._store(P, Q, hist, it, gap)
         return self
 
-    def _store(self, P: np.ndarray, Q: np.ndarray, hist: list, it: int) -> None:
+    def _store(self, P: np.ndarray, Q: np.ndarray, hist: list, it: int, gap: float) -> None:
         self.P_, self.Q_ = P, Q
         self.coef_ = P + Q
         self.objective_history_ = hist
         self.n_iter_ = it
+        self.gap_ = float(gap)
+        self.converged_ = bool(gap <= float(self.tol))
         self.shared_features_ = np.linalg.norm(P, axis=1) > 0
         self.task_outliers_ = np.linalg.norm(Q, axis=0) > 0
         self.diagnostics_ = {
             "lam1": self.lam1_, "lam2": self.lam2_,
             "n_shared_features": int(self.shared_features_.sum()),
             "outlier_tasks": np.flatnonzero(self.task_outliers_).tolist(),
-            "converged": it < int(self.max_iter),
+            "converged": self.converged_, "relative_gap": self.gap_,
         }
 
     def objective(self, tasks: TaskSet) -> float:

@@ -1,0 +1,176 @@
+"""Linear-algebra helpers shared by the squared-loss competitors (LASSO, STL, rMTFL, RAMUSA,
+CoCMTL, and the ridge start of AMTL / VSTG-MTL).  Private to the built-in plugins.
+
+Everything here evaluates the competitors' common loss (TFCL paper, Experimental Settings)
+
+    J(W) = sum_t 1/2 ||y_t - X_t w_t||^2,     W of shape (d, T), column t = task t,
+
+or solves a per-task ridge problem; nothing here changes an objective.
+
+* :func:`ridge_solve` -- argmin_w 1/2 ||y - X w||^2 + lam/2 ||w||^2 through the smaller Gram.
+* :class:`Residuals` -- J through passes over the rows (predictions X_t w_t kept per task).
+* :class:`TaskQuadratic` -- J through the per-task Gram matrices H_t = X_t^T X_t and
+  b_t = X_t^T y_t (cached per TaskSet with ``tasks.memo``), or through stacked rows when the
+  Gram matrices would cost more than the rows (``d >= 2 n_t``); the same interface for both.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from mtlbench.data import TaskSet
+
+__all__ = ["ridge_solve", "Residuals", "TaskQuadratic", "task_grams", "task_xty", "gram_lipschitz"]
+
+
+def ridge_solve(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
+    """argmin_w 1/2 ||y - X w||^2 + lam/2 ||w||^2 through the smaller Gram matrix."""
+    n, d = X.shape
+    if n <= d:
+        K = X @ X.T
+        K[np.diag_indices_from(K)] += lam
+        return X.T @ cho_solve(cho_factor(K), y)
+    G = X.T @ X
+    G[np.diag_indices_from(G)] += lam
+    return cho_solve(cho_factor(G), X.T @ y)
+
+
+class Residuals:
+    """The affine map W -> (X_t w_t)_t of a :class:`SquaredLoss`, used by the APG solvers.
+
+    J is quadratic, so the predictions at an extrapolated point Y = W_k + beta (W_k - W_{k-1})
+    are the same combination of the predictions at W_k and W_{k-1}: each APG iteration needs
+    one forward pass (predictions of the new iterate: backtracking test and objective value)
+    and one backward pass (gradient), instead of recomputing J and grad J from scratch.
+    At SUN scale the passes over the data (250 x 50 x 2048) dominate the cost.
+    """
+
+    def __init__(self, loss) -> None:
+        self.loss = loss
+
+    def forward(self, W: np.ndarray) -> list[np.ndarray]:
+        return [X @ W[:, t] for t, X in enumerate(self.loss.Xs)]
+
+    def value(self, A: list[np.ndarray]) -> float:
+        return float(sum(0.5 * w * np.dot(a - y, a - y)
+                         for w, a, y in zip(self.loss.weights, A, self.loss.ys)))
+
+    def grad(self, A: list[np.ndarray]) -> np.ndarray:
+        G = np.empty((self.loss.d, self.loss.T))
+        for t, (X, a, y) in enumerate(zip(self.loss.Xs, A, self.loss.ys)):
+            G[:, t] = self.loss.weights[t] * (X.T @ (a - y))
+        return G
+
+    @staticmethod
+    def combine(A1: list[np.ndarray], A0: list[np.ndarray], beta: float) -> list[np.ndarray]:
+        """Predictions at W1 + beta (W1 - W0)."""
+        return [a1 + beta * (a1 - a0) for a1, a0 in zip(A1, A0)]
+
+
+def task_xty(tasks: TaskSet) -> np.ndarray:
+    """B[:, t] = X_t^T y_t (d, T) = -grad J(0), cached on ``tasks``."""
+    def compute():
+        B = np.empty((tasks.d, tasks.T))
+        for t in range(tasks.T):
+            B[:, t] = tasks.X(t).T @ tasks.y(t)
+        return B
+    return tasks.memo(("sq_task_xty",), compute)
+
+
+def task_grams(tasks: TaskSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(H, B, c): H[t] = X_t^T X_t (T, d, d), B[:, t] = X_t^T y_t (d, T), c[t] = y_t^T y_t.
+
+    Cached on ``tasks`` (``tasks.memo(("sq_task_grams",), ...)``): a search fits every point on
+    the same training TaskSet, so the Gram matrices are formed once per unit."""
+    def compute():
+        d, T = tasks.d, tasks.T
+        H = np.empty((T, d, d))
+        c = np.empty(T)
+        for t in range(T):
+            X, y = tasks.X(t), tasks.y(t)
+            H[t] = X.T @ X
+            c[t] = y @ y
+        return H, task_xty(tasks), c
+    return tasks.memo(("sq_task_grams",), compute)
+
+
+def gram_lipschitz(tasks: TaskSet) -> np.ndarray:
+    """Per-task ||X_t||_2^2 (largest eigenvalue of the smaller Gram side), cached on ``tasks``."""
+    def compute():
+        out = np.empty(tasks.T)
+        for t in range(tasks.T):
+            X = tasks.X(t)
+            n, d = X.shape
+            G = X @ X.T if n <= d else X.T @ X
+            out[t] = float(np.linalg.eigvalsh(G)[-1]) if G.shape[0] else 0.0
+        return out
+    return tasks.memo(("sq_task_lipschitz",), compute)
+
+
+class TaskQuadratic:
+    """J(W) = sum_t 1/2 ||y_t - X_t w_t||^2 with an APG-friendly "state" per iterate.
+
+    ``forward(W)`` returns a state from which ``value`` and ``grad`` are read without another
+    pass over the data; states are numpy arrays, linear in W (so ``combine`` and ``a + b``
+    give the state of the combined point: J is quadratic).
+
+    Two representations, chosen by cost (both exact, float64):
+
+    * Gram (when ``d < 2 n_t`` on average and T d^2 stays below ~ 50 M entries): the state is
+      ``[W, HW]`` of shape (2, d, T) with HW[:, t] = H_t w_t; one batched matrix-vector product
+      per iterate (T d^2 flops instead of 2 sum_t n_t d);
+      J = 1/2 <W, HW> - <B, W> + 1/2 sum_t c_t,  grad J = HW - B.
+    * rows: the state is the stacked predictions (sum_t n_t,), one pass per task each way.
+
+    ``lipschitz`` = max_t ||X_t||_2^2 (Lipschitz constant of grad J), as in ``SquaredLoss``.
+    """
+
+    def __init__(self, tasks: TaskSet, mode: str | None = None) -> None:
+        self.tasks = tasks
+        self.d, self.T = tasks.d, tasks.T
+        n = np.array([tasks.X(t).shape[0] for t in range(self.T)])
+        if mode is None:
+            mode = "gram" if (self.d < 2 * n.mean() and self.T * self.d ** 2 <= 5e7) else "rows"
+        self.mode = mode
+        self.lipschitz = float(gram_lipschitz(tasks).max()) if self.T else 0.0
+        if mode == "gram":
+            self.H, self.B, c = task_grams(tasks)
+            self.half_cc = 0.5 * float(c.sum())
+        else:
+            self.Xs = [tasks.X(t) for t in range(self.T)]
+            self.y = np.concatenate([tasks.y(t) for t in range(self.T)]) if self.T else np.zeros(0)
+            self.start = np.concatenate([[0], np.cumsum(n)])
+
+    # ---- states
+    def forward(self, W: np.ndarray) -> np.ndarray:
+        if self.mode == "gram":
+            HW = np.matmul(self.H, W.T[:, :, None])[:, :, 0].T
+            return np.stack([W, HW])
+        a = np.empty(self.start[-1])
+        for t, X in enumerate(self.Xs):
+            a[self.start[t]:self.start[t + 1]] = X @ W[:, t]
+        return a
+
+    def value(self, A: np.ndarray) -> float:
+        if self.mode == "gram":
+            W, HW = A
+            return float(0.5 * np.sum(W * HW) - np.sum(self.B * W) + self.half_cc)
+        r = A - self.y
+        return float(0.5 * (r @ r))
+
+    def grad(self, A: np.ndarray) -> np.ndarray:
+        if self.mode == "gram":
+            return A[1] - self.B
+        r = A - self.y
+        G = np.empty((self.d, self.T))
+        for t, X in enumerate(self.Xs):
+            G[:, t] = X.T @ r[self.start[t]:self.start[t + 1]]
+        return G
+
+    def value_grad(self, A: np.ndarray) -> tuple[float, np.ndarray]:
+        return self.value(A), self.grad(A)
+
+    @staticmethod
+    def combine(A1: np.ndarray, A0: np.ndarray, beta: float) -> np.ndarray:
+        """State of W1 + beta (W1 - W0)."""
+        return A1 + beta * (A1 - A0)
