@@ -257,11 +257,15 @@ class TFCLQ(LinearMTLModel):
             G = J.grad(tc[:, None] + tg + tp)
             timings["gradient"] += time.perf_counter() - t1
         t1 = time.perf_counter()
-        tp = prox_group_cols(tp - G / Cp, self.alpha_["personal"] / Cp)         # (Prox_p)
+        tp_new = prox_group_cols(tp - G / Cp, self.alpha_["personal"] / Cp)     # (Prox_p)
+        # theta_p often stays exactly 0 (no personal user): then W and the gradient are
+        # unchanged and the Gauss-Seidel re-evaluation is skipped (same iterate, exactly).
+        tp_moved = not (np.array_equal(tp_new, tp))
+        tp = tp_new
         t2 = time.perf_counter()
         timings["prox"] += t2 - t1
         if self.use_group:
-            if gs:
+            if gs and tp_moved:
                 G = J.grad(tc[:, None] + tg + tp)
                 timings["gradient"] += time.perf_counter() - t2
             t2 = time.perf_counter()
