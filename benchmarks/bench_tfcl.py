@@ -6,8 +6,8 @@
 
 1. One fit per TFCL label on a simulated training split (simulated data of generator seed
    101, protocol split seed 0, repetition 0: 100 tasks x 136 rows x 80 features) at the
-   hyperparameters validation selects there (``SELECTED``: the optimum of the design sweep,
-   see ``--design``).  Old and new fit the same problem: the old code is run in
+   hyperparameters the default adaptive search (20 fits) selected there by validation
+   (``SELECTED``; ``mtlbench compare --datasets "simulated[seed=101]" --reps 1``).  Old and new fit the same problem: the old code is run in
    ``lam_scale="absolute"`` mode with the alphas the new code derived (``alpha_*``), with its
    own iteration cap.  Printed per label: median time over ``--reps`` interleaved runs,
    iterations and converged for old / Alg. to the letter (new code, ``accelerate=False``,
@@ -41,12 +41,12 @@ OLD_REF = "00507cd"
 ROOT = Path(__file__).resolve().parents[1]
 # label -> (hyperparameters selected by validation on the design split, new class name)
 SELECTED = {
-    "tfcl": dict(lam_group=0.05, k=4),
-    "tfcl-noauc": dict(lam_group=0.06, k=5),
-    "tfcl-q": dict(lam_group=0.05, k=5, lam_common=1.0, lam_personal=1.0),
-    "tfcl-q-noauc": dict(lam_group=0.09, k=4, lam_common=1.0, lam_personal=1.0),
-    "tfcl-q-nog": dict(lam_common=0.03, lam_personal=0.1),
-    "tfcl-coc": dict(lam_group=0.1, k=4, lam_common=0.1, lam_personal=0.3),
+    "tfcl": dict(lam_group=0.05, k=5, lam_ridge=0.01),
+    "tfcl-noauc": dict(lam_group=0.08, k=6),
+    "tfcl-q": dict(lam_group=0.05, k=4, lam_common=10.0, lam_personal=1.0),
+    "tfcl-q-noauc": dict(lam_group=0.08, k=4, lam_common=100.0, lam_personal=1.0),
+    "tfcl-q-nog": dict(lam_common=0.03, lam_personal=0.086),
+    "tfcl-coc": dict(lam_group=0.1, k=4, lam_common=0.01, lam_personal=0.3),
 }
 TARGET_SIM = 0.3
 TARGET_SUN = {"tfcl-q": 15.0}
