@@ -411,6 +411,16 @@ class TFCLQNoG(TFCLQ):
     search_space = SPACE_Q_NOG
     use_group = False
 
+    def __init__(self, lam_common: float = 0.03, lam_group: float = 0.05, lam_ridge: float = 1e-3,
+                 lam_personal: float = 0.1, k: int = 4, loss: str = "auc",
+                 lam_scale: str = "data", schedule: str = "gauss-seidel",
+                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
+                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+        super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
+                         lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
+                         schedule=schedule, accelerate=accelerate, max_iter=max_iter, tol=tol,
+                         c_factor=c_factor, eig_rtol=eig_rtol)
+
 
 class TFCLCoc(TFCLQ):
     """TFCL-Q with the co-grouping regulariser replaced by CoCMTL's (ablation "TFCL(Coc)")."""
