@@ -877,8 +877,3 @@ class TFCLNoAUC(TFCL):
 def register_models(register):
     register(TFCL)
     register(TFCLNoAUC)
-
-
-# The ``check-ustep`` command lives in tfcl_check.py; its hook is re-exported here so the
-# entry point ``mtlbench_models.tfcl`` registers it.
-from .tfcl_check import register_commands  # noqa: E402,F401
