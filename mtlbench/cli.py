@@ -95,11 +95,11 @@ def plugins() -> None:
     """List discovered plugins, what they registered, and plugins that failed to load."""
     reg = _registry()
     table = Table(title="mtlbench plugins (entry-point group 'mtlbench')")
-    for col in ("plugin", "distribution", "version", "models", "datasets"):
+    for col in ("plugin", "distribution", "version", "models", "datasets", "searchers"):
         table.add_column(col)
     for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name)):
         table.add_row(p.name, p.distribution, p.version, ", ".join(p.models),
-                      ", ".join(p.datasets))
+                      ", ".join(p.datasets), ", ".join(p.searchers))
     console.print(table)
     if reg.failures:
         ft = Table(title="[red]plugins that failed[/]")
@@ -312,7 +312,7 @@ def _print_summary(store, problems=None, models=None, keys=None) -> None:
 from .report.commands import register as _register_report  # noqa: E402
 from .scaffold import new_plugin_cmd as _new_plugin_cmd  # noqa: E402
 
-_register_report(cli)
+_register_report(cli, console=console, user_errors=user_errors, default_store=DEFAULT_STORE)
 cli.add_command(_new_plugin_cmd)
 
 

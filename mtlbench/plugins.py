@@ -93,6 +93,7 @@ class Registry:
         # names made unusable: (kind, name) -> the message to raise when the name is used
         self._unusable: dict[tuple[str, str], Exception] = {}
         self._clash_owners: dict[tuple[str, str], list[PluginInfo]] = {}
+        self._configured: dict[str, Dataset] = {}  # "NAME[param=value]" -> configured dataset
 
     # ------------------------------------------------------------------ loading
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> "Registry":
@@ -265,7 +266,7 @@ class Registry:
         from .dataset import configure_dataset
         from .selectors import parse_selector
 
-        cache = self.__dict__.setdefault("_configured", {})
+        cache = self._configured
         if text not in cache:
             try:
                 base_name, overrides = parse_selector(text)

@@ -41,6 +41,9 @@ from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
+#: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
+#: faulty searcher cannot loop forever.
+MAX_FITS = 10000
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,11 @@ class ProtocolConfig:
     def __post_init__(self) -> None:
         if self.reps < 1:
             raise ConfigError(f"reps must be >= 1, got {self.reps}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
+                or not 0 <= self.seed <= 2 ** 63 - 1:
+            raise ConfigError(f"seed must be an integer in [0, 2**63 - 1] (a SeedSequence "
+                              f"entropy the store keeps as a signed 64-bit integer), got "
+                              f"{self.seed!r}")
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
             raise ConfigError(f"budget must be an integer >= 1, got {self.budget!r}")
         if not isinstance(self.search, str) or not self.search:
@@ -244,8 +252,11 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     select_time = time.perf_counter() - t0
     b = best_index(trace)
     if b is None:
+        first = trace[0].get("error", "") if trace else ""
+        if first.startswith("ModelContractError: "):  # the model breaks the contract: say so
+            raise ModelContractError(first[len("ModelContractError: "):])
         errors = "; ".join(e.get("error", "") for e in trace[:3])
-        raise RuntimeError(f"every searched point failed ({len(trace)} tried): {errors}")
+        raise RuntimeError(f"every grid point failed ({len(trace)} tried): {errors}")
     best_params, best_val = dict(trace[b]["params"]), float(trace[b]["val_auc"])
 
     # Test labels are touched only from here on.
@@ -295,15 +306,16 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
     on ``val``.  A trace entry holds ``params``, ``phase`` (start / extend / refine),
     ``val_auc`` (absent with ``error`` for a failed fit), ``converged`` (``converged_`` of the
-    fitted model, None if it does not say), ``n_iter`` and ``fit_time`` (seconds).  The
-    summary holds ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
+    fitted model, None if it does not say) and ``n_iter``; the trace is a pure function of
+    data, seed and settings.  The summary holds ``fit_times`` (seconds per fit, aligned with
+    the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
     ``budget_exhausted`` (the budget ran out while the searcher still wanted to extend past an
     edge) and ``start_exceeds_budget`` (the starting design alone is larger than the budget;
     it is fitted in full).
     """
     space = space_from_json(space)
     searcher = get_searcher_class(searcher_name)(space)
-    cap = math.inf
+    cap = MAX_FITS
     start_exceeds = False
     if searcher.uses_budget:
         n_start = len(searcher.start())
@@ -311,6 +323,10 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         cap = max(budget, n_start)
     warm = bool(getattr(base, "convex", False) and getattr(base, "supports_warm_start", False))
     trace: list[dict[str, Any]] = []
+    # Timings vary from run to run: they are kept beside the trace (index-aligned), so that
+    # neither a searcher nor the stored trace can depend on them (bit-identical results
+    # serially, with --jobs and on Dask).
+    fit_times: list[float] = []
     prev = None
     while len(trace) < cap:
         phase, batch = searcher.propose(trace)
@@ -319,7 +335,10 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         for params in batch:
             if len(trace) >= cap:
                 break
+            _check_proposal(searcher_name, space, params)
+            t0 = time.perf_counter()
             entry, model = _fit_point(base, params, phase, train, val, prev if warm else None)
+            fit_times.append(time.perf_counter() - t0)
             trace.append(entry)
             if model is not None:
                 prev = model
@@ -332,27 +351,39 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
                "n_fits": len(trace), "at_bound": at_bound, "at_edge": at_edge,
                "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
-               "warm_start": warm}
+               "warm_start": warm, "fit_times": fit_times}
     return trace, summary
+
+
+def _check_proposal(searcher_name: str, space: Mapping[str, Any],
+                    params: Mapping[str, Any]) -> None:
+    """A searcher (possibly a third-party plugin) proposes only points of the declared space."""
+    if not isinstance(params, Mapping) or set(params) != set(space):
+        raise ConfigError(f"searcher {searcher_name!r} proposed {params!r}; a point must set "
+                          f"exactly the searched parameters {sorted(space)}")
+    for key, value in params.items():
+        why = space[key].check(value)
+        if why is None and space[key].kind == "categorical" and value not in space[key].grid:
+            why = f"is not one of the listed values {list(space[key].grid)}"
+        if why:
+            raise ConfigError(f"searcher {searcher_name!r} proposed {key}={value!r}, which the "
+                              f"declaration rejects: {key} {why}")
 
 
 def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: TaskSet,
                val: TaskSet, init: MTLModel | None) -> tuple[dict[str, Any], MTLModel | None]:
     model = clone(base, **params)
     entry: dict[str, Any] = {"params": dict(params), "phase": phase}
-    t0 = time.perf_counter()
     try:
         fitted = model.fit(train, init=init)
         check_fit_returned(fitted, model)
         score, _ = mean_auc(model, val)
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
         entry["error"] = f"{type(exc).__name__}: {exc}"
-        entry["fit_time"] = time.perf_counter() - t0
         return entry, None
     entry["val_auc"] = score
     entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
     entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
-    entry["fit_time"] = time.perf_counter() - t0
     return entry, model
 
 

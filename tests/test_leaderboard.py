@@ -305,3 +305,44 @@ def test_search_summary_reads_old_and_new_traces():
     assert s["at_edge"] == 1 and s["at_edge_params"] == ["mu"]
     # unit 0: the selected fit's flag (False); unit 1: nothing recorded; unit 2: stored flag
     assert s["not_converged"] == 1 and s["converged_unknown"] == 1
+
+
+def test_at_bound_from_declared_bounds_or_unknown_for_list_spaces():
+    import pandas as pd
+
+    from mtlbench.report.select import at_bound
+
+    declared = {"space": {"lam": {"kind": "log", "grid": [0.1, 1.0], "low": 0.0, "high": None},
+                          "theta": {"kind": "linear", "grid": [0.5], "low": 0.0, "high": 1.0}}}
+    row = pd.Series({"grid": [], "protocol": {}, "diagnostics": {}, "model_config": declared,
+                     "best_params": {"lam": 0.1, "theta": 1.0}})
+    assert at_bound(row) == ["theta"]
+    old = row.copy()
+    old["model_config"] = {"space": {"lam": [0.1, 1.0]}}
+    assert at_bound(old) is None
+    md_row = {"units": 2, "at_bound": None}
+    from mtlbench.report.render import _count_text
+
+    assert _count_text(md_row["at_bound"], md_row["units"]) == "—"
+
+
+def test_search_summary_of_the_stored_layout():
+    """The layout the protocol stores: the trace in ``grid``, the unit-level summary in
+    ``diagnostics['search']`` (the refit's flag wins over the search fit's)."""
+    import pandas as pd
+
+    from mtlbench.report.leaderboard import search_summary
+
+    trace = [{"params": {"lam": 0.1}, "phase": "start", "val_auc": 0.8, "converged": True,
+              "n_iter": 3},
+             {"params": {"lam": 1.0}, "phase": "extend", "val_auc": 0.9, "converged": True,
+              "n_iter": 4}]
+    summary = {"search": "adaptive", "budget": 20, "n_fits": 2, "at_bound": [],
+               "at_edge": ["lam"], "budget_exhausted": True, "fit_times": [0.1, 0.2],
+               "selected_converged": True, "refit_converged": False}
+    units = pd.DataFrame({"grid": [trace], "protocol": [{"search": "adaptive", "budget": 20}],
+                          "best_params": [{"lam": 1.0}], "model_config": [{}],
+                          "diagnostics": [{"search": summary}]})
+    s = search_summary(units)
+    assert s["budget"] == [20] and s["fits_max"] == 2
+    assert s["at_edge"] == 1 and s["at_bound"] == 0 and s["not_converged"] == 1

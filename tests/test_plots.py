@@ -7,8 +7,9 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from mtlbench.plugins import get_registry  # noqa: E402
+from mtlbench.report.figures import make_figures  # noqa: E402
 from mtlbench.report.plots import (ablation_plot, convergence_plot, embeddings_plot,  # noqa: E402
-                                   heatmaps, make_figures, tuning_plot)
+                                   heatmaps, tuning_plot)
 from mtlbench.store import ResultStore  # noqa: E402
 
 

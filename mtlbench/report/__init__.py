@@ -5,8 +5,10 @@ module             what
 =================  ===========================================================================
 ``select``         the one rule choosing which stored units a table counts (``select_units``)
 ``stats``          Holm, Wilcoxon signed-rank, Friedman, block ranks
-``leaderboard``    ``build_leaderboard`` (a JSON-able dict) and its markdown / JSON / CSV
-``plots``          the figures (matplotlib, imported lazily), ``make_figures``
+``leaderboard``    ``build_leaderboard``: the leaderboard as one JSON-able dict
+``render``         its markdown / JSON / CSV
+``plots``          the figures (matplotlib, imported lazily)
+``figures``        ``make_figures``: every figure a store allows, or why not
 ``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
 ``roles``          what models declare about their role (baseline, ablations)
 ``commands``       the click commands ``results``, ``leaderboard``, ``publish``,
@@ -21,11 +23,11 @@ from typing import Any
 # Imported lazily (PEP 562) so that the CLI can register the report commands without
 # importing pandas/scipy at start-up.
 _WHERE = {
-    "build_leaderboard": "leaderboard", "cell_text": "leaderboard", "render": "leaderboard",
-    "search_summary": "leaderboard", "to_csv": "leaderboard", "to_json": "leaderboard",
-    "to_markdown": "leaderboard", "import_results": "publish", "publish": "publish",
+    "build_leaderboard": "leaderboard", "cell_text": "render", "render": "render",
+    "search_summary": "leaderboard", "to_csv": "render", "to_json": "render",
+    "to_markdown": "render", "import_results": "publish", "publish": "publish",
     "Selection": "select", "select_units": "select", "friedman": "stats", "holm": "stats",
-    "wilcoxon_p": "stats", "make_figures": "plots",
+    "wilcoxon_p": "stats", "make_figures": "figures",
 }
 
 

@@ -14,13 +14,33 @@ import click
 from ..errors import ConfigError
 
 
-def _open_store(path: str, must_exist: bool = True):
+def _open_store(path: str, must_exist: bool = True, readonly: bool = False):
+    """The store at ``path``; opened for reading only (when the store supports it) for the
+    commands that only read, so a store on a read-only location can be reported on."""
+    import inspect
+
     from ..store import ResultStore
 
     if must_exist and not Path(path).exists():
         raise ConfigError(f"no results store at {path!r}; run 'mtlbench compare' first "
                           "or pass --store PATH")
+    if readonly and "readonly" in inspect.signature(ResultStore).parameters:
+        return ResultStore(path, readonly=True)
     return ResultStore(path)
+
+
+def _stale_note(store) -> str:
+    """The store's note on units made by older code than what is installed (when this
+    mtlbench records code provenance), else ''."""
+    try:
+        from ..provenance import stale_note  # type: ignore[import-not-found]
+        from ..plugins import get_registry
+    except ImportError:
+        return ""
+    try:
+        return stale_note(store, get_registry()) or ""
+    except Exception:  # noqa: BLE001 - a note must not stop the report
+        return ""
 
 
 def _csv(value: str | None) -> list[str] | None:
@@ -57,11 +77,9 @@ def results_frame(sel) -> "Any":
     return df.reset_index(drop=True)
 
 
-def _commands() -> list[click.Command]:
+def _commands(console, user_errors, DEFAULT_STORE: str) -> list[click.Command]:
     from rich.markup import escape
     from rich.table import Table
-
-    from ..cli import DEFAULT_STORE, console, user_errors
 
     store_opt = click.option("--store", default=DEFAULT_STORE, show_default=True,
                              type=click.Path(dir_okay=False), help="SQLite results store.")
@@ -91,7 +109,7 @@ def _commands() -> list[click.Command]:
         rule as the leaderboard (one seed, the latest code per model), with what was left out."""
         from .select import left_out_text, select_units
 
-        rs = _open_store(store)
+        rs = _open_store(store, readonly=True)
         try:
             problems = _csv(datasets_)
             models = _csv(models_)
@@ -127,6 +145,9 @@ def _commands() -> list[click.Command]:
                 console.print(escape(left_out_text(sel)), soft_wrap=True)
                 for note in sel.notes:
                     console.print(f"  {escape(note)}", soft_wrap=True)
+                stale = _stale_note(rs)
+                if stale:
+                    console.print(f"[yellow]Note:[/] {escape(stale)}", soft_wrap=True)
             if failures:
                 failed = sel.units[sel.units["status"] != "ok"]
                 for _, r in failed.iterrows():
@@ -158,7 +179,7 @@ def _commands() -> list[click.Command]:
         planned vs finished units, provenance."""
         from .leaderboard import build_leaderboard, render
 
-        rs = _open_store(store)
+        rs = _open_store(store, readonly=True)
         try:
             models = _csv(models_)
             text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
@@ -190,7 +211,7 @@ def _commands() -> list[click.Command]:
         remove stale generated files."""
         from .publish import publish
 
-        rs = _open_store(store)
+        rs = _open_store(store, readonly=True)
         try:
             publish(rs, out, _csv(datasets_), figures=figures, force=force, seed=seed,
                     models=_csv(models_), log=lambda s: console.print(escape(s), soft_wrap=True))
@@ -200,25 +221,34 @@ def _commands() -> list[click.Command]:
     @click.command("import-results")
     @click.argument("file", type=click.Path(dir_okay=False))
     @store_opt
+    @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+                  help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
+                       "the data and split fingerprints of real datasets.")
     @user_errors
-    def import_results_cmd(file: str, store: str) -> None:
+    def import_results_cmd(file: str, store: str, data_dir: str | None) -> None:
         """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
         that 'compare --models mine' computes only your model and 'leaderboard' shows all.
         Refused when splits, data or protocol differ from this installation's."""
+        from ..dataset import resolve_data_dir
         from .publish import import_results
 
+        ddir = resolve_data_dir(data_dir)
         rs = _open_store(store, must_exist=False)
         try:
-            import_results(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True))
+            import_results(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True),
+                           data_dir=str(ddir) if ddir else None)
         finally:
             rs.close()
 
     return [results_cmd, leaderboard_cmd, publish_cmd, import_results_cmd]
 
 
-def register(cli: click.Group) -> None:
-    """Add the report commands to the ``mtlbench`` click group (replacing same-named ones)."""
-    for cmd in _commands():
+def register(cli: click.Group, *, console, user_errors, default_store: str) -> None:
+    """Add the report commands to the ``mtlbench`` click group (replacing same-named ones).
+
+    The CLI hands down its console, its error decorator and the default store path, so this
+    module never imports the CLI module back."""
+    for cmd in _commands(console, user_errors, default_store):
         cli.add_command(cmd)
 
 

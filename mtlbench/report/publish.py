@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import ConfigError
-from .leaderboard import (FORMAT_VERSION, GENERATED_MARKER, _fmt_seconds, _machines_text,
-                          build_leaderboard, to_json, to_markdown)
+from .leaderboard import FORMAT_VERSION, build_leaderboard
+from .render import GENERATED_MARKER, _fmt_seconds, _machines_text, to_json, to_markdown
 from .select import select_units
 
 MANIFEST = ".manifest.json"
@@ -128,7 +128,7 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
         lb = build_leaderboard(store, ds, selection=sel)
         figs: list[dict[str, Any]] = []
         if figures:
-            from .plots import make_figures
+            from .figures import make_figures
 
             figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
         md, js = out / f"{ds}.md", out / f"{ds}.json"
@@ -244,7 +244,7 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
 
 
 # ================================================================================ import
-def _local_check(unit: dict[str, Any], cache: dict) -> str | None:
+def _local_check(unit: dict[str, Any], cache: dict, data_dir: str | None = None) -> str | None:
     """Why this installation disagrees with a published unit's split / data / protocol, or
     None.  Recomputes the split of (dataset, problem, seed, rep) through the dataset plugin and
     :func:`mtlbench.protocol.make_split`."""
@@ -280,7 +280,7 @@ def _local_check(unit: dict[str, Any], cache: dict) -> str | None:
                 cache[ck] = (None, f"dataset parameters {unit.get('dataset_params')} differ from "
                                    f"this installation's {ds.params()}")
             else:
-                tasks = ds.load(name)
+                tasks = ds.load(name, data_dir=Path(data_dir) if data_dir else None)
                 keep, _ = evaluable_tasks(tasks)
                 cache[ck] = (restrict_tasks(tasks, keep), None)
         except Exception as exc:  # noqa: BLE001 - reported as a refusal
@@ -298,7 +298,8 @@ def _local_check(unit: dict[str, Any], cache: dict) -> str | None:
     return None
 
 
-def import_results(path: str | Path, store, log: Callable[[str], None] = print) -> int:
+def import_results(path: str | Path, store, log: Callable[[str], None] = print,
+                   data_dir: str | None = None) -> int:
     """Import the units of a published leaderboard JSON into ``store``; returns how many.
 
     Refused (:class:`ConfigError`, nothing written) when any unit's protocol, data fingerprint
@@ -320,16 +321,19 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print) 
                           "units were included); republish it with this mtlbench version")
     names = data.get("task_names") or {}
     cache: dict = {}
-    problems = []
+    problems: dict[str, list[str]] = {}
     for u in units:
         u = {**u, "dataset": data["dataset"]}
-        why = _local_check(u, cache)
+        why = _local_check(u, cache, data_dir)
         if why:
-            problems.append(f"{u.get('model')} {u.get('problem')} rep {u.get('rep')}: {why}")
+            problems.setdefault(why, []).append(
+                f"{u.get('model')} {u.get('problem')} rep {u.get('rep')}")
     if problems:
-        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        parts = [f"{who[0]}" + (f" (and {len(who) - 1} more unit(s))" if len(who) > 1 else "")
+                 + f": {why}" for why, who in list(problems.items())[:3]]
+        more = f" (and {len(problems) - 3} more reasons)" if len(problems) > 3 else ""
         raise ConfigError(f"refusing to import {str(path)!r}: it does not match what this "
-                          f"installation computes — {'; '.join(problems[:3])}{more}. "
+                          f"installation computes — {'; '.join(parts)}{more}. "
                           "Nothing was imported.")
     from ..store import UNIT_COLUMNS
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -42,9 +42,9 @@ from ..protocol import config_json
 
 _canon = config_json
 
-#: keys of a unit's ``versions`` that describe the machine, not the code that produced it
-MACHINE_KEYS = frozenset({"numpy", "scipy", "python", "cpu_count", "platform", "host",
-                          "sklearn", "mtlbench"})
+#: words in a ``versions`` key or a unit column that mark a fingerprint of the code that
+#: produced the unit (the model's distribution version is the ``plugin`` entry)
+CODE_WORDS = ("code", "fingerprint", "hash", "source", "provenance")
 
 
 @dataclass
@@ -76,8 +76,16 @@ def _settings(row: pd.Series) -> str:
 
 
 def _provenance(row: pd.Series) -> str:
+    """What produced a unit: the model configuration, the plugin distribution and version,
+    and every stored code fingerprint (``versions`` keys or row columns naming code, a
+    fingerprint or a hash; the split and data fingerprints are not code)."""
     vers = row["versions"] if isinstance(row["versions"], dict) else {}
-    code = {k: v for k, v in vers.items() if k not in MACHINE_KEYS}
+    code = {k: v for k, v in vers.items()
+            if k == "plugin" or any(w in k for w in CODE_WORDS)}
+    for col in row.index:
+        if col not in ("split_fingerprint", "data_fingerprint") and not col.startswith("_") \
+                and any(w in col for w in CODE_WORDS):
+            code[col] = row[col]
     return _canon({"config": row["model_config"], "code": code})
 
 
@@ -267,14 +275,35 @@ def search_trace(grid: Any, protocol: Any = None) -> tuple[list[dict[str, Any]],
     return fits, info
 
 
+def row_search(row: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(fits, search info) of a unit row: the ``trace`` column when the store has one, else
+    the ``grid`` column; unit-level info also read from ``diagnostics['search']`` and the
+    protocol settings."""
+    stored = row.get("trace") if "trace" in row.index else None
+    if isinstance(stored, str):
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            stored = None
+    fits, info = search_trace(stored if stored else row.get("grid"), row.get("protocol"))
+    diag = row.get("diagnostics")
+    if isinstance(diag, dict) and isinstance(diag.get("search"), dict):
+        info = {**diag["search"], **info}
+    return fits, info
+
+
 def selected_converged(row: pd.Series) -> bool | None:
-    """Whether the unit's selected (refitted) fit converged: the stored unit-level flag, else
-    the flag of the search fit at the selected parameters; None when nothing was recorded."""
-    for src in (row.get("diagnostics"), ):
-        if isinstance(src, dict) and isinstance(src.get("converged"), bool):
-            return src["converged"]
-    fits, info = search_trace(row.get("grid"), row.get("protocol"))
-    for k in ("converged", "selected_converged", "refit_converged"):
+    """Whether the unit's selected model converged: the refit's flag (the model scored on
+    test; ``refit_converged`` of the search summary) when stored, else the flag of the
+    search fit at the selected parameters; None when nothing was recorded."""
+    diag = row.get("diagnostics")
+    if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
+        return diag["converged"]
+    flag = row.get("converged")  # a unit-level column, if the store has one
+    if flag is not None and not isinstance(flag, (dict, list, str)) and not pd.isna(flag):
+        return bool(flag)
+    fits, info = row_search(row)
+    for k in ("refit_converged", "converged", "selected_converged"):
         if isinstance(info.get(k), bool):
             return info[k]
     best = row.get("best_params")
@@ -284,32 +313,33 @@ def selected_converged(row: pd.Series) -> bool | None:
     return None
 
 
-def at_bound(row: pd.Series) -> list[str]:
+def at_bound(row: pd.Series) -> list[str] | None:
     """Searched parameters whose selected value sits at a declared bound of the model: the
-    stored ``at_bound`` list, else computed from a stored space with ``low``/``high``."""
-    fits, info = search_trace(row.get("grid"), row.get("protocol"))
+    stored ``at_bound`` list, else computed from a stored space whose entries declare
+    ``low``/``high``; None when the unit records no bounds (an old list-style space)."""
+    fits, info = row_search(row)
     if isinstance(info.get("at_bound"), list):
         return [str(p) for p in info["at_bound"]]
     cfg = row.get("model_config")
     space = cfg.get("space", {}) if isinstance(cfg, dict) else {}
     best = row.get("best_params") if isinstance(row.get("best_params"), dict) else {}
-    out = []
-    for k, decl in (space or {}).items():
-        if isinstance(decl, dict) and k in best:
-            if any(decl.get(b) is not None and best[k] == decl.get(b) for b in ("low", "high")):
-                out.append(k)
-    return out
+    declared = {k: d for k, d in (space or {}).items()
+                if isinstance(d, dict) and ("low" in d or "high" in d)}
+    if not declared:
+        return None
+    return [k for k, d in declared.items() if k in best and any(
+        d.get(b) is not None and best[k] == d.get(b) for b in ("low", "high"))]
 
 
 def at_edge(row: pd.Series) -> list[str] | None:
     """The stored ``at_edge`` list (selection at an edge of what was searched, not a bound);
     None when the unit does not record it."""
-    _, info = search_trace(row.get("grid"), row.get("protocol"))
+    _, info = row_search(row)
     return [str(p) for p in info["at_edge"]] if isinstance(info.get("at_edge"), list) else None
 
 
 def n_fits(row: pd.Series) -> int:
-    fits, info = search_trace(row.get("grid"), row.get("protocol"))
+    fits, info = row_search(row)
     try:
         return int(info.get("n_fits", len(fits)))
     except (TypeError, ValueError):
@@ -317,17 +347,13 @@ def n_fits(row: pd.Series) -> int:
 
 
 def budget(row: pd.Series) -> int | None:
-    _, info = search_trace(row.get("grid"), row.get("protocol"))
+    _, info = row_search(row)
     try:
         return None if info.get("budget") is None else int(info["budget"])
     except (TypeError, ValueError):
         return None
 
 
-def iter_rows(df: pd.DataFrame) -> Iterable[pd.Series]:
-    for _, r in df.iterrows():
-        yield r
-
-
-__all__ = ["Selection", "select_units", "left_out_text", "search_trace", "selected_converged",
-           "at_bound", "at_edge", "n_fits", "budget", "MACHINE_KEYS"]
+__all__ = ["Selection", "select_units", "left_out_text", "search_trace", "row_search",
+           "selected_converged",
+           "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]
