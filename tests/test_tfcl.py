@@ -170,3 +170,18 @@ def test_registered():
     reg = get_registry()
     for name in ("tfcl", "tfcl-noauc", "tfcl-q", "tfcl-q-noauc", "tfcl-q-nog", "tfcl-coc"):
         assert name in reg.model_names
+
+
+@pytest.mark.parametrize("name", ["tfcl", "tfcl-noauc", "tfcl-q", "tfcl-coc"])
+def test_per_data_memo_is_bit_identical(name):
+    """The loss object and scales cached with TaskSet.memo give exactly the fit of a fresh
+    TaskSet (no cache)."""
+    from mtlbench.plugins import get_registry
+
+    cls = get_registry().model_class(name)
+    ts = random_tasks(7)
+    first = cls(k=2).fit(ts)
+    again = cls(k=2).fit(ts)                       # memo filled by the first fit
+    fresh = cls(k=2).fit(random_tasks(7))          # same data, empty memo
+    np.testing.assert_array_equal(first.coef_, again.coef_)
+    np.testing.assert_array_equal(first.coef_, fresh.coef_)

@@ -4,7 +4,7 @@ On small bipartite graphs covering every case of the proof of Thm. eigsol (1, 2a
 the closed form (``tfcl.ustep``) is compared with the SDP
 min <L, U> + (a/2)||U||_F^2 s.t. 0 <= U <= I, tr U = k, solved by cvxpy, with 0 < a < eigengap
 (then the closed form is the unique minimiser) and with a = 0 (objective value only).
-The hook is registered through ``mtlbench_models.tfcl`` (which re-exports it).
+Registered by its own entry point (``tfcl-check`` in pyproject.toml).
 """
 from __future__ import annotations
 
