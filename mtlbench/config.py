@@ -27,9 +27,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError
+from .errors import ConfigError, unknown_name_message
 from .protocol import ProtocolConfig
 from .search import DEFAULT_BUDGET, DEFAULT_SEARCH
+from .syntax import split_top_level
 
 __all__ = ["RunConfig", "build_run_config", "MAX_REPS", "MAX_SEED", "MAX_BUDGET",
            "COMPARE_KEYS"]
@@ -87,8 +88,6 @@ def _fraction(value: Any, key: str, source: str) -> float:
 
 
 def _names(value: Any, key: str, source: str) -> list[str]:
-    from .selectors import split_top_level
-
     w = _where(source, key)
     if isinstance(value, str):
         items = split_top_level(value) if value.strip() else []
@@ -125,8 +124,6 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
             raise ConfigError(f"{_where(src, key)} = {value!r}: expected a searcher name")
         value = value.strip()
         if searchers is not None and value not in searchers:
-            from .plugins import unknown_name_message
-
             raise ConfigError(f"{_where(src, key)}: "
                               + unknown_name_message("searcher", value, searchers))
         return value

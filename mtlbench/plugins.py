@@ -15,19 +15,24 @@ failure (stage ``validate``) and is unusable; the rest of its plugin is not affe
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import pluggy
 
 from . import hookspecs
-from .dataset import Dataset
-from .errors import ConfigError, PluginConflictError, PluginError, UnknownNameError
+from .dataset import Dataset, configure_dataset
+from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
+                     unknown_name_message)
 from .model import MTLModel
+from .searcher import Searcher
+from .space import as_param
+from .syntax import parse_selector
 
 ENTRY_POINT_GROUP = "mtlbench"
 STRICT_ENV = "MTLBENCH_STRICT_PLUGINS"
@@ -147,8 +152,6 @@ class Registry:
         table = self._table(kind)
 
         def register(obj: Any) -> None:
-            from .search import Searcher
-
             if kind == "model":
                 if not (isinstance(obj, type) and issubclass(obj, MTLModel)):
                     raise TypeError(f"register() expects an MTLModel subclass, got {obj!r}")
@@ -263,9 +266,6 @@ class Registry:
         return self._lookup(self._datasets, name.split("[", 1)[0].strip(), "dataset").plugin
 
     def _configured_dataset(self, text: str) -> Dataset:
-        from .dataset import configure_dataset
-        from .selectors import parse_selector
-
         cache = self._configured
         if text not in cache:
             try:
@@ -287,23 +287,10 @@ class Registry:
         raise UnknownNameError(unknown_name_message(kind, name, table))
 
 
-def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
-    import difflib
-
-    known = sorted(known)
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known) or '(none)'}."
-
-
 def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     """Why ``cls``'s ``search_space`` / ``param_constraints`` are malformed (empty if fine):
     an entry naming no ``__init__`` parameter, an entry that is not a Param or a non-empty
     list, a starting-grid value its own declaration rejects."""
-    import inspect
-
-    from .space import as_param
-
     try:
         sig = inspect.signature(cls.__init__)
         params = {p.name for p in sig.parameters.values()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
