@@ -31,12 +31,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ._json import config_json, jsonable
 from .data import TaskSet
 from .errors import ConfigError, DataValidationError, ModelContractError
 from .metrics import auc_score
 from .model import MTLModel, clone
-from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
-                     get_searcher_class, space_from_json)
+from .search import DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report, get_searcher_class
+from .space import space_from_json
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
@@ -267,11 +268,11 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     fit_time = time.perf_counter() - t1
     test_auc, per_task = mean_auc(final, test)
 
-    history = {k: _jsonable(getattr(final, attr)) for k, attr in (
+    history = {k: jsonable(getattr(final, attr)) for k, attr in (
         ("objective", "objective_history_"), ("w_change", "w_change_history_"),
         ("u_change", "u_change_history_")) if getattr(final, attr, None) is not None}
     diagnostics = structure_recovery(final, tasks)
-    diagnostics.update(_jsonable(getattr(final, "diagnostics_", None) or {}))
+    diagnostics.update(jsonable(getattr(final, "diagnostics_", None) or {}))
     summary["selected_converged"] = trace[b].get("converged")
     summary["refit_converged"] = _bool_or_none(getattr(final, "converged_", None))
     diagnostics["search"] = summary
@@ -434,23 +435,6 @@ def _int_or_none(v: Any) -> int | None:
         return None
 
 
-def _jsonable(obj: Any) -> Any:
-    """Lists/dicts of plain Python numbers (numpy scalars and small arrays converted)."""
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (np.floating, np.integer, np.bool_)):
-        return obj.item()
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    return obj
-
-
-def config_json(obj: Any) -> str:
-    """Canonical JSON (sorted keys) used in unit keys."""
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=repr)
-
-
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
-           "parameter_grid", "mean_auc", "run_protocol", "search", "check_fit_returned", "UnitOutcome", "structure_recovery"]
+           "parameter_grid", "mean_auc", "run_protocol", "search", "check_fit_returned", "UnitOutcome",
+           "structure_recovery", "config_json"]
