@@ -84,11 +84,28 @@ def _dist_of(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "<unknown>", dist.version or ""
 
 
+_HOOK_NAMES = frozenset(n for n in dir(hookspecs) if n.startswith("register_"))
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, also taking a hook function a plugin forgot to mark with
+    ``@hookimpl`` (``def register_models(register): ...``): the first release called hooks by
+    name, and such plugins keep working."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str):
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name in _HOOK_NAMES and inspect.isroutine(getattr(plugin, name)):
+            return {}
+        return opts
+
+
 class Registry:
-    """Models and datasets registered by plugins, by name."""
+    """Models and datasets registered by plugins, by name.
+
+    Hooks are called through pluggy (``Registry.pm``), one plugin at a time."""
 
     def __init__(self) -> None:
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm = _PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: list[PluginInfo] = []
         self.failures: list[PluginFailure] = []
@@ -132,17 +149,21 @@ class Registry:
         self.plugins.append(info)
         for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset"),
                                 ("register_searchers", "searcher")):
-            impl = getattr(plugin, hook_name, None)
-            if impl is None:
-                continue
             try:
-                impl(register=self._register_callback(kind, info))
+                self._call_one(plugin, hook_name, register=self._register_callback(kind, info))
             except PluginError:
                 raise
             except Exception as exc:  # noqa: BLE001
                 self._fail(PluginFailure(name, distribution, version, hook_name,
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return info
+
+    def _call_one(self, plugin: Any, hook_name: str, **kwargs: Any) -> None:
+        """Call hook ``hook_name`` through pluggy on ``plugin`` alone: each plugin gets its own
+        ``register`` callback (so a registration is attributed to the plugin that made it) and
+        a plugin that raises does not take the others' registrations down."""
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        self.pm.subset_hook_caller(hook_name, remove_plugins=others)(**kwargs)
 
     def _table(self, kind: str) -> dict[str, Registered]:
         return {"model": self._models, "dataset": self._datasets,
@@ -218,11 +239,10 @@ class Registry:
         """Let every loaded plugin add click commands to ``cli`` (resilient like loading)."""
         for info in list(self.plugins):
             plugin = self.pm.get_plugin(f"{info.distribution}:{info.name}")
-            impl = getattr(plugin, "register_commands", None)
-            if impl is None:
+            if plugin is None:
                 continue
             try:
-                impl(cli=cli)
+                self._call_one(plugin, "register_commands", cli=cli)
             except Exception as exc:  # noqa: BLE001
                 self._fail(PluginFailure(info.name, info.distribution, info.version,
                                          "register_commands", f"{type(exc).__name__}: {exc}",
