@@ -14,8 +14,10 @@ import numpy as np
 from sklearn.base import clone
 
 from mtlbench._json import jsonable
+from mtlbench.errors import ModelContractError
 from mtlbench.model import MTLModel
-from mtlbench.protocol import ProtocolConfig, make_split, mean_auc, run_protocol
+from mtlbench.protocol import (ProtocolConfig, checked_scores, make_split, mean_auc,
+                               run_protocol)
 from mtlbench.space import Param
 
 from ._common import MONOTONE_RTOL, _NAME_RE, ConformanceError, _fail, _label
@@ -80,25 +82,21 @@ def _fitted(model_class: type, params: Mapping[str, Any] | None, key: str, check
 
 
 def _scores(model: Any, tasks: Any, check: str) -> list:
-    """decision_function on every task, checked for shape, dtype and finiteness."""
+    """decision_function on every task, checked by the protocol's own score check
+    (:func:`mtlbench.protocol.checked_scores`) and, more strictly, for a float dtype."""
     who = _label(type(model))
     out = []
     for t in range(tasks.T):
         X = tasks.X(t)
         try:
-            s = model.decision_function(X, t)
+            raw = model.decision_function(X, t)
         except Exception as exc:  # noqa: BLE001
             raise _fail(who, check, f"decision_function(X of shape {X.shape}, task={t}) raised "
                                     f"{type(exc).__name__}: {exc}") from exc
-        s = np.asarray(s)
-        if s.shape != (X.shape[0],):
-            raise _fail(who, check, f"decision_function returned shape {s.shape} for task {t} "
-                                    f"with {X.shape[0]} rows; expected ({X.shape[0]},)")
-        if not np.issubdtype(s.dtype, np.floating):
-            raise _fail(who, check, f"decision_function returned dtype {s.dtype}; expected float")
-        if not np.all(np.isfinite(s)):
-            raise _fail(who, check, f"decision_function returned NaN/inf for task {t}")
-        out.append(s.astype(np.float64, copy=False))
+        try:
+            out.append(checked_scores(raw, X.shape[0], tasks.task_names[t], require_float=True))
+        except (ModelContractError, FloatingPointError) as exc:
+            raise _fail(who, check, str(exc)) from None
     return out
 
 
