@@ -1,6 +1,8 @@
 """Exceptions that carry a message meant for the user (the CLI prints them without a traceback)."""
 from __future__ import annotations
 
+import difflib
+
 
 class MTLBenchError(Exception):
     """Base class of every error whose message is written for the user."""
@@ -43,8 +45,6 @@ def unknown_name_message(kind: str, name: str, known) -> str:
 
     ``known`` is any iterable of the valid names; used for models, datasets, problems and
     searchers alike."""
-    import difflib  # only when a message is built: keeps ``import mtlbench.errors`` minimal
-
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

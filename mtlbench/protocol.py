@@ -451,6 +451,7 @@ def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
         tp = int(np.count_nonzero(est & true))
         out["support_precision"] = tp / max(int(est.sum()), 1)
         out["support_recall"] = tp / max(int(true.sum()), 1)
+    # lazy: sklearn.metrics takes ~2 s to import, and the CLI imports this module at start-up
     from sklearn.metrics import adjusted_rand_score
 
     for key, attr in (("task_groups", "task_groups_"), ("feature_groups", "feature_groups_")):

@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from .errors import ConfigError
 
 __all__ = ["Param", "Log", "Linear", "Int", "Categorical", "as_param", "normalise_space",
@@ -37,10 +39,6 @@ def _is_number(v: Any) -> bool:
 
 
 def _is_np_number(v: Any) -> bool:
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover
-        return False
     return isinstance(v, (np.integer, np.floating)) and not isinstance(v, np.bool_)
 
 
