@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-import numpy as np
-
-from mtlbench.data import TaskSet
-from mtlbench.synthetic import make_simulated
+from mtlbench.synthetic import make_simulated, make_uneven_tasks
 
 __all__ = ["small_problem", "uneven_problem"]
 
@@ -23,17 +20,7 @@ def uneven_problem(seed: int = 1, sizes: Iterable[int] = (9, 14, 23, 31, 48, 70)
     """Tasks of different sizes over ``d`` features: some tasks have fewer samples than
     features, some more.  Labels come from a shared linear model plus a task-specific one, with
     at least 3 labels of each class per task."""
-    rng = np.random.default_rng(seed)
-    w0 = rng.standard_normal(d)
-    Xs, ys = [], []
-    for n in sizes:
-        X = rng.standard_normal((n, d))
-        s = X @ (w0 + 0.5 * rng.standard_normal(d)) + 0.3 * rng.standard_normal(n)
-        y = np.where(s > np.median(s), 1.0, -1.0)
-        Xs.append(X)
-        ys.append(y)
-    return TaskSet.from_arrays("uneven", Xs, ys,
-                               task_names=[f"task{t}-n{n}" for t, n in enumerate(sizes)])
+    return make_uneven_tasks(seed=seed, sizes=tuple(sizes), d=d)
 
 
 _PROBLEMS: dict[str, Any] = {}
