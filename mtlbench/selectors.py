@@ -1,4 +1,5 @@
-"""Model selectors with hyperparameter overrides, from the command line or a config file.
+"""Model selectors with hyperparameter overrides, from the command line or a config file
+(the file is read by :func:`mtlbench.config.load_config`).
 
 ``tfcl``                      the model with its declared search space
 ``tfcl[k=5]``                 k fixed to 5 (removed from the search)
@@ -17,14 +18,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import ConfigError, unknown_name_message
+from .errors import ConfigError
 from .model import MTLModel
 from .space import Categorical, as_param, space_json
-# The selector syntax lives in mtlbench.syntax (shared with dataset selectors); re-exported
-# here, where users of the first release imported it from.
+# Re-exported where users of the first release imported them from: the selector syntax
+# (mtlbench.syntax, shared with dataset selectors) and the config file reader (mtlbench.config).
+from .config import check_config_models, load_config
 from .syntax import check_type, fmt_value, init_params, parse_selector, parse_value, \
     split_top_level
 
@@ -107,43 +108,3 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
             fixed[key] = val
     return ModelSelection(name=name, fixed=fixed, space=space_json(space),
                           grid_overrides=grid_over)
-
-
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a TOML config file (see module docstring) with clear errors."""
-    import tomllib  # standard library from Python 3.11 only; the package supports 3.10
-
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            cfg = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"config file {str(p)!r} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
-    unknown = set(cfg) - {"compare", "models"}
-    if unknown:
-        raise ConfigError(f"config file {str(p)!r}: unknown sections {sorted(unknown)}; "
-                          "expected [compare] and [models.NAME]")
-    models = cfg.get("models", {})
-    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
-        raise ConfigError(f"config file {str(p)!r}: [models.NAME] tables must hold param = value")
-    for mname, table in models.items():
-        for key, val in table.items():
-            if isinstance(val, dict):
-                raise ConfigError(f"config file {str(p)!r}: [models.{mname}] {key} is a table; "
-                                  "expected a value or a list of values")
-    if "compare" in cfg and not isinstance(cfg["compare"], dict):
-        raise ConfigError(f"config file {str(p)!r}: [compare] must be a table")
-    return cfg
-
-
-def check_config_models(cfg: Mapping[str, Any], known: list[str],
-                        path: str | None = None) -> None:
-    """Every ``[models.NAME]`` of a config file names a registered model (a typo would
-    otherwise be ignored silently)."""
-    for mname in cfg.get("models", {}):
-        if mname not in known:
-            where = f"config file {path!r}" if path else "config file"
-            raise ConfigError(f"{where}: [models.{mname}]: "
-                              + unknown_name_message("model", mname, known))
