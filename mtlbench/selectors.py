@@ -92,7 +92,7 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
             why = decl.check(v) if decl is not None else None
             if why:
                 raise ConfigError(f"invalid hyperparameter override {name}[{key}={v!r}]: "
-                                  f"{key} {why}")
+                                  f"{name}: {key} {why}")
         if isinstance(val, list):
             base = declared.get(key)
             if base is None or isinstance(base, Categorical):
