@@ -1,7 +1,9 @@
 """Plugin discovery and the registry of models, datasets and searchers.
 
 Plugins are found through entry points in the group ``mtlbench`` (built-ins included) and
-managed by pluggy.  Loading is resilient: a plugin that fails to import or to register is
+managed by pluggy: every hook of :mod:`mtlbench.hookspecs` is called through the plugin
+manager (``Registry.pm``), on one plugin at a time, with a ``register`` callback of that
+plugin's own.  Loading is resilient: a plugin that fails to import or to register is
 recorded as a :class:`PluginFailure` (shown by ``mtlbench plugins`` and as a warning) and the
 others keep working.  Set ``MTLBENCH_STRICT_PLUGINS=1`` to turn any failure into an error.
 
