@@ -99,11 +99,19 @@ class Dataset:
 def problems_of(ds: Dataset, data_dir: Path | None) -> list[str]:
     """``ds.problems(data_dir=...)``, also for third-party datasets whose ``problems`` takes
     no argument."""
+    return list(call_problems(ds, data_dir))
+
+
+def call_problems(ds: Dataset, data_dir: str | os.PathLike | None) -> Any:
+    """What ``ds.problems`` returns, unchecked (:func:`problems_of` makes it a list; the
+    conformance kit checks it is one): called with ``data_dir`` only if it takes one."""
     try:
         accepts = "data_dir" in inspect.signature(ds.problems).parameters
     except (TypeError, ValueError):
         accepts = False
-    return list(ds.problems(data_dir=data_dir) if accepts else ds.problems())
+    if not accepts:
+        return ds.problems()
+    return ds.problems(data_dir=Path(data_dir) if data_dir else None)
 
 
 def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Dataset, str]:

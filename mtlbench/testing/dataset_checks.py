@@ -5,7 +5,6 @@ never downloads.
 """
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -13,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from mtlbench.data import TaskSet
-from mtlbench.dataset import Dataset
+from mtlbench.dataset import Dataset, call_problems
 from mtlbench.protocol import evaluable_tasks
 
 from ._common import (AVAILABILITY_VALUES, LOADABLE, _NAME_RE, ConformanceError,
@@ -49,16 +48,6 @@ def check_dataset_metadata(dataset: Any) -> None:
         raise _fail(who, check, "layout_help() must return a string")
 
 
-def _list_problems(ds: Any, data_dir: Any = None) -> Any:
-    try:
-        takes_dir = "data_dir" in inspect.signature(ds.problems).parameters
-    except (TypeError, ValueError):
-        takes_dir = False
-    if takes_dir:
-        return ds.problems(data_dir=Path(data_dir) if data_dir else None)
-    return ds.problems()
-
-
 def check_dataset_problems(dataset: Any, data_dir: Any = None) -> list[str]:
     """``problems()`` is a non-empty list of distinct, non-empty names without '/'.
 
@@ -66,7 +55,7 @@ def check_dataset_problems(dataset: Any, data_dir: Any = None) -> list[str]:
     missing: then :class:`DataNotAvailable` is raised (a skip), not a failure."""
     ds = _dataset(dataset)
     who, check = _dwho(ds), "problems"
-    probs = _list_problems(ds, data_dir)
+    probs = call_problems(ds, data_dir)
     if not isinstance(probs, (list, tuple)):
         raise _fail(who, check, f"problems() must return a list, got {probs!r}")
     if not probs:
