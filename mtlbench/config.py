@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError
+from .errors import ConfigError, unknown_name_message
 from .protocol import ProtocolConfig
 from .search import DEFAULT_BUDGET, DEFAULT_SEARCH
+from .syntax import split_top_level
 
-__all__ = ["RunConfig", "build_run_config", "MAX_REPS", "MAX_SEED", "MAX_BUDGET",
+__all__ = ["RunConfig", "build_run_config", "load_config", "check_config_models", "MAX_REPS", "MAX_SEED", "MAX_BUDGET",
            "COMPARE_KEYS"]
 
 MAX_REPS = 1000
@@ -87,8 +89,6 @@ def _fraction(value: Any, key: str, source: str) -> float:
 
 
 def _names(value: Any, key: str, source: str) -> list[str]:
-    from .selectors import split_top_level
-
     w = _where(source, key)
     if isinstance(value, str):
         items = split_top_level(value) if value.strip() else []
@@ -111,7 +111,7 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
                      path: str | None = None, searchers: Sequence[str] | None = None
                      ) -> RunConfig:
     """Validate command-line ``options`` (None = not given) over ``file_cfg`` (a loaded TOML
-    config, see :func:`mtlbench.selectors.load_config`) and build the run configuration.
+    config, see :func:`load_config`) and build the run configuration.
 
     ``searchers``: registered searcher names (checked when given)."""
     file_cfg = file_cfg or {}
@@ -127,8 +127,6 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
             raise ConfigError(f"{_where(src, key)} = {value!r}: expected a searcher name")
         value = value.strip()
         if searchers is not None and value not in searchers:
-            from .plugins import unknown_name_message
-
             raise ConfigError(f"{_where(src, key)}: "
                               + unknown_name_message("searcher", value, searchers))
         return value
@@ -184,3 +182,43 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
                               val_fraction=val_fraction, search=search, budget=budget)
     return RunConfig(datasets=datasets, selectors=selectors, protocol=protocol, jobs=jobs,
                      timeout=timeout, model_overrides=dict(file_cfg.get("models", {})))
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a TOML config file (see module docstring) with clear errors."""
+    import tomllib  # standard library from Python 3.11 only; the package supports 3.10
+
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            cfg = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {str(p)!r} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+    unknown = set(cfg) - {"compare", "models"}
+    if unknown:
+        raise ConfigError(f"config file {str(p)!r}: unknown sections {sorted(unknown)}; "
+                          "expected [compare] and [models.NAME]")
+    models = cfg.get("models", {})
+    if not isinstance(models, dict) or not all(isinstance(v, dict) for v in models.values()):
+        raise ConfigError(f"config file {str(p)!r}: [models.NAME] tables must hold param = value")
+    for mname, table in models.items():
+        for key, val in table.items():
+            if isinstance(val, dict):
+                raise ConfigError(f"config file {str(p)!r}: [models.{mname}] {key} is a table; "
+                                  "expected a value or a list of values")
+    if "compare" in cfg and not isinstance(cfg["compare"], dict):
+        raise ConfigError(f"config file {str(p)!r}: [compare] must be a table")
+    return cfg
+
+
+def check_config_models(cfg: Mapping[str, Any], known: list[str],
+                        path: str | None = None) -> None:
+    """Every ``[models.NAME]`` of a config file names a registered model (a typo would
+    otherwise be ignored silently)."""
+    for mname in cfg.get("models", {}):
+        if mname not in known:
+            where = f"config file {path!r}" if path else "config file"
+            raise ConfigError(f"{where}: [models.{mname}]: "
+                              + unknown_name_message("model", mname, known))

@@ -18,11 +18,14 @@ show the dataset as ``NAME[param=value,...]`` with the non-default parameters on
 """
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from .data import TaskSet
+from .errors import ConfigError
+from .syntax import check_type, fmt_value, init_params
 
 __all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of",
            "configure_dataset", "COMMON_PARAM_ALIASES"]
@@ -96,21 +99,19 @@ class Dataset:
 def problems_of(ds: Dataset, data_dir: Path | None) -> list[str]:
     """``ds.problems(data_dir=...)``, also for third-party datasets whose ``problems`` takes
     no argument."""
-    import inspect
+    return list(call_problems(ds, data_dir))
 
+
+def call_problems(ds: Dataset, data_dir: str | os.PathLike | None) -> Any:
+    """What ``ds.problems`` returns, unchecked (:func:`problems_of` makes it a list; the
+    conformance kit checks it is one): called with ``data_dir`` only if it takes one."""
     try:
         accepts = "data_dir" in inspect.signature(ds.problems).parameters
     except (TypeError, ValueError):
         accepts = False
-    return list(ds.problems(data_dir=data_dir) if accepts else ds.problems())
-
-
-def _init_params(cls: type) -> dict[str, Any]:
-    import inspect
-
-    sig = inspect.signature(cls.__init__)
-    return {p.name: p.default for p in sig.parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    if not accepts:
+        return ds.problems()
+    return ds.problems(data_dir=Path(data_dir) if data_dir else None)
 
 
 def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Dataset, str]:
@@ -119,11 +120,8 @@ def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Datase
     values that differ from ``ds``'s).  Raises :class:`~mtlbench.errors.ConfigError` naming
     the dataset and parameter for an unknown name, a value of the wrong type or a value the
     dataset rejects."""
-    from .errors import ConfigError
-    from .selectors import _check_type, _fmt
-
     cls = type(ds)
-    params = _init_params(cls)
+    params = init_params(cls)
     aliases = {**{a: t for a, t in COMMON_PARAM_ALIASES.items()
                   if t in params and a not in params}, **dict(cls.param_aliases)}
     current = {k: getattr(ds, k) for k in params if hasattr(ds, k)}
@@ -142,10 +140,8 @@ def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Datase
         default = params[real]
         if real in current and current[real] is not None:
             default = current[real]
-        import inspect
-
         if default is not inspect.Parameter.empty and default is not None:
-            _check_type(ds.name, key, default, value)
+            check_type(ds.name, key, default, value)
         given[real] = value
     changed = {k: v for k, v in given.items() if not (k in current and current[k] == v)}
     if not changed:
@@ -156,7 +152,7 @@ def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Datase
         new = cls(**kwargs)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid dataset parameters {ds.name}"
-                          f"[{','.join(f'{k}={_fmt(v)}' for k, v in sorted(changed.items()))}]: "
+                          f"[{','.join(f'{k}={fmt_value(v)}' for k, v in sorted(changed.items()))}]: "
                           f"{exc}") from None
-    label = f"{ds.name}[{','.join(f'{k}={_fmt(v)}' for k, v in sorted(changed.items()))}]"
+    label = f"{ds.name}[{','.join(f'{k}={fmt_value(v)}' for k, v in sorted(changed.items()))}]"
     return new, label

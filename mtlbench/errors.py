@@ -1,6 +1,8 @@
 """Exceptions that carry a message meant for the user (the CLI prints them without a traceback)."""
 from __future__ import annotations
 
+import difflib
+
 
 class MTLBenchError(Exception):
     """Base class of every error whose message is written for the user."""
@@ -36,3 +38,14 @@ class ConfigError(MTLBenchError, ValueError):
 class ModelContractError(MTLBenchError):
     """A model broke the model contract (``fit`` did not return self, ``decision_function``
     returned scores of the wrong shape, a search space names an unknown parameter, ...)."""
+
+
+def unknown_name_message(kind: str, name: str, known) -> str:
+    """``unknown KIND 'NAME'. Did you mean ...? Known KINDs: ...`` (close matches by difflib).
+
+    ``known`` is any iterable of the valid names; used for models, datasets, problems and
+    searchers alike."""
+    known = sorted(known)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known) or '(none)'}."

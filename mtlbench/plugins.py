@@ -1,7 +1,9 @@
 """Plugin discovery and the registry of models, datasets and searchers.
 
 Plugins are found through entry points in the group ``mtlbench`` (built-ins included) and
-managed by pluggy.  Loading is resilient: a plugin that fails to import or to register is
+managed by pluggy: every hook of :mod:`mtlbench.hookspecs` is called through the plugin
+manager (``Registry.pm``), on one plugin at a time, with a ``register`` callback of that
+plugin's own.  Loading is resilient: a plugin that fails to import or to register is
 recorded as a :class:`PluginFailure` (shown by ``mtlbench plugins`` and as a warning) and the
 others keep working.  Set ``MTLBENCH_STRICT_PLUGINS=1`` to turn any failure into an error.
 
@@ -15,19 +17,24 @@ failure (stage ``validate``) and is unusable; the rest of its plugin is not affe
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 import pluggy
 
 from . import hookspecs
-from .dataset import Dataset
-from .errors import ConfigError, PluginConflictError, PluginError, UnknownNameError
+from .dataset import Dataset, configure_dataset
+from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
+                     unknown_name_message)
 from .model import MTLModel
+from .searcher import Searcher
+from .space import as_param
+from .syntax import parse_selector
 
 ENTRY_POINT_GROUP = "mtlbench"
 STRICT_ENV = "MTLBENCH_STRICT_PLUGINS"
@@ -79,11 +86,28 @@ def _dist_of(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "<unknown>", dist.version or ""
 
 
+_HOOK_NAMES = frozenset(n for n in dir(hookspecs) if n.startswith("register_"))
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, also taking a hook function a plugin forgot to mark with
+    ``@hookimpl`` (``def register_models(register): ...``): the first release called hooks by
+    name, and such plugins keep working."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str):
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name in _HOOK_NAMES and inspect.isroutine(getattr(plugin, name)):
+            return {}
+        return opts
+
+
 class Registry:
-    """Models and datasets registered by plugins, by name."""
+    """Models and datasets registered by plugins, by name.
+
+    Hooks are called through pluggy (``Registry.pm``), one plugin at a time."""
 
     def __init__(self) -> None:
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm = _PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
         self.plugins: list[PluginInfo] = []
         self.failures: list[PluginFailure] = []
@@ -127,17 +151,21 @@ class Registry:
         self.plugins.append(info)
         for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset"),
                                 ("register_searchers", "searcher")):
-            impl = getattr(plugin, hook_name, None)
-            if impl is None:
-                continue
             try:
-                impl(register=self._register_callback(kind, info))
+                self._call_one(plugin, hook_name, register=self._register_callback(kind, info))
             except PluginError:
                 raise
             except Exception as exc:  # noqa: BLE001
                 self._fail(PluginFailure(name, distribution, version, hook_name,
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return info
+
+    def _call_one(self, plugin: Any, hook_name: str, **kwargs: Any) -> None:
+        """Call hook ``hook_name`` through pluggy on ``plugin`` alone: each plugin gets its own
+        ``register`` callback (so a registration is attributed to the plugin that made it) and
+        a plugin that raises does not take the others' registrations down."""
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        self.pm.subset_hook_caller(hook_name, remove_plugins=others)(**kwargs)
 
     def _table(self, kind: str) -> dict[str, Registered]:
         return {"model": self._models, "dataset": self._datasets,
@@ -147,8 +175,6 @@ class Registry:
         table = self._table(kind)
 
         def register(obj: Any) -> None:
-            from .search import Searcher
-
             if kind == "model":
                 if not (isinstance(obj, type) and issubclass(obj, MTLModel)):
                     raise TypeError(f"register() expects an MTLModel subclass, got {obj!r}")
@@ -215,11 +241,10 @@ class Registry:
         """Let every loaded plugin add click commands to ``cli`` (resilient like loading)."""
         for info in list(self.plugins):
             plugin = self.pm.get_plugin(f"{info.distribution}:{info.name}")
-            impl = getattr(plugin, "register_commands", None)
-            if impl is None:
+            if plugin is None:
                 continue
             try:
-                impl(cli=cli)
+                self._call_one(plugin, "register_commands", cli=cli)
             except Exception as exc:  # noqa: BLE001
                 self._fail(PluginFailure(info.name, info.distribution, info.version,
                                          "register_commands", f"{type(exc).__name__}: {exc}",
@@ -263,9 +288,6 @@ class Registry:
         return self._lookup(self._datasets, name.split("[", 1)[0].strip(), "dataset").plugin
 
     def _configured_dataset(self, text: str) -> Dataset:
-        from .dataset import configure_dataset
-        from .selectors import parse_selector
-
         cache = self._configured
         if text not in cache:
             try:
@@ -287,23 +309,10 @@ class Registry:
         raise UnknownNameError(unknown_name_message(kind, name, table))
 
 
-def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
-    import difflib
-
-    known = sorted(known)
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known) or '(none)'}."
-
-
 def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     """Why ``cls``'s ``search_space`` / ``param_constraints`` are malformed (empty if fine):
     an entry naming no ``__init__`` parameter, an entry that is not a Param or a non-empty
     list, a starting-grid value its own declaration rejects."""
-    import inspect
-
-    from .space import as_param
-
     try:
         sig = inspect.signature(cls.__init__)
         params = {p.name for p in sig.parameters.values()

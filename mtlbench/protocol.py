@@ -25,19 +25,19 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ._json import config_json, jsonable
 from .data import TaskSet
 from .errors import ConfigError, DataValidationError, ModelContractError
 from .metrics import auc_score
 from .model import MTLModel, clone
-from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
-                     get_searcher_class, space_from_json)
+from .search import DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report, get_searcher_class
+from .space import space_from_json
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
@@ -130,6 +130,20 @@ def task_split(y: np.ndarray, rng: np.random.Generator, test_fraction: float,
     return tuple(np.sort(np.concatenate(p)) for p in (train, val, test))  # type: ignore[return-value]
 
 
+def class_counts(y: np.ndarray) -> tuple[int, int]:
+    """``(n_pos, n_neg)``: labels > 0 and < 0 of one task's labels ``y`` (n,)."""
+    return int(np.count_nonzero(y > 0)), int(np.count_nonzero(y < 0))
+
+
+def class_counts_ok(y: np.ndarray, min_per_class: int = MIN_PER_CLASS) -> bool:
+    """Whether labels ``y`` (n,) hold at least ``min_per_class`` labels of each class.
+
+    The one implementation of the protocol's task rule (default :data:`MIN_PER_CLASS` = 3:
+    one label of each class in each of train, validation and test); dataset plugins that
+    filter tasks when loading use it too."""
+    return min(class_counts(y)) >= min_per_class
+
+
 def evaluable_tasks(tasks: TaskSet) -> tuple[list[int], list[str]]:
     """Tasks the protocol can split (>= MIN_PER_CLASS labels of each class), and the dropped names.
 
@@ -138,8 +152,7 @@ def evaluable_tasks(tasks: TaskSet) -> tuple[list[int], list[str]]:
     """
     keep, dropped = [], []
     for t in range(tasks.T):
-        y = tasks.y(t)
-        if min(np.count_nonzero(y > 0), np.count_nonzero(y < 0)) >= MIN_PER_CLASS:
+        if class_counts_ok(tasks.y(t)):
             keep.append(t)
         else:
             dropped.append(tasks.task_names[t])
@@ -192,16 +205,35 @@ def mean_auc(model: MTLModel, tasks: TaskSet) -> tuple[float, np.ndarray]:
     per_task = np.empty(tasks.T)
     for t in range(tasks.T):
         X = tasks.X(t)
-        s = np.asarray(model.decision_function(X, t), dtype=np.float64)
-        if s.shape != (X.shape[0],):
-            raise ModelContractError(
-                f"{_model_name(model)}: decision_function returned shape {s.shape} for task "
-                f"{tasks.task_names[t]!r}, expected ({X.shape[0]},): one real score per row")
-        if not np.all(np.isfinite(s)):
-            raise FloatingPointError(f"{_model_name(model)}: decision_function returned NaN/inf scores for task "
-                                     f"{tasks.task_names[t]!r}")
+        s = checked_scores(model.decision_function(X, t), X.shape[0], tasks.task_names[t],
+                           who=_model_name(model))
         per_task[t] = auc_score(tasks.y(t), s)
     return float(per_task.mean()), per_task
+
+
+def checked_scores(raw: Any, n_rows: int, task_name: str, *, who: str = "",
+                   require_float: bool = False) -> np.ndarray:
+    """``decision_function``'s output ``raw`` for a task of ``n_rows`` rows, checked against
+    the model contract and returned as float64 (n_rows,): one finite real score per row.
+
+    The one score check of mtlbench (the protocol and the conformance kit both use it).
+    Raises :class:`~mtlbench.errors.ModelContractError` for a wrong shape (or, with
+    ``require_float``, a non-float dtype) and :class:`FloatingPointError` for NaN/inf.
+    ``who`` (e.g. ``"model 'lasso'"``) prefixes the messages."""
+    pre = f"{who}: " if who else ""
+    s = np.asarray(raw)
+    if s.shape != (n_rows,):
+        raise ModelContractError(
+            f"{pre}decision_function returned shape {s.shape} for task {task_name!r}, expected "
+            f"({n_rows},): one real score per row")
+    if require_float and not np.issubdtype(s.dtype, np.floating):
+        raise ModelContractError(f"{pre}decision_function returned dtype {s.dtype} for task "
+                                 f"{task_name!r}; expected float scores")
+    s = np.asarray(s, dtype=np.float64)
+    if not np.all(np.isfinite(s)):
+        raise FloatingPointError(f"{pre}decision_function returned NaN/inf scores for task "
+                                 f"{task_name!r}")
+    return s
 
 
 def _model_name(model: Any) -> str:
@@ -268,11 +300,11 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     fit_time = time.perf_counter() - t1
     test_auc, per_task = mean_auc(final, test)
 
-    history = {k: _jsonable(getattr(final, attr)) for k, attr in (
+    history = {k: jsonable(getattr(final, attr)) for k, attr in (
         ("objective", "objective_history_"), ("w_change", "w_change_history_"),
         ("u_change", "u_change_history_")) if getattr(final, attr, None) is not None}
     diagnostics = structure_recovery(final, tasks)
-    diagnostics.update(_jsonable(getattr(final, "diagnostics_", None) or {}))
+    diagnostics.update(jsonable(getattr(final, "diagnostics_", None) or {}))
     summary["selected_converged"] = trace[b].get("converged")
     summary["refit_converged"] = _bool_or_none(getattr(final, "converged_", None))
     diagnostics["search"] = summary
@@ -419,6 +451,7 @@ def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
         tp = int(np.count_nonzero(est & true))
         out["support_precision"] = tp / max(int(est.sum()), 1)
         out["support_recall"] = tp / max(int(true.sum()), 1)
+    # lazy: sklearn.metrics takes ~2 s to import, and the CLI imports this module at start-up
     from sklearn.metrics import adjusted_rand_score
 
     for key, attr in (("task_groups", "task_groups_"), ("feature_groups", "feature_groups_")):
@@ -435,23 +468,7 @@ def _int_or_none(v: Any) -> int | None:
         return None
 
 
-def _jsonable(obj: Any) -> Any:
-    """Lists/dicts of plain Python numbers (numpy scalars and small arrays converted)."""
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (np.floating, np.integer, np.bool_)):
-        return obj.item()
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    return obj
-
-
-def config_json(obj: Any) -> str:
-    """Canonical JSON (sorted keys) used in unit keys."""
-    return json.dumps(_jsonable(obj), sort_keys=True, separators=(",", ":"), default=repr)
-
-
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
-           "parameter_grid", "mean_auc", "run_protocol", "search", "check_fit_returned", "UnitOutcome", "structure_recovery"]
+           "MIN_PER_CLASS", "class_counts", "class_counts_ok", "checked_scores",
+           "parameter_grid", "mean_auc", "run_protocol", "search", "check_fit_returned", "UnitOutcome",
+           "structure_recovery", "config_json"]

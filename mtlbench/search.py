@@ -34,13 +34,13 @@ it from a plugin::
 """
 from __future__ import annotations
 
-import itertools
 import math
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError
 from .hookspecs import hookimpl
-from .space import Categorical, Int, Linear, Log, Param, as_param
+from .plugins import get_registry
+from .searcher import Searcher
+from .space import Log, Param, as_param, space_from_json, space_json
 
 __all__ = ["Searcher", "GridSearcher", "AdaptiveSearcher", "DEFAULT_SEARCH", "DEFAULT_BUDGET",
            "BUILTIN_SEARCHERS", "space_from_json", "space_json", "best_index", "edge_report",
@@ -51,39 +51,6 @@ DEFAULT_BUDGET = 20
 #: Significant digits kept for a real value proposed by a search (so that 0.1 * 10 ** k does
 #: not become 0.0010000000000000002 and a point is recognised as already tried).
 _DIGITS = 12
-
-
-class Searcher:
-    """Base class of search strategies.
-
-    Class attributes
-    ----------------
-    name : str
-        The name users type (``--search NAME``).
-    uses_budget : bool
-        Whether the strategy stops at the budget (``grid`` does not: it fits its whole grid).
-    description : str
-        One line for ``mtlbench plugins`` / the docs.
-    """
-
-    name: ClassVar[str] = ""
-    uses_budget: ClassVar[bool] = True
-    description: ClassVar[str] = ""
-
-    def __init__(self, space: Mapping[str, Any]) -> None:
-        self.space: dict[str, Param] = {k: as_param(space[k], k) for k in sorted(space)}
-
-    def start(self) -> list[dict[str, Any]]:
-        """The starting design: the Cartesian product of the starting grids (sorted keys)."""
-        keys = list(self.space)
-        return [dict(zip(keys, vals))
-                for vals in itertools.product(*(self.space[k].grid for k in keys))]
-
-    def propose(self, trace: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-        """``(phase, points)``: the next points to fit given ``trace`` (a list of dicts with
-        ``params`` and ``val_auc`` -- None for a failed fit --, in fit order).  An empty list
-        ends the search.  Must be deterministic: a pure function of ``trace``."""
-        raise NotImplementedError
 
 
 class GridSearcher(Searcher):
@@ -177,8 +144,6 @@ def register_searchers(register):
 
 def get_searcher_class(name: str) -> type[Searcher]:
     """The searcher class named ``name`` (from the plugin registry; built-ins as fallback)."""
-    from .plugins import get_registry
-
     reg = get_registry()
     if name in reg.searcher_names:
         return reg.searcher_class(name)
@@ -217,34 +182,6 @@ def edge_report(space: Mapping[str, Any], trace: Sequence[Mapping[str, Any]],
         if len(vals) >= 2 and _clean(v) in (vals[0], vals[-1]):
             at_edge.append(key)
     return at_bound, at_edge
-
-
-# ------------------------------------------------------------------ spaces as JSON
-_KINDS = {"log": Log, "linear": Linear, "int": Int, "categorical": Categorical}
-
-
-def space_json(space: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON-able form of a search space (``{name: {"kind", "grid", "low", "high"}}``)."""
-    return {k: as_param(space[k], k).to_json() for k in sorted(space)}
-
-
-def space_from_json(space: Mapping[str, Any]) -> dict[str, Param]:
-    """Declared search space from :func:`space_json` output, Param objects or plain lists."""
-    out: dict[str, Param] = {}
-    for k in sorted(space):
-        d = space[k]
-        if isinstance(d, Mapping):
-            kind = d.get("kind")
-            if kind not in _KINDS:
-                raise ConfigError(f"search space entry {k!r}: unknown kind {kind!r}")
-            cls = _KINDS[kind]
-            if cls is Categorical:
-                out[k] = Categorical(tuple(d["grid"]))
-            else:
-                out[k] = cls(tuple(d["grid"]), low=d.get("low"), high=d.get("high"))
-        else:
-            out[k] = as_param(d, k)
-    return out
 
 
 # ------------------------------------------------------------------ small helpers

@@ -26,10 +26,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from .errors import ConfigError
 
 __all__ = ["Param", "Log", "Linear", "Int", "Categorical", "as_param", "normalise_space",
-           "check_value", "space_to_json"]
+           "check_value", "space_json", "space_from_json"]
 
 
 def _is_number(v: Any) -> bool:
@@ -37,10 +39,6 @@ def _is_number(v: Any) -> bool:
 
 
 def _is_np_number(v: Any) -> bool:
-    try:
-        import numpy as np
-    except ImportError:  # pragma: no cover
-        return False
     return isinstance(v, (np.integer, np.floating)) and not isinstance(v, np.bool_)
 
 
@@ -281,6 +279,29 @@ def check_value(name: str, decl: Param | Sequence[Any] | None, value: Any) -> st
     return as_param(decl, name).check(value)
 
 
-def space_to_json(space: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON-able description of a search space (stored with results, shown by ``models``)."""
+def space_json(space: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON-able form of a search space (``{name: {"kind", "grid", "low", "high"}}``, sorted
+    keys): stored with results, shown by ``mtlbench models``."""
     return {k: p.to_json() for k, p in normalise_space(space).items()}
+
+
+_KINDS = {"log": Log, "linear": Linear, "int": Int, "categorical": Categorical}
+
+
+def space_from_json(space: Mapping[str, Any]) -> dict[str, Param]:
+    """Declared search space from :func:`space_json` output, Param objects or plain lists."""
+    out: dict[str, Param] = {}
+    for k in sorted(space):
+        d = space[k]
+        if isinstance(d, Mapping):
+            kind = d.get("kind")
+            if kind not in _KINDS:
+                raise ConfigError(f"search space entry {k!r}: unknown kind {kind!r}")
+            cls = _KINDS[kind]
+            if cls is Categorical:
+                out[k] = Categorical(tuple(d["grid"]))
+            else:
+                out[k] = cls(tuple(d["grid"]), low=d.get("low"), high=d.get("high"))
+        else:
+            out[k] = as_param(d, k)
+    return out

@@ -8,6 +8,8 @@
   the feature/task groups are kept in ``meta`` for structure-recovery metrics.
 * :func:`make_low_rank_tasks` — low-rank tasks at "SUN scale" for speed benchmarks and oracle
   tests (not a paper recipe).
+* :func:`make_uneven_tasks` — tasks of different sizes (fewer and more samples than features),
+  the conformance kit's shape test problem (not a paper recipe).
 
 The ``simulated`` dataset plugin and the conformance kit's test problems both use these, so the
 core never imports a plugin to make data.
@@ -18,7 +20,7 @@ import numpy as np
 
 from .data import TaskSet
 
-__all__ = ["make_simulated", "make_low_rank_tasks", "BLOCK_FEATURES", "USERS_PER_BLOCK",
+__all__ = ["make_simulated", "make_low_rank_tasks", "make_uneven_tasks", "BLOCK_FEATURES", "USERS_PER_BLOCK",
            "CENTROID_UPPER"]
 
 BLOCK_FEATURES = (20, 20, 10, 20, 10)
@@ -81,3 +83,21 @@ def make_low_rank_tasks(seed: int = 0, T: int = 250, d: int = 2048, n: int = 50,
         ys.append(np.where(s > np.median(s), 1.0, -1.0))
         Xs.append(X)
     return TaskSet.from_arrays(name, Xs, ys)
+
+
+def make_uneven_tasks(seed: int = 1, sizes=(9, 14, 23, 31, 48, 70), d: int = 12,
+                      name: str = "uneven") -> TaskSet:
+    """Tasks of sizes ``sizes`` over ``d`` features (some tasks have fewer samples than
+    features, some more).  X_t ~ N(0, I); scores X_t (w_0 + 0.5 v_t) + N(0, 0.3^2) with
+    w_0, v_t ~ N(0, I_d); labels +1 above the task's median, so at least 3 labels of each
+    class per task for sizes >= 6."""
+    rng = np.random.default_rng(seed)
+    w0 = rng.standard_normal(d)
+    Xs, ys = [], []
+    for n in sizes:
+        X = rng.standard_normal((n, d))
+        s = X @ (w0 + 0.5 * rng.standard_normal(d)) + 0.3 * rng.standard_normal(n)
+        ys.append(np.where(s > np.median(s), 1.0, -1.0))
+        Xs.append(X)
+    return TaskSet.from_arrays(name, Xs, ys,
+                               task_names=[f"task{t}-n{n}" for t, n in enumerate(sizes)])

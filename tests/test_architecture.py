@@ -112,3 +112,37 @@ def test_core_imports_no_plugin():
     up = sorted(f"{m} -> {t}" for m, ts in _graph().items() if m.split(".")[0] == "mtlbench"
                 for t in ts if t.split(".")[0] != "mtlbench")
     assert up == []
+
+
+#: The core's layers, lowest first: a module may import modules of its own or a lower layer,
+#: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
+CORE_LAYERS = [
+    {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax"},
+    {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
+    {"mtlbench.model", "mtlbench.dataset", "mtlbench.searcher", "mtlbench.synthetic",
+     "mtlbench.fetch"},
+    {"mtlbench.hookspecs"},
+    {"mtlbench.plugins"},
+    {"mtlbench.search"},
+    {"mtlbench.protocol"},
+    {"mtlbench.config", "mtlbench.selectors"},
+    {"mtlbench.testing", "mtlbench.testing._common", "mtlbench.testing.problems",
+     "mtlbench.testing.model_checks", "mtlbench.testing.dataset_checks",
+     "mtlbench.testing.conformance", "mtlbench.testing.pytest_plugin"},
+]
+
+
+def test_core_layers_point_one_way():
+    graph = _graph()
+    layer = {m: i for i, mods in enumerate(CORE_LAYERS) for m in mods}
+    assert set(layer) <= set(graph), sorted(set(layer) - set(graph))
+    upward = sorted(f"{m} (layer {layer[m]}) -> {t} (layer {layer[t]})"
+                    for m in layer for t in graph[m] if t in layer and layer[t] > layer[m])
+    assert upward == []
+
+
+def test_layer_cycles_of_the_core_are_gone():
+    """No cycle among the layered modules (the rest of the tree is checked above)."""
+    graph = _graph()
+    core = {m for mods in CORE_LAYERS for m in mods}
+    assert _cycles({m: graph[m] & core for m in core}) == []

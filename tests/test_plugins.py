@@ -172,3 +172,45 @@ def test_builtin_searchers_are_registered():
     reg = Registry().load_entry_points()
     assert {"grid", "adaptive"} <= set(reg.searcher_names)
     assert reg.searcher_class("adaptive").name == "adaptive"
+
+
+class _Plugin:
+    """A plugin object (not a module) for in-process registry tests."""
+
+    def __init__(self, name, model=None, fail=False, marked=True):
+        from mtlbench import hookimpl, LinearMTLModel
+
+        cls = type(f"M_{name}", (LinearMTLModel,), {"name": name, "search_space": {}})
+
+        def register_models(register):
+            if fail:
+                raise RuntimeError(f"{name} fails")
+            register(cls)
+
+        self.register_models = hookimpl(register_models) if marked else register_models
+
+
+def test_hooks_are_called_through_pluggy_one_plugin_at_a_time():
+    import warnings
+
+    from mtlbench.plugins import PluginWarning
+
+    reg = Registry()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        reg.add_plugin(_Plugin("p-first"), name="first")
+        reg.add_plugin(_Plugin("p-bad", fail=True), name="bad")
+        reg.add_plugin(_Plugin("p-last"), name="last")
+    # each plugin's models are attributed to it; the failing one is reported, the others work
+    assert reg.model_names == ["p-first", "p-last"]
+    assert reg.model_plugin("p-last").name == "last"
+    assert [(f.name, f.stage) for f in reg.failures] == [("bad", "register_models")]
+    # the hooks are pluggy hook implementations of the registry's plugin manager
+    impls = reg.pm.hook.register_models.get_hookimpls()
+    assert len(impls) == 3
+
+
+def test_an_unmarked_hook_function_is_still_called():
+    reg = Registry()
+    reg.add_plugin(_Plugin("p-unmarked", marked=False), name="unmarked")
+    assert reg.model_names == ["p-unmarked"] and reg.failures == []

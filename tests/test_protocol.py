@@ -1,6 +1,7 @@
 """The protocol: deterministic stratified splits, validation-only selection, no test leak."""
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from mtlbench import LinearMTLModel, MTLModel, TaskSet
 from mtlbench.protocol import (ProtocolConfig, evaluable_tasks, make_split, parameter_grid,
@@ -224,3 +225,29 @@ def test_decision_function_shape_is_a_named_contract_error():
 
     with pytest.raises(ModelContractError, match="'bad-shape': decision_function returned shape"):
         run_protocol(BadShape(), {}, _contract_problem(), ProtocolConfig(reps=1), rep=0)
+
+
+# ------------------------------------------------------------------ rules kept in one place
+
+@given(st.integers(0, 8), st.integers(0, 8))
+def test_class_counts_ok_is_the_protocol_rule(n_pos, n_neg):
+    from mtlbench.protocol import MIN_PER_CLASS, class_counts, class_counts_ok
+
+    y = np.array([1.0] * n_pos + [-1.0] * n_neg)
+    assert class_counts(y) == (n_pos, n_neg)
+    assert class_counts_ok(y) == (min(n_pos, n_neg) >= MIN_PER_CLASS)
+    assert class_counts_ok(y, 1) == (min(n_pos, n_neg) >= 1)
+
+
+def test_checked_scores_names_the_problem():
+    from mtlbench.errors import ModelContractError
+    from mtlbench.protocol import checked_scores
+
+    assert checked_scores([1, 2, 3], 3, "t").dtype == np.float64  # ints accepted by the protocol
+    with pytest.raises(ModelContractError, match=r"model 'm': decision_function returned shape "
+                                                 r"\(3, 1\) for task 't'"):
+        checked_scores(np.ones((3, 1)), 3, "t", who="model 'm'")
+    with pytest.raises(ModelContractError, match="dtype int64 for task 't'; expected float"):
+        checked_scores(np.arange(3), 3, "t", require_float=True)
+    with pytest.raises(FloatingPointError, match="NaN/inf scores for task 't'"):
+        checked_scores([0.0, np.inf, 1.0], 3, "t")

@@ -1,0 +1,48 @@
+"""The searcher contract: what a hyperparameter search strategy implements.
+
+Like :class:`~mtlbench.model.MTLModel` for models and :class:`~mtlbench.dataset.Dataset` for
+datasets, :class:`Searcher` is the base class plugins subclass and the registry checks
+against; the built-in strategies (``grid``, ``adaptive``) and the protocol's use of them are in
+:mod:`mtlbench.search`.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .space import Param, as_param
+
+__all__ = ["Searcher"]
+
+
+class Searcher:
+    """Base class of search strategies.
+
+    Class attributes
+    ----------------
+    name : str
+        The name users type (``--search NAME``).
+    uses_budget : bool
+        Whether the strategy stops at the budget (``grid`` does not: it fits its whole grid).
+    description : str
+        One line for ``mtlbench plugins`` / the docs.
+    """
+
+    name: ClassVar[str] = ""
+    uses_budget: ClassVar[bool] = True
+    description: ClassVar[str] = ""
+
+    def __init__(self, space: Mapping[str, Any]) -> None:
+        self.space: dict[str, Param] = {k: as_param(space[k], k) for k in sorted(space)}
+
+    def start(self) -> list[dict[str, Any]]:
+        """The starting design: the Cartesian product of the starting grids (sorted keys)."""
+        keys = list(self.space)
+        return [dict(zip(keys, vals))
+                for vals in itertools.product(*(self.space[k].grid for k in keys))]
+
+    def propose(self, trace: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+        """``(phase, points)``: the next points to fit given ``trace`` (a list of dicts with
+        ``params`` and ``val_auc`` -- None for a failed fit --, in fit order).  An empty list
+        ends the search.  Must be deterministic: a pure function of ``trace``."""
+        raise NotImplementedError
