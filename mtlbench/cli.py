@@ -184,7 +184,7 @@ def _plugin_commands(reg) -> dict[tuple[str, str], list[str]]:
 @user_errors
 def models(fmt: str) -> None:
     """List available models with their search spaces and plugin distribution."""
-    from .space import space_to_json
+    from .space import space_json
 
     reg = _registry()
     rows = []
@@ -194,7 +194,7 @@ def models(fmt: str) -> None:
         space = dict(cls.search_space)
         rows.append({"name": name, "class": cls.__name__, "distribution": info.distribution,
                      "version": info.version,
-                     "search_space": (space_to_json(space) if fmt != "table"
+                     "search_space": (space_json(space) if fmt != "table"
                                       else "; ".join(f"{k}={v}" for k, v in space.items())),
                      "paper": cls.paper})
     cols = ["name", "class", "distribution", "version", "search_space", "paper"]

@@ -18,10 +18,8 @@ import numpy as np
 from mtlbench import Dataset
 from mtlbench.errors import DatasetUnavailableError
 from mtlbench.fetch import DataFile, DataSource, availability, corrupt_file_error, describe_files, locate
-
-#: The protocol needs at least this many labels of each class per task (stratified
-#: train / validation / test splits); loaders never return a task with fewer.
-MIN_PER_CLASS = 3
+# The protocol's rule (>= MIN_PER_CLASS labels of each class per task), defined once in the core.
+from mtlbench.protocol import MIN_PER_CLASS, class_counts
 
 
 class FileDataset(Dataset):
@@ -102,8 +100,7 @@ def class_count_filter(task_names: Sequence[str], labels: Sequence[np.ndarray],
     keep = np.zeros(len(labels), dtype=bool)
     dropped = []
     for t, y in enumerate(labels):
-        n_pos = int(np.count_nonzero(y > 0))
-        n_neg = int(y.shape[0] - n_pos)
+        n_pos, n_neg = class_counts(y)
         if min(n_pos, n_neg) >= min_per_class:
             keep[t] = True
         else:

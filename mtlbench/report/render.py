@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from .._json import jsonable
 from ..errors import ConfigError
 from ..protocol import config_json
 
@@ -261,21 +262,8 @@ def _left_text(left: dict[str, int]) -> str:
     return "; ".join(f"{n} unit(s) of {why}" for why, n in left.items()) or "nothing"
 
 
-def _clean(obj: Any) -> Any:
-    """NaN/inf -> None and numpy scalars -> Python numbers, so the JSON is strict."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
 def to_json(lb: dict[str, Any]) -> str:
-    return json.dumps(_clean(lb), indent=1, sort_keys=False, allow_nan=False, default=repr) + "\n"
+    return json.dumps(jsonable(lb, strict=True), indent=1, sort_keys=False, allow_nan=False, default=repr) + "\n"
 
 
 def to_csv(lb: dict[str, Any]) -> str:

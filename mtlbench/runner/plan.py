@@ -15,7 +15,7 @@ from ..dataset import problems_of
 from ..errors import ConfigError, DatasetUnavailableError, UnknownNameError
 from ..model import param_problems
 from ..plugins import Registry, unknown_name_message
-from ..protocol import ProtocolConfig, config_json
+from ..protocol import MIN_PER_CLASS, ProtocolConfig, config_json
 from ..provenance import unit_provenance
 from ..selectors import ModelSelection
 from ..space import Param
@@ -166,7 +166,7 @@ def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
     return out
 
 
-def _probe_taskset(tasks: TaskSet, per_class: int = 3) -> TaskSet | None:
+def _probe_taskset(tasks: TaskSet, per_class: int = MIN_PER_CLASS) -> TaskSet | None:
     """The same tasks and features with only ``per_class`` labels of each class per task."""
     import numpy as np
 

@@ -880,6 +880,8 @@ class TFCLNoAUC(TFCL):
     of 587 at lam_group 0.04, k 5, mostly the larger ones) but scored 60.4, not chance."""
 
     name = "tfcl-noauc"
+    ablation_of = "tfcl"
+    ablation_label = "w/o AUC loss"
     paper = TFCL.paper + "; ablation without the AUC loss (Tab. 'Ablation Study')"
     search_space = SPACE_TFCL_NOAUC
 

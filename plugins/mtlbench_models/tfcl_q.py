@@ -391,6 +391,8 @@ class TFCLQNoAUC(TFCLQ):
     """TFCL-Q with the instance-wise squared loss (ablation "w/o AUC")."""
 
     name = "tfcl-q-noauc"
+    ablation_of = "tfcl-q"
+    ablation_label = "w/o AUC loss"
     paper = TFCLQ.paper + "; ablation without the AUC loss"
     search_space = SPACE_Q_NOAUC
 
@@ -410,6 +412,8 @@ class TFCLQNoG(TFCLQ):
     unused."""
 
     name = "tfcl-q-nog"
+    ablation_of = "tfcl-q"
+    ablation_label = "w/o theta_g"
     paper = TFCLQ.paper + "; ablation without the co-grouping component theta_g"
     search_space = SPACE_Q_NOG
     use_group = False
@@ -429,6 +433,8 @@ class TFCLCoc(TFCLQ):
     """TFCL-Q with the co-grouping regulariser replaced by CoCMTL's (ablation "TFCL(Coc)")."""
 
     name = "tfcl-coc"
+    ablation_of = "tfcl-q"
+    ablation_label = "with CoCMTL's co-grouping term"
     paper = TFCLQ.paper + "; ablation with CoCMTL's co-cluster regulariser (TFCL(Coc))"
     search_space = SPACE_COC
     group_reg = "cocmtl"
