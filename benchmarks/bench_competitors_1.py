@@ -4,8 +4,8 @@
     python benchmarks/bench_competitors_1.py --quick     # simulated split only
     python benchmarks/bench_competitors_1.py --sun-models ramusa,cocmtl
 
-The old implementation is the one committed on branch ``main`` (``git show main:...`` into a
-temporary package ``_old_models``), so both run in the same process, on the same data, one
+The old implementation is the one committed on main before this rework (``OLD_REF``;
+``git show REF:...`` into a temporary package ``_old_models``), so both run in the same process, on the same data, one
 after the other.  Data:
 
 * simulated: the training split (rep 0 of the protocol's seeded split) of
@@ -47,8 +47,11 @@ from mtlbench.protocol import ProtocolConfig, make_split  # noqa: E402
 from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated  # noqa: E402
 from mtlbench_models._losses import SquaredLoss  # noqa: E402
 
-OLD_FILES = ["__init__.py", "_losses.py", "_prox.py", "lasso.py", "stl.py", "rmtfl.py",
-             "ramusa.py", "cocmtl.py"]
+OLD_FILES = ["__init__.py", "_losses.py", "_prox.py", "_linalg.py", "lasso.py", "stl.py",
+             "rmtfl.py", "ramusa.py", "cocmtl.py"]
+# The old implementation: the last commit of main before the solver rework (the foundation
+# commit of the fair search); ``--ref`` picks another one.
+OLD_REF = "dc5ae06"
 TARGET = {"simulated": 0.3, "sun": 30.0}
 
 # (module, class, hyperparameters) per model: the centre of each model's starting grid
@@ -60,7 +63,7 @@ MODELS = {
 }
 
 
-def load_old(ref: str = "main"):
+def load_old(ref: str = OLD_REF):
     """Import the models of git ref ``ref`` as the package ``_old_models``."""
     tmp = Path(tempfile.mkdtemp(prefix="old_models_"))
     pkg = tmp / "_old_models"
@@ -134,7 +137,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="fits per model on the simulated split")
     ap.add_argument("--models", default="lasso,rmtfl,ramusa,cocmtl")
     ap.add_argument("--sun-models", default="rmtfl,ramusa,cocmtl")
-    ap.add_argument("--ref", default="main", help="git ref of the old implementation")
+    ap.add_argument("--ref", default=OLD_REF, help="git ref of the old implementation")
     ap.add_argument("--threads", default="1", help="BLAS threads (--threads=N; default 1)")
     args = ap.parse_args()
     print(f"BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS')}, load average "

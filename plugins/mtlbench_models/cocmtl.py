@@ -64,6 +64,7 @@ paper's own search grid is unknown; the grid above is ours.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import eigh
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
@@ -73,21 +74,24 @@ from ._losses import SquaredLoss
 __all__ = ["prox_cocluster", "cocluster_penalty", "CoCMTL"]
 
 
-def _top_right_subspace(Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, bool]:
+def _top_right_subspace(Q: np.ndarray, k: int) -> tuple[np.ndarray, float, bool]:
     """Orthonormal basis of the top-k singular subspace of Q on its smaller side.
 
-    Returns (B, s2, right): when ``right`` B is T x k with Q B B^T the rank-k truncation of Q,
-    else B is d x k with B B^T Q the truncation.  ``s2`` are all squared singular values
-    (descending).  Computed from the eigen-decomposition of the smaller Gram matrix (the top
-    eigenvectors are the best-conditioned ones, so this is accurate for the top-k subspace).
+    Returns (B, tail, right): when ``right`` B is T x k with Q B B^T the rank-k truncation of Q,
+    else B is d x k with B B^T Q the truncation.  ``tail`` = sum_{i>k} sigma_i(Q)^2
+    = ||Q||_F^2 - (sum of the k largest eigenvalues of the smaller Gram matrix), clipped at 0
+    (absolute error ~ 1e-15 ||Q||_F^2).  Only the top k eigenpairs are computed (LAPACK MRRR
+    with an index subset; the top eigenvectors are the best-conditioned ones, so this is
+    accurate for the top-k subspace).  Requires 1 <= k < min(d, T).
     """
     d, T = Q.shape
     right = T <= d
     G = Q.T @ Q if right else Q @ Q.T
-    evals, evecs = np.linalg.eigh(G)
-    evals = np.maximum(evals[::-1], 0.0)
-    B = evecs[:, ::-1][:, :k]
-    return B, evals, right
+    m = G.shape[0]
+    evals, evecs = eigh(G, subset_by_index=(m - k, m - 1), driver="evr", check_finite=False)
+    B = evecs[:, ::-1]
+    tail = max(float(np.trace(G)) - float(np.maximum(evals, 0.0).sum()), 0.0)
+    return B, tail, right
 
 
 def cocluster_penalty(Q: np.ndarray, k: int) -> float:
@@ -99,8 +103,9 @@ def cocluster_penalty(Q: np.ndarray, k: int) -> float:
     k = int(k)
     if k >= min(Q.shape):
         return 0.0
-    _, s2, _ = _top_right_subspace(Q, k)
-    return float(max(np.sum(s2[k:]), 0.0))
+    if k <= 0:
+        return float(np.sum(Q * Q))
+    return _top_right_subspace(Q, k)[1]
 
 
 def prox_cocluster(Q: np.ndarray, tau: float, k: int) -> np.ndarray:
@@ -154,9 +159,9 @@ def _prox_cocluster_with_value(Q: np.ndarray, tau: float, k: int) -> tuple[np.nd
         return Q.copy(), 0.0
     if k == 0:
         return Q * shrink, float(np.sum(Q * Q)) * shrink ** 2
-    B, s2, right = _top_right_subspace(Q, k)
+    B, tail, right = _top_right_subspace(Q, k)
     top = (Q @ B) @ B.T if right else B @ (B.T @ Q)
-    return shrink * Q + (1.0 - shrink) * top, float(max(np.sum(s2[k:]), 0.0)) * shrink ** 2
+    return shrink * Q + (1.0 - shrink) * top, tail * shrink ** 2
 
 
 def prox_mean_reg(V: np.ndarray, tau: float) -> np.ndarray:

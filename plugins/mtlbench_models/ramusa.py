@@ -79,20 +79,28 @@ def svt(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     their vectors matter); exact LAPACK fallback when tau is tiny relative to sigma_1.
     """
     d, T = V.shape
+    m = min(d, T)
     right = T <= d
     G = V.T @ V if right else V @ V.T
+    if m == 0:
+        return np.zeros_like(V), np.zeros(0)
+    # (a LAPACK value subset, eigenpairs above tau^2 only, was slower here whenever more than
+    # a few singular values exceed tau: measured 3x at 40 of 80)
     evals, evecs = np.linalg.eigh(G)
     sig = np.sqrt(np.maximum(evals[::-1], 0.0))
     evecs = evecs[:, ::-1]
-    if sig.size == 0 or sig[0] == 0.0:
-        return np.zeros_like(V), np.zeros(min(d, T))
+    keep = sig > tau
+    if not keep.any():
+        return np.zeros_like(V), np.zeros(m)
     if tau < 1e-6 * sig[0]:
         X, s = prox_trace(V, tau)
         return X, s
-    keep = sig > tau
-    B = evecs[:, keep] * (1.0 - tau / sig[keep])
-    X = (V @ B) @ evecs[:, keep].T if right else B @ (evecs[:, keep].T @ V)
-    return X, np.maximum(sig - tau, 0.0)
+    sig, evecs = sig[keep], evecs[:, keep]
+    B = evecs * (1.0 - tau / sig)
+    X = (V @ B) @ evecs.T if right else B @ (evecs.T @ V)
+    s = np.zeros(m)
+    s[:sig.size] = sig - tau
+    return X, s
 
 
 def capped_penalty(s: np.ndarray, theta: float) -> float:
