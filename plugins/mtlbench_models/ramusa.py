@@ -246,7 +246,7 @@ class RAMUSA(LinearMTLModel):
         n_stages = 1
         outer_done = False
         s = s1
-        for _ in range(int(self.max_stages) - 1):
+        while True:
             if n_stages > 1:
                 U, s, Vt = np.linalg.svd(W, full_matrices=False)
             big = s > theta
@@ -259,6 +259,8 @@ class RAMUSA(LinearMTLModel):
             if M_old is None and r == 0:
                 outer_done = True
                 break  # no singular value above theta: stage 2 would repeat stage 1
+            if n_stages >= int(self.max_stages):
+                break      # stopped by the cap while the linearisation still moves
             W, _, capped, it, conv = stage_solve(quad, lam, M, W, tol=tol, max_iter=max_iter,
                                                  theta=theta)
             stages_converged.append(conv)
