@@ -100,14 +100,12 @@ def rmtfl_solve(quad: TaskQuadratic, lam1: float, lam2: float, P0: np.ndarray, Q
     """FISTA with backtracking on (P, Q).  Returns (P, Q, objective history, iterations,
     relative duality gap at the returned point).
 
-    Stops when the duality gap (:func:`rmtfl_gap`) is <= tol * F(P, Q) (a relative gap); it is
-    evaluated at every iterate when the Gram representation makes grad J of the iterate free,
-    every 5 iterations otherwise (one extra backward pass).
+    Stops when the duality gap (:func:`rmtfl_gap`) is <= tol * F(P, Q) (a relative gap),
+    evaluated at every iterate (grad J of the iterate is part of its ``TaskQuadratic`` state).
     Monotone: a step that increases the objective is replaced by a plain proximal-gradient
     step from the last iterate and the momentum is restarted.
     """
     R = quad
-    every = 1 if quad.mode == "gram" else 5
 
     def step_from(YP, YQ, AY, L):
         fY, G = R.value_grad(AY)
@@ -159,10 +157,9 @@ def rmtfl_solve(quad: TaskQuadratic, lam1: float, lam2: float, P0: np.ndarray, Q
         AY = R.combine(An, A, beta)
         P, Q, A, f, pen, F, t_k = Pn, Qn, An, fn, pen_n, Fn, t_next
         hist.append(float(F))
-        if it % every == 0 or it == max_iter:
-            gap = rel_gap(P, Q, A, f, pen)
-            if gap <= tol:
-                break
+        gap = rel_gap(P, Q, A, f, pen)
+        if gap <= tol:
+            break
     return P, Q, hist, it, gap
 
 
