@@ -44,7 +44,9 @@ plain PALM.  J and grad J come from ``_linalg.TaskQuadratic`` (per-task Gram mat
 the TaskSet when d < 2 n_t, row passes otherwise).
 
 Stopping (non-convex: relative objective and iterate change, both required):
-|F_k - F_{k-1}| <= tol |F_k| (tol = 1e-6) and ||(P, Q)_k - (P, Q)_{k-1}||_F <=
+|F_k - F_{k-1}| <= tol max(F_k, F_0) (tol = 1e-6; F_0 = F(0, 0) = 1/2 sum_t ||y_t||^2, the
+objective's natural scale: when n_t < d the fit can approach interpolation and F -> 0, where a
+change relative to F alone never becomes small) and ||(P, Q)_k - (P, Q)_{k-1}||_F <=
 xtol ||(P, Q)_k||_F (xtol = 1e-4).  ``converged_`` is True iff both held before ``max_iter``
 (5000) sweeps.  Initialisation: P = Q = 0.  ``fit(tasks, init=m)`` starts from m's (P, Q), but
 the problem is non-convex (``convex = False``): a search fits every point cold, as the refit is.
@@ -179,6 +181,10 @@ class CoCMTL(LinearMTLModel):
         AP, AQ = quad.forward(P), quad.forward(Q)
         F = quad.value(AP + AQ) + lam1 * mean_reg_penalty(P) + lam2 * cocluster_penalty(Q, k)
         hist = [float(F)]
+        # objective scale: F at P = Q = 0 (= J(0) = 1/2 sum_t ||y_t||^2) or F itself if larger;
+        # with n_t < d the fit can approach interpolation, F -> 0, where a change relative to F
+        # alone would never be small (measured at SUN scale)
+        F_zero = 0.5 * float(sum(tasks.y(t) @ tasks.y(t) for t in range(T)))
         P_old, Q_old, AP_old, AQ_old = P, Q, AP, AQ
         t_k = 1.0
         n_iter, converged, n_restarts = 0, False, 0
@@ -201,7 +207,8 @@ class CoCMTL(LinearMTLModel):
             P, Q, AP, AQ, t_k = Pn, Qn, APn, AQn, t_next
             F_prev, F = F, Fn
             hist.append(float(F))
-            if abs(F_prev - F) <= tol * max(abs(F), 1e-12) and dx <= xtol * max(size, 1e-12):
+            if abs(F_prev - F) <= tol * max(abs(F), F_zero, 1e-300) \
+                    and dx <= xtol * max(size, 1e-12):
                 converged = True
                 break
         self.P_, self.Q_ = P, Q
