@@ -25,6 +25,7 @@ REAL_REPS=${REAL_REPS:-10}
 TIMEOUT=${TIMEOUT:-3600}          # seconds per unit (model x problem x repetition)
 SEED=${SEED:-0}
 RETRY=${RETRY:-}
+FORCE=${FORCE:-}                  # FORCE=--force: replace tables published from another store
 
 # A model whose plugin fails to import must stop the run, not silently drop out of the tables.
 export MTLBENCH_STRICT_PLUGINS=1
@@ -47,4 +48,4 @@ echo "== failures (also counted in every table)"
 mtlbench results --store "$STORE" --failures
 
 echo "== publishing to ${OUT}/"
-mtlbench publish --store "$STORE" --out "$OUT"
+mtlbench publish --store "$STORE" --out "$OUT" $FORCE

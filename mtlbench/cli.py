@@ -95,11 +95,11 @@ def plugins() -> None:
     """List discovered plugins, what they registered, and plugins that failed to load."""
     reg = _registry()
     table = Table(title="mtlbench plugins (entry-point group 'mtlbench')")
-    for col in ("plugin", "distribution", "version", "models", "datasets"):
+    for col in ("plugin", "distribution", "version", "models", "datasets", "searchers"):
         table.add_column(col)
     for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name)):
         table.add_row(p.name, p.distribution, p.version, ", ".join(p.models),
-                      ", ".join(p.datasets))
+                      ", ".join(p.datasets), ", ".join(p.searchers))
     console.print(table)
     if reg.failures:
         ft = Table(title="[red]plugins that failed[/]")
@@ -181,37 +181,44 @@ def datasets(data_dir: str | None, load: bool, layout: bool) -> None:
                    "(default: every discovered model).")
 @click.option("-m", "--model", "model_opts", multiple=True,
               help="One model selector (repeatable), e.g. -m 'tfcl[k=5]'.")
-@click.option("--reps", type=click.IntRange(min=1), default=None,
-              help="Repetitions (default 15, the paper's).")
-@click.option("--seed", type=int, default=None, help="Seed of the splits (default 0).")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True,
-              help="Units run in parallel processes (joblib); -1 for all cores.")
+@click.option("--reps", type=int, default=None,
+              help="Repetitions, 1..1000 (default 15, the paper's).")
+@click.option("--seed", type=int, default=None,
+              help="Seed of the splits, 0..2**63-1 (default 0).")
+@click.option("--jobs", "-j", type=int, default=None,
+              help="Units run in parallel processes (joblib); -1 for all cores (default 1).")
 @click.option("--scheduler", default=None,
               help="Address of a Dask distributed scheduler (tcp://host:8786) to run units on.")
 @click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False),
               help="SQLite results store; finished units in it are not recomputed.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Folder with local data files (also $MTLBENCH_DATA_DIR).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds a unit may run before it is recorded as failed.")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds (finite, > 0) a unit may run before it is recorded as failed.")
 @click.option("--retry-failed", is_flag=True, help="Rerun units recorded as failed.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="TOML file with [compare] defaults and [models.NAME] overrides.")
 @click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
 @click.option("--val-fraction", type=float, default=None,
               help="Validation share of train+validation per task (0.2).")
+@click.option("--search", "search", default=None,
+              help="Hyperparameter searcher (default 'adaptive'; 'grid' = exactly the declared "
+                   "starting grids; plugins may add more). See docs/tuning.md.")
+@click.option("--budget", type=int, default=None,
+              help="Fits per unit for the search, the same for every model (default 20; the "
+                   "final refit is not counted; 'grid' ignores it).")
 @user_errors
 def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
-            reps: int | None, seed: int | None, jobs: int, scheduler: str | None, store: str,
-            data_dir: str | None, timeout: float | None, retry_failed: bool,
+            reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
+            store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
             config_path: str | None, test_fraction: float | None,
-            val_fraction: float | None) -> None:
+            val_fraction: float | None, search: str | None, budget: int | None) -> None:
     """Run models on datasets under the common protocol and print mean ± std test AUC."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
+    from .config import build_run_config
     from .dataset import resolve_data_dir
-    from .protocol import ProtocolConfig
     from .runner import (check_overrides, check_problems_load, plan_units, resolve_problems,
                          run_units)
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
@@ -219,36 +226,20 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
 
     reg = _registry()
     cfg = load_config(config_path) if config_path else {}
+    run = build_run_config(
+        {"datasets": datasets_, "models": models_, "model": list(model_opts) or None,
+         "reps": reps, "seed": seed, "jobs": jobs, "timeout": timeout,
+         "test_fraction": test_fraction, "val_fraction": val_fraction, "search": search,
+         "budget": budget}, cfg, config_path, searchers=reg.searcher_names)
     check_config_models(cfg, reg.model_names, config_path)
-    defaults = cfg.get("compare", {})
-    known = {"datasets", "models", "reps", "seed", "test_fraction", "val_fraction", "jobs",
-             "timeout"}
-    if set(defaults) - known:
-        raise ConfigError(f"config [compare]: unknown keys {sorted(set(defaults) - known)}; "
-                          f"known: {sorted(known)}")
-
-    def _listish(v: Any) -> list[str]:
-        return list(v) if isinstance(v, list) else _split_csv(v)
-
-    ds_names = _split_csv(datasets_) or _listish(defaults.get("datasets", ["simulated"]))
-    selectors = list(model_opts) + _split_csv(models_)
-    if not selectors:
-        selectors = _listish(defaults.get("models", [])) or reg.model_names
-    config = ProtocolConfig(
-        reps=reps or int(defaults.get("reps", 15)),
-        seed=seed if seed is not None else int(defaults.get("seed", 0)),
-        test_fraction=test_fraction or float(defaults.get("test_fraction", 0.15)),
-        val_fraction=val_fraction or float(defaults.get("val_fraction", 0.2)))
-    if jobs == 1 and "jobs" in defaults:
-        jobs = int(defaults["jobs"])
-    if timeout is None and "timeout" in defaults:
-        timeout = float(defaults["timeout"])
+    config, jobs, timeout, ds_names = run.protocol, run.jobs, run.timeout, run.datasets
+    selectors = run.selectors or reg.model_names
 
     selections = []
     for text in selectors:
         name, overrides = parse_selector(text)
         cls = reg.model_class(name)
-        merged = {**cfg.get("models", {}).get(name, {}), **overrides}
+        merged = {**run.model_overrides.get(name, {}), **overrides}
         selections.append(apply_overrides(cls, merged, name))
     labels = [s.label for s in selections]
     if len(set(labels)) != len(labels):
@@ -264,10 +255,12 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
 
     console.print(
         f"[bold]mtlbench compare[/]: {len(selections)} model(s) x {len(problems)} problem(s) x "
-        f"{config.reps} repetition(s) = {len(specs)} units; seed {config.seed}; store {store}")
+        f"{config.reps} repetition(s) = {len(specs)} units; seed {config.seed}; search "
+        f"{config.search}" + (f" (budget {config.budget} fits per unit)"
+                              if config.search != "grid" else "") + f"; store {store}")
     for pid, ts in loaded.items():
         s = ts.summary()
-        console.print(f"  {pid}: {s['tasks']} tasks, {s['features']} features, "
+        console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
                       f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -313,41 +306,13 @@ def _print_summary(store, problems=None, models=None, keys=None) -> None:
     console.print(table)
 
 
-@cli.command()
-@click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False))
-@click.option("--datasets", "datasets_", default=None, help="Filter: comma-separated problems.")
-@click.option("--models", "models_", default=None, help="Filter: comma-separated model labels.")
-@click.option("--failures", is_flag=True, help="List failed units with their messages.")
-@user_errors
-def results(store: str, datasets_: str | None, models_: str | None, failures: bool) -> None:
-    """Show results stored by earlier runs (mean ± std test AUC per problem and model)."""
-    from .store import ResultStore
-
-    if not Path(store).exists():
-        raise ConfigError(f"no results store at {store!r}; run 'mtlbench compare' first "
-                          "or pass --store PATH")
-    rs = ResultStore(store)
-    problems = None
-    if datasets_:
-        all_problems = set(rs.units().problem)
-        problems = [p for p in all_problems
-                    if any(p == d or p.startswith(d + "/") for d in _split_csv(datasets_))]
-    models = _split_csv(models_) or None
-    _print_summary(rs, problems=problems, models=models)
-    if failures:
-        df = rs.units(problems=problems, models=models, status="failed")
-        for _, r in df.iterrows():
-            console.print(f"[red]failed[/] {escape(r['model'])} {r['problem']} rep {r['rep']}: "
-                          f"{escape(str(r['message']))}", soft_wrap=True)
-    rs.close()
-
-
 # ------------------------------------------------------------------------------- more commands
-# Commands defined in their own modules (leaderboard, publish, new-plugin).
-from .leaderboard import register as _register_leaderboard  # noqa: E402
+# Commands defined in their own modules (results, leaderboard, publish, import-results,
+# new-plugin).
+from .report.commands import register as _register_report  # noqa: E402
 from .scaffold import new_plugin_cmd as _new_plugin_cmd  # noqa: E402
 
-_register_leaderboard(cli)
+_register_report(cli, console=console, user_errors=user_errors, default_store=DEFAULT_STORE)
 cli.add_command(_new_plugin_cmd)
 
 

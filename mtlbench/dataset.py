@@ -8,16 +8,28 @@ Shoes, ``--datasets shoes/brown`` one of them).
 Loading never half-writes a cache and never fails with a bare traceback: missing or corrupt
 files raise :class:`~mtlbench.errors.DatasetUnavailableError` saying which files were
 expected, where they were looked for, where to get them and their checksums.
+
+Dataset parameters are selectable on the command line like model overrides:
+``--datasets "simulated[seed=3]"`` (the generator seed), ``"shoes[pca=200]"`` (``pca`` is
+accepted for a dataset's ``n_components``), ``"shoes[pca=200]/brown"`` (one problem).  The
+names are the dataset class's ``__init__`` parameters; values are checked against their
+defaults' types; the configured dataset's ``params()`` enter every unit's key, and tables
+show the dataset as ``NAME[param=value,...]`` with the non-default parameters only.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
 from .data import TaskSet
 
-__all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of"]
+__all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of",
+           "configure_dataset", "COMMON_PARAM_ALIASES"]
+
+#: Spellings accepted for a dataset parameter of another name (when the class has the target
+#: parameter and no parameter of the alias's name): ``pca`` = number of PCA components.
+COMMON_PARAM_ALIASES = {"pca": "n_components"}
 
 DATA_DIR_ENV = "MTLBENCH_DATA_DIR"
 CACHE_DIR_ENV = "MTLBENCH_CACHE_DIR"
@@ -53,6 +65,8 @@ class Dataset:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    #: Extra accepted spellings of ``__init__`` parameters on the command line.
+    param_aliases: ClassVar[Mapping[str, str]] = {}
 
     def problems(self, data_dir: Path | None = None) -> list[str]:
         """Names of the problems in this dataset (default: one problem named like the dataset).
@@ -89,3 +103,60 @@ def problems_of(ds: Dataset, data_dir: Path | None) -> list[str]:
     except (TypeError, ValueError):
         accepts = False
     return list(ds.problems(data_dir=data_dir) if accepts else ds.problems())
+
+
+def _init_params(cls: type) -> dict[str, Any]:
+    import inspect
+
+    sig = inspect.signature(cls.__init__)
+    return {p.name: p.default for p in sig.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Dataset, str]:
+    """A copy of the registered dataset ``ds`` with ``overrides`` of its ``__init__``
+    parameters, and its canonical selector (``NAME`` or ``NAME[k=v,...]`` listing only the
+    values that differ from ``ds``'s).  Raises :class:`~mtlbench.errors.ConfigError` naming
+    the dataset and parameter for an unknown name, a value of the wrong type or a value the
+    dataset rejects."""
+    from .errors import ConfigError
+    from .selectors import _check_type, _fmt
+
+    cls = type(ds)
+    params = _init_params(cls)
+    aliases = {**{a: t for a, t in COMMON_PARAM_ALIASES.items()
+                  if t in params and a not in params}, **dict(cls.param_aliases)}
+    current = {k: getattr(ds, k) for k in params if hasattr(ds, k)}
+    given: dict[str, Any] = {}
+    for key, value in overrides.items():
+        real = key if key in params else aliases.get(key)
+        if real is None:
+            known = sorted(params) + [f"{a} (= {t})" for a, t in sorted(aliases.items())]
+            raise ConfigError(f"dataset {ds.name!r} has no parameter {key!r}; its parameters "
+                              f"are: {', '.join(known) or '(none)'}")
+        if real in given:
+            raise ConfigError(f"dataset {ds.name!r}: parameter {real!r} is given twice")
+        if isinstance(value, list):
+            raise ConfigError(f"{ds.name}[{key}={value!r}]: a dataset parameter takes one value "
+                              "(give the dataset twice to compare two settings)")
+        default = params[real]
+        if real in current and current[real] is not None:
+            default = current[real]
+        import inspect
+
+        if default is not inspect.Parameter.empty and default is not None:
+            _check_type(ds.name, key, default, value)
+        given[real] = value
+    changed = {k: v for k, v in given.items() if not (k in current and current[k] == v)}
+    if not changed:
+        return ds, ds.name
+    kwargs = {k: v for k, v in current.items()}
+    kwargs.update(changed)
+    try:
+        new = cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid dataset parameters {ds.name}"
+                          f"[{','.join(f'{k}={_fmt(v)}' for k, v in sorted(changed.items()))}]: "
+                          f"{exc}") from None
+    label = f"{ds.name}[{','.join(f'{k}={_fmt(v)}' for k, v in sorted(changed.items()))}]"
+    return new, label

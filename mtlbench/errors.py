@@ -31,3 +31,8 @@ class UnknownNameError(MTLBenchError, KeyError):
 
 class ConfigError(MTLBenchError, ValueError):
     """An invalid hyperparameter override, config file or command-line option."""
+
+
+class ModelContractError(MTLBenchError):
+    """A model broke the model contract (``fit`` did not return self, ``decision_function``
+    returned scores of the wrong shape, a search space names an unknown parameter, ...)."""

@@ -1,7 +1,7 @@
 """Hook specifications of mtlbench plugins.
 
 A plugin is a module (or object) named by an entry point in the group ``mtlbench``.  It
-implements one or both hooks below; each hook receives a ``register`` callback::
+implements any of the hooks below; each hook receives a ``register`` callback::
 
     from mtlbench import hookimpl, MTLModel
 
@@ -42,3 +42,11 @@ def register_commands(cli):
 
     Used by plugins that ship a tool of their own (e.g. TFCL's ``check-ustep``).
     """
+
+
+@hookspec
+def register_searchers(register):
+    """Register hyperparameter search strategies: call ``register(cls)`` for each
+    :class:`mtlbench.search.Searcher` subclass; ``cls.name`` is what users type
+    (``mtlbench compare --search NAME``).  The built-ins ``grid`` and ``adaptive`` register
+    through this hook too."""

@@ -59,6 +59,14 @@ class MTLModel(BaseEstimator):
         Whether ``fit`` uses its ``init`` argument (ignored by the protocol unless ``convex``).
     paper : str
         Citation of the method (shown by ``mtlbench models``).
+    is_baseline : bool
+        The model the leaderboards count per-user wins/ties/losses against (one model of a
+        table should declare it; the built-in ``stl`` does).
+    ablation_of : str or None
+        Registry name of the full model this model is an ablation of (it removes one part of
+        that model); the reports draw each full model with its ablations side by side.
+    ablation_label : str
+        Short description of what the ablation removes (e.g. ``"w/o AUC loss"``), for figures.
     """
 
     name: ClassVar[str] = ""
@@ -67,6 +75,9 @@ class MTLModel(BaseEstimator):
     convex: ClassVar[bool] = False
     supports_warm_start: ClassVar[bool] = False
     paper: ClassVar[str] = ""
+    is_baseline: ClassVar[bool] = False
+    ablation_of: ClassVar[str | None] = None
+    ablation_label: ClassVar[str] = ""
 
     def check_params(self) -> None:
         """Raise ``ValueError("NAME: param ...")`` for a hyperparameter outside its declared

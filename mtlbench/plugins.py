@@ -1,25 +1,32 @@
-"""Plugin discovery and the registry of models and datasets.
+"""Plugin discovery and the registry of models, datasets and searchers.
 
 Plugins are found through entry points in the group ``mtlbench`` (built-ins included) and
 managed by pluggy.  Loading is resilient: a plugin that fails to import or to register is
 recorded as a :class:`PluginFailure` (shown by ``mtlbench plugins`` and as a warning) and the
 others keep working.  Set ``MTLBENCH_STRICT_PLUGINS=1`` to turn any failure into an error.
-Two plugins registering the same name is always an error naming both distributions.
+
+Two plugins registering the same name: only that name becomes unusable (using it raises
+:class:`~mtlbench.errors.PluginConflictError` naming both distributions; ``mtlbench plugins``
+lists the clash); every other name keeps working.  A model whose ``search_space`` or
+``param_constraints`` is malformed (a parameter ``__init__`` does not take, a declaration that
+is not a Param or a list, a starting value outside its own bounds) is recorded like a plugin
+failure (stage ``validate``) and is unusable; the rest of its plugin is not affected.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import pluggy
 
 from . import hookspecs
 from .dataset import Dataset
-from .errors import PluginConflictError, PluginError, UnknownNameError
+from .errors import ConfigError, PluginConflictError, PluginError, UnknownNameError
 from .model import MTLModel
 
 ENTRY_POINT_GROUP = "mtlbench"
@@ -36,6 +43,7 @@ class PluginInfo:
     module: str
     models: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
+    searchers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -45,7 +53,7 @@ class PluginFailure:
     name: str
     distribution: str
     version: str
-    stage: str  # "import" | "register_models" | "register_datasets" | "validate"
+    stage: str  # "import" | "register_*" | "validate" | "name clash"
     error: str
     traceback: str = ""
 
@@ -81,6 +89,11 @@ class Registry:
         self.failures: list[PluginFailure] = []
         self._models: dict[str, Registered] = {}
         self._datasets: dict[str, Registered] = {}
+        self._searchers: dict[str, Registered] = {}
+        # names made unusable: (kind, name) -> the message to raise when the name is used
+        self._unusable: dict[tuple[str, str], Exception] = {}
+        self._clash_owners: dict[tuple[str, str], list[PluginInfo]] = {}
+        self._configured: dict[str, Dataset] = {}  # "NAME[param=value]" -> configured dataset
 
     # ------------------------------------------------------------------ loading
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> "Registry":
@@ -112,26 +125,36 @@ class Registry:
                                      f"{type(exc).__name__}: {exc}", traceback.format_exc()))
             return info
         self.plugins.append(info)
-        for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset")):
+        for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset"),
+                                ("register_searchers", "searcher")):
             impl = getattr(plugin, hook_name, None)
             if impl is None:
                 continue
             try:
                 impl(register=self._register_callback(kind, info))
-            except PluginConflictError:
+            except PluginError:
                 raise
             except Exception as exc:  # noqa: BLE001
                 self._fail(PluginFailure(name, distribution, version, hook_name,
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return info
 
+    def _table(self, kind: str) -> dict[str, Registered]:
+        return {"model": self._models, "dataset": self._datasets,
+                "searcher": self._searchers}[kind]
+
     def _register_callback(self, kind: str, info: PluginInfo) -> Callable[[Any], None]:
-        table = self._models if kind == "model" else self._datasets
+        table = self._table(kind)
 
         def register(obj: Any) -> None:
+            from .search import Searcher
+
             if kind == "model":
                 if not (isinstance(obj, type) and issubclass(obj, MTLModel)):
                     raise TypeError(f"register() expects an MTLModel subclass, got {obj!r}")
+            elif kind == "searcher":
+                if not (isinstance(obj, type) and issubclass(obj, Searcher)):
+                    raise TypeError(f"register() expects a Searcher subclass, got {obj!r}")
             else:
                 if isinstance(obj, type) and issubclass(obj, Dataset):
                     obj = obj()
@@ -140,18 +163,45 @@ class Registry:
             key = getattr(obj, "name", "")
             if not key or not isinstance(key, str):
                 raise TypeError(f"{obj!r} has no 'name' attribute")
+            if (kind, key) in self._clash_owners:  # a third plugin with the same name
+                self._clash(kind, key, info)
+                return
             if key in table:
-                other = table[key].plugin
-                raise PluginConflictError(
-                    f"{kind} name {key!r} is registered twice: by plugin {other.name!r} "
-                    f"(distribution {other.distribution} {other.version}) and by plugin "
-                    f"{info.name!r} (distribution {info.distribution} {info.version}); "
-                    "uninstall one of them or rename the model"
-                )
+                self._clash(kind, key, info)
+                return
+            if kind == "model":
+                problems = model_declaration_problems(obj)
+                if problems:
+                    msg = (f"model {key!r} declares an invalid search space or parameter "
+                           f"constraints: {'; '.join(problems)}")
+                    self._unusable[(kind, key)] = PluginError(
+                        f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
+                        f"{info.version}); the model cannot be used until the plugin is fixed")
+                    self._fail(PluginFailure(info.name, info.distribution, info.version,
+                                             "validate", msg))
+                    return
             table[key] = Registered(obj, info)
-            (info.models if kind == "model" else info.datasets).append(key)
+            getattr(info, kind + "s").append(key)
 
         return register
+
+    def _clash(self, kind: str, key: str, info: PluginInfo) -> None:
+        """``key`` is registered by more than one plugin: make only that name unusable."""
+        table = self._table(kind)
+        owners = self._clash_owners.setdefault((kind, key), [])
+        if key in table:
+            first = table.pop(key).plugin
+            owners.append(first)
+            lst = getattr(first, kind + "s")
+            if key in lst:
+                lst.remove(key)
+        owners.append(info)
+        who = " and ".join(f"plugin {o.name!r} (distribution {o.distribution} {o.version})"
+                           for o in owners)
+        msg = (f"{kind} name {key!r} is registered twice: by {who}; uninstall one of them or "
+               f"rename the {kind}")
+        self._unusable[(kind, key)] = PluginConflictError(msg)
+        self._fail(PluginFailure(info.name, info.distribution, info.version, "name clash", msg))
 
     def _fail(self, failure: PluginFailure) -> None:
         self.failures.append(failure)
@@ -184,6 +234,17 @@ class Registry:
     def dataset_names(self) -> list[str]:
         return sorted(self._datasets)
 
+    @property
+    def searcher_names(self) -> list[str]:
+        return sorted(self._searchers)
+
+    def searcher_class(self, name: str):
+        return self._lookup(self._searchers, name, "searcher").obj
+
+    def unusable(self) -> dict[tuple[str, str], str]:
+        """Names that are registered but cannot be used (name clash, invalid declarations)."""
+        return {k: str(v) for k, v in self._unusable.items()}
+
     def model_class(self, name: str) -> type[MTLModel]:
         return self._lookup(self._models, name, "model").obj
 
@@ -191,14 +252,38 @@ class Registry:
         return self._lookup(self._models, name, "model").plugin
 
     def dataset(self, name: str) -> Dataset:
-        return self._lookup(self._datasets, name, "dataset").obj
+        """The dataset registered as ``name``, or configured by a selector
+        ``NAME[param=value,...]`` (:func:`mtlbench.dataset.configure_dataset`; the configured
+        instance carries its canonical selector as ``selector``)."""
+        if "[" not in name:
+            return self._lookup(self._datasets, name, "dataset").obj
+        return self._configured_dataset(name)
 
     def dataset_plugin(self, name: str) -> PluginInfo:
-        return self._lookup(self._datasets, name, "dataset").plugin
+        return self._lookup(self._datasets, name.split("[", 1)[0].strip(), "dataset").plugin
+
+    def _configured_dataset(self, text: str) -> Dataset:
+        from .dataset import configure_dataset
+        from .selectors import parse_selector
+
+        cache = self._configured
+        if text not in cache:
+            try:
+                base_name, overrides = parse_selector(text)
+            except ConfigError as exc:
+                raise ConfigError(str(exc).replace("model selector", "dataset selector")) from None
+            base = self._lookup(self._datasets, base_name, "dataset").obj
+            ds, label = configure_dataset(base, overrides)
+            if ds is not base:
+                ds.selector = label  # type: ignore[attr-defined]
+            cache[text] = ds
+        return cache[text]
 
     def _lookup(self, table: dict[str, Registered], name: str, kind: str) -> Registered:
         if name in table:
             return table[name]
+        if (kind, name) in self._unusable:
+            raise self._unusable[(kind, name)]
         raise UnknownNameError(unknown_name_message(kind, name, table))
 
 
@@ -209,6 +294,46 @@ def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known) or '(none)'}."
+
+
+def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
+    """Why ``cls``'s ``search_space`` / ``param_constraints`` are malformed (empty if fine):
+    an entry naming no ``__init__`` parameter, an entry that is not a Param or a non-empty
+    list, a starting-grid value its own declaration rejects."""
+    import inspect
+
+    from .space import as_param
+
+    try:
+        sig = inspect.signature(cls.__init__)
+        params = {p.name for p in sig.parameters.values()
+                  if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        open_kwargs = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    except (TypeError, ValueError):
+        return []
+    out = []
+    for attr in ("search_space", "param_constraints"):
+        decls = getattr(cls, attr, None) or {}
+        if not isinstance(decls, Mapping):
+            out.append(f"{attr} must be a dict, got {type(decls).__name__}")
+            continue
+        for key, decl in decls.items():
+            if key not in params and not open_kwargs:
+                close = difflib.get_close_matches(str(key), sorted(params), n=1, cutoff=0.5)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                out.append(f"{attr}[{key!r}] is not a parameter of {cls.__name__}.__init__"
+                           f"{hint}; its parameters are: {', '.join(sorted(params)) or '(none)'}")
+                continue
+            try:
+                par = as_param(decl, key)
+            except ConfigError as exc:
+                out.append(f"{attr}[{key!r}]: {exc}")
+                continue
+            for v in par.grid:
+                why = par.check(v)
+                if why:
+                    out.append(f"{attr}[{key!r}] starting value {v!r} {why}")
+    return out
 
 
 _REGISTRY: Registry | None = None

@@ -6,8 +6,12 @@ For repetition r of a run with seed s, independently per task t:
    (1 - ``test_fraction``, the paper's 85 %) and test (``test_fraction``, 15 %);
 2. a validation part (``val_fraction`` of train+validation, stratified) is carved from
    train+validation only;
-3. every grid point of the model's search space is fitted on train and scored by the mean
-   over tasks of the validation AUC; the best grid point (first in grid order on ties) wins;
+3. a searcher (:mod:`mtlbench.search`; default ``adaptive``, ``budget`` fits) proposes
+   hyperparameter points; each is fitted on train -- always the same train TaskSet object, so
+   ``TaskSet.memo`` shares data-only precomputation across the search -- and scored by the mean
+   over tasks of the validation AUC; the best point (the earlier fit on ties) wins.  Only a
+   model declaring ``convex`` and ``supports_warm_start`` is warm-started (``init`` = the
+   previous successful fit); every other fit starts cold.  The whole trace is kept;
 4. the winner is refitted on train+validation and scored on test: per-task test AUC (rank
    based, ties count half), averaged over tasks.
 
@@ -29,12 +33,17 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .data import TaskSet
-from .errors import ConfigError, DataValidationError
+from .errors import ConfigError, DataValidationError, ModelContractError
 from .metrics import auc_score
 from .model import MTLModel, clone
+from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
+                     get_searcher_class, space_from_json)
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
+#: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
+#: faulty searcher cannot loop forever.
+MAX_FITS = 10000
 
 
 @dataclass(frozen=True)
@@ -45,10 +54,21 @@ class ProtocolConfig:
     seed: int = 0
     test_fraction: float = 0.15
     val_fraction: float = 0.2
+    search: str = DEFAULT_SEARCH
+    budget: int = DEFAULT_BUDGET
 
     def __post_init__(self) -> None:
         if self.reps < 1:
             raise ConfigError(f"reps must be >= 1, got {self.reps}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) \
+                or not 0 <= self.seed <= 2 ** 63 - 1:
+            raise ConfigError(f"seed must be an integer in [0, 2**63 - 1] (a SeedSequence "
+                              f"entropy the store keeps as a signed 64-bit integer), got "
+                              f"{self.seed!r}")
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
+            raise ConfigError(f"budget must be an integer >= 1, got {self.budget!r}")
+        if not isinstance(self.search, str) or not self.search:
+            raise ConfigError(f"search must be a searcher name, got {self.search!r}")
         if not 0 < self.test_fraction < 1:
             raise ConfigError(f"test_fraction must be in (0, 1), got {self.test_fraction}")
         if not 0 < self.val_fraction < 1:
@@ -57,6 +77,10 @@ class ProtocolConfig:
     def split_settings(self) -> dict[str, Any]:
         return {"seed": self.seed, "test_fraction": self.test_fraction,
                 "val_fraction": self.val_fraction, "protocol_version": PROTOCOL_VERSION}
+
+    def selection_settings(self) -> dict[str, Any]:
+        """How hyperparameters are selected (part of every unit's key): searcher and budget."""
+        return {"search": self.search, "budget": self.budget}
 
 
 @dataclass
@@ -170,13 +194,18 @@ def mean_auc(model: MTLModel, tasks: TaskSet) -> tuple[float, np.ndarray]:
         X = tasks.X(t)
         s = np.asarray(model.decision_function(X, t), dtype=np.float64)
         if s.shape != (X.shape[0],):
-            raise FloatingPointError(
-                f"decision_function returned shape {s.shape} for task {t}, expected ({X.shape[0]},)")
+            raise ModelContractError(
+                f"{_model_name(model)}: decision_function returned shape {s.shape} for task "
+                f"{tasks.task_names[t]!r}, expected ({X.shape[0]},): one real score per row")
         if not np.all(np.isfinite(s)):
-            raise FloatingPointError(f"decision_function returned NaN/inf scores for task "
+            raise FloatingPointError(f"{_model_name(model)}: decision_function returned NaN/inf scores for task "
                                      f"{tasks.task_names[t]!r}")
         per_task[t] = auc_score(tasks.y(t), s)
     return float(per_task.mean()), per_task
+
+
+def _model_name(model: Any) -> str:
+    return f"model {getattr(model, 'name', '') or type(model).__name__!r}"
 
 
 @dataclass
@@ -201,11 +230,13 @@ class UnitOutcome:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def run_protocol(base: MTLModel, search_space: Mapping[str, Sequence[Any]], tasks: TaskSet,
+def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet,
                  config: ProtocolConfig, rep: int, keep_arrays: bool = False) -> UnitOutcome:
     """Model selection on validation data, refit on train+validation, test per task.
 
-    ``base`` carries the fixed hyperparameters; ``search_space`` the ones searched.
+    ``base`` carries the fixed hyperparameters; ``search_space`` the searched ones (Param
+    declarations, their JSON form, or plain lists); ``config.search`` / ``config.budget`` say
+    how they are searched.
     """
     keep, dropped = evaluable_tasks(tasks)
     if not keep:
@@ -215,33 +246,25 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Sequence[Any]], task
     train = tasks.subset(split.train, name=f"{tasks.name}[train]", meta={})
     val = tasks.subset(split.val, name=f"{tasks.name}[val]", meta={})
 
-    grid_log: list[dict[str, Any]] = []
-    best_params, best_val, prev = None, -math.inf, None
+    space = space_from_json(search_space)
     t0 = time.perf_counter()
-    for params in parameter_grid(search_space):
-        model = clone(base, **params)
-        entry: dict[str, Any] = {"params": params}
-        try:
-            model.fit(train, init=prev if base.supports_warm_start else None)
-            score, _ = mean_auc(model, val)
-            entry["val_auc"] = score
-            prev = model
-            if score > best_val:
-                best_val, best_params = score, params
-        except Exception as exc:  # noqa: BLE001 - a failing grid point is recorded, not fatal
-            entry["error"] = f"{type(exc).__name__}: {exc}"
-        grid_log.append(entry)
+    trace, summary = search(base, space, train, val, config.search, config.budget)
     select_time = time.perf_counter() - t0
-    if best_params is None:
-        errors = "; ".join(e.get("error", "") for e in grid_log[:3])
-        raise RuntimeError(f"every grid point failed ({len(grid_log)} tried): {errors}")
+    b = best_index(trace)
+    if b is None:
+        first = trace[0].get("error", "") if trace else ""
+        if first.startswith("ModelContractError: "):  # the model breaks the contract: say so
+            raise ModelContractError(first[len("ModelContractError: "):])
+        errors = "; ".join(e.get("error", "") for e in trace[:3])
+        raise RuntimeError(f"every grid point failed ({len(trace)} tried): {errors}")
+    best_params, best_val = dict(trace[b]["params"]), float(trace[b]["val_auc"])
 
     # Test labels are touched only from here on.
     trainval = tasks.subset(split.trainval, name=f"{tasks.name}[train+val]", meta={})
     test = tasks.subset(split.test, name=f"{tasks.name}[test]", meta={})
     final = clone(base, **best_params)
     t1 = time.perf_counter()
-    final.fit(trainval)
+    check_fit_returned(final.fit(trainval), final)
     fit_time = time.perf_counter() - t1
     test_auc, per_task = mean_auc(final, test)
 
@@ -250,6 +273,9 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Sequence[Any]], task
         ("u_change", "u_change_history_")) if getattr(final, attr, None) is not None}
     diagnostics = structure_recovery(final, tasks)
     diagnostics.update(_jsonable(getattr(final, "diagnostics_", None) or {}))
+    summary["selected_converged"] = trace[b].get("converged")
+    summary["refit_converged"] = _bool_or_none(getattr(final, "converged_", None))
+    diagnostics["search"] = summary
     arrays = {}
     if keep_arrays:
         for attr in ("coef_", "feature_groups_", "task_groups_"):
@@ -266,10 +292,117 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Sequence[Any]], task
     return UnitOutcome(
         best_params=best_params, val_auc=best_val, test_auc=test_auc, task_auc=per_task,
         task_names=list(tasks.task_names), n_test=[int(r.shape[0]) for r in split.test],
-        grid=grid_log, fit_time=fit_time, select_time=select_time,
+        grid=trace, fit_time=fit_time, select_time=select_time,
         n_iter=_int_or_none(getattr(final, "n_iter_", None)),
         split_fingerprint=split.fingerprint(), data_fingerprint=tasks.fingerprint(),
         dropped_tasks=dropped, history=history, diagnostics=diagnostics, arrays=arrays)
+
+
+def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSet,
+           searcher_name: str = DEFAULT_SEARCH, budget: int = DEFAULT_BUDGET
+           ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run one unit's hyperparameter search: ``(trace, summary)``.
+
+    Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
+    on ``val``.  A trace entry holds ``params``, ``phase`` (start / extend / refine),
+    ``val_auc`` (absent with ``error`` for a failed fit), ``converged`` (``converged_`` of the
+    fitted model, None if it does not say) and ``n_iter``; the trace is a pure function of
+    data, seed and settings.  The summary holds ``fit_times`` (seconds per fit, aligned with
+    the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
+    ``budget_exhausted`` (the budget ran out while the searcher still wanted to extend past an
+    edge) and ``start_exceeds_budget`` (the starting design alone is larger than the budget;
+    it is fitted in full).
+    """
+    space = space_from_json(space)
+    searcher = get_searcher_class(searcher_name)(space)
+    cap = MAX_FITS
+    start_exceeds = False
+    if searcher.uses_budget:
+        n_start = len(searcher.start())
+        start_exceeds = n_start > budget
+        cap = max(budget, n_start)
+    warm = bool(getattr(base, "convex", False) and getattr(base, "supports_warm_start", False))
+    trace: list[dict[str, Any]] = []
+    # Timings vary from run to run: they are kept beside the trace (index-aligned), so that
+    # neither a searcher nor the stored trace can depend on them (bit-identical results
+    # serially, with --jobs and on Dask).
+    fit_times: list[float] = []
+    prev = None
+    while len(trace) < cap:
+        phase, batch = searcher.propose(trace)
+        if not batch:
+            break
+        for params in batch:
+            if len(trace) >= cap:
+                break
+            _check_proposal(searcher_name, space, params)
+            t0 = time.perf_counter()
+            entry, model = _fit_point(base, params, phase, train, val, prev if warm else None)
+            fit_times.append(time.perf_counter() - t0)
+            trace.append(entry)
+            if model is not None:
+                prev = model
+    exhausted = False
+    if searcher.uses_budget and len(trace) >= cap:
+        phase, batch = searcher.propose(trace)
+        exhausted = phase == "extend" and bool(batch)
+    b = best_index(trace)
+    at_bound, at_edge = edge_report(space, trace, trace[b]["params"]) if b is not None else ([], [])
+    summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
+               "n_fits": len(trace), "at_bound": at_bound, "at_edge": at_edge,
+               "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
+               "warm_start": warm, "fit_times": fit_times}
+    return trace, summary
+
+
+def _check_proposal(searcher_name: str, space: Mapping[str, Any],
+                    params: Mapping[str, Any]) -> None:
+    """A searcher (possibly a third-party plugin) proposes only points of the declared space."""
+    if not isinstance(params, Mapping) or set(params) != set(space):
+        raise ConfigError(f"searcher {searcher_name!r} proposed {params!r}; a point must set "
+                          f"exactly the searched parameters {sorted(space)}")
+    for key, value in params.items():
+        why = space[key].check(value)
+        if why is None and space[key].kind == "categorical" and value not in space[key].grid:
+            why = f"is not one of the listed values {list(space[key].grid)}"
+        if why:
+            raise ConfigError(f"searcher {searcher_name!r} proposed {key}={value!r}, which the "
+                              f"declaration rejects: {key} {why}")
+
+
+def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: TaskSet,
+               val: TaskSet, init: MTLModel | None) -> tuple[dict[str, Any], MTLModel | None]:
+    model = clone(base, **params)
+    entry: dict[str, Any] = {"params": dict(params), "phase": phase}
+    try:
+        fitted = model.fit(train, init=init)
+        check_fit_returned(fitted, model)
+        score, _ = mean_auc(model, val)
+    except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
+        entry["error"] = f"{type(exc).__name__}: {exc}"
+        return entry, None
+    entry["val_auc"] = score
+    entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
+    entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
+    return entry, model
+
+
+def check_fit_returned(returned: Any, model: MTLModel) -> None:
+    """``fit`` must return the model itself (the contract); say so by name otherwise."""
+    if returned is not model:
+        what = "None" if returned is None else f"a {type(returned).__name__}"
+        raise ModelContractError(
+            f"model {getattr(model, 'name', '') or type(model).__name__!r}: fit() returned "
+            f"{what}; it must return self")
+
+
+def _bool_or_none(v: Any) -> bool | None:
+    if v is None:
+        return None
+    try:
+        return bool(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
@@ -321,4 +454,4 @@ def config_json(obj: Any) -> str:
 
 
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
-           "parameter_grid", "mean_auc", "run_protocol", "UnitOutcome", "structure_recovery"]
+           "parameter_grid", "mean_auc", "run_protocol", "search", "check_fit_returned", "UnitOutcome", "structure_recovery"]

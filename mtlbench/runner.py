@@ -63,6 +63,7 @@ class UnitSpec:
             "dataset": self.dataset, "problem": self.problem,
             "dataset_params": self.dataset_params_json, "rep": self.rep,
             "split": self.protocol.split_settings(),
+            "selection": self.protocol.selection_settings(),
         })
         return hashlib.sha256(ident.encode()).hexdigest()[:32]
 
@@ -81,7 +82,7 @@ class UnitResult:
 
 # ---------------------------------------------------------------------------- planning
 def problem_id(dataset: str, problem: str) -> str:
-    return dataset if problem == dataset else f"{dataset}/{problem}"
+    return dataset if problem == dataset.split("[", 1)[0] else f"{dataset}/{problem}"
 
 
 def resolve_problems(registry: Registry, names: Sequence[str],
@@ -89,8 +90,11 @@ def resolve_problems(registry: Registry, names: Sequence[str],
     """``["shoes", "simulated", "sun/modern"]`` -> [(dataset, problem), ...]."""
     out: list[tuple[str, str]] = []
     for name in names:
-        ds_name, _, prob = name.partition("/")
+        ds_name, _, prob = name.rpartition("/") if "]" in name else name.partition("/")
+        if "[" in name and "]" not in ds_name:  # "NAME[...]" without a problem
+            ds_name, prob = name, ""
         ds = registry.dataset(ds_name)
+        ds_name = getattr(ds, "selector", ds_name.split("[", 1)[0].strip())
         problems = problems_of(ds, Path(data_dir) if data_dir else None)
         if not problems:
             raise DatasetUnavailableError(
@@ -228,7 +232,8 @@ def _base_row(spec: UnitSpec) -> dict[str, Any]:
         "rep": spec.rep, "seed": spec.protocol.seed,
         "model_config": {"name": spec.model, "fixed": json.loads(spec.fixed_json),
                          "space": json.loads(spec.space_json)},
-        "protocol": {**spec.protocol.split_settings(), "reps": spec.protocol.reps},
+        "protocol": {**spec.protocol.split_settings(), **spec.protocol.selection_settings(),
+                     "reps": spec.protocol.reps},
         "dataset_params": json.loads(spec.dataset_params_json),
     }
 

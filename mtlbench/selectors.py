@@ -34,7 +34,7 @@ class ModelSelection:
 
     name: str
     fixed: Mapping[str, Any]
-    space: Mapping[str, list]
+    space: Mapping[str, Any]  # JSON form: {param: {"kind", "grid", "low", "high"}}
     grid_overrides: Mapping[str, list]
 
     @property
@@ -125,12 +125,21 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
                     name: str | None = None) -> ModelSelection:
     """Validate overrides against ``cls``'s hyperparameters and build the selection.
 
-    A scalar fixes the parameter (removing it from the search); a list becomes its grid.
+    A scalar fixes the parameter (removing it from the search); a list becomes its starting
+    grid, keeping the declared kind and bounds (so ``tfcl[k=[3,5]]`` still searches k from 3
+    and 5 under the adaptive searcher; a list for an undeclared parameter is searched exactly
+    as listed).  Values are checked against the declarations (``search_space`` and
+    ``param_constraints``) without fitting anything.  ``space`` of the result is the JSON form
+    of the search space (:func:`mtlbench.search.space_json`).
     """
+    from .search import space_json
+    from .space import Categorical, as_param
+
     name = name or cls.name
     params = _init_params(cls)
-    declared = dict(cls.search_space)
-    space = {k: list(v) for k, v in dict(cls.search_space).items()}
+    declared = {k: as_param(v, k) for k, v in dict(cls.search_space).items()}
+    constraints = {k: as_param(v, k) for k, v in dict(cls.param_constraints).items()}
+    space: dict[str, Any] = dict(declared)
     fixed: dict[str, Any] = {}
     grid_over: dict[str, list] = {}
     for key, val in overrides.items():
@@ -145,20 +154,33 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
         if isinstance(val, list) and any(isinstance(v, list) for v in val):
             raise ConfigError(f"{name}[{key}={val!r}]: nested lists are not hyperparameter values")
         reference = default
-        grid = [g for g in (declared.get(key) or []) if g is not None]
+        decl = declared.get(key) or constraints.get(key)
+        grid = [g for g in (decl.grid if decl is not None else ()) if g is not None]
         if default is inspect.Parameter.empty or default is None:
             reference = grid[0] if grid else default
         elif type(default) is int and any(isinstance(g, float) for g in grid):
             reference = float(default)  # an int default of a real-valued parameter
         for v in values:
             _check_type(name, key, reference, v)
+            why = decl.check(v) if decl is not None else None
+            if why:
+                raise ConfigError(f"invalid hyperparameter override {name}[{key}={v!r}]: "
+                                  f"{key} {why}")
         if isinstance(val, list):
-            space[key] = list(val)
+            base = declared.get(key)
+            if base is None or isinstance(base, Categorical):
+                space[key] = Categorical(tuple(val))
+            else:
+                try:
+                    space[key] = type(base)(tuple(val), low=base.low, high=base.high)
+                except ConfigError as exc:
+                    raise ConfigError(f"{name}[{key}={val!r}]: {exc}") from None
             grid_over[key] = list(val)
         else:
             space.pop(key, None)
             fixed[key] = val
-    return ModelSelection(name=name, fixed=fixed, space=space, grid_overrides=grid_over)
+    return ModelSelection(name=name, fixed=fixed, space=space_json(space),
+                          grid_overrides=grid_over)
 
 
 def _init_params(cls: type[MTLModel]) -> dict[str, Any]:

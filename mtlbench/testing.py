@@ -37,7 +37,8 @@ Model checks (why each matters for the benchmark):
 * ``check_pickle`` - the class and a fitted model survive a plain ``pickle`` round trip with
   identical scores (needed for parallel and distributed runs);
 * ``check_warm_start`` - when ``supports_warm_start`` is true, ``fit(tasks, init=other)`` with a
-  model fitted at another grid point works;
+  model fitted at another grid point works; when the model also declares ``convex = True``
+  the warm-started fit reaches the cold fit's objective (or scores) within ``rtol`` (1e-3);
 * ``check_objective_history`` - ``objective_history_`` (when present) holds finite floats, and is
   non-increasing (relative tolerance 1e-8) when the model declares ``monotone_objective = True``;
 * ``check_beats_chance`` - mean per-task test AUC > ``min_auc`` (0.6) on a small version of the
@@ -125,7 +126,7 @@ def small_problem(seed: int = 0, n_samples: int = 60, n_positive: int = 20):
     """A small version of the paper's simulated problem (``make_simulated``): 10 tasks in
     5 blocks of 2, 16 features in blocks (4, 4, 2, 4, 2), ``n_samples`` labelled samples per
     task of which ``n_positive`` are positive.  Takes milliseconds to fit for linear models."""
-    from mtlbench_datasets.simulated import make_simulated
+    from .synthetic import make_simulated
 
     return make_simulated(seed=seed, n_samples=n_samples, n_positive=n_positive,
                           block_features=(4, 4, 2, 4, 2), users_per_block=2)
@@ -357,6 +358,9 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
     space = dict(model_class.search_space)
     init_names = set(_init_signature(model_class))
     size = 1
+    from mtlbench.space import Param
+
+    space = {k: (list(v.grid) if isinstance(v, Param) else v) for k, v in space.items()}
     for key, values in space.items():
         if key not in init_names:
             raise _fail(who, check, f"search_space key {key!r} is not an __init__ parameter "
@@ -497,19 +501,62 @@ def check_pickle(model_class: type, params: Mapping[str, Any] | None = None) -> 
         raise _fail(who, check, f"scores differ after a pickle round trip (max {diff:.3g})")
 
 
-def check_warm_start(model_class: type, params: Mapping[str, Any] | None = None) -> None:
+WARM_START_RTOL = 1e-3
+
+
+def _grid_of(decl: Any) -> list:
+    """The starting grid of a search-space entry (a Param or a plain list)."""
+    from mtlbench.space import Param
+
+    return list(decl.grid) if isinstance(decl, Param) else list(decl)
+
+
+def check_warm_start(model_class: type, params: Mapping[str, Any] | None = None,
+                     rtol: float = WARM_START_RTOL) -> None:
     """``fit(tasks, init=previous)`` works when ``supports_warm_start`` is declared; the
-    previous model was fitted at other hyperparameters, as in the protocol's grid search."""
+    previous model was fitted at other hyperparameters, as in the protocol's search.
+
+    For a model declaring ``convex = True`` (the only models the protocol warm-starts), the
+    warm-started fit must reach the cold fit's answer: the final objective
+    (``objective_history_[-1]``, when both fits set it) within ``rtol`` relative to
+    max(1, |cold objective|), else the scores within ``rtol`` relative to max(1, max |cold
+    score|).  A convex problem has one optimal value, so a start point may change only how
+    fast it is reached."""
+    import numpy as np
+
     if not getattr(model_class, "supports_warm_start", False):
         return
     check = "warm_start"
+    who = _label(model_class)
     tasks = _problem("small")
-    space = {k: v for k, v in dict(model_class.search_space).items() if k not in (params or {})}
+    space = {k: _grid_of(v) for k, v in dict(model_class.search_space).items()
+             if k not in (params or {})}
     last = {k: v[-1] for k, v in space.items()}
-    prev = _fitted(model_class, params, "small", check)
+    first = {k: v[0] for k, v in space.items()}
+    prev = _fit(_make(model_class, params, check, **first), tasks, check)
     model = _make(model_class, params, check, **last)
     _fit(model, tasks, check, init=prev)
-    _scores(model, tasks, check)
+    warm_scores = _scores(model, tasks, check)
+    if not getattr(model_class, "convex", False):
+        return
+    cold = _fit(_make(model_class, params, check, **last), tasks, check)
+    hw = getattr(model, "objective_history_", None)
+    hc = getattr(cold, "objective_history_", None)
+    if hw is not None and hc is not None and len(hw) and len(hc):
+        fw, fc = float(np.ravel(hw)[-1]), float(np.ravel(hc)[-1])
+        if not abs(fw - fc) <= rtol * max(1.0, abs(fc)):
+            raise _fail(who, check, f"convex model: the fit at {last} warm-started from {first} "
+                                    f"ends at objective {fw!r}, the cold fit at {fc!r} "
+                                    f"(relative tolerance {rtol:g}); a warm start must not "
+                                    "change the answer")
+        return
+    cold_scores = _scores(cold, tasks, check)
+    scale = max(1.0, max(float(np.max(np.abs(c))) if c.size else 0.0 for c in cold_scores))
+    _, diff = _same_scores(warm_scores, cold_scores)
+    if diff > rtol * scale:
+        raise _fail(who, check, f"convex model: scores of the fit at {last} warm-started from "
+                                f"{first} differ from the cold fit's by {diff:.3g} (> {rtol:g} x "
+                                f"{scale:.3g}); a warm start must not change the answer")
 
 
 def check_objective_history(model_class: type, params: Mapping[str, Any] | None = None,
@@ -556,7 +603,8 @@ def check_beats_chance(model_class: type, params: Mapping[str, Any] | None = Non
     from mtlbench.protocol import make_split, mean_auc
 
     tasks = tasks if tasks is not None else _problem("small60")
-    config = ProtocolConfig(reps=1, seed=0, test_fraction=0.25, val_fraction=0.25)
+    # the starting grid only (the fallback below), to keep the kit fast
+    config = ProtocolConfig(reps=1, seed=0, test_fraction=0.25, val_fraction=0.25, search="grid")
     who = _label(model_class)
     try:  # defaults: one fit on train+validation, scored on test
         split = make_split(tasks, config, rep=0)

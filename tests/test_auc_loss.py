@@ -84,3 +84,24 @@ def test_vectorised_over_tasks_matches_per_task(monkeypatch, chunk):
     parts = [J._task(t, W[:, t], True) for t in range(20)]
     assert abs(v - sum(p[0] for p in parts)) <= 1e-12 * max(1.0, abs(v))
     np.testing.assert_allclose(G, np.column_stack([p[1] for p in parts]), atol=1e-12)
+
+
+@pytest.mark.parametrize("pad_ratio", [0.0, 1e9])
+def test_padded_batched_form_matches_per_task(monkeypatch, pad_ratio):
+    """The zero-padded batched evaluation (tasks of similar sizes) and the stacked form both
+    equal the per-task formulas, and brute-force pairs."""
+    import mtlbench_models._losses as losses
+
+    monkeypatch.setattr(losses, "_PAD_RATIO", pad_ratio)
+    rng = np.random.default_rng(5)
+    Xs = [rng.standard_normal((int(rng.integers(6, 30)), 5)) for _ in range(12)]
+    ys = [np.where(np.arange(len(X)) % 4 == 0, 1.0, -1.0) for X in Xs]
+    J = losses.SquaredAUCLoss(TaskSet.from_arrays("p", Xs, ys))
+    assert (J._padded is not None) == (pad_ratio > 1)
+    W = rng.standard_normal((5, 12))
+    v, G = J.value_and_grad(W)
+    parts = [J._task(t, W[:, t], True) for t in range(12)]
+    assert abs(v - sum(p[0] for p in parts)) <= 1e-12 * max(1.0, abs(v))
+    np.testing.assert_allclose(G, np.column_stack([p[1] for p in parts]), atol=1e-12)
+    vb = sum(squared_auc_bruteforce(Xs[t], ys[t], W[:, t])[0] for t in range(12))
+    assert abs(v - vb) <= 1e-10 * max(1.0, abs(vb))

@@ -236,3 +236,61 @@ def test_docs_plugin_examples_pass_the_kit(tmp_path):
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "14 passed, 1 skipped" in proc.stdout
+
+
+# ---------------------------------------------------------------- warm starts of convex models
+class GradientRidge(GoodRidge):
+    """Ridge by gradient descent from init (or 0) until the gradient norm is below 1e-10:
+    a convex model whose warm start cannot change the answer."""
+
+    name = "gradridge"
+    convex = True
+    supports_warm_start = True
+
+    def __init__(self, lam=1.0, max_iter=100000):
+        self.lam = lam
+        self.max_iter = max_iter
+
+    def fit(self, tasks, init=None):
+        cols, obj = [], 0.0
+        for t in range(tasks.T):
+            X, y = tasks.X(t), tasks.y(t)
+            H = X.T @ X + self.lam * np.eye(X.shape[1])
+            step = 1.0 / np.linalg.eigvalsh(H)[-1]
+            w = init.coef_[:, t].copy() if init is not None else np.zeros(X.shape[1])
+            for _ in range(self.max_iter):
+                g = H @ w - X.T @ y
+                if np.linalg.norm(g) < 1e-10:
+                    break
+                w -= step * g
+            cols.append(w)
+            obj += 0.5 * np.sum((X @ w - y) ** 2) + 0.5 * self.lam * w @ w
+        self.coef_ = np.column_stack(cols)
+        self.objective_history_ = [obj]
+        return self
+
+
+class LazyWarm(GradientRidge):
+    """Declares convex + warm start but stops after 2 steps from init: changes the answer."""
+
+    name = "lazywarm"
+
+    def fit(self, tasks, init=None):
+        if init is None:
+            return super().fit(tasks)
+        return GradientRidge.fit(self.set_params(max_iter=2), tasks, init) and \
+            self.set_params(max_iter=100000)
+
+
+def test_convex_warm_start_reaches_the_cold_objective():
+    run_model_check("warm_start", GradientRidge)
+    with pytest.raises(ConformanceError, match="warm start must not change the answer"):
+        run_model_check("warm_start", LazyWarm)
+
+
+def test_non_convex_warm_start_is_only_run():
+    class NonConvexLazy(LazyWarm):
+        name = "nclazy"
+        convex = False
+
+    run_model_check("warm_start", NonConvexLazy)  # never warm-started by the protocol

@@ -10,9 +10,19 @@ from click.testing import CliRunner
 from scipy.stats import friedmanchisquare, wilcoxon
 
 from mtlbench.cli import cli
-from mtlbench.leaderboard import (build_leaderboard, cell_text, holm, publish, to_csv, to_json,
-                                  to_markdown, wilcoxon_p)
+from mtlbench.plugins import get_registry
+from mtlbench.report.leaderboard import (SORT_HEADER, build_leaderboard, cell_text, to_csv,
+                                         to_json, to_markdown)
+from mtlbench.report.publish import publish
+from mtlbench.report.stats import holm, wilcoxon_p
 from mtlbench.store import ResultStore
+
+
+@pytest.fixture(autouse=True)
+def stl_is_the_baseline(monkeypatch):
+    """The role the built-in stl declares (``is_baseline = True``): set here so the tests hold
+    whether or not the model file carries the declaration yet."""
+    monkeypatch.setattr(get_registry().model_class("stl"), "is_baseline", True, raising=False)
 
 PROTO = {"seed": 0, "test_fraction": 0.15, "val_fraction": 0.2, "protocol_version": 1, "reps": 8}
 TASKS = [f"u{i}" for i in range(5)]
@@ -140,7 +150,7 @@ def test_markdown_and_json_agree(store):
         assert nums == [round(c["mean"], 2), round(c["std"], 2)]
         assert ("**" in row["toy"]) == c["best"]
         assert ("†" in row["toy"]) == bool(c["significantly_worse"])
-        assert row["avg rank"] == f"{r['avg_rank']:.2f}"
+        assert row[SORT_HEADER] == f"{r['avg_rank']:.2f}"
         if r["win_tie_loss"]:
             w = r["win_tie_loss"]
             assert row["W/T/L vs stl (tasks)"] == f"{w['win']}/{w['tie']}/{w['loss']}"
@@ -189,11 +199,12 @@ def test_small_n_is_stated(tmp_path):
 def test_other_protocol_settings_are_reported_not_mixed(tmp_path):
     rows = [unit("a", r, 0.9) for r in range(4)] + [unit("stl", r, 0.8) for r in range(4)]
     other = {**PROTO, "seed": 7}
-    rows.append(unit("a", 0, 0.1, extra={"key": "other", "protocol": other}))
+    rows.append(unit("a", 0, 0.1, extra={"key": "other", "protocol": other, "seed": 7}))
     st = make_store(tmp_path / "p.sqlite", rows)
     lb = build_leaderboard(st, "toy")
     assert _cells(lb)["a"]["toy"]["mean"] == pytest.approx(90.0)
-    assert any("1 unit(s) with other settings" in n for n in lb["notes"])
+    assert any("left out 1 unit(s) of seed 7" in n for n in lb["notes"])
+    assert lb["left_out"] == {"other seeds": 1} and lb["seed"] == 0
     st.close()
 
 
@@ -273,14 +284,65 @@ def test_model_with_only_failures_is_shown_not_ranked(tmp_path):
     st.close()
 
 
-def test_grid_edge_count_flags_selections_at_the_end_of_a_grid():
+def test_search_summary_reads_old_and_new_traces():
     import pandas as pd
 
-    from mtlbench.leaderboard import grid_edge_count
+    from mtlbench.report.leaderboard import search_summary
 
+    new = {"search": "adaptive", "budget": 20, "n_fits": 20, "at_bound": ["lam"],
+           "at_edge": [], "budget_exhausted": False,
+           "fits": [{"params": {"lam": 1.0}, "val_auc": 0.8, "converged": False, "n_iter": 5,
+                     "fit_time": 0.1, "phase": "start"}]}
     units = pd.DataFrame({
-        "model_config": [{"space": {"lam": [0.1, 1.0, 10.0], "k": [3, 5]}}] * 3,
-        "best_params": [{"lam": 10.0, "k": 3}, {"lam": 1.0, "k": 5}, {"lam": 0.1, "k": 5}],
+        "grid": [new, [{"params": {"lam": 1.0}, "val_auc": 0.7}] * 3,
+                 {**new, "at_bound": [], "at_edge": ["mu"]}],
+        "protocol": [{}, {}, {}], "best_params": [{"lam": 1.0}] * 3,
+        "model_config": [{}] * 3, "diagnostics": [{}, {}, {"converged": True}],
     })
-    # k has only two values: any choice is an end, so it is not counted
-    assert grid_edge_count(units) == {"units": 2, "of": 3, "params": ["lam"]}
+    s = search_summary(units)
+    assert s["budget"] == [20] and s["fits_min"] == 3 and s["fits_max"] == 20
+    assert s["at_bound"] == 1 and s["at_bound_params"] == ["lam"]
+    assert s["at_edge"] == 1 and s["at_edge_params"] == ["mu"]
+    # unit 0: the selected fit's flag (False); unit 1: nothing recorded; unit 2: stored flag
+    assert s["not_converged"] == 1 and s["converged_unknown"] == 1
+
+
+def test_at_bound_from_declared_bounds_or_unknown_for_list_spaces():
+    import pandas as pd
+
+    from mtlbench.report.select import at_bound
+
+    declared = {"space": {"lam": {"kind": "log", "grid": [0.1, 1.0], "low": 0.0, "high": None},
+                          "theta": {"kind": "linear", "grid": [0.5], "low": 0.0, "high": 1.0}}}
+    row = pd.Series({"grid": [], "protocol": {}, "diagnostics": {}, "model_config": declared,
+                     "best_params": {"lam": 0.1, "theta": 1.0}})
+    assert at_bound(row) == ["theta"]
+    old = row.copy()
+    old["model_config"] = {"space": {"lam": [0.1, 1.0]}}
+    assert at_bound(old) is None
+    md_row = {"units": 2, "at_bound": None}
+    from mtlbench.report.render import _count_text
+
+    assert _count_text(md_row["at_bound"], md_row["units"]) == "—"
+
+
+def test_search_summary_of_the_stored_layout():
+    """The layout the protocol stores: the trace in ``grid``, the unit-level summary in
+    ``diagnostics['search']`` (the refit's flag wins over the search fit's)."""
+    import pandas as pd
+
+    from mtlbench.report.leaderboard import search_summary
+
+    trace = [{"params": {"lam": 0.1}, "phase": "start", "val_auc": 0.8, "converged": True,
+              "n_iter": 3},
+             {"params": {"lam": 1.0}, "phase": "extend", "val_auc": 0.9, "converged": True,
+              "n_iter": 4}]
+    summary = {"search": "adaptive", "budget": 20, "n_fits": 2, "at_bound": [],
+               "at_edge": ["lam"], "budget_exhausted": True, "fit_times": [0.1, 0.2],
+               "selected_converged": True, "refit_converged": False}
+    units = pd.DataFrame({"grid": [trace], "protocol": [{"search": "adaptive", "budget": 20}],
+                          "best_params": [{"lam": 1.0}], "model_config": [{}],
+                          "diagnostics": [{"search": summary}]})
+    s = search_summary(units)
+    assert s["budget"] == [20] and s["fits_max"] == 2
+    assert s["at_edge"] == 1 and s["at_bound"] == 0 and s["not_converged"] == 1

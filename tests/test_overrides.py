@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from mtlbench.cli import cli
 from mtlbench.errors import ConfigError
 from mtlbench.selectors import apply_overrides, parse_selector
+from mtlbench.space import as_param
 from mtlbench.store import ResultStore
 from mtlbench_models.lasso import LASSO
 from mtlbench_models.stl import STL
@@ -38,7 +39,7 @@ def test_parse_selector_forms():
 
 def test_apply_overrides_fixed_and_grid():
     sel = apply_overrides(LASSO, {"rho_ratio": [0.01, 0.1], "max_iter": 500})
-    assert sel.space == {"rho_ratio": [0.01, 0.1]} and sel.fixed == {"max_iter": 500}
+    assert sel.space["rho_ratio"]["grid"] == [0.01, 0.1] and sel.fixed == {"max_iter": 500}
     assert sel.label == "lasso[max_iter=500,rho_ratio=[0.01,0.1]]"
     sel = apply_overrides(STL, {"lam": 1})  # an int for a real-valued parameter is fine
     assert sel.fixed == {"lam": 1} and sel.space == {}
@@ -47,7 +48,7 @@ def test_apply_overrides_fixed_and_grid():
 def test_m_selector_searches_the_given_grid(tmp_path):
     store = tmp_path / "r.sqlite"
     res = _run(["compare", "-m", "lasso[rho_ratio=[0.01,0.1]]", "--reps", "1",
-                "--store", str(store)])
+                "--search", "grid", "--store", str(store)])
     assert res.exit_code == 0, res.output
     (row,) = _units(store).to_dict("records")
     assert row["model"] == "lasso[rho_ratio=[0.01,0.1]]" and row["status"] == "ok"
@@ -57,17 +58,17 @@ def test_m_selector_searches_the_given_grid(tmp_path):
 def test_models_option_mixes_fixed_and_default(tmp_path):
     store = tmp_path / "r.sqlite"
     res = _run(["compare", "--models", "stl[lam=1.0],lasso", "--reps", "1",
-                "--store", str(store)])
+                "--search", "grid", "--store", str(store)])
     assert res.exit_code == 0, res.output
     df = _units(store).set_index("model")
     assert set(df.index) == {"stl[lam=1.0]", "lasso"}
     assert df.loc["stl[lam=1.0]", "best_params"] == {}  # fixed: nothing left to search
-    assert len(df.loc["lasso", "grid"]) == len(LASSO.search_space["rho_ratio"])
+    assert len(df.loc["lasso", "grid"]) == len(as_param(LASSO.search_space["rho_ratio"]).grid)
 
 
 def test_config_file_models_and_compare_sections(tmp_path):
     cfg = tmp_path / "bench.toml"
-    cfg.write_text('[compare]\nmodels = ["lasso", "stl"]\nreps = 1\n\n'
+    cfg.write_text('[compare]\nmodels = ["lasso", "stl"]\nreps = 1\nsearch = "grid"\n\n'
                    '[models.lasso]\nrho_ratio = [0.03, 0.3]\n\n[models.stl]\nlam = 10.0\n')
     store = tmp_path / "r.sqlite"
     res = _run(["compare", "--config", str(cfg), "--store", str(store)])
@@ -145,3 +146,67 @@ def test_selector_errors_are_config_errors():
         parse_selector("a[b=[1,2]")
     with pytest.raises(ConfigError, match="nested"):
         apply_overrides(LASSO, {"rho_ratio": [[0.1]]})
+
+
+# ---------------------------------------------------------------- dataset parameters (issue 12.6)
+def test_dataset_parameters_on_the_command_line(tmp_path):
+    store = tmp_path / "r.sqlite"
+    for ds in ("simulated[seed=3]", "simulated", "simulated[ seed = 0 ]"):
+        res = _run(["compare", "--datasets", ds, "--models", "stl", "--reps", "1",
+                    "--budget", "3", "--store", str(store)])
+        assert res.exit_code == 0, res.output
+    units = _units(store)
+    assert sorted(units["problem"]) == ["simulated", "simulated[seed=3]"]  # seed=0 is default
+    params = {r["problem"]: r["dataset_params"] for r in units.to_dict("records")}
+    assert params == {"simulated": {"seed": 0}, "simulated[seed=3]": {"seed": 3}}
+    fps = set(units["data_fingerprint"])
+    assert len(fps) == 2  # different data, not just a different label
+
+
+@pytest.mark.parametrize("ds, fragment", [
+    ("simulated[sed=3]", "dataset 'simulated' has no parameter 'sed'; its parameters are: seed"),
+    ("simulated[seed=1.5]", "simulated[seed=1.5]: expected an integer"),
+    ("simulated[seed=[1,2]]", "a dataset parameter takes one value"),
+    ("simulated[seed=3", "unbalanced brackets"),
+    ("nosuch[seed=3]", "unknown dataset 'nosuch'"),
+])
+def test_bad_dataset_parameters_are_clear_errors(tmp_path, ds, fragment):
+    res = CliRunner().invoke(cli, ["compare", "--datasets", ds, "--models", "stl", "--reps",
+                                   "1", "--store", str(tmp_path / "r.sqlite")])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and fragment in out, out
+    assert "Traceback" not in out
+
+
+def test_pca_alias_and_problem_selector():
+    from mtlbench.plugins import get_registry
+    from mtlbench.runner import resolve_problems
+
+    reg = get_registry()
+    ds = reg.dataset("shoes[pca=200]")
+    assert ds.n_components == 200 and ds.selector == "shoes[n_components=200]"
+    assert ds.params()["n_components"] == 200 and reg.dataset("shoes").n_components == 100
+    assert resolve_problems(reg, ["shoes[pca=200]/brown"]) == [("shoes[n_components=200]",
+                                                               "brown")]
+    assert resolve_problems(reg, ["simulated[seed=3]"]) == [("simulated[seed=3]", "simulated")]
+
+
+def test_overrides_of_declared_ranges_keep_kind_and_bounds():
+    from mtlbench import Int, LinearMTLModel, Log
+
+    class Ranged(LinearMTLModel):
+        name = "ranged"
+        search_space = {"lam": Log([0.1, 1.0], low=0.0, high=100.0), "k": Int([3], low=2)}
+        param_constraints = {"tol": Log([1e-6], low=0.0)}
+
+        def __init__(self, lam=1.0, k=3, tol=1e-6):
+            self.lam, self.k, self.tol = lam, k, tol
+
+    sel = apply_overrides(Ranged, {"lam": [3.0, 30.0]})
+    assert sel.space["lam"] == {"kind": "log", "grid": [3.0, 30.0], "low": 0.0, "high": 100.0}
+    assert sel.label == "ranged[lam=[3.0,30.0]]"
+    for over, msg in (({"lam": 1000.0}, "lam must be <= 100"), ({"k": 1}, "k must be >= 2"),
+                      ({"lam": [1.0, 500.0]}, "lam must be <= 100"),
+                      ({"tol": -1.0}, "tol must be >= 0")):
+        with pytest.raises(ConfigError, match=msg):
+            apply_overrides(Ranged, over)

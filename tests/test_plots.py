@@ -6,9 +6,36 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from mtlbench.plots import (ablation_plot, convergence_plot, embeddings_plot, heatmaps,  # noqa: E402
-                            make_figures)
+from mtlbench.plugins import get_registry  # noqa: E402
+from mtlbench.report.figures import make_figures  # noqa: E402
+from mtlbench.report.plots import (ablation_plot, convergence_plot, embeddings_plot,  # noqa: E402
+                                   heatmaps, tuning_plot)
 from mtlbench.store import ResultStore  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def declared_roles(monkeypatch):
+    """The roles the built-in models declare (stl the baseline, tfcl-noauc an ablation of
+    tfcl): set here so the tests hold whether or not the model files carry them yet."""
+    reg = get_registry()
+    monkeypatch.setattr(reg.model_class("stl"), "is_baseline", True, raising=False)
+    monkeypatch.setattr(reg.model_class("tfcl-noauc"), "ablation_of", "tfcl", raising=False)
+    monkeypatch.setattr(reg.model_class("tfcl-noauc"), "ablation_label", "w/o AUC loss",
+                        raising=False)
+
+
+def _trace(best_lam):
+    """A search trace over lam (log grid) peaking at ``best_lam``."""
+    fits = []
+    for i, lam in enumerate([0.01, 0.1, 1.0, 10.0, 100.0]):
+        fits.append({"params": {"lam": lam, "k": 3}, "val_auc": 0.9 - 0.02 * abs(
+            np.log10(lam) - np.log10(best_lam)), "converged": True, "n_iter": 10,
+            "fit_time": 0.01, "phase": "start" if i < 3 else "extend"})
+        fits.append({"params": {"lam": lam, "k": 5}, "val_auc": 0.88 - 0.02 * abs(
+            np.log10(lam) - np.log10(best_lam)), "converged": True, "n_iter": 10,
+            "fit_time": 0.01, "phase": "refine"})
+    return {"search": "adaptive", "budget": 20, "n_fits": len(fits), "at_bound": [],
+            "at_edge": [], "budget_exhausted": False, "fits": fits}
 
 PNG = b"\x89PNG\r\n\x1a\n"
 D, T = 80, 100  # the simulated data's shape (ground truth is loaded through its plugin)
@@ -35,6 +62,8 @@ def store(tmp_path):
     for model, base in (("stl", 0.84), ("lasso", 0.90), ("tfcl", 0.93), ("tfcl-noauc", 0.92)):
         for rep in range(3):
             extra = {"history": hist} if model.startswith("tfcl") else {}
+            extra["grid"] = _trace(1.0 if model != "lasso" else 0.1)
+            extra["best_params"] = {"lam": 1.0 if model != "lasso" else 0.1, "k": 3}
             arrays = {}
             if rep == 0:
                 arrays["coef"] = rng.standard_normal((D, T))
@@ -55,7 +84,8 @@ def _is_png(path):
 def test_make_figures_draws_every_figure(store, tmp_path):
     figs = make_figures(store, "simulated", tmp_path / "figures", rel_to=tmp_path)
     kinds = {f["kind"]: f for f in figs}
-    assert set(kinds) == {"box", "per_user", "heatmaps", "convergence", "embeddings", "ablation"}
+    assert set(kinds) == {"box", "per_user", "tuning", "heatmaps", "convergence", "embeddings",
+                          "ablation"}
     for f in figs:
         assert f["path"], f
         assert f["path"].startswith("figures/")
@@ -70,7 +100,7 @@ def test_missing_data_gives_notes_not_errors(tmp_path):
         st.write_unit(row, [(0, "a", 0.8, 5), (1, "b", 0.7, 5)])
     figs = {f["kind"]: f for f in make_figures(st, "toy", tmp_path / "figs")}
     assert figs["box"]["path"] and figs["per_user"]["path"]
-    for kind in ("heatmaps", "convergence", "embeddings", "ablation"):
+    for kind in ("tuning", "heatmaps", "convergence", "embeddings", "ablation"):
         assert figs[kind]["path"] is None and figs[kind]["note"]
     st.close()
 

@@ -91,16 +91,74 @@ def test_strict_mode_turns_a_failure_into_an_error(broken_env, monkeypatch):
     assert res.exit_code == 2 and "Error:" in res.output and "Traceback" not in res.output
 
 
-def test_two_plugins_with_one_name_is_an_error_naming_both(tmp_path, monkeypatch):
+def test_a_name_clash_disables_only_that_name(tmp_path, monkeypatch):
+    """Issue 14 item 16: the clashing name is unusable (the message names both
+    distributions); every other name and ``mtlbench plugins`` keep working."""
     write_distribution(tmp_path / "site", "tp-clash", "9.9", {"tp_clash": CLASH},
                        {"tp-clash": "tp_clash"})
     activate(monkeypatch, tmp_path / "site")
+    with pytest.warns(UserWarning, match="registered twice"):
+        reg = Registry().load_entry_points()
+    assert "lasso" not in reg.model_names and "stl" in reg.model_names
     with pytest.raises(PluginConflictError) as info:
-        Registry().load_entry_points()
+        reg.model_class("lasso")
     msg = str(info.value)
     assert "'lasso'" in msg and "tp-clash 9.9" in msg and "mtlbench" in msg
-    res = CliRunner().invoke(cli, ["models"])
+    assert any(f.stage == "name clash" for f in reg.failures)
+    runner = CliRunner()
+    res = runner.invoke(cli, ["plugins"])
+    assert res.exit_code == 0, res.output
+    assert "name clash" in res.output and "tp-clash" in res.output
+    res = runner.invoke(cli, ["models"])
+    assert res.exit_code == 0 and "stl" in res.output
+    res = runner.invoke(cli, ["compare", "--models", "lasso", "--reps", "1",
+                              "--store", str(tmp_path / "r.sqlite")])
     assert res.exit_code == 2 and "registered twice" in res.output
+    assert "Traceback" not in res.output
+    res = runner.invoke(cli, ["compare", "--models", "stl", "--reps", "1",
+                              "--store", str(tmp_path / "r.sqlite")])
+    assert res.exit_code == 0, res.output
+
+
+MISSPELLED = """
+import numpy as np
+from mtlbench import LinearMTLModel, Log, hookimpl
+
+class Typo(LinearMTLModel):
+    name = "tp-typo"
+    search_space = {"lamda": Log([1.0], low=0.0)}
+    def __init__(self, lam=1.0):
+        self.lam = lam
+    def fit(self, tasks, init=None):
+        self.coef_ = np.zeros((tasks.d, tasks.T))
+        return self
+
+class Fine(Typo):
+    name = "tp-fine"
+    search_space = {"lam": Log([1.0], low=0.0)}
+
+@hookimpl
+def register_models(register):
+    register(Typo)
+    register(Fine)
+"""
+
+
+def test_a_misspelled_search_space_is_a_plugin_failure(tmp_path, monkeypatch):
+    """Issue 14 item 17: checked at registration, reported like a plugin failure, only that
+    model unusable."""
+    write_distribution(tmp_path / "site", "tp-typo", "1.0", {"tp_typo": MISSPELLED},
+                       {"tp-typo": "tp_typo"})
+    activate(monkeypatch, tmp_path / "site")
+    with pytest.warns(UserWarning, match="lamda"):
+        reg = Registry().load_entry_points()
+    assert "tp-fine" in reg.model_names and "tp-typo" not in reg.model_names
+    fail = [f for f in reg.failures if f.stage == "validate"]
+    assert fail and "'lamda'" in fail[0].error and "did you mean 'lam'" in fail[0].error
+    with pytest.raises(PluginError, match="lamda"):
+        reg.model_class("tp-typo")
+    res = CliRunner().invoke(cli, ["plugins"])
+    assert res.exit_code == 0 and "validate" in res.output
 
 
 def test_builtins_are_registered_through_entry_points():
@@ -108,3 +166,9 @@ def test_builtins_are_registered_through_entry_points():
     for name in ("stl", "lasso"):
         assert reg.model_plugin(name).distribution == "mtlbench"
     assert reg.dataset_plugin("simulated").distribution == "mtlbench"
+
+
+def test_builtin_searchers_are_registered():
+    reg = Registry().load_entry_points()
+    assert {"grid", "adaptive"} <= set(reg.searcher_names)
+    assert reg.searcher_class("adaptive").name == "adaptive"

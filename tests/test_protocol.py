@@ -178,3 +178,49 @@ def test_structure_recovery_on_simulated_truth():
     rec = structure_recovery(m, ts)
     assert rec["support_precision"] == 1.0 and rec["support_recall"] == 1.0
     assert rec["ari_task_groups"] == 1.0
+
+
+# ---------------------------------------------------------------- model contract (issue 14.17)
+def _contract_problem():
+    from mtlbench import TaskSet
+
+    rng = np.random.default_rng(0)
+    Xs = [rng.standard_normal((40, 3)) for _ in range(3)]
+    ys = [np.where(X[:, 0] > 0, 1.0, -1.0) for X in Xs]
+    return TaskSet.from_arrays("contract", Xs, ys)
+
+
+def test_fit_returning_none_is_a_named_contract_error():
+    from mtlbench import LinearMTLModel
+    from mtlbench.errors import ModelContractError
+
+    class ReturnsNone(LinearMTLModel):
+        name = "returns-none"
+
+        def __init__(self, lam=1.0):
+            self.lam = lam
+
+        def fit(self, tasks, init=None):
+            self.coef_ = np.ones((tasks.d, tasks.T))
+
+    with pytest.raises(ModelContractError, match="'returns-none': fit\\(\\) returned None"):
+        run_protocol(ReturnsNone(), {"lam": [1.0, 2.0]}, _contract_problem(),
+                     ProtocolConfig(reps=1), rep=0)
+
+
+def test_decision_function_shape_is_a_named_contract_error():
+    from mtlbench import LinearMTLModel
+    from mtlbench.errors import ModelContractError
+
+    class BadShape(LinearMTLModel):
+        name = "bad-shape"
+
+        def fit(self, tasks, init=None):
+            self.coef_ = np.ones((tasks.d, tasks.T))
+            return self
+
+        def decision_function(self, X, task):
+            return np.ones((X.shape[0], 2))
+
+    with pytest.raises(ModelContractError, match="'bad-shape': decision_function returned shape"):
+        run_protocol(BadShape(), {}, _contract_problem(), ProtocolConfig(reps=1), rep=0)

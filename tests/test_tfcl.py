@@ -21,11 +21,12 @@ def random_tasks(seed, T=6, d=8, n=25):
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("loss", ["auc", "squared"])
-def test_objective_never_increases(seed, loss):
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_objective_never_increases(seed, loss, accelerate):
     ts = random_tasks(seed)
     lam = 0.5 if loss == "auc" else 5.0
     m = TFCL(lam_group=lam, lam_ridge=0.1, k=3, loss=loss, lam_scale="absolute",
-             max_iter=150).fit(ts)
+             accelerate=accelerate, max_iter=150).fit(ts)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-9 * np.maximum(1, np.abs(h[:-1])))
     assert len(m.w_change_history_) == len(h) == m.n_iter_
@@ -47,7 +48,8 @@ def test_fixed_point_at_convergence():
 
 def test_simulated_recovers_structure():
     ts = make_simulated(0)
-    m = TFCL(lam_group=0.2, k=5).fit(ts)   # data-scaled default mode
+    m = TFCL(lam_group=0.04, k=5).fit(ts)   # data-scaled default mode
+    assert m.converged_
     from sklearn.metrics import adjusted_rand_score
 
     assert adjusted_rand_score(ts.meta["task_groups"], m.task_groups_) > 0.5
@@ -55,16 +57,101 @@ def test_simulated_recovers_structure():
     assert m.decision_function(ts.X(0), 0).shape == (200,)
 
 
-def test_warm_start_and_clone():
+def test_non_convex_fits_start_cold_and_clone():
+    """(P) is non-convex: the model declares it, and a fit does not depend on ``init``."""
     ts = random_tasks(1)
-    a = TFCL(lam_group=0.3, k=2, lam_scale="absolute", max_iter=100).fit(ts)
+    assert TFCL.convex is False and TFCL.supports_warm_start is False
+    a = TFCL(lam_group=0.3, k=2, lam_scale="absolute").fit(ts)
     b = clone(a, lam_group=0.4).fit(ts, init=a)
-    c = TFCL(lam_group=0.4, k=2, lam_scale="absolute", max_iter=100).fit(ts)
-    assert b.n_iter_ <= c.n_iter_ + 5
-    assert TFCL.supports_warm_start and TFCL(lam_group=7).get_params()["lam_group"] == 7
+    c = TFCL(lam_group=0.4, k=2, lam_scale="absolute").fit(ts)
+    np.testing.assert_array_equal(b.coef_, c.coef_)
+    assert TFCL(lam_group=7).get_params()["lam_group"] == 7
+
+
+def block_tasks(seed=3, blocks=6, d_b=3, t_b=3, n=40):
+    """Tasks whose true W is block diagonal with ``blocks`` blocks (more components than k)."""
+    rng = np.random.default_rng(seed)
+    d, T = blocks * d_b, blocks * t_b
+    W = np.zeros((d, T))
+    for b in range(blocks):
+        W[b * d_b:(b + 1) * d_b, b * t_b:(b + 1) * t_b] = rng.normal(2.0, 1.0, (d_b, t_b))
+    Xs, ys = [], []
+    for t in range(T):
+        X = rng.standard_normal((n, d))
+        s = X @ W[:, t] + 0.1 * rng.standard_normal(n)
+        ys.append(np.where(s > np.quantile(s, 0.7), 1.0, -1.0))
+        Xs.append(X)
+    return TaskSet.from_arrays("blocks", Xs, ys)
+
+
+@pytest.mark.parametrize("loss", ["auc", "squared"])
+def test_k_changes_the_fit_with_more_components_than_k(loss):
+    """Issue 12: with the group weight scaled by 1/k, U proportional to k while the graph
+    has >= k components made coef_ identical for k = 2, 3, 4.  The data scale no longer
+    depends on k, so each k gives a different fit."""
+    ts = block_tasks()
+    fits = {k: TFCL(lam_group=0.05, k=k, loss=loss).fit(ts) for k in (2, 3, 4)}
+    assert all(m.converged_ for m in fits.values())
+    # the data's true W has 6 blocks (6 components, more than every k tried); the first
+    # iterates of every fit have more components than k (every node starts isolated)
+    for a, b in ((2, 3), (3, 4), (2, 4)):
+        assert np.abs(fits[a].coef_ - fits[b].coef_).max() > 1e-3 * np.abs(fits[a].coef_).max()
+
+
+def test_group_weight_at_one_over_k_empties_w():
+    """The declared upper bound: lam_group >= 1/k gives W = 0 (first W-step from 0 is empty
+    and W = 0 is a fixed point); just below, W is not 0."""
+    ts = random_tasks(2)
+    for k in (2, 4):
+        assert np.all(TFCL(lam_group=1.0 / k, k=k).fit(ts).coef_ == 0)
+        assert np.any(TFCL(lam_group=0.9 / k, k=k).fit(ts).coef_ != 0)
+
+
+def test_stopping_rule_and_converged_flag():
+    from mtlbench_models.tfcl import stop_rule
+
+    assert stop_rule(10.0, 10.0 - 5e-6, 1e-4, 1.0, 1e-6)
+    assert not stop_rule(10.0, 10.0 - 2e-5, 1e-4, 1.0, 1e-6)       # objective still moving
+    assert not stop_rule(10.0, 10.0, 2e-3, 1.0, 1e-6)               # iterate still moving
+    ts = random_tasks(4)
+    m = TFCL(lam_group=0.05, k=3).fit(ts)
+    h = m.objective_history_
+    assert m.converged_ and m.n_iter_ < m.max_iter
+    assert abs(h[-1] - h[-2]) <= m.tol * max(1.0, abs(h[-1]))
+    assert m.w_change_history_[-1] <= np.sqrt(m.tol) * max(1.0, np.linalg.norm(m.coef_))
+    capped = TFCL(lam_group=0.05, k=3, max_iter=2).fit(ts)
+    assert not capped.converged_ and capped.n_iter_ == 2
+    assert capped.diagnostics_["converged"] is False
+
+
+@pytest.mark.parametrize("loss", ["auc", "squared"])
+def test_accelerated_and_plain_reach_the_same_objective(loss):
+    """Both minimise (P); on data with clear blocks they reach the same critical value."""
+    ts = block_tasks(5)
+    a = TFCL(lam_group=0.05, k=6, loss=loss, tol=1e-10).fit(ts)
+    b = TFCL(lam_group=0.05, k=6, loss=loss, tol=1e-10, accelerate=False).fit(ts)
+    assert a.converged_ and b.converged_ and a.n_iter_ <= b.n_iter_
+    fa, fb = a.objective_history_[-1], b.objective_history_[-1]
+    assert abs(fa - fb) <= 1e-6 * max(1.0, abs(fb))
+
+
+def test_declared_space():
+    from mtlbench.space import Int, Log
+
+    for cls in (TFCL, TFCLNoAUC):
+        sp = cls.search_space
+        assert isinstance(sp["k"], Int) and sp["k"].low == 2
+        assert isinstance(sp["lam_group"], Log) and sp["lam_group"].high == 0.5
+        n = 1
+        for p in sp.values():
+            n *= len(p.grid)
+        assert n <= 9
+    with pytest.raises(ValueError, match="tfcl: k must be >= 2"):
+        TFCL(k=1).fit(random_tasks(0))
 
 
 @pytest.mark.parametrize("kw,msg", [({"lam_group": -1}, "lam_group"), ({"k": 0}, "k must"),
+                                    ({"lam_group": 0.7}, "lam_group must be <= 0.5"),
                                     ({"loss": "hinge"}, "loss must"), ({"c_factor": 1.0}, "c_factor"),
                                     ({"k": 10_000}, "k must"),
                                     ({"lam_scale": "x"}, "lam_scale")])

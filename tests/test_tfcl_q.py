@@ -23,12 +23,13 @@ def tasks_with_outlier(seed, T=8, d=6, n=24):
 
 @pytest.mark.parametrize("cls", [TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc])
 @pytest.mark.parametrize("schedule", ["gauss-seidel", "jacobi"])
-def test_objective_never_increases(cls, schedule):
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_objective_never_increases(cls, schedule, accelerate):
     ts = tasks_with_outlier(0)
     scale = 10.0 if cls is TFCLQNoAUC else 1.0
     m = cls(lam_common=0.1 * scale, lam_group=0.5 * scale, lam_ridge=0.1 * scale,
             lam_personal=0.2 * scale, k=2, schedule=schedule, lam_scale="absolute",
-            max_iter=120).fit(ts)
+            accelerate=accelerate, max_iter=120).fit(ts)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-9 * np.maximum(1, np.abs(h[:-1]))), np.diff(h).max()
     np.testing.assert_allclose(m.coef_, m.theta_c_[:, None] + m.theta_g_ + m.theta_p_)
@@ -70,8 +71,35 @@ def test_errors():
         TFCLCoc(k=50).fit(tasks_with_outlier(0))
 
 
-def test_warm_start():
+@pytest.mark.parametrize("cls", [TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc])
+def test_cold_fits_converge_and_ignore_init(cls):
     ts = tasks_with_outlier(4)
-    a = TFCLQ(k=2, max_iter=200).fit(ts)
-    b = TFCLQ(k=2, lam_group=a.lam_group * 1.1, max_iter=200).fit(ts, init=a)
-    assert b.n_iter_ >= 1 and np.isfinite(b.objective_history_[-1])
+    assert cls.convex is False and cls.supports_warm_start is False
+    a = cls(k=2).fit(ts)
+    b = cls(k=2).fit(ts, init=a)
+    assert a.converged_ and a.n_iter_ < a.max_iter
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    capped = cls(k=2, max_iter=2).fit(ts)
+    assert capped.converged_ is False and capped.diagnostics_["converged"] is False
+
+
+@pytest.mark.parametrize("cls", [TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc])
+def test_accelerated_and_plain_reach_the_same_objective(cls):
+    ts = tasks_with_outlier(5, T=10, n=60)
+    a = cls(k=2, tol=1e-10).fit(ts)
+    b = cls(k=2, tol=1e-10, accelerate=False, max_iter=20000).fit(ts)
+    assert a.converged_ and b.converged_ and a.n_iter_ <= b.n_iter_
+    fa, fb = a.objective_history_[-1], b.objective_history_[-1]
+    assert abs(fa - fb) <= 1e-5 * max(1.0, abs(fb))
+
+
+def test_declared_spaces():
+    from mtlbench.space import Int
+
+    for cls in (TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc):
+        n = 1
+        for p in cls.search_space.values():
+            n *= len(p.grid)
+        assert n <= 9
+    assert TFCLQ.search_space["k"].low == 2 and TFCLCoc.search_space["k"].low == 1
+    assert isinstance(TFCLCoc.search_space["k"], Int)

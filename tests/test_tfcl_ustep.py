@@ -3,8 +3,8 @@ the cvxpy SDP oracle over many seeds."""
 import numpy as np
 import pytest
 
-from mtlbench_models.tfcl import (bipartite_laplacian, check_ustep_rows, ustep, ustep_dense,
-                                  ustep_diff_norm, ustep_sdp, _safe_strength)
+from mtlbench_models.tfcl import bipartite_laplacian, ustep, ustep_dense, ustep_diff_norm
+from mtlbench_models.tfcl_check import _safe_strength, check_ustep_rows, ustep_sdp
 
 
 def paper_example():
@@ -116,7 +116,7 @@ def test_k_out_of_range():
 def test_check_ustep_cli():
     from click.testing import CliRunner
 
-    from mtlbench_models.tfcl import _make_check_command
+    from mtlbench_models.tfcl_check import _make_check_command
 
     res = CliRunner().invoke(_make_check_command(), ["--seeds", "3"])
     assert res.exit_code == 0, res.output

@@ -126,7 +126,8 @@ from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator
 
 from threadpoolctl import threadpool_limits
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench.model import param_problems
 
 from ._losses import SquaredAUCLoss, SquaredLoss
 
@@ -136,9 +137,18 @@ __all__ = [
 ]
 
 DEFAULT_EIG_RTOL = 1e-8
-# Default grids (lam_scale="data": multiples of data-derived scales, see the module docstring).
-GRID_TFCL = {"lam_group": [0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.07]}
-GRID_TFCL_NOAUC = {"lam_group": [0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]}
+# Declared search spaces (lam_scale="data": multiples of data-derived scales; bounds and the
+# design of the starting grids: module docstring, "Search spaces").
+SPACE_TFCL = {
+    "lam_group": Log([0.02, 0.05, 0.12], low=0.0, high=0.5),
+    "k": Int([2, 4, 8], low=2),
+    "lam_ridge": Log([1e-3], low=0.0),
+}
+SPACE_TFCL_NOAUC = {
+    "lam_group": Log([0.02, 0.05, 0.12], low=0.0, high=0.5),
+    "k": Int([2, 4, 8], low=2),
+    "lam_ridge": Log([1e-3], low=0.0),
+}
 _DENSE_COMPONENT = 300     # components up to this many nodes: dense eigh
 _N_EMBED_ITERS = 5
 
@@ -422,10 +432,13 @@ class _Component:
 
 
 def _components(W: np.ndarray):
+    """Connected components of the bipartite graph of |W| (features 0..d-1, tasks d..d+T-1)."""
     d, T = W.shape
     S = sp.csr_matrix(np.abs(W))
     S.eliminate_zeros()
-    G = sp.bmat([[sp.csr_matrix((d, d)), S], [S.T, sp.csr_matrix((T, T))]], format="csr")
+    coo = S.tocoo()
+    # Each edge once (feature -> task); connected_components(directed=False) symmetrises.
+    G = sp.csr_matrix((np.ones(coo.nnz), (coo.row, coo.col + d)), shape=(d + T, d + T))
     m, labels = connected_components(G, directed=False)
     return m, labels, S
 
@@ -585,22 +598,41 @@ def groups_from_embedding(u: UStep, k: int, seed: int = 0) -> tuple[np.ndarray, 
 
 # ----------------------------------------------------------------------------- model
 def make_loss(tasks: TaskSet, loss: str, model_name: str):
+    """The loss object of ``tasks`` (built once per TaskSet object: ``tasks.memo``; it holds
+    only data-derived, read-only arrays such as class means and Lipschitz constants)."""
     if loss == "auc":
-        return SquaredAUCLoss(tasks)
+        return tasks.memo(("tfcl", "SquaredAUCLoss"), lambda: SquaredAUCLoss(tasks))
     if loss == "squared":
-        return SquaredLoss(tasks)
+        return tasks.memo(("tfcl", "SquaredLoss"), lambda: SquaredLoss(tasks))
     raise ValueError(f"{model_name}: loss must be 'auc' or 'squared', got {loss!r}")
 
 
-def group_scale(G0: np.ndarray, k: int) -> float:
-    """lambda_max of the co-grouping weight: (d + T) ||grad J(0)||_inf / (2k).
+def loss_at_zero(tasks: TaskSet, J, loss: str) -> np.ndarray:
+    """grad J(0) (d x T), once per TaskSet object."""
+    return tasks.memo(("tfcl", "grad0", loss), lambda: J.grad(np.zeros((tasks.d, tasks.T))))
 
-    From W = 0 (where U = (k/N) I and D_ij = 2k/N) the W-step of Prop. sol keeps W = 0
-    once alpha * 2k/N >= ||grad J(0)||_inf (up to the factor C/(C + alpha_ridge)), so
-    ``lam_group`` = 1 in ``lam_scale="data"`` mode is the weight that empties the first
-    iterate; useful values are a fraction of it."""
+
+def group_scale(G0: np.ndarray) -> float:
+    """The data scale of the co-grouping weight: s = (d + T) ||grad J(0)||_inf / 2.
+
+    From W = 0 (where U = (k/N) I and D_ij = 2k/N) the W-step of Prop. sol returns W = 0
+    exactly when alpha_1 2k/N >= ||grad J(0)||_inf, i.e. when alpha_1 >= s / k: with
+    alpha_1 = lam_group * s, every lam_group >= 1/k gives W = 0 (a fixed point of Alg. 1).
+    The scale does not depend on k, so k keeps its own effect (module docstring, "What k
+    does")."""
     d, T = G0.shape
-    return float((d + T) * np.max(np.abs(G0)) / (2.0 * k)) if G0.size else 1.0
+    return float((d + T) * np.max(np.abs(G0)) / 2.0) if G0.size else 1.0
+
+
+def validate_declared(model) -> None:
+    """``check_params`` (declared kinds and bounds); with lam_scale="absolute" the lam_*
+    values are the paper's raw alphas, so only their sign is checked (``check_common``)."""
+    params = model.get_params(deep=False)
+    if getattr(model, "lam_scale", "data") == "absolute":
+        params = {k: v for k, v in params.items() if not k.startswith("lam_")}
+    problems = param_problems(type(model), params)
+    if problems:
+        raise ValueError(f"{model.name}: " + "; ".join(problems))
 
 
 def check_lam_scale(name: str, lam_scale) -> None:
@@ -609,7 +641,8 @@ def check_lam_scale(name: str, lam_scale) -> None:
 
 
 def check_common(name: str, k, max_iter, tol, c_factor, eig_rtol, **lams) -> None:
-    if not isinstance(k, (int, np.integer)) or k < 1:
+    """Checks beyond the declared bounds (``check_params``): types and strict inequalities."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise ValueError(f"{name}: k must be an integer >= 1, got {k!r}")
     for key, v in lams.items():
         if not (np.isfinite(v) and v >= 0):
@@ -625,18 +658,42 @@ def check_common(name: str, k, max_iter, tol, c_factor, eig_rtol, **lams) -> Non
         raise ValueError(f"{name}: eig_rtol must be in (0, 1e-2), got {eig_rtol!r}")
 
 
+def stop_rule(f_prev: float, f_new: float, dw: float, w_norm: float, tol: float) -> bool:
+    """The stopping rule of every TFCL-family fit (non-convex: objective and iterate change):
+    |F^t - F^{t-1}| <= tol max(1, |F^t|)  and  ||W^t - W^{t-1}||_F <= sqrt(tol) max(1, ||W^t||_F).
+    """
+    return (abs(f_prev - f_new) <= tol * max(1.0, abs(f_new))
+            and dw <= np.sqrt(tol) * max(1.0, w_norm))
+
+
+def momentum_next(t_k: float) -> tuple[float, float]:
+    """FISTA's sequence: t_{k+1} = (1 + sqrt(1 + 4 t_k^2)) / 2, beta = (t_k - 1) / t_{k+1}."""
+    t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k))
+    return t_next, (t_k - 1.0) / t_next
+
+
+COMMON_CONSTRAINTS = {
+    "max_iter": Int([2000], low=1),
+    "tol": Log([1e-6], low=0.0),
+    "c_factor": Linear([1.01], low=1.0),
+    "eig_rtol": Log([DEFAULT_EIG_RTOL], low=0.0, high=1e-2),
+}
+
+
 class TFCL(LinearMTLModel):
     """TFCL base model, problem (P) solved by Alg. 1 (see the module docstring).
 
     Parameters
     ----------
-    lam_group : alpha_1, weight of the co-grouping term <L(W), U> (a multiple of lambda_max
-        when lam_scale="data")
+    lam_group : alpha_1, weight of the co-grouping term <L(W), U>, in units of
+        s = (d + T)||grad J(0)||_inf / 2 when lam_scale="data" (W = 0 for lam_group >= 1/k)
     lam_ridge : alpha_2, ridge weight (a multiple of the Lipschitz constant when "data")
     lam_scale : "data" (default) or "absolute" -- see "Hyperparameter scales" above
-    k : number of task-feature groups
+    k : number of task-feature groups (>= 2; see "What k does")
     loss : "auc" (squared pairwise AUC surrogate) or "squared" (instance-wise squared loss)
-    max_iter, tol : stopping rule (module docstring)
+    accelerate : extrapolated W-steps with a monotone safeguard (default) or Alg. 1's plain
+        proximal steps (False); both minimise (P) with a non-increasing objective
+    max_iter, tol : stopping rule (module docstring); ``converged_`` says whether it was met
     c_factor : C = c_factor * Lipschitz(grad J), > 1
     eig_rtol : relative tolerance deciding eigenvalue ties in the U-step
     """
@@ -644,23 +701,28 @@ class TFCL(LinearMTLModel):
     name = "tfcl"
     paper = ("Yang et al., Task-Feature Collaborative Learning with Application to "
              "Personalized Attribute Prediction, IEEE TPAMI (base model P, Alg. 1)")
-    search_space = GRID_TFCL
-    supports_warm_start = True
+    search_space = SPACE_TFCL
+    param_constraints = COMMON_CONSTRAINTS
+    convex = False
+    supports_warm_start = False
 
-    def __init__(self, lam_group: float = 0.2, lam_ridge: float = 1e-3, k: int = 5,
-                 loss: str = "auc", lam_scale: str = "data", max_iter: int = 200,
-                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_group: float = 0.05, lam_ridge: float = 1e-3, k: int = 4,
+                 loss: str = "auc", lam_scale: str = "data", accelerate: bool = True,
+                 max_iter: int = 2000, tol: float = 1e-6, c_factor: float = 1.01,
+                 eig_rtol: float = DEFAULT_EIG_RTOL):
         self.lam_group = lam_group
         self.lam_ridge = lam_ridge
         self.k = k
         self.loss = loss
         self.lam_scale = lam_scale
+        self.accelerate = accelerate
         self.max_iter = max_iter
         self.tol = tol
         self.c_factor = c_factor
         self.eig_rtol = eig_rtol
 
     def _validate(self) -> None:
+        validate_declared(self)
         check_common(self.name, self.k, self.max_iter, self.tol, self.c_factor, self.eig_rtol,
                      lam_group=self.lam_group, lam_ridge=self.lam_ridge)
         check_lam_scale(self.name, self.lam_scale)
@@ -672,9 +734,9 @@ class TFCL(LinearMTLModel):
     def fit(self, tasks: TaskSet, init=None) -> "TFCL":
         # Small problems: single-threaded BLAS is faster than contended multi-threading.
         with threadpool_limits(limits=1 if tasks.d + tasks.T <= 1000 else None):
-            return self._fit(tasks, init)
+            return self._fit(tasks)
 
-    def _fit(self, tasks: TaskSet, init=None) -> "TFCL":
+    def _fit(self, tasks: TaskSet) -> "TFCL":
         self._validate()
         if self.k > tasks.d + tasks.T:
             raise ValueError(f"{self.name}: k must be <= d + T = {tasks.d + tasks.T}, got {self.k}")
@@ -682,49 +744,71 @@ class TFCL(LinearMTLModel):
         C = self.c_factor * J.lipschitz
         k = int(self.k)
         if self.lam_scale == "data":
-            self.lambda_max_ = group_scale(J.grad(np.zeros((tasks.d, tasks.T))), k)
-            a1 = float(self.lam_group) * self.lambda_max_
+            self.group_scale_ = group_scale(loss_at_zero(tasks, J, self.loss))
+            a1 = float(self.lam_group) * self.group_scale_
             a2 = float(self.lam_ridge) * float(J.lipschitz)
         else:
-            self.lambda_max_ = None
+            self.group_scale_ = None
             a1, a2 = float(self.lam_group), float(self.lam_ridge)
         self.alpha_group_, self.alpha_ridge_ = a1, a2
         W = np.zeros((tasks.d, tasks.T))
-        u_prev = None
-        if init is not None and getattr(init, "coef_", None) is not None \
-                and init.coef_.shape == W.shape:
-            # Only the eigensolver is warm-started (Lanczos start vectors from the previous
-            # fit's U); W always starts at 0, so the fit is a function of the
-            # hyperparameters alone -- see "Warm starts" in the module docstring.
-            u_prev = getattr(init, "ustep_", None)
+        W_prev, u_prev = W, None
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0}
         J_val, G = J.value_and_grad(W)
-        it = 0
+        G_prev = G
+        t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
         for it in range(1, self.max_iter + 1):
             t0 = time.perf_counter()
+            # U^t minimises F(W^{t-1}, .) (Thm. eigsol); the eigensolver is warm-started from
+            # the previous iteration's eigenvectors (inside this fit only).
             u = ustep(W, k, self.eig_rtol, prev=u_prev)
             D = u.distances()
-            t1 = time.perf_counter()
-            W_new = tfcl_wstep(W - G / C, D, a1, a2, C)
-            t2 = time.perf_counter()
-            J_val, G = J.value_and_grad(W_new)
-            t3 = time.perf_counter()
-            timings["ustep"] += t1 - t0
-            timings["prox"] += t2 - t1
-            timings["gradient"] += t3 - t2
-            obj_hist.append(self.objective(J_val, W_new, D))
+            timings["ustep"] += time.perf_counter() - t0
+            f_ref = self.objective(J_val, W, D)          # F(W^{t-1}, U^t)
+            W_new = None
+            if self.accelerate and t_k > 1.0:
+                t_next, beta = momentum_next(t_k)
+                # J is quadratic, so grad J(Y) = G + beta (G - G_prev) exactly.
+                t1 = time.perf_counter()
+                Y = W + beta * (W - W_prev)
+                W_try = tfcl_wstep(Y - (G + beta * (G - G_prev)) / C, D, a1, a2, C)
+                t2 = time.perf_counter()
+                J_try, G_try = J.value_and_grad(W_try)
+                timings["prox"] += t2 - t1
+                timings["gradient"] += time.perf_counter() - t2
+                f_try = self.objective(J_try, W_try, D)
+                if f_try <= f_ref:
+                    W_new, J_new, G_new, f_new, t_k = W_try, J_try, G_try, f_try, t_next
+                    accepted += 1
+                else:
+                    restarts += 1
+            if W_new is None:
+                # Alg. 1's step: majorise-minimise, so F(W^t, U^t) <= F(W^{t-1}, U^t).
+                t1 = time.perf_counter()
+                W_new = tfcl_wstep(W - G / C, D, a1, a2, C)
+                t2 = time.perf_counter()
+                J_new, G_new = J.value_and_grad(W_new)
+                timings["prox"] += t2 - t1
+                timings["gradient"] += time.perf_counter() - t2
+                f_new = self.objective(J_new, W_new, D)
+                # momentum (re)starts after a plain step
+                t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
+            obj_hist.append(f_new)
             dw = float(np.linalg.norm(W_new - W))
             dw_hist.append(dw)
             du_hist.append(ustep_diff_norm(u, u_prev) if u_prev is not None else float("nan"))
             if it <= _N_EMBED_ITERS:
                 embeds.append(u.embedding(k))
-            W, u_prev = W_new, u
-            if it > 1 and abs(obj_hist[-2] - obj_hist[-1]) <= self.tol * max(1.0, abs(obj_hist[-1])) \
-                    and dw <= np.sqrt(self.tol) * max(1.0, float(np.linalg.norm(W))):
+            W_prev, G_prev = W, G
+            W, G, J_val, u_prev = W_new, G_new, J_new, u
+            if it > 1 and stop_rule(obj_hist[-2], obj_hist[-1], dw, float(np.linalg.norm(W)),
+                                    self.tol):
+                converged = True
                 break
         self.coef_ = W
         self.n_iter_ = it
+        self.converged_ = converged
         self.objective_history_ = obj_hist
         self.w_change_history_ = dw_hist
         self.u_change_history_ = du_hist
@@ -735,8 +819,9 @@ class TFCL(LinearMTLModel):
         self.ustep_ = u_final
         self.feature_groups_, self.task_groups_ = groups_from_embedding(u_final, k)
         self.diagnostics_ = {"timings": timings, "final_ustep_case": u_final.case,
-                             "alpha_group": a1, "alpha_ridge": a2,
-                             "components": u_final.m, "converged": it < self.max_iter}
+                             "alpha_group": a1, "alpha_ridge": a2, "components": u_final.m,
+                             "converged": converged, "iterations": it,
+                             "extrapolated_steps": accepted, "momentum_restarts": restarts}
         return self
 
 
@@ -745,14 +830,15 @@ class TFCLNoAUC(TFCL):
 
     name = "tfcl-noauc"
     paper = TFCL.paper + "; ablation without the AUC loss (Tab. 'Ablation Study')"
-    search_space = GRID_TFCL_NOAUC
+    search_space = SPACE_TFCL_NOAUC
 
-    def __init__(self, lam_group: float = 0.35, lam_ridge: float = 1e-3, k: int = 5,
-                 loss: str = "squared", lam_scale: str = "data", max_iter: int = 200,
-                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_group: float = 0.05, lam_ridge: float = 1e-3, k: int = 4,
+                 loss: str = "squared", lam_scale: str = "data", accelerate: bool = True,
+                 max_iter: int = 2000, tol: float = 1e-6, c_factor: float = 1.01,
+                 eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_group=lam_group, lam_ridge=lam_ridge, k=k, loss=loss,
-                         lam_scale=lam_scale, max_iter=max_iter, tol=tol, c_factor=c_factor,
-                         eig_rtol=eig_rtol)
+                         lam_scale=lam_scale, accelerate=accelerate, max_iter=max_iter,
+                         tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 @hookimpl
@@ -761,132 +847,6 @@ def register_models(register):
     register(TFCLNoAUC)
 
 
-# ----------------------------------------------------------------------------- cvxpy cross-check
-def ustep_sdp(L: np.ndarray, k: int, a: float, solver: str = "CLARABEL") -> tuple[np.ndarray, float]:
-    """Solve min <L, U> + (a/2)||U||_F^2 s.t. 0 <= U <= I, tr U = k as an SDP with cvxpy."""
-    import cvxpy as cp
-
-    N = L.shape[0]
-    U = cp.Variable((N, N), symmetric=True)
-    obj = cp.trace(L @ U) + (a / 2.0) * cp.sum_squares(U)
-    prob = cp.Problem(cp.Minimize(obj), [U >> 0, np.eye(N) - U >> 0, cp.trace(U) == k])
-    prob.solve(solver=solver)
-    if U.value is None:
-        raise RuntimeError(f"cvxpy ({solver}) failed: status {prob.status}")
-    return np.asarray(U.value), float(prob.value)
-
-
-def _safe_strength(lams: np.ndarray, p: int, q: int) -> float:
-    """A strong-convexity weight a with 0 < a < eigengap, for which the closed form is the unique
-    minimiser of <L,U> + (a/2)||U||^2 (Thm. eigsol; the gap below lambda_{p+1} only matters
-    when p >= 1)."""
-    N = lams.shape[0]
-    gaps = []
-    if p >= 1:
-        gaps.append(lams[p] - lams[p - 1])
-    if q < N:
-        gaps.append(lams[q] - lams[q - 1])
-    return 0.5 * min(gaps) if gaps else 1.0
-
-
-def _check_instances(seeds: int = 10):
-    """(case label, W, k) instances covering every case of the proof of Thm. eigsol."""
-    rng = np.random.default_rng(12345)
-    paper = np.zeros((5, 6))
-    paper[:2, :2], paper[2:4, 2:4], paper[4, 4:] = 1.0, 2.0, 3.0
-    out = [("paper 3-block, k=2", paper, 2), ("paper 3-block, k=5", paper, 5),
-           ("two equal edges, k=3", np.eye(2), 3), ("W = 0, k=2", np.zeros((3, 4)), 2),
-           ("random dense, k=3", rng.random((6, 5)), 3)]
-    for s in range(seeds):
-        r = np.random.default_rng(s)
-        B = np.round(r.random((int(r.integers(1, 3)), int(r.integers(1, 4)))) * 3 + 1)
-        reps = int(r.integers(2, 4))
-        blocks = [B] * reps + ([r.random((2, 2)) + 0.5] if r.random() < 0.5 else [])
-        d, T = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
-        W = np.zeros((d, T))
-        i = j = 0
-        for b in blocks:
-            W[i:i + b.shape[0], j:j + b.shape[1]] = b * np.where(r.random(b.shape) < 0.5, -1, 1)
-            i, j = i + b.shape[0], j + b.shape[1]
-        out.append((f"repeated blocks seed {s}", W, int(r.integers(1, d + T + 1))))
-        out.append((f"random sparse seed {s}", r.random((5, 4)) * (r.random((5, 4)) < 0.5),
-                    int(r.integers(1, 10))))
-    return out
-
-
-def check_ustep_rows(seeds: int = 10, solver: str = "CLARABEL") -> list[dict]:
-    """Compare the closed-form U-step with the cvxpy SDP on every instance of
-    :func:`_check_instances`.  Each row: case, k, p, q, a, max |U_closed - U_sdp|,
-    relative objective gap (with the strong-convexity weight a), and the relative
-    objective gap of the a = 0 problem <L, U> (where U_sdp need not be unique)."""
-    rows = []
-    for label, W, k in _check_instances(seeds):
-        L = bipartite_laplacian(W)
-        u = ustep(W, k)
-        Uc = u.dense()
-        lam_full = np.linalg.eigvalsh(L)
-        a = _safe_strength(lam_full, u.p, u.q)
-        Us, fs = ustep_sdp(L, k, a, solver)
-        fc = float(np.sum(L * Uc) + a / 2 * np.sum(Uc * Uc))
-        U0, f0 = ustep_sdp(L, k, 0.0, solver)
-        fc0 = float(np.sum(L * Uc))
-        rows.append({"instance": label, "case": u.case, "N": L.shape[0], "k": k, "p": u.p,
-                     "q": u.q, "a": a, "max_abs_dU": float(np.abs(Uc - Us).max()),
-                     "rel_gap": (fc - fs) / max(1.0, abs(fs)),
-                     "rel_gap_a0": (fc0 - f0) / max(1.0, abs(f0))})
-    return rows
-
-
-def _make_check_command():
-    import click
-
-    @click.command("check-ustep")
-    @click.option("--seeds", default=10, show_default=True,
-                  help="random instances per generator (repeated blocks, random sparse)")
-    @click.option("--solver", default="CLARABEL", show_default=True, help="cvxpy SDP solver")
-    @click.option("--atol", default=1e-5, show_default=True, help="max allowed |U_closed - U_sdp|")
-    @click.option("--rtol", default=1e-6, show_default=True, help="max allowed relative objective gap")
-    @click.option("--verbose", "-v", is_flag=True, help="print every instance")
-    def check_ustep_command(seeds, solver, atol, rtol, verbose):
-        """Cross-check TFCL's closed-form U-step (Thm. eigsol) against an SDP solved by cvxpy.
-
-        On small bipartite graphs covering every multiplicity case of the proof (1, 2a, 2b,
-        2c, 2d), solves min <L,U> + (a/2)||U||_F^2 s.t. 0 <= U <= I, tr U = k with
-        0 < a < eigengap (unique minimiser) and prints, per case, the largest entry of
-        |U_closed - U_sdp| and the relative objective gap (also for a = 0).  Exits with
-        status 1 on disagreement.
-        """
-        rows = check_ustep_rows(seeds, solver)
-        if verbose:
-            for r in rows:
-                click.echo(f"  {r['instance']:<28} case {r['case']:<3} N={r['N']:<3} k={r['k']:<3} "
-                           f"p={r['p']:<3} q={r['q']:<3} max|dU|={r['max_abs_dU']:.2e} "
-                           f"gap={r['rel_gap']:+.2e} gap(a=0)={r['rel_gap_a0']:+.2e}")
-        click.echo(f"{'case':<5} {'instances':>9} {'max|U_closed-U_sdp|':>20} "
-                   f"{'max rel. obj. gap':>18} {'gap (a=0)':>10}  verdict")
-        bad = False
-        for case in ("1", "2a", "2b", "2c", "2d"):
-            rs = [r for r in rows if r["case"] == case]
-            if not rs:
-                click.echo(f"{case:<5} {0:>9}  (no instance)")
-                bad = True
-                continue
-            du = max(r["max_abs_dU"] for r in rs)
-            gap = max(abs(r["rel_gap"]) for r in rs)
-            gap0 = max(abs(r["rel_gap_a0"]) for r in rs)
-            ok = du <= atol and gap <= rtol and gap0 <= rtol
-            bad |= not ok
-            click.echo(f"{case:<5} {len(rs):>9} {du:>20.2e} {gap:>18.2e} {gap0:>10.2e}  "
-                       f"{'agree' if ok else 'DISAGREE'}")
-        if bad:
-            click.echo("check-ustep: closed form and SDP disagree (or a case had no instance)",
-                       err=True)
-            raise SystemExit(1)
-        click.echo("check-ustep: closed form agrees with the SDP in every case")
-
-    return check_ustep_command
-
-
-@hookimpl
-def register_commands(cli):
-    cli.add_command(_make_check_command())
+# The ``check-ustep`` command lives in tfcl_check.py; its hook is re-exported here so the
+# entry point ``mtlbench_models.tfcl`` registers it.
+from .tfcl_check import register_commands  # noqa: E402,F401

@@ -106,18 +106,40 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
 from threadpoolctl import threadpool_limits
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
 
 from ._prox import prox_group_cols
-from .tfcl import (DEFAULT_EIG_RTOL, _N_EMBED_ITERS, check_common, check_lam_scale,
-                   group_scale, groups_from_embedding, make_loss, tfcl_wstep, ustep,
-                   ustep_diff_norm)
+from .tfcl import (COMMON_CONSTRAINTS, DEFAULT_EIG_RTOL, _N_EMBED_ITERS, check_common,
+                   check_lam_scale, group_scale, groups_from_embedding, loss_at_zero, make_loss,
+                   momentum_next, stop_rule, tfcl_wstep, ustep, ustep_diff_norm,
+                   validate_declared)
 
-# Default grids (lam_scale="data": multiples of data-derived scales, see the module docstring).
-GRID_Q = {"lam_group": [0.3, 0.2, 0.1, 0.07], "lam_personal": [1.0, 0.3]}
-GRID_Q_NOAUC = {"lam_group": [0.5, 0.4, 0.3, 0.2], "lam_personal": [1.0, 0.3]}
-GRID_Q_NOG = {"lam_common": [0.1, 0.01], "lam_personal": [0.3, 0.1, 0.03]}
-GRID_COC = {"lam_group": [1.0, 0.1, 0.01], "lam_personal": [0.3]}
+# Declared search spaces (lam_scale="data"; bounds and starting grids: module docstring).
+SPACE_Q = {
+    "lam_group": Log([0.02, 0.05, 0.12], low=0.0),
+    "k": Int([2, 4, 8], low=2),
+    "lam_personal": Log([1.0], low=0.0),
+    "lam_common": Log([0.1], low=0.0),
+    "lam_ridge": Log([1e-3], low=0.0),
+}
+SPACE_Q_NOAUC = {
+    "lam_group": Log([0.02, 0.05, 0.12], low=0.0),
+    "k": Int([2, 4, 8], low=2),
+    "lam_personal": Log([1.0], low=0.0),
+    "lam_common": Log([0.1], low=0.0),
+    "lam_ridge": Log([1e-3], low=0.0),
+}
+SPACE_Q_NOG = {
+    "lam_common": Log([0.01, 0.1, 1.0], low=0.0),
+    "lam_personal": Log([0.03, 0.1, 0.3], low=0.0),
+}
+SPACE_COC = {
+    "lam_group": Log([0.01, 0.1, 1.0], low=0.0),
+    "k": Int([2, 4, 8], low=1),
+    "lam_personal": Log([0.3], low=0.0),
+    "lam_common": Log([0.1], low=0.0),
+    "lam_ridge": Log([1e-3], low=0.0),
+}
 
 
 def common_lipschitz(J, d: int, T: int) -> float:
@@ -142,15 +164,18 @@ class TFCLQ(LinearMTLModel):
     name = "tfcl-q"
     paper = ("Yang et al., Task-Feature Collaborative Learning with Application to "
              "Personalized Attribute Prediction, IEEE TPAMI (model Q, Alg. 2)")
-    search_space = GRID_Q
-    supports_warm_start = True
+    search_space = SPACE_Q
+    param_constraints = COMMON_CONSTRAINTS
+    convex = False
+    supports_warm_start = False
     use_group = True
     group_reg = "tfcl"
 
-    def __init__(self, lam_common: float = 0.1, lam_group: float = 0.2, lam_ridge: float = 1e-3,
-                 lam_personal: float = 1.0, k: int = 5, loss: str = "auc",
-                 lam_scale: str = "data", schedule: str = "gauss-seidel", max_iter: int = 100,
-                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_common: float = 0.1, lam_group: float = 0.05, lam_ridge: float = 1e-3,
+                 lam_personal: float = 1.0, k: int = 4, loss: str = "auc",
+                 lam_scale: str = "data", schedule: str = "gauss-seidel",
+                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
+                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         self.lam_common = lam_common
         self.lam_group = lam_group
         self.lam_ridge = lam_ridge
@@ -159,6 +184,7 @@ class TFCLQ(LinearMTLModel):
         self.loss = loss
         self.lam_scale = lam_scale
         self.schedule = schedule
+        self.accelerate = accelerate
         self.max_iter = max_iter
         self.tol = tol
         self.c_factor = c_factor
@@ -166,6 +192,7 @@ class TFCLQ(LinearMTLModel):
 
     # ------------------------------------------------------------------ helpers
     def _validate(self) -> None:
+        validate_declared(self)
         check_common(self.name, self.k, self.max_iter, self.tol, self.c_factor, self.eig_rtol,
                      lam_common=self.lam_common, lam_group=self.lam_group,
                      lam_ridge=self.lam_ridge, lam_personal=self.lam_personal)
@@ -174,7 +201,7 @@ class TFCLQ(LinearMTLModel):
             raise ValueError(f"{self.name}: schedule must be 'gauss-seidel' or 'jacobi', "
                              f"got {self.schedule!r}")
 
-    def _group_penalty(self, tg: np.ndarray, u, D) -> float:
+    def _group_penalty(self, tg: np.ndarray, D) -> float:
         if not self.use_group:
             return 0.0
         if self.group_reg == "cocmtl":
@@ -182,9 +209,9 @@ class TFCLQ(LinearMTLModel):
             return float(self.alpha_["group"] * np.sum(s[int(self.k):] ** 2))
         return float(self.alpha_["group"] * np.sum(np.abs(tg) * D))
 
-    def _objective(self, Jv, tc, tg, tp, u, D) -> float:
+    def _objective(self, Jv, tc, tg, tp, D) -> float:
         a = self.alpha_
-        return float(Jv + 0.5 * a["common"] * tc @ tc + self._group_penalty(tg, u, D)
+        return float(Jv + 0.5 * a["common"] * tc @ tc + self._group_penalty(tg, D)
                      + 0.5 * a["ridge"] * np.sum(tg * tg)
                      + a["personal"] * np.sum(np.linalg.norm(tp, axis=0)))
 
@@ -197,28 +224,56 @@ class TFCLQ(LinearMTLModel):
         if self.group_reg == "cocmtl":
             gscale = float(J.lipschitz)        # sigma_i^2 penalty: curvature units
         else:
-            gscale = group_scale(G0, int(self.k))
+            gscale = group_scale(G0)
         pscale = float(np.max(np.linalg.norm(G0, axis=0))) if G0.size else 1.0
         return {"common": lam["common"] * Lc, "group": lam["group"] * gscale,
                 "ridge": lam["ridge"] * float(J.lipschitz),
                 "personal": lam["personal"] * pscale}
 
-    def _prox_g(self, V: np.ndarray, C: float, u):
+    def _prox_g(self, V: np.ndarray, C: float, D):
         a2, a3 = self.alpha_["group"], self.alpha_["ridge"]
         if self.group_reg == "cocmtl":
             from .cocmtl import prox_cocluster
 
             s = 1.0 + a3 / C
-            return prox_cocluster(V / s, (a2 / C) / s, int(self.k)), None
-        D = u.distances()
-        return tfcl_wstep(V, D, a2, a3, C), D
+            return prox_cocluster(V / s, (a2 / C) / s, int(self.k))
+        return tfcl_wstep(V, D, a2, a3, C)
+
+    def _sweep(self, J, tc, tg, tp, G, D, timings):
+        """One pass of Alg. 2's proximal steps (c, p, g) from (tc, tg, tp) with gradient G of
+        J there; returns the new blocks, J and its gradient at the new W."""
+        gs = self.schedule == "gauss-seidel"
+        Cc, Cg, Cp = self.C_["common"], self.C_["group"], self.C_["personal"]
+        t0 = time.perf_counter()
+        tc = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)          # (Prox_c)
+        t1 = time.perf_counter()
+        timings["prox"] += t1 - t0
+        if gs:
+            G = J.grad(tc[:, None] + tg + tp)
+            timings["gradient"] += time.perf_counter() - t1
+        t1 = time.perf_counter()
+        tp = prox_group_cols(tp - G / Cp, self.alpha_["personal"] / Cp)         # (Prox_p)
+        t2 = time.perf_counter()
+        timings["prox"] += t2 - t1
+        if self.use_group:
+            if gs:
+                G = J.grad(tc[:, None] + tg + tp)
+                timings["gradient"] += time.perf_counter() - t2
+            t2 = time.perf_counter()
+            tg = self._prox_g(tg - G / Cg, Cg, D)                                # (Prox_g)
+            timings["prox"] += time.perf_counter() - t2
+        t3 = time.perf_counter()
+        W = tc[:, None] + tg + tp
+        Jv, G = J.value_and_grad(W)
+        timings["gradient"] += time.perf_counter() - t3
+        return tc, tg, tp, W, Jv, G
 
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "TFCLQ":
         with threadpool_limits(limits=1 if tasks.d + tasks.T <= 1000 else None):
-            return self._fit(tasks, init)
+            return self._fit(tasks)
 
-    def _fit(self, tasks: TaskSet, init=None) -> "TFCLQ":
+    def _fit(self, tasks: TaskSet) -> "TFCLQ":
         self._validate()
         d, T, k = tasks.d, tasks.T, int(self.k)
         if self.use_group and self.group_reg == "tfcl" and k > d + T:
@@ -227,58 +282,59 @@ class TFCLQ(LinearMTLModel):
             raise ValueError(f"{self.name}: k must be <= min(d, T) = {min(d, T)}, got {k}")
         J = make_loss(tasks, self.loss, self.name)
         Lmax = float(J.lipschitz)
-        Lc = common_lipschitz(J, d, T)
+        Lc = tasks.memo(("tfcl", "common_lipschitz", self.loss),
+                        lambda: common_lipschitz(J, d, T))
         if self.schedule == "jacobi":
             Cc = Cg = Cp = self.c_factor * (T + 2) * Lmax
         else:
             Cc = self.c_factor * Lc
             Cg = Cp = self.c_factor * Lmax
-        self.alpha_ = self._alphas(J, J.grad(np.zeros((d, T))), Lc)
+        self.C_ = {"common": Cc, "group": Cg, "personal": Cp}
+        self.alpha_ = self._alphas(J, loss_at_zero(tasks, J, self.loss), Lc)
         tc, tg, tp = np.zeros(d), np.zeros((d, T)), np.zeros((d, T))
-        u_prev = None
-        if init is not None and getattr(init, "theta_g_", None) is not None \
-                and init.theta_g_.shape == tg.shape:
-            # Only the eigensolver is warm-started (see tfcl.py, "Warm starts").
-            u_prev = getattr(init, "ustep_", None)
+        prev = (tc, tg, tp)
         W = tc[:, None] + tg + tp
         Jv, G = J.value_and_grad(W)
+        G_prev = G
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0}
         use_tfcl = self.use_group and self.group_reg == "tfcl"
-        u, D, it = None, None, 0
-        gs = self.schedule == "gauss-seidel"
+        u = u_prev = D = None
+        f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
+        t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
         for it in range(1, self.max_iter + 1):
             W_old = W
-            # (Prox_c)
-            t0 = time.perf_counter()
-            tc = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)
-            t1 = time.perf_counter()
-            timings["prox"] += t1 - t0
-            if gs:
-                G = J.grad(tc[:, None] + tg + tp)
-                timings["gradient"] += time.perf_counter() - t1
-            # (Prox_p)
-            t1 = time.perf_counter()
-            tp = prox_group_cols(tp - G / Cp, self.alpha_["personal"] / Cp)
-            t2 = time.perf_counter()
-            timings["prox"] += t2 - t1
-            if gs and self.use_group:
-                G = J.grad(tc[:, None] + tg + tp)
-                timings["gradient"] += time.perf_counter() - t2
-            # (Prox_g): Alg. 1 step on theta_g
-            if self.use_group:
-                t2 = time.perf_counter()
-                if use_tfcl:
-                    u = ustep(tg, k, self.eig_rtol, prev=u_prev)
-                t3 = time.perf_counter()
-                timings["ustep"] += t3 - t2
-                tg, D = self._prox_g(tg - G / Cg, Cg, u)
-                timings["prox"] += time.perf_counter() - t3
-            t4 = time.perf_counter()
-            W = tc[:, None] + tg + tp
-            Jv, G = J.value_and_grad(W)
-            timings["gradient"] += time.perf_counter() - t4
-            obj_hist.append(self._objective(Jv, tc, tg, tp, u, D))
+            if use_tfcl:
+                # U^t minimises F(Theta^{t-1}, .): Thm. eigsol on L(theta_g^{t-1}); the
+                # eigensolver is warm-started from the previous iteration (this fit only).
+                t0 = time.perf_counter()
+                u = ustep(tg, k, self.eig_rtol, prev=u_prev)
+                D = u.distances()
+                timings["ustep"] += time.perf_counter() - t0
+                f_ref = self._objective(Jv, tc, tg, tp, D)     # F(Theta^{t-1}, U^t)
+            else:
+                f_ref = f_last
+            new = None
+            if self.accelerate and t_k > 1.0:
+                t_next, beta = momentum_next(t_k)
+                Y = [b + beta * (b - q) for b, q in zip((tc, tg, tp), prev)]
+                # J is quadratic: its gradient at the extrapolated point is exact by linearity.
+                cand = self._sweep(J, *Y, G + beta * (G - G_prev), D, timings)
+                f_try = self._objective(cand[4], cand[0], cand[1], cand[2], D)
+                if f_try <= f_ref:
+                    new, f_new, t_k = cand, f_try, t_next
+                    accepted += 1
+                else:
+                    restarts += 1
+            if new is None:
+                # Alg. 2's sweep from Theta^{t-1}: each block step is majorise-minimise.
+                new = self._sweep(J, tc, tg, tp, G, D, timings)
+                f_new = self._objective(new[4], new[0], new[1], new[2], D)
+                t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
+            prev, G_prev = (tc, tg, tp), G
+            tc, tg, tp, W, Jv, G = new
+            obj_hist.append(f_new)
+            f_last = f_new
             dw = float(np.linalg.norm(W - W_old))
             dw_hist.append(dw)
             if use_tfcl:
@@ -286,12 +342,14 @@ class TFCLQ(LinearMTLModel):
                 if it <= _N_EMBED_ITERS:
                     embeds.append(u.embedding(k))
                 u_prev = u
-            if it > 1 and abs(obj_hist[-2] - obj_hist[-1]) <= self.tol * max(1.0, abs(obj_hist[-1])) \
-                    and dw <= np.sqrt(self.tol) * max(1.0, float(np.linalg.norm(W))):
+            if it > 1 and stop_rule(obj_hist[-2], obj_hist[-1], dw, float(np.linalg.norm(W)),
+                                    self.tol):
+                converged = True
                 break
         self.theta_c_, self.theta_g_, self.theta_p_ = tc, tg, tp
         self.coef_ = W
         self.n_iter_ = it
+        self.converged_ = converged
         self.objective_history_ = obj_hist
         self.w_change_history_ = dw_hist
         if use_tfcl:
@@ -302,8 +360,9 @@ class TFCLQ(LinearMTLModel):
             self.feature_groups_, self.task_groups_ = groups_from_embedding(u_final, k)
         outliers = np.flatnonzero(np.linalg.norm(tp, axis=0) > 0)
         self.diagnostics_ = {
-            "timings": timings, "iterations": it, "converged": it < self.max_iter,
-            "C": {"common": Cc, "group": Cg, "personal": Cp}, "alpha": dict(self.alpha_),
+            "timings": timings, "iterations": it, "converged": converged,
+            "extrapolated_steps": accepted, "momentum_restarts": restarts,
+            "C": dict(self.C_), "alpha": dict(self.alpha_),
             "personal_users": [tasks.task_names[i] for i in outliers[:50]],
             "n_personal_users": int(outliers.size),
             "final_ustep_case": self.ustep_.case if use_tfcl else None,
@@ -316,24 +375,26 @@ class TFCLQNoAUC(TFCLQ):
 
     name = "tfcl-q-noauc"
     paper = TFCLQ.paper + "; ablation without the AUC loss"
-    search_space = GRID_Q_NOAUC
+    search_space = SPACE_Q_NOAUC
 
-    def __init__(self, lam_common: float = 0.1, lam_group: float = 0.2, lam_ridge: float = 1e-3,
-                 lam_personal: float = 1.0, k: int = 5, loss: str = "squared",
-                 lam_scale: str = "data", schedule: str = "gauss-seidel", max_iter: int = 100,
-                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+    def __init__(self, lam_common: float = 0.1, lam_group: float = 0.05, lam_ridge: float = 1e-3,
+                 lam_personal: float = 1.0, k: int = 4, loss: str = "squared",
+                 lam_scale: str = "data", schedule: str = "gauss-seidel",
+                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
+                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
                          lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
-                         schedule=schedule,
-                         max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
+                         schedule=schedule, accelerate=accelerate, max_iter=max_iter, tol=tol,
+                         c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 class TFCLQNoG(TFCLQ):
-    """TFCL-Q without theta_g (ablation "w/o G"): W_t = theta_c + theta_p[:, t]."""
+    """TFCL-Q without theta_g (ablation "w/o G"): W_t = theta_c + theta_p[:, t]; ``k`` is
+    unused."""
 
     name = "tfcl-q-nog"
     paper = TFCLQ.paper + "; ablation without the co-grouping component theta_g"
-    search_space = GRID_Q_NOG
+    search_space = SPACE_Q_NOG
     use_group = False
 
 
@@ -342,17 +403,18 @@ class TFCLCoc(TFCLQ):
 
     name = "tfcl-coc"
     paper = TFCLQ.paper + "; ablation with CoCMTL's co-cluster regulariser (TFCL(Coc))"
-    search_space = GRID_COC
+    search_space = SPACE_COC
     group_reg = "cocmtl"
 
     def __init__(self, lam_common: float = 0.1, lam_group: float = 0.1, lam_ridge: float = 1e-3,
-                 lam_personal: float = 0.3, k: int = 5, loss: str = "auc",
-                 lam_scale: str = "data", schedule: str = "gauss-seidel", max_iter: int = 200,
-                 tol: float = 1e-6, c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+                 lam_personal: float = 0.3, k: int = 4, loss: str = "auc",
+                 lam_scale: str = "data", schedule: str = "gauss-seidel",
+                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
+                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
                          lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
-                         schedule=schedule, max_iter=max_iter, tol=tol, c_factor=c_factor,
-                         eig_rtol=eig_rtol)
+                         schedule=schedule, accelerate=accelerate, max_iter=max_iter, tol=tol,
+                         c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 @hookimpl

@@ -1,0 +1,184 @@
+"""The validated configuration of a ``compare`` run, from command-line options and a TOML file.
+
+Everything is checked before any data is loaded or any unit planned; each problem is one
+clear :class:`~mtlbench.errors.ConfigError` line naming the option (or the file and key) and
+the value.  Command-line options override ``[compare]`` keys of the config file, which
+override the defaults of :class:`~mtlbench.protocol.ProtocolConfig`.
+
+Limits (and why):
+
+* ``reps``: an integer in [1, 1000] (the paper uses 15; a larger number is almost surely a
+  typo and would plan millions of units before saying anything);
+* ``seed``: an integer in [0, 2**63 - 1] (the split streams use
+  ``numpy.random.SeedSequence``, which needs a non-negative integer, and the results store
+  keeps the seed in a signed 64-bit SQLite integer);
+* ``test_fraction``, ``val_fraction``: real numbers strictly between 0 and 1 (0 is an error,
+  never silently the default);
+* ``timeout``: a finite number of seconds > 0;
+* ``jobs``: an integer >= 1, or -1 for every core;
+* ``search``: a registered searcher name (``mtlbench plugins``); ``budget``: an integer in
+  [1, 10000] fits per unit;
+* ``models`` / ``datasets``: non-empty lists of names or selectors (``--models ""`` is an
+  error, not "every model").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError
+from .protocol import ProtocolConfig
+from .search import DEFAULT_BUDGET, DEFAULT_SEARCH
+
+__all__ = ["RunConfig", "build_run_config", "MAX_REPS", "MAX_SEED", "MAX_BUDGET",
+           "COMPARE_KEYS"]
+
+MAX_REPS = 1000
+MAX_SEED = 2 ** 63 - 1
+MAX_BUDGET = 10000
+COMPARE_KEYS = ("datasets", "models", "reps", "seed", "test_fraction", "val_fraction", "jobs",
+                "timeout", "search", "budget")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What ``mtlbench compare`` runs: validated, with defaults filled in."""
+
+    datasets: list[str]
+    selectors: list[str]  # model selectors; empty = every registered model
+    protocol: ProtocolConfig
+    jobs: int = 1
+    timeout: float | None = None
+    model_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def _where(source: str, key: str) -> str:
+    return f"--{key.replace('_', '-')}" if source == "cli" else f"{source} [compare] {key}"
+
+
+def _int(value: Any, key: str, source: str, low: int, high: int | None) -> int:
+    w = _where(source, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer() and source != "cli":
+            raise ConfigError(f"{w} = {value!r}: expected an integer (write {int(value)})")
+        raise ConfigError(f"{w} = {value!r}: expected an integer")
+    if value < low or (high is not None and value > high):
+        rng = f">= {low}" if high is None else f"between {low} and {high}"
+        raise ConfigError(f"{w} = {value}: must be an integer {rng}")
+    return value
+
+
+def _float(value: Any, key: str, source: str) -> float:
+    w = _where(source, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{w} = {value!r}: expected a number")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ConfigError(f"{w} = {value!r}: expected a finite number")
+    return value
+
+
+def _fraction(value: Any, key: str, source: str) -> float:
+    v = _float(value, key, source)
+    if not 0.0 < v < 1.0:
+        raise ConfigError(f"{_where(source, key)} = {v!r}: must be strictly between 0 and 1")
+    return v
+
+
+def _names(value: Any, key: str, source: str) -> list[str]:
+    from .selectors import split_top_level
+
+    w = _where(source, key)
+    if isinstance(value, str):
+        items = split_top_level(value) if value.strip() else []
+    elif isinstance(value, list):
+        if not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{w} = {value!r}: expected a list of strings")
+        items = [v.strip() for v in value if v.strip()]
+    else:
+        raise ConfigError(f"{w} = {value!r}: expected a comma-separated string or a list of "
+                          "strings")
+    if not items:
+        raise ConfigError(f"{w} is empty; give at least one name (omit the option for the "
+                          "default)")
+    return items
+
+
+def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | None = None,
+                     path: str | None = None, searchers: Sequence[str] | None = None
+                     ) -> RunConfig:
+    """Validate command-line ``options`` (None = not given) over ``file_cfg`` (a loaded TOML
+    config, see :func:`mtlbench.selectors.load_config`) and build the run configuration.
+
+    ``searchers``: registered searcher names (checked when given)."""
+    file_cfg = file_cfg or {}
+    source = f"config file {path!r}" if path else "config file"
+    compare = dict(file_cfg.get("compare", {}))
+    unknown = sorted(set(compare) - set(COMPARE_KEYS))
+    if unknown:
+        raise ConfigError(f"{source} [compare]: unknown keys {unknown}; known: "
+                          f"{sorted(COMPARE_KEYS)}")
+
+    def check_search(value: Any, key: str, src: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{_where(src, key)} = {value!r}: expected a searcher name")
+        value = value.strip()
+        if searchers is not None and value not in searchers:
+            from .plugins import unknown_name_message
+
+            raise ConfigError(f"{_where(src, key)}: "
+                              + unknown_name_message("searcher", value, searchers))
+        return value
+
+    def check_jobs(value: Any, key: str, src: str) -> int:
+        if isinstance(value, int) and not isinstance(value, bool) and (value >= 1 or value == -1):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise ConfigError(f"{_where(src, key)} must be >= 1 (or -1 for all cores), "
+                              f"got {value}")
+        return _int(value, key, src, 1, None)
+
+    def check_timeout(value: Any, key: str, src: str) -> float:
+        v = _float(value, key, src)
+        if v <= 0:
+            raise ConfigError(f"{_where(src, key)} = {v!r}: must be > 0 seconds")
+        return v
+
+    checks = {
+        "reps": lambda v, k, w: _int(v, k, w, 1, MAX_REPS),
+        "seed": lambda v, k, w: _int(v, k, w, 0, MAX_SEED),
+        "test_fraction": _fraction, "val_fraction": _fraction,
+        "budget": lambda v, k, w: _int(v, k, w, 1, MAX_BUDGET),
+        "search": check_search, "jobs": check_jobs, "timeout": check_timeout,
+        "datasets": _names, "models": _names,
+    }
+    # Every value of the file is checked, also those the command line overrides.
+    from_file = {k: checks[k](v, k, source) for k, v in compare.items()}
+    from_cli = {k: checks[k](v, k, "cli") for k, v in options.items()
+                if k in checks and v is not None}
+    merged = {**from_file, **from_cli}
+
+    d = ProtocolConfig()
+    reps = merged.get("reps", d.reps)
+    seed = merged.get("seed", d.seed)
+    test_fraction = merged.get("test_fraction", d.test_fraction)
+    val_fraction = merged.get("val_fraction", d.val_fraction)
+    budget = merged.get("budget", DEFAULT_BUDGET)
+    search = merged.get("search", DEFAULT_SEARCH)
+    jobs = merged.get("jobs", 1)
+    timeout = merged.get("timeout")
+    datasets = merged.get("datasets", ["simulated"])
+    selectors: list[str] = []
+    if options.get("model") is not None:  # -m, repeatable
+        for m in options["model"]:
+            if not isinstance(m, str) or not m.strip():
+                raise ConfigError("-m/--model is empty; give a model selector like 'lasso'")
+            selectors.append(m.strip())
+    selectors += from_cli.get("models", [])
+    if not selectors:
+        selectors = from_file.get("models", [])
+    protocol = ProtocolConfig(reps=reps, seed=seed, test_fraction=test_fraction,
+                              val_fraction=val_fraction, search=search, budget=budget)
+    return RunConfig(datasets=datasets, selectors=selectors, protocol=protocol, jobs=jobs,
+                     timeout=timeout, model_overrides=dict(file_cfg.get("models", {})))

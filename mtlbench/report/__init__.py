@@ -1,0 +1,40 @@
+"""Reports from the results store: selection, statistics, leaderboards, figures, publishing.
+
+=================  ===========================================================================
+module             what
+=================  ===========================================================================
+``select``         the one rule choosing which stored units a table counts (``select_units``)
+``stats``          Holm, Wilcoxon signed-rank, Friedman, block ranks
+``leaderboard``    ``build_leaderboard``: the leaderboard as one JSON-able dict
+``render``         its markdown / JSON / CSV
+``plots``          the figures (matplotlib, imported lazily)
+``figures``        ``make_figures``: every figure a store allows, or why not
+``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
+``roles``          what models declare about their role (baseline, ablations)
+``commands``       the click commands ``results``, ``leaderboard``, ``publish``,
+                   ``import-results``
+=================  ===========================================================================
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Imported lazily (PEP 562) so that the CLI can register the report commands without
+# importing pandas/scipy at start-up.
+_WHERE = {
+    "build_leaderboard": "leaderboard", "cell_text": "render", "render": "render",
+    "search_summary": "leaderboard", "to_csv": "render", "to_json": "render",
+    "to_markdown": "render", "import_results": "publish", "publish": "publish",
+    "Selection": "select", "select_units": "select", "friedman": "stats", "holm": "stats",
+    "wilcoxon_p": "stats", "make_figures": "figures",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_WHERE)

@@ -1,0 +1,185 @@
+"""Every figure the stored results of a dataset allow, drawn into a folder.
+
+:func:`make_figures` reads the units the table uses (the selection rule of
+:mod:`mtlbench.report.select`), decides from what models stored and declared which figures
+can be drawn (:mod:`mtlbench.report.plots` draws them) and returns, per figure, its path or a
+note saying why it was not drawn.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .plots import (_order, ablation_plot, box_plot, convergence_plot, embeddings_plot,
+                    heatmaps, per_user_plot, tuning_plot)
+
+
+def _ground_truth(units: pd.DataFrame, dataset: str, problem: str) -> tuple[dict | None, str]:
+    """meta of the evaluated tasks (true_W, groups) loaded through the dataset plugin."""
+    from ..errors import MTLBenchError
+    from ..plugins import get_registry
+    from ..protocol import config_json, evaluable_tasks, restrict_tasks
+
+    import warnings
+
+    from ..plugins import PluginWarning
+
+    try:
+        with warnings.catch_warnings():  # the CLI has reported broken plugins already
+            warnings.simplefilter("ignore", PluginWarning)
+            ds = get_registry().dataset(dataset)
+    except MTLBenchError as exc:
+        return None, f"dataset plugin unavailable ({exc})"
+    stored = units["dataset_params"].iloc[0]
+    if config_json(ds.params()) != config_json(stored):
+        return None, (f"dataset parameters {ds.params()} differ from the stored run's {stored}")
+    name = problem.split("/", 1)[1] if "/" in problem else problem
+    try:
+        tasks = ds.load(name)
+    except Exception as exc:  # noqa: BLE001 - a figure must not stop publishing
+        return None, f"cannot load {problem}: {exc}"
+    if "true_W" not in tasks.meta:
+        return None, "the dataset has no ground truth"
+    keep, _ = evaluable_tasks(tasks)
+    tasks = restrict_tasks(tasks, keep)
+    return tasks.meta, ""
+
+
+def _rep0(units: pd.DataFrame, model: str, problem: str) -> pd.Series | None:
+    u = units[(units.model == model) & (units.problem == problem) & (units.status == "ok")
+              & (units.rep == 0)]
+    return None if u.empty else u.iloc[0]
+
+
+def make_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | None = None,
+                 fmt: str = "png", selection=None) -> list[dict[str, Any]]:
+    """Draw every figure that the stored results of ``dataset`` allow.
+
+    Returns one dict per figure: ``title``, ``kind``, ``path`` (relative to ``rel_to`` when
+    given; None when not drawn), ``caption`` and ``note`` (why a figure was not drawn).
+    ``selection``: a :class:`~mtlbench.report.select.Selection` already made for the table.
+    """
+    from .roles import ablation_groups, ablation_label
+    from .select import select_units
+
+    outdir = Path(outdir)
+    sel = selection or select_units(store, dataset)
+    units = sel.units[sel.units["dataset"] == dataset]
+    problems = sorted(units["problem"].unique())
+    models = _order(units)
+    results: list[dict[str, Any]] = []
+
+    def add(kind: str, title: str, path: Path | None, caption: str = "", note: str = "") -> None:
+        rel = None
+        if path is not None:
+            rel = str(path.relative_to(rel_to)) if rel_to is not None else str(path)
+        results.append({"kind": kind, "title": title, "path": rel, "caption": caption,
+                        "note": note if path is None else ""})
+
+    def fname(kind: str, problem: str | None = None) -> Path:
+        stem = dataset if problem is None or problem == dataset else problem.replace("/", "-")
+        return outdir / f"{stem}-{kind}.{fmt}"
+
+    add("box", "Test AUC per repetition", box_plot(units, fname("box"), f"{dataset}: test AUC"),
+        "Test AUC x 100 of each repetition: box = median and quartiles, whiskers = min-max, "
+        "points = repetitions, diamond = mean.")
+    p = per_user_plot(units, store.task_scores(keys=units["key"]), fname("per-user"),
+                      f"{dataset}: per-user test AUC")
+    add("per_user", "Per-user test AUC", p,
+        "Distribution over users of the per-user test AUC (averaged over repetitions).",
+        "no per-task scores")
+    add("tuning", "Tuning curves", tuning_plot(units, fname("tuning"),
+                                               f"{dataset}: validation AUC along the search"),
+        "Validation AUC x 100 against each searched hyperparameter (one row per model): every "
+        "fit of every repetition, the best fit per value averaged over repetitions, and the "
+        "selected values (stars). An optimum inside the searched range shows as a peak.",
+        "no stored search trace with a parameter that took two or more values")
+
+    for prob in problems:
+        suffix = "" if len(problems) == 1 else f" ({prob})"
+        # heat maps: only where structure recovery was measured (data with a true W)
+        has_truth = any(isinstance(d, dict) and "support_precision" in d
+                        for d in units[units.problem == prob]["diagnostics"])
+        meta, why = (_ground_truth(units, dataset, prob) if has_truth
+                     else (None, "no ground-truth W for this dataset (real data)"))
+        if meta is not None:
+            coefs = {}
+            for m in models:
+                r = _rep0(units, m, prob)
+                if r is not None:
+                    W = store.array(r["key"], "coef")
+                    if W is not None and W.shape == np.shape(meta["true_W"]):
+                        coefs[m] = W
+            path = heatmaps(coefs, np.asarray(meta["true_W"]), fname("heatmaps", prob),
+                            f"{prob}: |W| learned (repetition 0) and ground truth")
+            missing = [m for m in models if m not in coefs]
+            add("heatmaps", "Learned W and ground truth" + suffix, path,
+                "|W| of each model's final refit in repetition 0 (x = users, y = features), each "
+                "scaled to its maximum (colour bar), beside the true W." +
+                (f" No stored W for: {', '.join(missing)}." if missing else ""))
+        else:
+            add("heatmaps", "Learned W and ground truth" + suffix, None, note=why)
+
+        hist = {}
+        for m in models:
+            r = _rep0(units, m, prob)
+            if r is not None and isinstance(r["history"], dict) \
+                    and len(r["history"].get("objective") or []) > 1 \
+                    and len(r["history"]) > 1:
+                hist[m] = r["history"]
+        path = convergence_plot(hist, fname("convergence", prob),
+                                f"{prob}: convergence (repetition 0, final refit)")
+        add("convergence", "Convergence" + suffix, path,
+            "Objective and the change of the iterates per iteration of the final refit of "
+            f"repetition 0, for the models that store them ({', '.join(hist) or 'none'}).",
+            "no model with a stored convergence history (objective and iterate changes)")
+
+        emb_model, emb = None, None
+        for m in models:
+            r = _rep0(units, m, prob)
+            if r is None:
+                continue
+            e = store.array(r["key"], "embeddings")
+            if e is not None:
+                emb_model, emb = m, e
+                break
+        if emb is not None:
+            d = None
+            fg = tg = None
+            if meta is not None:
+                d = int(np.shape(meta["true_W"])[0])
+                fg, tg = meta.get("feature_groups"), meta.get("task_groups")
+            else:
+                r = _rep0(units, emb_model, prob)
+                W = store.array(r["key"], "coef") if r is not None else None
+                d = None if W is None else int(W.shape[0])
+            path = embeddings_plot(emb, fname("embeddings", prob), d, fg, tg,
+                                   f"{prob}: {emb_model} spectral embeddings, first iterations")
+            add("embeddings", f"Spectral embeddings ({emb_model})" + suffix, path,
+                "The d + T rows of the spectral embedding (one per feature, one per task) in the "
+                "first iterations of the final refit of repetition 0 of the best-ranked model "
+                "that stores them, projected on their two leading principal axes; circles = "
+                "features, triangles = tasks" +
+                ("; colour = true group (legend)." if fg is not None else "."))
+        else:
+            add("embeddings", "Spectral embeddings" + suffix, None,
+                note="no model stored spectral embeddings (array 'embeddings' of repetition 0)")
+
+    groups = ablation_groups(models, units)
+    labels = {m: ablation_label(m, units).replace("\n", " ") for g in groups.values() for m in g}
+    path = ablation_plot(units, fname("ablation"), f"{dataset}: ablations", groups=groups,
+                         labels=labels) if groups else None
+    add("ablation", "Ablations", path,
+        "Mean ± std over repetitions of the test AUC x 100 of each full model beside the "
+        "models that declare themselves its ablations (" +
+        "; ".join(f"{k}: {', '.join(v[1:])}" for k, v in groups.items()) + "); the y axis "
+        "starts near the data (break marked).",
+        "no model of these results declares itself an ablation (ablation_of) of another "
+        "model present")
+    return results
+
+
+__all__ = ["make_figures"]

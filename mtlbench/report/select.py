@@ -1,0 +1,359 @@
+"""Which units of a results store count for a table: the one selection rule.
+
+``mtlbench results``, ``mtlbench leaderboard``, ``mtlbench publish`` and the figures all read
+the store through :func:`select_units`, so they always describe the same units.
+
+The rule, per dataset
+---------------------
+1. **Filters** the user asked for: ``models`` (a model label, or a registry name matching every
+   label of that model, e.g. ``tfcl`` matches ``tfcl[k=5]``) and ``problems``.
+2. **One seed**: ``seed`` if given, else the seed with most units (ties: the most recently
+   finished).  Units of other seeds are left out (and counted).
+3. **One protocol setting**: among the remaining units, the protocol settings other than the
+   seed and the planned repetitions (fractions, protocol version, search and budget when
+   stored) together with the dataset parameters; the setting with most units is kept (ties:
+   the newest).
+4. **The latest code per model label**: a label's units are grouped by what produced them (the
+   model configuration — fixed parameters and search space — and the code fingerprints and
+   plugin version stored in ``versions``); the group of the most recently finished unit is
+   kept, older ones are left out ("an older search space or code").
+5. **One unit per (label, problem, repetition)**: an ok one if there is one, else the newest.
+6. **Planned repetitions**: the largest ``reps`` stored in the kept units' protocol; every
+   (label, problem) is expected to finish repetitions 0..reps-1.  Units whose repetition
+   lies beyond it cannot exist after step 3 but are left out if they do.
+
+What the rule left out is returned as counted sentences (``Selection.notes``), and the
+progress of each model (planned / finished / failed / missing units) together with models
+that are absent — named in ``expected`` (the planned set, e.g. ``--models``) or having units
+of the same seed for other datasets of the store — is in ``Selection.progress`` and
+``Selection.absent``.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pandas as pd
+
+from ..errors import ConfigError
+from ..protocol import config_json
+
+_canon = config_json
+
+#: words in a ``versions`` key or a unit column that mark a fingerprint of the code that
+#: produced the unit (the model's distribution version is the ``plugin`` entry)
+CODE_WORDS = ("code", "fingerprint", "hash", "source", "provenance")
+
+
+@dataclass
+class Selection:
+    """The units a table is built from and what the rule left out."""
+
+    units: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)
+    seeds: dict[str, Any] = field(default_factory=dict)          # dataset -> seed used
+    planned_reps: dict[str, int] = field(default_factory=dict)   # dataset -> reps
+    problems: dict[str, list[str]] = field(default_factory=dict)  # dataset -> problems
+    progress: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per dataset x model
+    absent: dict[str, list[str]] = field(default_factory=dict)   # dataset -> absent models
+
+    def __iter__(self):  # ``units, notes = select_units(...)`` keeps working
+        return iter((self.units, self.notes))
+
+
+def _model_matches(label: str, wanted: Sequence[str]) -> bool:
+    return label in wanted or label.split("[", 1)[0] in wanted
+
+
+def _settings(row: pd.Series) -> str:
+    proto = dict(row["protocol"] or {}) if isinstance(row["protocol"], dict) else {}
+    proto.pop("reps", None)
+    proto.pop("seed", None)
+    return _canon({"protocol": proto, "dataset_params": row["dataset_params"]})
+
+
+def _provenance(row: pd.Series) -> str:
+    """What produced a unit: the model configuration, the plugin distribution and version,
+    and every stored code fingerprint (``versions`` keys or row columns naming code, a
+    fingerprint or a hash; the split and data fingerprints are not code)."""
+    vers = row["versions"] if isinstance(row["versions"], dict) else {}
+    code = {k: v for k, v in vers.items()
+            if k == "plugin" or any(w in k for w in CODE_WORDS)}
+    for col in row.index:
+        if col not in ("split_fingerprint", "data_fingerprint") and not col.startswith("_") \
+                and any(w in col for w in CODE_WORDS):
+            code[col] = row[col]
+    return _canon({"config": row["model_config"], "code": code})
+
+
+def _newest(df: pd.DataFrame) -> Any:
+    return df["finished_at"].fillna("").max()
+
+
+def _choose(df: pd.DataFrame, col: str) -> Any:
+    """The value of ``col`` with most units (ties: the most recently finished)."""
+    counts = Counter(df[col])
+    newest = df.groupby(col)["finished_at"].max().fillna("")
+    return max(counts, key=lambda v: (counts[v], newest.get(v, ""), str(v)))
+
+
+def _planned(protocol: Any) -> int | None:
+    try:
+        return int(protocol.get("reps")) if isinstance(protocol, dict) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def select_units(store, dataset: str | Sequence[str] | None = None, *, seed: int | None = None,
+                 models: Sequence[str] | None = None, problems: Sequence[str] | None = None,
+                 expected: Sequence[str] | None = None, all_units: pd.DataFrame | None = None
+                 ) -> Selection:
+    """Apply the selection rule (module docstring) to ``store``.
+
+    ``dataset``: one dataset name, several, or None (every dataset with results).
+    ``problems``: problem ids (``shoes/brown``) or dataset names; ``expected``: model labels
+    the run planned (absent ones are named).  Raises :class:`ConfigError` when nothing is
+    left, naming what the store holds."""
+    df = store.units() if all_units is None else all_units
+    present = sorted(set(df["dataset"])) if not df.empty else []
+    if dataset is None:
+        datasets = present
+    else:
+        datasets = [dataset] if isinstance(dataset, str) else list(dataset)
+        missing = [d for d in datasets if d not in present]
+        if missing:
+            d = missing[0]
+            raise ConfigError(f"no results for dataset {d!r} in the store {str(store.path)!r}; "
+                              f"datasets with results: {', '.join(present) or 'none'}. "
+                              f"Run 'mtlbench compare --datasets {d} --store ...' first.")
+    if not datasets:
+        raise ConfigError(f"the store {str(store.path)!r} holds no results; run 'mtlbench "
+                          "compare --store ...' first")
+    sel = Selection(units=df.iloc[0:0])
+    left: Counter = Counter()
+    kept, progress = [], []
+    wanted = list(models) if models else None
+    for ds in datasets:
+        d = df[df["dataset"] == ds]
+        if problems:
+            d = d[d["problem"].map(lambda p: any(p == q or p.startswith(q + "/") or q == ds
+                                                 for q in problems))]
+        if wanted:
+            n0 = len(d)
+            d = d[d["model"].map(lambda m: _model_matches(m, wanted))]
+            left["other models (not asked for)"] += n0 - len(d)
+        if d.empty:
+            continue
+        # 2. one seed
+        if seed is not None:
+            other = d[d["seed"] != seed]
+            for s, n in Counter(other["seed"]).items():
+                sel.notes.append(f"{ds}: left out {n} unit(s) of seed {s} (shown with --seed {s}).")
+            left["other seeds"] += len(other)
+            d = d[d["seed"] == seed]
+            if d.empty:
+                continue
+        else:
+            chosen = _choose(d, "seed")
+            for s, n in sorted(Counter(d[d["seed"] != chosen]["seed"]).items()):
+                sel.notes.append(f"{ds}: left out {n} unit(s) of seed {s} (this table uses "
+                                 f"seed {chosen}; see them with --seed {s}).")
+                left["other seeds"] += n
+            d = d[d["seed"] == chosen]
+        sel.seeds[ds] = int(d["seed"].iloc[0])
+        # 3. one protocol setting
+        d = d.assign(_settings=d.apply(_settings, axis=1))
+        if d["_settings"].nunique() > 1:
+            chosen = _choose(d, "_settings")
+            n = int((d["_settings"] != chosen).sum())
+            sel.notes.append(f"{ds}: left out {n} unit(s) of other protocol settings or dataset "
+                             f"parameters (this table uses {json.loads(chosen)}).")
+            left["other protocol settings"] += n
+            d = d[d["_settings"] == chosen]
+        # 4. the latest code / configuration per model label
+        d = d.assign(_prov=d.apply(_provenance, axis=1))
+        parts = []
+        for label, g in d.groupby("model", sort=True):
+            if g["_prov"].nunique() > 1:
+                newest = g.sort_values("finished_at", na_position="first").iloc[-1]["_prov"]
+                n = int((g["_prov"] != newest).sum())
+                sel.notes.append(f"{ds}: left out {n} unit(s) of {label} from an older search "
+                                 "space, fixed parameters or code (the newest is shown).")
+                left["older configuration or code"] += n
+                g = g[g["_prov"] == newest]
+            parts.append(g)
+        d = pd.concat(parts) if parts else d
+        # 5. one unit per (label, problem, rep)
+        n0 = len(d)
+        d = (d.assign(_ok=(d["status"] == "ok").astype(int))
+             .sort_values(["_ok", "finished_at"], na_position="first")
+             .drop_duplicates(["model", "problem", "rep"], keep="last"))
+        if len(d) < n0:
+            left["duplicates"] += n0 - len(d)
+        # 6. planned repetitions
+        planned = [p for p in map(_planned, d["protocol"]) if p]
+        reps = max(planned) if planned else int(d["rep"].max()) + 1
+        beyond = d[d["rep"] >= reps]
+        if len(beyond):
+            sel.notes.append(f"{ds}: left out {len(beyond)} unit(s) beyond the planned "
+                             f"{reps} repetitions.")
+            left["beyond the planned repetitions"] += len(beyond)
+            d = d[d["rep"] < reps]
+        sel.planned_reps[ds] = reps
+        probs = sorted(d["problem"].unique())
+        sel.problems[ds] = probs
+        for label, g in d.groupby("model", sort=True):
+            ok = int((g["status"] == "ok").sum())
+            failed = int((g["status"] != "ok").sum())
+            planned_units = reps * len(probs)
+            progress.append({"dataset": ds, "model": label, "planned": planned_units,
+                             "finished": ok, "failed": failed,
+                             "missing": max(planned_units - ok - failed, 0)})
+        # absent models: planned (expected) or present for other datasets of this seed
+        here = set(d["model"])
+        others = df[(df["dataset"] != ds) & (df["seed"] == sel.seeds[ds])]
+        cand = set(expected or []) | set(others["model"])
+        if wanted:
+            cand = {m for m in cand if _model_matches(m, wanted)}
+        absent = sorted(m for m in cand if m not in here
+                        and not any(h.split("[", 1)[0] == m for h in here))
+        if absent:
+            sel.absent[ds] = absent
+            sel.notes.append(f"{ds}: no unit at all for {', '.join(absent)} (planned, or run on "
+                             "other datasets of this seed).")
+        kept.append(d.drop(columns=["_settings", "_prov", "_ok"]))
+    if not kept:
+        what = f" for models {', '.join(wanted)}" if wanted else ""
+        what += f" with seed {seed}" if seed is not None else ""
+        raise ConfigError(f"no results{what} in the store {str(store.path)!r} for "
+                          f"{', '.join(datasets)}; datasets with results: "
+                          f"{', '.join(present) or 'none'}")
+    sel.units = (pd.concat(kept).sort_values(["dataset", "problem", "model", "rep"])
+                 .reset_index(drop=True))
+    sel.left_out = {k: int(v) for k, v in left.items() if v}
+    sel.progress = pd.DataFrame(progress, columns=["dataset", "model", "planned", "finished",
+                                                   "failed", "missing"])
+    return sel
+
+
+def left_out_text(sel: Selection) -> str:
+    """One line: ``left out: 5 units of other seeds; 3 units of older configuration or code``."""
+    if not sel.left_out:
+        return "left out: nothing"
+    return "left out: " + "; ".join(f"{n} unit(s) of {why}" if why.startswith("other")
+                                    or why.startswith("older") else f"{n} unit(s): {why}"
+                                    for why, n in sel.left_out.items())
+
+
+# ------------------------------------------------------------------ search trace (defensive)
+def search_trace(grid: Any, protocol: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(fits, unit-level search info) from a unit's stored ``grid`` JSON.
+
+    Reads both layouts: the old list of ``{params, val_auc}`` and the search trace (a list of
+    fits ``{params, val_auc, converged, n_iter, fit_time, phase}``, or a dict holding such a
+    list under ``fits``/``trace`` beside ``search``, ``budget``, ``n_fits``, ``at_bound``,
+    ``at_edge``, ``budget_exhausted``).  Missing search info is taken from the protocol
+    settings (``search``, ``budget``) when stored there."""
+    info: dict[str, Any] = {}
+    fits: list[dict[str, Any]] = []
+    if isinstance(grid, dict):
+        for k in ("fits", "trace", "grid"):
+            if isinstance(grid.get(k), list):
+                fits = [f for f in grid[k] if isinstance(f, dict)]
+                break
+        info = {k: v for k, v in grid.items() if k not in ("fits", "trace", "grid")}
+    elif isinstance(grid, list):
+        fits = [f for f in grid if isinstance(f, dict)]
+    if isinstance(protocol, dict):
+        for k in ("search", "budget"):
+            if k not in info and protocol.get(k) is not None:
+                info[k] = protocol[k]
+    info.setdefault("n_fits", len(fits))
+    return fits, info
+
+
+def row_search(row: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(fits, search info) of a unit row: the ``trace`` column when the store has one, else
+    the ``grid`` column; unit-level info also read from ``diagnostics['search']`` and the
+    protocol settings."""
+    stored = row.get("trace") if "trace" in row.index else None
+    if isinstance(stored, str):
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            stored = None
+    fits, info = search_trace(stored if stored else row.get("grid"), row.get("protocol"))
+    diag = row.get("diagnostics")
+    if isinstance(diag, dict) and isinstance(diag.get("search"), dict):
+        info = {**diag["search"], **info}
+    return fits, info
+
+
+def selected_converged(row: pd.Series) -> bool | None:
+    """Whether the unit's selected model converged: the refit's flag (the model scored on
+    test; ``refit_converged`` of the search summary) when stored, else the flag of the
+    search fit at the selected parameters; None when nothing was recorded."""
+    diag = row.get("diagnostics")
+    if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
+        return diag["converged"]
+    flag = row.get("converged")  # a unit-level column, if the store has one
+    if flag is not None and not isinstance(flag, (dict, list, str)) and not pd.isna(flag):
+        return bool(flag)
+    fits, info = row_search(row)
+    for k in ("refit_converged", "converged", "selected_converged"):
+        if isinstance(info.get(k), bool):
+            return info[k]
+    best = row.get("best_params")
+    for f in fits:
+        if f.get("params") == best and isinstance(f.get("converged"), bool):
+            return f["converged"]
+    return None
+
+
+def at_bound(row: pd.Series) -> list[str] | None:
+    """Searched parameters whose selected value sits at a declared bound of the model: the
+    stored ``at_bound`` list, else computed from a stored space whose entries declare
+    ``low``/``high``; None when the unit records no bounds (an old list-style space)."""
+    fits, info = row_search(row)
+    if isinstance(info.get("at_bound"), list):
+        return [str(p) for p in info["at_bound"]]
+    cfg = row.get("model_config")
+    space = cfg.get("space", {}) if isinstance(cfg, dict) else {}
+    best = row.get("best_params") if isinstance(row.get("best_params"), dict) else {}
+    declared = {k: d for k, d in (space or {}).items()
+                if isinstance(d, dict) and ("low" in d or "high" in d)}
+    if not declared:
+        return None
+    return [k for k, d in declared.items() if k in best and any(
+        d.get(b) is not None and best[k] == d.get(b) for b in ("low", "high"))]
+
+
+def at_edge(row: pd.Series) -> list[str] | None:
+    """The stored ``at_edge`` list (selection at an edge of what was searched, not a bound);
+    None when the unit does not record it."""
+    _, info = row_search(row)
+    return [str(p) for p in info["at_edge"]] if isinstance(info.get("at_edge"), list) else None
+
+
+def n_fits(row: pd.Series) -> int:
+    fits, info = row_search(row)
+    try:
+        return int(info.get("n_fits", len(fits)))
+    except (TypeError, ValueError):
+        return len(fits)
+
+
+def budget(row: pd.Series) -> int | None:
+    _, info = row_search(row)
+    try:
+        return None if info.get("budget") is None else int(info["budget"])
+    except (TypeError, ValueError):
+        return None
+
+
+__all__ = ["Selection", "select_units", "left_out_text", "search_trace", "row_search",
+           "selected_converged",
+           "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]
