@@ -32,3 +32,10 @@ def test_lasso_warm_start_gives_the_same_solution():
 def test_lasso_rejects_bad_hyperparameter():
     with pytest.raises(ValueError, match="lasso: rho_ratio must be > 0"):
         LASSO(rho_ratio=-1).fit(small_problem())
+
+
+def test_lasso_converged_flag():
+    ts = small_problem(T=3, n=25, d=6)
+    assert LASSO(rho_ratio=0.05).fit(ts).converged_
+    capped = LASSO(rho_ratio=0.001, tol=1e-14, max_iter=1).fit(ts)
+    assert not capped.converged_ and capped.diagnostics_["unconverged_tasks"] >= 1

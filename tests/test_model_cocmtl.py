@@ -125,3 +125,36 @@ def test_cocmtl_validation_and_warm_start():
     assert b.n_iter_ < a.n_iter_
     assert b.objective_history_[-1] <= a.objective_history_[-1] * (1 + 1e-8)
     assert a.decision_function(tasks.X(0), 0).shape == (tasks.X(0).shape[0],)
+
+
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_cocmtl_stopping_rule_and_converged_flag(accelerate):
+    """Stops when the relative objective change <= tol AND the relative iterate change <= xtol;
+    converged_ says whether that happened before max_iter; both variants are monotone."""
+    tasks = _small_tasks(seed=5)
+    m = CoCMTL(lam1_ratio=0.3, lam2_ratio=1.0, k=2, accelerate=accelerate).fit(tasks)
+    h = np.asarray(m.objective_history_)
+    assert m.converged_ and m.n_iter_ < m.max_iter
+    F0 = 0.5 * sum(float(tasks.y(t) @ tasks.y(t)) for t in range(tasks.T))   # F(0, 0)
+    assert abs(h[-2] - h[-1]) <= m.tol * max(abs(h[-1]), F0)
+    assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]))
+    capped = CoCMTL(lam1_ratio=0.3, lam2_ratio=1.0, k=2, accelerate=accelerate,
+                    max_iter=3).fit(tasks)
+    assert not capped.converged_ and capped.n_iter_ == 3
+
+
+def test_cocmtl_accelerated_reaches_at_least_plain_palm():
+    tasks = _small_tasks(seed=6)
+    kw = dict(lam1_ratio=0.1, lam2_ratio=1.0, k=2, tol=1e-10, xtol=1e-8, max_iter=20000)
+    fast = CoCMTL(**kw).fit(tasks)
+    plain = CoCMTL(accelerate=False, **kw).fit(tasks)
+    assert fast.converged_ and plain.converged_
+    assert fast.n_iter_ < plain.n_iter_
+    assert fast.objective_history_[-1] <= plain.objective_history_[-1] * (1 + 1e-6)
+
+
+def test_cocmtl_k_changes_the_fit():
+    tasks = _small_tasks(seed=7)
+    a = CoCMTL(lam1_ratio=0.1, lam2_ratio=10.0, k=1).fit(tasks)
+    b = CoCMTL(lam1_ratio=0.1, lam2_ratio=10.0, k=3).fit(tasks)
+    assert np.linalg.norm(a.coef_ - b.coef_) > 1e-3 * np.linalg.norm(b.coef_)

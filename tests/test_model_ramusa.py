@@ -93,3 +93,16 @@ def test_ramusa_large_theta_is_trace_norm_and_validation():
     b = RAMUSA(tol=1e-8).fit(tasks, init=a)
     assert b.capped_objective(tasks) == pytest.approx(a.capped_objective(tasks), rel=1e-5)
     assert a.decision_function(tasks.X(1), 1).shape == (tasks.X(1).shape[0],)
+
+
+def test_ramusa_converged_flag_follows_the_stated_rules():
+    tasks = _tasks(5, T=8, d=10, n=16)
+    m = RAMUSA(lam_ratio=0.1, theta_ratio=0.3).fit(tasks)
+    assert m.converged_ and m.diagnostics_["converged"]
+    # a stage stopped by its cap is not converged
+    assert not RAMUSA(lam_ratio=0.1, theta_ratio=0.3, tol=1e-12, max_iter=2).fit(tasks).converged_
+    # stopped by max_stages while the linearisation still moved: not converged
+    short = RAMUSA(lam_ratio=0.1, theta_ratio=0.3, max_stages=1).fit(tasks)
+    assert short.n_stages_ == 1 and not short.converged_
+    # the first stage alone is RAMUSA at theta_ratio = 1 (a declared bound): converged
+    assert RAMUSA(lam_ratio=0.1, theta_ratio=1.0, max_stages=1).fit(tasks).converged_

@@ -4,6 +4,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
 from mtlbench_models._losses import SquaredLoss
@@ -85,3 +86,41 @@ def test_rmtfl_warm_start_and_validation():
         RMTFL(lam1_ratio=-0.1).fit(tasks)
     with pytest.raises(ValueError, match="rmtfl: max_iter"):
         RMTFL(max_iter=0).fit(tasks)
+
+
+def test_rmtfl_stops_on_its_relative_duality_gap():
+    """The stated rule: gap(P, Q) <= tol * F(P, Q); the gap bounds the distance to the optimum
+    (F - F* <= gap, checked against cvxpy); a capped fit reports converged_ = False."""
+    from mtlbench_models.rmtfl import rmtfl_gap, rmtfl_penalty
+    tasks = _tasks(11, T=7, d=9, n=15)
+    m = RMTFL(lam1_ratio=0.1, lam2_ratio=0.3, tol=1e-6).fit(tasks)
+    loss = SquaredLoss(tasks)
+    F = m.objective(tasks)
+    gap = rmtfl_gap(m.coef_, loss.grad(m.coef_), 2 * loss.value(m.coef_),
+                    rmtfl_penalty(m.P_, m.Q_, m.lam1_, m.lam2_), m.lam1_, m.lam2_)
+    assert m.converged_ and m.diagnostics_["converged"]
+    assert 0 <= gap <= 1e-6 * F * (1 + 1e-6)
+    ref = _cvxpy_objective(tasks, m.lam1_, m.lam2_)
+    assert F - ref <= gap + 1e-7 * abs(ref)
+    capped = RMTFL(lam1_ratio=0.1, lam2_ratio=0.3, tol=1e-12, max_iter=2).fit(tasks)
+    assert not capped.converged_ and capped.n_iter_ == 2
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), r1=st.floats(0.05, 0.9), r2=st.floats(0.05, 0.9),
+       scale=st.floats(0.0, 2.0))
+def test_rmtfl_gap_is_an_upper_bound_anywhere(seed, r1, r2, scale):
+    """Weak duality: at any (P, Q), gap >= F(P, Q) - F* >= 0."""
+    from mtlbench_models.rmtfl import rmtfl_gap, rmtfl_penalty
+    tasks = _tasks(seed % 7)
+    opt = RMTFL(lam1_ratio=r1, lam2_ratio=r2, tol=1e-12, max_iter=50000).fit(tasks)
+    F_opt = opt.objective(tasks)
+    rng = np.random.default_rng(seed)
+    P = opt.P_ + scale * rng.standard_normal(opt.P_.shape)
+    Q = opt.Q_ + scale * rng.standard_normal(opt.Q_.shape)
+    loss = SquaredLoss(tasks)
+    W = P + Q
+    pen = rmtfl_penalty(P, Q, opt.lam1_, opt.lam2_)
+    F = loss.value(W) + pen
+    gap = rmtfl_gap(W, loss.grad(W), 2 * loss.value(W), pen, opt.lam1_, opt.lam2_)
+    assert gap >= F - F_opt - 1e-9 * F

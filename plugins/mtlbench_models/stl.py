@@ -28,7 +28,7 @@ class STL(LinearMTLModel):
 
     name = "stl"
     paper = "Independent single-task ridge regression (baseline)"
-    search_space = {"lam": Log([1e-1, 1.0, 10.0, 100.0, 1e3, 1e4], low=0.0, high=None)}
+    search_space = {"lam": Log([1e-1, 1.0, 10.0, 100.0, 1e3, 1e4], low=None, high=None)}
     convex = True
 
     def __init__(self, lam: float = 1.0):
