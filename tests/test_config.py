@@ -79,7 +79,7 @@ def test_defaults_and_precedence():
     run = build_run_config({}, {})
     assert run.protocol.reps == 15 and run.protocol.seed == 0
     assert run.protocol.search == "adaptive" and run.protocol.budget == 20
-    assert run.datasets == ["simulated"] and run.selectors == [] and run.jobs == 1
+    assert run.datasets == ["simulated"] and run.selectors == [] and run.jobs == -1  # all CPUs
     cfg = {"compare": {"reps": 3, "seed": 4, "search": "grid", "budget": 9, "timeout": 5,
                        "models": ["stl"], "datasets": "simulated"}}
     run = build_run_config({"reps": 2, "budget": 7}, cfg, "c.toml", searchers=["grid"])

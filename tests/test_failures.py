@@ -238,5 +238,5 @@ def test_overrides_are_checked_without_running_the_plugin(faulty, tmp_path):
     res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models",
                                    "f-good,f-segv[a=0]", "--store", str(tmp_path / "v.sqlite")])
     assert res.exit_code == 2
-    assert "invalid hyperparameter override f-segv[a=0]: a must be >= 1" in res.output, res.output
+    assert "invalid hyperparameter override f-segv[a=0]: f-segv: a must be >= 1" in res.output, res.output
     assert not (tmp_path / "v.sqlite").exists()
