@@ -80,7 +80,8 @@ def test_w_step_solves_the_quadratic(d, n):
     np.fill_diagonal(B, 0)
     m = AMTL(lam=1.0, mu=0.3, cg_tol=1e-13, cg_max_iter=500)
     lam, mu = 0.8, 0.3
-    W, _ = m._w_step(TaskSpectra(tasks), np.zeros((d, 4)), B, lam, mu)
+    W, GW, _ = m._w_step(TaskSpectra(tasks), np.zeros((d, 4)), np.zeros((d, 4)), B, lam, mu)
+    np.testing.assert_allclose(GW, TaskSpectra(tasks).gram_apply(W), rtol=1e-9, atol=1e-9)
     Wv = cp.Variable((d, 4))
     c = 1 + mu * B.sum(axis=1)
     obj = sum(c[t] * 0.5 * cp.sum_squares(ys[t] - Xs[t] @ Wv[:, t]) for t in range(4)) \

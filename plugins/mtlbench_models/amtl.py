@@ -34,10 +34,13 @@ Hyperparameters (how the two weights are expressed; the objective is exactly the
 
 Starting grid, designed (docs/tuning.md procedure) on simulated data of generator seed 101
 (``make_simulated(seed=101)``, protocol split rep 0; never the published seed 0 or the real
-data): ``lam`` in {0.1, 1, 10} (a decade either side of the loss curvature) x ``mu`` in
-{0.01, 0.1, 0.5} (from strong to weak transfer below the B = 0 bound).  On seed 101 the
-validation optimum lay in the interior of this grid in lam and at mu = 0.01..0.1, with
-B != 0.
+data): ``lam`` in {0.3, 1, 3} x ``mu`` in {0.5, 0.9}.  Validation AUC there (x100):
+lam = 1: mu = 0.1 -> 79.4, 0.3 -> 84.9, 0.9 -> 89.9 (177 transfers), 0.97 -> 83.7, 1 (ridge)
+-> 81.9; lam = 0.1: mu = 0.3 -> 84.0, 0.9 -> 81.6; lam = 3: mu = 0.9 -> 89.0, 1 -> 80.9;
+lam = 10: mu = 0.9 -> 85.7, 1 -> 80.2.  So the transfer regime beats ridge by 8 points and the
+optimum lies inside the grid.  (Small mu with large lam is the slow corner of the solver:
+thousands of transfers, hundreds of outer iterations; the grid starts away from it and the
+search reaches it only if validation asks for it.)
 
 Solver: block-coordinate descent on (B, W), as the paper ("alternative optimization"):
 
@@ -56,11 +59,17 @@ Solver: block-coordinate descent on (B, W), as the paper ("alternative optimizat
   increase a convex quadratic).  Hessian products use the cached per-task Gram spectra
   (``TaskSpectra``: O(T d r), no d T x d T matrix); the preconditioner is the exact inverse of
   the block diagonal, (c_t X_t^T X_t + 2 lam M_tt I)^{-1} with M = (I - B)(I - B)^T, applied in
-  O(d r) per task from the same spectra.  CG stops at relative residual ``cg_tol``.
+  O(d r) per task from the same spectra.  CG stops at relative residual ``cg_tol`` or after
+  ``cg_max_iter`` (default 3) iterations: an inexact block step (every CG iterate decreases F,
+  the next outer iteration continues from it), checked by the stopping rule below.  X_t^T X_t W
+  is carried along the CG updates, so the W-step reads the data once per CG iteration and the
+  objective needs no extra pass.
 
-Stopping rule (non-convex problem): relative decrease of F below ``tol`` (default 1e-7) AND
+Stopping rule (non-convex problem): relative decrease of F at most ``tol`` (default 1e-6) AND
 relative iterate change ||W_k - W_{k-1}||_F <= ``xtol`` ||W_k||_F and
-||B_k - B_{k-1}||_F <= ``xtol`` max(1, ||B_k||_F) (default xtol = 1e-4).  ``converged_`` says
+||B_k - B_{k-1}||_F <= ``xtol`` max(1, ||B_k||_F) AND the W-step's relative gradient residual
+||grad_W F|| <= ``xtol`` ||c o X^T y||_F (stationarity in W despite the inexact W-step)
+(default xtol = 1e-3).  ``converged_`` says
 whether it was met within ``max_iter`` outer iterations (default 2000, a safety cap, not a
 tuning knob).  The objective never increases (tested).
 
@@ -96,8 +105,10 @@ def amtl_objective(Xs, ys, W, B, lam, mu) -> float:
     return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R))
 
 
-def _objective(spec: TaskSpectra, W, B, lam, mu) -> tuple[float, np.ndarray]:
-    L = spec.losses(W)
+def _objective(spec: TaskSpectra, W, GW, B, lam, mu) -> tuple[float, np.ndarray]:
+    """F(W, B) and the per-task losses, from GW = [X_t^T X_t w_t]_t (no pass over the data)."""
+    fit = np.einsum("it,it->t", W, GW - 2.0 * spec.Xty) + spec.yy
+    L = 0.5 * np.maximum(fit, 0.0)
     R = W - W @ B
     return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L
 
@@ -185,16 +196,16 @@ class AMTL(LinearMTLModel):
 
     name = "amtl"
     paper = "Lee, Yang & Hwang, Asymmetric Multi-task Learning Based on Task Relatedness and Loss, ICML 2016"
-    search_space = {"lam": Log([0.1, 1.0, 10.0], low=0.0, high=None),
-                    "mu": Log([0.01, 0.1, 0.5], low=0.0, high=1.0)}
+    search_space = {"lam": Log([0.3, 1.0, 3.0], low=0.0, high=None),
+                    "mu": Log([0.5, 0.9], low=0.0, high=1.0)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
                          "max_iter": Int([2000], low=1), "cg_tol": Linear([1e-6], low=0.0),
-                         "cg_max_iter": Int([200], low=1), "b_passes": Int([1], low=1)}
+                         "cg_max_iter": Int([3], low=1), "b_passes": Int([1], low=1)}
     convex = False
     supports_warm_start = False
 
     def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-6, xtol: float = 1e-3,
-                 max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 200,
+                 max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 3,
                  b_passes: int = 1):
         self.lam = lam
         self.mu = mu
@@ -214,8 +225,9 @@ class AMTL(LinearMTLModel):
         mu = float(self.mu) * mu_max
         self.lam_, self.mu_, self.mu_max_ = lam, mu, mu_max
         W = W0.copy()
+        GW = spec.gram_apply(W)            # kept in step with W through the CG updates
         B = np.zeros((T, T))
-        F, L = _objective(spec, W, B, lam, mu)
+        F, L = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
         converged = False
         it, cg_iters, b_sweeps = 0, 0, 0
@@ -230,15 +242,16 @@ class AMTL(LinearMTLModel):
                 p, _ = _cd_sweeps(B, G, C, pen, rows, int(self.b_passes), 0.0)
                 b_sweeps += p
             # W-step: PCG on the convex quadratic, warm-started at W
-            W, n_cg = self._w_step(spec, W, B, lam, mu)
+            W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu)
             cg_iters += n_cg
-            F_new, L = _objective(spec, W, B, lam, mu)
+            F_new, L = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
             dF = hist[-2] - hist[-1]
             dW = float(np.linalg.norm(W - W_old))
             dB = float(np.linalg.norm(B - B_old))
             if (dF <= self.tol * abs(hist[-2]) and dW <= self.xtol * float(np.linalg.norm(W))
-                    and dB <= self.xtol * max(1.0, float(np.linalg.norm(B)))):
+                    and dB <= self.xtol * max(1.0, float(np.linalg.norm(B)))
+                    and self._w_residual <= self.xtol):
                 converged = True
                 break
         self.coef_ = W
@@ -251,34 +264,37 @@ class AMTL(LinearMTLModel):
         self.diagnostics_ = {"transfers": int(np.count_nonzero(B)),
                              "out_degree": np.count_nonzero(B, axis=1).tolist(),
                              "b_sweeps": int(b_sweeps), "cg_iters": int(cg_iters),
-                             "mu_max": mu_max, "converged": converged}
+                             "mu_max": mu_max, "converged": converged,
+                             "w_step_residual": self._w_residual}
         return self
 
-    def _w_step(self, spec: TaskSpectra, W, B, lam, mu):
-        """PCG for argmin_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2 from W (see docstring)."""
+    def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu):
+        """PCG for argmin_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2 from W (see docstring).
+        GW = [G_t w_t]_t on entry; returns (W, GW, CG iterations), GW updated alongside W so
+        that one Gram pass per CG iteration is all the data the W-step reads."""
         T = W.shape[1]
         c = 1.0 + mu * B.sum(axis=1)
         IB = np.eye(T) - B
         M = IB @ IB.T
         a = 2.0 * lam * np.diag(M)
 
-        def hess(P):
-            return c * spec.gram_apply(P) + (2.0 * lam) * (P @ M)
-
         rhs = spec.Xty * c
-        X = W.copy()
-        R = rhs - hess(X)
+        X, GX = W.copy(), GW.copy()
+        R = rhs - (c * GX + (2.0 * lam) * (X @ M))
         thr = float(self.cg_tol) * float(np.linalg.norm(rhs))
+        self._w_residual = float(np.linalg.norm(R)) / max(float(np.linalg.norm(rhs)), 1e-300)
         if float(np.linalg.norm(R)) <= thr:
-            return X, 0
+            return X, GX, 0
         Z = spec.shifted_solve(R, c, a)
         P = Z
         rz = float(np.sum(R * Z))
         n = 0
         for n in range(1, int(self.cg_max_iter) + 1):
-            HP = hess(P)
+            GP = spec.gram_apply(P)
+            HP = c * GP + (2.0 * lam) * (P @ M)
             alpha = rz / float(np.sum(P * HP))
             X = X + alpha * P
+            GX = GX + alpha * GP
             R = R - alpha * HP
             if float(np.linalg.norm(R)) <= thr:
                 break
@@ -286,7 +302,8 @@ class AMTL(LinearMTLModel):
             rz_new = float(np.sum(R * Z))
             P = Z + (rz_new / rz) * P
             rz = rz_new
-        return X, n
+        self._w_residual = float(np.linalg.norm(R)) / max(float(np.linalg.norm(rhs)), 1e-300)
+        return X, GX, n
 
 
 @hookimpl
