@@ -24,7 +24,9 @@ Hyperparameters (how the two weights are expressed; the objective is exactly the
   mu L_s(w0_s) >= 2 lambda w0_s^T w0_t for every s != t (the KKT conditions of the
   non-negative lasso at 0), so::
 
-      mu_max = max_{s != t} 2 lambda w0_s^T w0_t / L_s(w0_s).
+      mu_max = (1 + 1e-9) max_{s != t} 2 lambda w0_s^T w0_t / L_s(w0_s)
+
+  (the 1e-9 margin keeps rounding from leaving a single transfer at mu = mu_max).
 
   ``mu`` >= 1 is therefore plain ridge regression (no transfer): the declared upper bound
   ``high = 1`` is a real limit of the model, and ``mu`` in (0, 1) is the transfer regime.
@@ -188,7 +190,8 @@ def amtl_scales(spec: TaskSpectra, lam_ratio: float) -> tuple[float, float, np.n
     mu_max = float(ratio.max()) if ratio.size > 1 else 0.0
     if not mu_max > 0:                 # no positively aligned pair: B = 0 for every mu
         mu_max = 2.0 * lam * float(np.diag(W0.T @ W0).max()) / max(float(L0.max()), floor)
-    return lam, max(mu_max, 1e-300), W0
+    # a relative margin of 1e-9 so that at mu = mu_max rounding cannot leave a single transfer
+    return lam, max(mu_max, 1e-300) * (1.0 + 1e-9), W0
 
 
 class AMTL(LinearMTLModel):
