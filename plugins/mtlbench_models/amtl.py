@@ -67,7 +67,10 @@ Solver: block-coordinate descent on (B, W), as the paper ("alternative optimizat
   is carried along the CG updates, so the W-step reads the data once per CG iteration and the
   objective needs no extra pass.
 
-Stopping rule (non-convex problem): relative decrease of F at most ``tol`` (default 1e-6) AND
+Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
+max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
+n_t < d: tasks can interpolate their data and be reconstructed exactly, so inf F = 0 -- is
+measured against a thousandth of its starting objective F_0) AND
 relative iterate change ||W_k - W_{k-1}||_F <= ``xtol`` ||W_k||_F and
 ||B_k - B_{k-1}||_F <= ``xtol`` max(1, ||B_k||_F) AND the W-step's relative gradient residual
 ||grad_W F|| <= ``xtol`` ||c o X^T y||_F (stationarity in W despite the inexact W-step)
@@ -261,7 +264,8 @@ class AMTL(LinearMTLModel):
             dF = hist[-2] - hist[-1]
             dW = float(np.linalg.norm(W - W_old))
             dB = float(np.linalg.norm(B - B_old))
-            if (dF <= self.tol * abs(hist[-2]) and dW <= self.xtol * float(np.linalg.norm(W))
+            if (dF <= self.tol * max(abs(hist[-2]), 1e-3 * hist[0])
+                    and dW <= self.xtol * float(np.linalg.norm(W))
                     and dB <= self.xtol * max(1.0, float(np.linalg.norm(B)))
                     and self._w_residual <= self.xtol):
                 converged = True
