@@ -128,3 +128,20 @@ def test_runs_on_simulated_and_predicts():
     m = NCCMTL(mu=10.0).fit(ts)
     assert m.coef_.shape == (ts.d, ts.T)
     assert np.isfinite(m.decision_function(ts.X(0), 0)).all()
+
+
+def test_batched_gram_side_step_equals_per_task_closed_form():
+    """One MM step of the fit (all tasks on the Gram side: one batched solve) equals the per-task
+    closed form ``majoriser_solve`` from W^0 = [X_t^T y_t]."""
+    tasks = _tasks(7, d=8, n=20)
+    mu, q, s = 2.0, 1.0, 10.0
+    m = NCCMTL(mu=mu, tol=0.0, xtol=0.0, max_iter=1).fit(tasks)
+    Xs = [tasks.X(t) for t in range(tasks.T)]
+    ys = [tasks.y(t) for t in range(tasks.T)]
+    W0 = np.column_stack([X.T @ y for X, y in zip(Xs, ys)])
+    a, P, delta = reweight_matrix(W0, s)
+    expected = np.column_stack([
+        majoriser_solve(X, y, mu * np.sqrt(y.shape[0]) * np.linalg.norm(y - X @ W0[:, t]) / q,
+                        a, P, delta)
+        for t, (X, y) in enumerate(zip(Xs, ys))])
+    np.testing.assert_allclose(m.coef_, expected, rtol=1e-9, atol=1e-12)
