@@ -31,7 +31,7 @@ def _tasks(seed, T=6, d=10, n=15):
 @pytest.mark.parametrize("mu", [0.1, 3.0])
 def test_each_reweighted_step_does_not_increase_true_objective(d, n, mu):
     tasks = _tasks(1, d=d, n=n)
-    m = NCCMTL(mu=mu, tol=0.0, max_iter=25).fit(tasks)
+    m = NCCMTL(mu=mu, tol=0.0, xtol=0.0, max_iter=25).fit(tasks)
     h = np.array(m.objective_history_)
     assert len(h) == m.n_iter_ + 1
     assert np.all(np.diff(h) <= 1e-9 * np.abs(h[:-1])), np.diff(h).max()
@@ -44,7 +44,7 @@ def test_each_reweighted_step_does_not_increase_true_objective(d, n, mu):
 @pytest.mark.parametrize("q", [1.0, 0.5])
 def test_steps_monotone_for_other_q(q):
     tasks = _tasks(2, d=12, n=10)
-    h = np.array(NCCMTL(mu=1.0, q=q, tol=0.0, max_iter=15).fit(tasks).objective_history_)
+    h = np.array(NCCMTL(mu=1.0, q=q, tol=0.0, xtol=0.0, max_iter=15).fit(tasks).objective_history_)
     assert np.all(np.diff(h) <= 1e-9 * np.abs(h[:-1]))
 
 
@@ -91,6 +91,35 @@ def test_invalid_hyperparameters_name_model_and_parameter():
         NCCMTL(mu=-1).fit(tasks)
     with pytest.raises(ValueError, match="nc-cmtl: q"):
         NCCMTL(q=3).fit(tasks)
+    with pytest.raises(ValueError, match="nc-cmtl: q"):
+        NCCMTL(q=0.0).fit(tasks)
+    with pytest.raises(ValueError, match="nc-cmtl: max_iter"):
+        NCCMTL(max_iter=0).fit(tasks)
+
+
+def test_stopping_rule_and_converged_flag():
+    tasks = _tasks(5, d=8, n=20)
+    m = NCCMTL(mu=3.0).fit(tasks)
+    assert m.converged_ is True and m.n_iter_ < m.max_iter
+    h = m.objective_history_
+    assert h[-2] - h[-1] <= m.tol * abs(h[-2])
+    short = NCCMTL(mu=3.0, tol=0.0, xtol=0.0, max_iter=2).fit(tasks)
+    assert short.converged_ is False and short.n_iter_ == 2
+
+
+def test_declared_space_validates_non_convex_and_cold():
+    from mtlbench.space import Param, normalise_space
+    assert NCCMTL.convex is False and NCCMTL.supports_warm_start is False
+    space = normalise_space(NCCMTL.search_space)
+    assert all(isinstance(p, Param) for p in space.values())
+    assert np.prod([len(p.grid) for p in space.values()]) <= 9
+    NCCMTL().check_params()
+    for v in space["mu"].grid:
+        NCCMTL(mu=v).check_params()
+    tasks = _tasks(6)
+    a = NCCMTL(mu=2.0).fit(tasks)
+    b = NCCMTL(mu=2.0).fit(tasks, init=NCCMTL(mu=50.0).fit(tasks))   # init is ignored
+    np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
 def test_runs_on_simulated_and_predicts():
@@ -99,3 +128,20 @@ def test_runs_on_simulated_and_predicts():
     m = NCCMTL(mu=10.0).fit(ts)
     assert m.coef_.shape == (ts.d, ts.T)
     assert np.isfinite(m.decision_function(ts.X(0), 0)).all()
+
+
+def test_batched_gram_side_step_equals_per_task_closed_form():
+    """One MM step of the fit (all tasks on the Gram side: one batched solve) equals the per-task
+    closed form ``majoriser_solve`` from W^0 = [X_t^T y_t]."""
+    tasks = _tasks(7, d=8, n=20)
+    mu, q, s = 2.0, 1.0, 10.0
+    m = NCCMTL(mu=mu, tol=0.0, xtol=0.0, max_iter=1).fit(tasks)
+    Xs = [tasks.X(t) for t in range(tasks.T)]
+    ys = [tasks.y(t) for t in range(tasks.T)]
+    W0 = np.column_stack([X.T @ y for X, y in zip(Xs, ys)])
+    a, P, delta = reweight_matrix(W0, s)
+    expected = np.column_stack([
+        majoriser_solve(X, y, mu * np.sqrt(y.shape[0]) * np.linalg.norm(y - X @ W0[:, t]) / q,
+                        a, P, delta)
+        for t, (X, y) in enumerate(zip(Xs, ys))])
+    np.testing.assert_allclose(m.coef_, expected, rtol=1e-9, atol=1e-12)

@@ -24,10 +24,10 @@ def _tasks(seed, T=8, d=12, n=14):
     return TaskSet.from_arrays("toy", Xs, ys)
 
 
-@pytest.mark.parametrize("gamma1,gamma2,mu", [(0.05, None, 0.05), (0.01, 0.2, 0.5), (0.3, 0.0, 0.01)])
+@pytest.mark.parametrize("gamma1,gamma2,mu", [(0.05, 0.05, 0.05), (0.01, 0.2, 0.5), (0.3, 1e-4, 0.01)])
 def test_alternating_objective_never_increases(gamma1, gamma2, mu):
     tasks = _tasks(0)
-    m = VSTGMTL(gamma1=gamma1, gamma2=gamma2, mu=mu, n_bases=4, k=2, tol=0.0, max_iter=15,
+    m = VSTGMTL(gamma1=gamma1, gamma2=gamma2, mu=mu, n_bases=4, k=2, tol=0.0, xtol=0.0, max_iter=15,
                 admm_max_iter=30, fista_max_iter=50).fit(tasks)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1])), np.diff(h).max()
@@ -99,6 +99,46 @@ def test_warm_start_and_groups_on_simulated():
 def test_invalid_hyperparameters():
     tasks = _tasks(0)
     with pytest.raises(ValueError, match="vstgmtl: k"):
-        VSTGMTL(n_bases=3, k=5).fit(tasks)
+        VSTGMTL(n_bases=3, k=0).fit(tasks)
+    with pytest.raises(ValueError, match="vstgmtl: n_bases"):
+        VSTGMTL(n_bases=0).fit(tasks)
     with pytest.raises(ValueError, match="vstgmtl: gamma1"):
         VSTGMTL(gamma1=-1).fit(tasks)
+    with pytest.raises(ValueError, match="vstgmtl: gamma2"):
+        VSTGMTL(gamma2=-1).fit(tasks)
+
+
+def test_k_at_least_n_bases_is_the_l2_model():
+    """k >= K: the k-support norm of a K-vector is its l2 norm, so k is clipped to K."""
+    tasks = _tasks(5)
+    a = VSTGMTL(n_bases=3, k=3, max_iter=5).fit(tasks)
+    b = VSTGMTL(n_bases=3, k=7, max_iter=5).fit(tasks)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    v = np.random.default_rng(0).standard_normal(3)
+    from mtlbench_models._prox import ksupport_norm
+    assert ksupport_norm(v, 3) == pytest.approx(np.linalg.norm(v), rel=1e-12)
+
+
+def test_stopping_rule_and_converged_flag():
+    tasks = _tasks(6)
+    m = VSTGMTL(gamma1=0.01, gamma2=0.01, mu=0.05, n_bases=4, k=2).fit(tasks)
+    assert m.converged_ is True and m.n_iter_ < m.max_iter
+    h = m.objective_history_
+    assert h[-2] - h[-1] <= m.tol * abs(h[-2])
+    short = VSTGMTL(gamma1=0.01, gamma2=0.01, mu=0.05, n_bases=4, k=2, tol=0.0, xtol=0.0,
+                    max_iter=2).fit(tasks)
+    assert short.converged_ is False and short.n_iter_ == 2
+
+
+def test_declared_space_validates_and_is_non_convex():
+    from mtlbench.space import Param, normalise_space
+    assert VSTGMTL.convex is False and VSTGMTL.supports_warm_start is False
+    space = normalise_space(VSTGMTL.search_space)
+    assert set(space) == {"gamma1", "gamma2", "mu", "n_bases", "k"}
+    assert all(isinstance(p, Param) for p in space.values())
+    assert space["n_bases"].kind == "int" and space["k"].kind == "int" and space["k"].low == 1
+    assert np.prod([len(p.grid) for p in space.values()]) <= 9
+    VSTGMTL().check_params()
+    for name, p in space.items():
+        for v in p.grid:
+            VSTGMTL(**{name: v}).check_params()

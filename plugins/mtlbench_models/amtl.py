@@ -6,35 +6,91 @@ receives, row b_s^o = what task s sends)::
     F(W, B) = sum_t (1 + mu ||b_t^o||_1) L_t(w_t) + lam ||W - W B||_F^2
     s.t.  B >= 0,  diag(B) = 0,
 
-i.e. every task is reconstructed as a sparse non-negative combination of the others,
-w_t ~ W b_t, and a task with a large loss L_t pays mu L_t for every unit it transfers out, so
-easy (low-loss) tasks transfer more.  L_t is the TFCL paper's competitor loss
-1/2 ||y_t - X_t w_t||^2 (TFCL, Sec. Experimental Settings; the AMTL paper uses a generic
-per-task loss).
+the paper's problem (its Eq. for AMTL with the l1 penalty on outgoing transfers): every task
+is reconstructed as a sparse non-negative combination of the others, w_t ~ W b_t, and a task
+with a large loss L_t pays mu L_t for every unit it transfers out, so easy (low-loss) tasks
+transfer more.  L_t is the TFCL paper's competitor loss 1/2 ||y_t - X_t w_t||^2 (TFCL,
+Sec. Experimental Settings; the AMTL paper uses a generic per-task loss).
 
-Solver: alternating minimisation, as in the paper ("alternative optimization"):
+Hyperparameters (how the two weights are expressed; the objective is exactly the one above):
+
+* ``lam`` -> lambda = ``lam`` x s_X, s_X = mean_t ||X_t||_F^2 / d, the summed loss's curvature
+  per coordinate, so ``lam`` is scale-free.  Declared Log, bounds (0, inf): any lambda > 0 is a
+  valid model (lambda -> 0 decouples the tasks into least squares, which is ill-posed when
+  n_t < d; lambda -> inf forces W = W B).
+* ``mu`` -> mu = ``mu`` x mu_max(lam), where mu_max is the smallest mu at which B = 0 is a
+  fixed point of the cold fit: with W0 = argmin_W F(W, 0) (per-task ridge with weight
+  2 lambda, the fit's start when ``mu`` >= 1), the B-step at W0 returns B = 0 iff
+  mu L_s(w0_s) >= 2 lambda w0_s^T w0_t for every s != t (the KKT conditions of the
+  non-negative lasso at 0), so::
+
+      mu_max = (1 + 1e-9) max_{s != t} 2 lambda w0_s^T w0_t / L_s(w0_s)
+
+  (the 1e-9 margin keeps rounding from leaving a single transfer at mu = mu_max).
+
+  ``mu`` >= 1 is therefore plain ridge regression (no transfer): the declared upper bound
+  ``high = 1`` is a real limit of the model, and ``mu`` in (0, 1) is the transfer regime.
+  (The B-penalty multiplies an unnormalised sum loss, so the paper's raw mu has no
+  data-independent useful range; the ratio gives it one.  Issue 12: the old raw grid mu in
+  {0.01, 0.1, 1} selected a B = 0 refit.)
+
+Starting grid, designed (docs/tuning.md procedure) on simulated data of generator seed 101
+(``make_simulated(seed=101)``, protocol split rep 0; never the published seed 0 or the real
+data): ``lam`` in {0.3, 1} x ``mu`` in {0.5, 0.9}.  Validation AUC there (x100), fits
+started as below: lam = 0.3: mu = 0.5 -> 86.7, 0.9 -> 86.0; lam = 1: mu = 0.5 -> 84.8,
+0.9 -> 87.9 (293 transfers), 1 (ridge, B = 0) -> 81.9; lam = 3: mu = 0.5 -> 83.2, 0.9 -> 85.1,
+1 -> 80.9; lam = 10, mu = 1 -> 80.2.  So the transfer regime beats every ridge point by about
+6 points and the optimum lies inside the lam range, below the mu bound.  (Small mu with large
+lam is the slow corner of the solver: a thousand or more transfers, hundreds of outer
+iterations; (lam = 3, mu = 0.5) did not converge within 500 outer iterations on seed 101, so
+lam = 3 is left to the search's extension step, which goes there only if validation asks.)
+
+Solver: block-coordinate descent on (B, W), as the paper ("alternative optimization"):
 
 * B-step (W fixed; separable over columns t): with C = W^T W and l_s = L_s(w_s),
   min_{b_t >= 0, b_tt = 0}  lam ||w_t - W b_t||^2 + mu sum_s l_s B_st,
-  a non-negative weighted lasso per column.  Solved exactly (to ``b_tol``) by cyclic
-  coordinate descent over the rows s, vectorised over all columns t at once:
+  a non-negative weighted lasso per column, by cyclic coordinate descent over the rows s,
+  vectorised over all columns t at once:
   B_st <- max(0, B_st - (2 lam (C b_t - C e_t)_s + mu l_s) / (2 lam C_ss)), B_tt fixed at 0.
-  (The paper states the same minimisation with a proximal step max(0, v - eta mu l_s); coordinate
-  descent reaches the same unique-per-coordinate fixed point and needs no step size.)
+  Rows that are zero and satisfy the KKT condition at zero are skipped (active set, checked
+  again after each sweep).  Each coordinate update does not increase F.  ``b_passes`` sweeps
+  per outer iteration (default 5; the outer loop drives B to its fixed point; ``b_step`` with a tolerance
+  is the exact solver used by the tests).
 * W-step (B fixed): the smooth convex quadratic
   min_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2,   c_t = 1 + mu sum_s B_ts,
-  solved by conjugate gradients warm-started at the current W (each CG iterate does not increase
-  a convex quadratic); Hessian products cost O(N d + d T^2), no d T x d T matrix is built.
+  by preconditioned conjugate gradients warm-started at the current W (CG iterates do not
+  increase a convex quadratic).  Hessian products use the cached per-task Gram spectra
+  (``TaskSpectra``: O(T d r), no d T x d T matrix); the preconditioner is the exact inverse of
+  the block diagonal, (c_t X_t^T X_t + 2 lam M_tt I)^{-1} with M = (I - B)(I - B)^T, applied in
+  O(d r) per task from the same spectra.  CG stops at relative residual ``cg_tol`` or after
+  ``cg_max_iter`` (default 3) iterations: an inexact block step (every CG iterate decreases F,
+  the next outer iteration continues from it), checked by the stopping rule below.  X_t^T X_t W
+  is carried along the CG updates, so the W-step reads the data once per CG iteration and the
+  objective needs no extra pass.
 
-Each block update is kept only if it does not increase F, so the alternating objective never
-increases (tested).  Stopping: relative decrease of F below ``tol`` or ``max_iter`` alternations.
-Initialisation: per-task ridge W (weight: the mean feature energy mean_t tr(X_t^T X_t)/d) and B = 0.
+Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
+max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
+n_t < d: tasks can interpolate their data and be reconstructed exactly, so inf F = 0 -- is
+measured against a thousandth of its starting objective F_0) AND
+relative iterate change ||W_k - W_{k-1}||_F <= ``xtol`` ||W_k||_F and
+||B_k - B_{k-1}||_F <= ``xtol`` max(1, ||B_k||_F) AND the W-step's relative gradient residual
+||grad_W F|| <= ``xtol`` ||c o X^T y||_F (stationarity in W despite the inexact W-step)
+(default xtol = 1e-3).  ``converged_`` says
+whether it was met within ``max_iter`` outer iterations (default 2000, a safety cap, not a
+tuning knob).  The objective never increases (tested).
 
-Hyperparameters -> paper symbols: ``lam`` -> lambda, in units of the mean feature energy
-s_X = mean_t ||X_t||_F^2 / d (the loss curvature per coordinate), so it is scale-free;
-``mu`` -> mu (dimensionless: it multiplies B).  The grid lam in {0.1, 1, 10} x mu in {0.01, 0.1, 1} is ours.
-Fitted: ``coef_`` = W, ``B_`` (T x T), ``task_groups_`` (the task each task receives most from;
-itself if it receives nothing), diagnostics (number of transfers, per-task out-degree).
+Initialisation (B = 0 in both cases): for ``mu`` < 1, per-task ridge with the lam-independent
+weight s_X (the previous release's start); for ``mu`` >= 1, W0 = per-task ridge with weight
+2 lambda, the B = 0 stationary point, which the fit then returns (B = 0 after the first
+B-step).  Why not W0 always: the problem is non-convex and, e.g. on a simulated training split
+at lam = 1, mu = 0.9, the start at W0 ends at F = 4723.8 (81 transfers) while the start at the
+s_X ridge ends at F = 4296.4 (239 transfers), both converged; the lower objective is kept.
+Non-convex: ``convex = False``; the search never warm-starts it (``init`` is ignored).
+
+Fitted: ``coef_`` = W, ``B_`` (T x T), ``lam_``, ``mu_`` (the paper's lambda, mu), ``mu_max_``,
+``task_groups_`` (the task each task receives most from; itself if it receives nothing),
+``converged_``, ``n_iter_``, ``objective_history_``, diagnostics (number of transfers,
+per-task out-degree, CG iterations).
 
 Not the authors' code: BlasterL/AMTL (MATLAB) penalises B quadratically and its regression
 W-step treats samples individually; we implement the paper's objective (models.md item 9).
@@ -45,10 +101,9 @@ objective itself, not an approximation); the paper's hyperparameter grid.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, cg
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
-from mtlbench_models.stl import ridge_solve
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench_models._taskgram import TaskSpectra
 
 
 def task_losses(Xs, ys, W) -> np.ndarray:
@@ -61,37 +116,91 @@ def amtl_objective(Xs, ys, W, B, lam, mu) -> float:
     return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R))
 
 
+def _objective(spec: TaskSpectra, W, GW, B, lam, mu) -> tuple[float, np.ndarray]:
+    """F(W, B) and the per-task losses, from GW = [X_t^T X_t w_t]_t (no pass over the data)."""
+    fit = np.einsum("it,it->t", W, GW - 2.0 * spec.Xty) + spec.yy
+    L = 0.5 * np.maximum(fit, 0.0)
+    R = W - W @ B
+    return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L
+
+
+def _cd_sweeps(B, G, C, pen, rows, passes, tol):
+    """Cyclic coordinate descent sweeps over ``rows`` of B (in place).  G = C B - C on entry;
+    on return G is valid on ``rows`` only (each row's gradient is recomputed when visited).
+    Returns (sweeps done, largest change of the last sweep)."""
+    diagC = np.diag(C)
+    biggest = 0.0
+    p = 0
+    for p in range(1, passes + 1):
+        biggest = 0.0
+        for s in rows:
+            if diagC[s] <= 0:          # w_s = 0: row s cannot help any task; zero is optimal
+                B[s] = 0.0
+                continue
+            old = B[s].copy()
+            g = C[s] @ B - C[s]
+            new = np.maximum(old - (g + pen[s]) / diagC[s], 0.0)
+            new[s] = 0.0
+            B[s] = new
+            G[s] = g
+            ch = float(np.abs(new - old).max())
+            if ch > biggest:
+                biggest = ch
+        if biggest <= tol * max(1.0, float(B.max(initial=0.0))):
+            break
+    return p, biggest
+
+
+def _kkt_rows(B, G, pen):
+    """Rows of B that are nonzero or violate the KKT condition at zero (grad + pen < 0)."""
+    viol = (G + pen[:, None]) < 0.0
+    np.fill_diagonal(viol, False)
+    return np.flatnonzero((B > 0).any(axis=1) | viol.any(axis=1))
+
+
 def b_step(W: np.ndarray, losses: np.ndarray, lam: float, mu: float, B0: np.ndarray | None = None,
            tol: float = 1e-6, max_pass: int = 100) -> tuple[np.ndarray, int]:
     """All columns of argmin_{B >= 0, diag B = 0} lam ||W - W B||_F^2 + mu sum_{s,t} losses_s B_st.
 
-    Cyclic coordinate descent over rows, vectorised over columns.  Stops when a full pass
-    changes no entry by more than ``tol`` x max(1, max B).  Returns (B, passes)."""
+    Active-set cyclic coordinate descent over rows, vectorised over columns.  Stops when a
+    sweep changes no entry by more than ``tol`` x max(1, max B) and no zero row violates its
+    KKT condition.  Returns (B, sweeps)."""
     T = W.shape[1]
     C = W.T @ W
-    B = np.zeros((T, T)) if B0 is None else B0.copy()
+    B = np.zeros((T, T)) if B0 is None else np.array(B0, dtype=np.float64)
     np.fill_diagonal(B, 0.0)
     G = C @ B - C                      # (1/(2 lam)) x gradient of the smooth part
-    pen = mu * losses / (2.0 * lam)
-    diagC = np.diag(C).copy()
-    p = 0
-    for p in range(1, max_pass + 1):
-        biggest = 0.0
-        for s in range(T):
-            old = B[s].copy()
-            if diagC[s] <= 0:          # w_s = 0: row s cannot help any task; zero is optimal
-                new = np.zeros(T)
-            else:
-                new = np.maximum(old - (G[s] + pen[s]) / diagC[s], 0.0)
-                new[s] = 0.0
-            delta = new - old
-            if np.any(delta):
-                B[s] = new
-                G += np.outer(C[:, s], delta)
-                biggest = max(biggest, float(np.abs(delta).max()))
-        if biggest <= tol * max(1.0, float(B.max(initial=0.0))):
+    pen = mu * np.asarray(losses, dtype=np.float64) / (2.0 * lam)
+    total = 0
+    while total < max_pass:
+        rows = _kkt_rows(B, G, pen)
+        if rows.size == 0:
             break
-    return B, p
+        p, biggest = _cd_sweeps(B, G, C, pen, rows, max_pass - total, tol)
+        total += p
+        G = C @ B - C
+        if biggest > tol * max(1.0, float(B.max(initial=0.0))):
+            break                      # sweep budget used up
+        if not np.setdiff1d(_kkt_rows(B, G, pen), rows).size:
+            break                      # converged and no other row violates its KKT condition
+    return B, total
+
+
+def amtl_scales(spec: TaskSpectra, lam_ratio: float) -> tuple[float, float, np.ndarray]:
+    """(lambda, mu_max, W0) for ``lam`` = lam_ratio: see the module docstring."""
+    lam = float(lam_ratio) * spec.energy
+    two = np.full(spec.T, 2.0 * lam)
+    W0 = spec.shifted_solve(spec.Xty, np.ones(spec.T), two)       # ridge with weight 2 lambda
+    L0 = spec.losses(W0)
+    C0 = W0.T @ W0
+    np.fill_diagonal(C0, -np.inf)
+    floor = 1e-12 * max(float(spec.yy.max()), 1.0)
+    ratio = 2.0 * lam * C0 / np.maximum(L0, floor)[:, None]
+    mu_max = float(ratio.max()) if ratio.size > 1 else 0.0
+    if not mu_max > 0:                 # no positively aligned pair: B = 0 for every mu
+        mu_max = 2.0 * lam * float(np.diag(W0.T @ W0).max()) / max(float(L0.max()), floor)
+    # a relative margin of 1e-9 so that at mu = mu_max rounding cannot leave a single transfer
+    return lam, max(mu_max, 1e-300) * (1.0 + 1e-9), W0
 
 
 class AMTL(LinearMTLModel):
@@ -99,91 +208,119 @@ class AMTL(LinearMTLModel):
 
     name = "amtl"
     paper = "Lee, Yang & Hwang, Asymmetric Multi-task Learning Based on Task Relatedness and Loss, ICML 2016"
-    search_space = {"lam": [0.1, 1.0, 10.0], "mu": [0.01, 0.1, 1.0]}
-    supports_warm_start = True
+    search_space = {"lam": Log([0.3, 1.0], low=0.0, high=None),
+                    "mu": Log([0.5, 0.9], low=0.0, high=1.0)}
+    param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
+                         "max_iter": Int([2000], low=1), "cg_tol": Linear([1e-6], low=0.0),
+                         "cg_max_iter": Int([3], low=1), "b_passes": Int([5], low=1)}
+    convex = False
+    supports_warm_start = False
 
-    def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-4, max_iter: int = 30,
-                 cg_max_iter: int = 50, b_tol: float = 1e-6, b_max_pass: int = 20):
+    def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-6, xtol: float = 1e-3,
+                 max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 3,
+                 b_passes: int = 5):
         self.lam = lam
         self.mu = mu
         self.tol = tol
+        self.xtol = xtol
         self.max_iter = max_iter
+        self.cg_tol = cg_tol
         self.cg_max_iter = cg_max_iter
-        self.b_tol = b_tol
-        self.b_max_pass = b_max_pass
-
-    def _validate(self):
-        if not self.lam > 0:
-            raise ValueError(f"amtl: lam must be > 0, got {self.lam}")
-        if not self.mu >= 0:
-            raise ValueError(f"amtl: mu must be >= 0, got {self.mu}")
-        for p in ("max_iter", "cg_max_iter"):
-            if int(getattr(self, p)) < 1:
-                raise ValueError(f"amtl: {p} must be >= 1, got {getattr(self, p)}")
+        self.b_passes = b_passes
 
     def fit(self, tasks: TaskSet, init=None) -> "AMTL":
-        self._validate()
-        T, d = tasks.T, tasks.d
-        Xs = [tasks.X(t) for t in range(T)]
-        ys = [tasks.y(t) for t in range(T)]
-        energy = float(np.mean([np.einsum("ij,ij->", X, X) for X in Xs])) / d
-        lam = float(self.lam) * energy
-        mu = float(self.mu)
-        self.lam_ = lam
-        if init is not None and getattr(init, "coef_", None) is not None \
-                and init.coef_.shape == (d, T) and getattr(init, "B_", None) is not None:
-            W, B = init.coef_.copy(), init.B_.copy()
+        self.check_params()
+        spec = TaskSpectra.of(tasks)
+        T = spec.T
+        lam, mu_max, W0 = tasks.memo(("compa.amtl.scales", float(self.lam)),
+                                     lambda: amtl_scales(spec, float(self.lam)))
+        mu = float(self.mu) * mu_max
+        self.lam_, self.mu_, self.mu_max_ = lam, mu, mu_max
+        if float(self.mu) >= 1.0:
+            W = W0.copy()                  # the B = 0 stationary point (see the docstring)
         else:
-            W = np.column_stack([ridge_solve(X, y, energy) for X, y in zip(Xs, ys)])
-            B = np.zeros((T, T))
-        Xty = np.column_stack([X.T @ y for X, y in zip(Xs, ys)])
-        F = lambda W_, B_: amtl_objective(Xs, ys, W_, B_, lam, mu)
-        hist = [F(W, B)]
-        it, b_passes, cg_iters = 0, 0, 0
+            W = tasks.memo(("compa.amtl.init", 1), lambda: spec.shifted_solve(
+                spec.Xty, np.ones(T), np.full(T, spec.energy))).copy()
+        GW = spec.gram_apply(W)            # kept in step with W through the CG updates
+        B = np.zeros((T, T))
+        F, L = _objective(spec, W, GW, B, lam, mu)
+        hist = [F]
+        converged = False
+        it, cg_iters, b_sweeps = 0, 0, 0
         for it in range(1, int(self.max_iter) + 1):
-            # B-step
-            B_new, p = b_step(W, task_losses(Xs, ys, W), lam, mu, B, tol=self.b_tol, max_pass=int(self.b_max_pass))
-            b_passes += p
-            if F(W, B_new) <= F(W, B):
-                B = B_new
-            # W-step
-            W_new, n_cg = self._w_step(Xs, Xty, W, B, lam, mu)
+            W_old, B_old = W, B.copy()
+            # B-step: coordinate descent sweeps on the active rows (each never increases F)
+            C = W.T @ W
+            G = C @ B - C
+            pen = mu * L / (2.0 * lam)
+            rows = _kkt_rows(B, G, pen)
+            if rows.size:
+                p, _ = _cd_sweeps(B, G, C, pen, rows, int(self.b_passes), 0.0)
+                b_sweeps += p
+            # W-step: PCG on the convex quadratic, warm-started at W
+            W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu)
             cg_iters += n_cg
-            if F(W_new, B) <= F(W, B):
-                W = W_new
-            hist.append(F(W, B))
-            if hist[-2] - hist[-1] <= self.tol * abs(hist[-2]):
+            F_new, L = _objective(spec, W, GW, B, lam, mu)
+            hist.append(F_new)
+            dF = hist[-2] - hist[-1]
+            dW = float(np.linalg.norm(W - W_old))
+            dB = float(np.linalg.norm(B - B_old))
+            if (dF <= self.tol * max(abs(hist[-2]), 1e-3 * hist[0])
+                    and dW <= self.xtol * float(np.linalg.norm(W))
+                    and dB <= self.xtol * max(1.0, float(np.linalg.norm(B)))
+                    and self._w_residual <= self.xtol):
+                converged = True
                 break
         self.coef_ = W
         self.B_ = B
         self.objective_history_ = hist
         self.n_iter_ = it
+        self.converged_ = converged
         recv = B.max(axis=0) > 0
         self.task_groups_ = np.where(recv, B.argmax(axis=0), np.arange(T))
         self.diagnostics_ = {"transfers": int(np.count_nonzero(B)),
                              "out_degree": np.count_nonzero(B, axis=1).tolist(),
-                             "b_passes": int(b_passes), "cg_iters": int(cg_iters)}
+                             "b_sweeps": int(b_sweeps), "cg_iters": int(cg_iters),
+                             "mu_max": mu_max, "converged": converged,
+                             "w_step_residual": self._w_residual}
         return self
 
-    def _w_step(self, Xs, Xty, W, B, lam, mu):
-        d, T = W.shape
+    def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu):
+        """PCG for argmin_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2 from W (see docstring).
+        GW = [G_t w_t]_t on entry; returns (W, GW, CG iterations), GW updated alongside W so
+        that one Gram pass per CG iteration is all the data the W-step reads."""
+        T = W.shape[1]
         c = 1.0 + mu * B.sum(axis=1)
         IB = np.eye(T) - B
         M = IB @ IB.T
+        a = 2.0 * lam * np.diag(M)
 
-        def hess(p):
-            P = p.reshape(d, T, order="F")
-            out = 2.0 * lam * (P @ M)
-            for t, X in enumerate(Xs):
-                out[:, t] += c[t] * (X.T @ (X @ P[:, t]))
-            return out.ravel(order="F")
-
-        op = LinearOperator((d * T, d * T), matvec=hess, dtype=np.float64)
-        rhs = (Xty * c).ravel(order="F")
-        count = [0]
-        x, _ = cg(op, rhs, x0=W.ravel(order="F"), rtol=1e-8, atol=0.0,
-                  maxiter=int(self.cg_max_iter), callback=lambda _: count.__setitem__(0, count[0] + 1))
-        return x.reshape(d, T, order="F"), count[0]
+        rhs = spec.Xty * c
+        X, GX = W.copy(), GW.copy()
+        R = rhs - (c * GX + (2.0 * lam) * (X @ M))
+        thr = float(self.cg_tol) * float(np.linalg.norm(rhs))
+        self._w_residual = float(np.linalg.norm(R)) / max(float(np.linalg.norm(rhs)), 1e-300)
+        if float(np.linalg.norm(R)) <= thr:
+            return X, GX, 0
+        Z = spec.shifted_solve(R, c, a)
+        P = Z
+        rz = float(np.sum(R * Z))
+        n = 0
+        for n in range(1, int(self.cg_max_iter) + 1):
+            GP = spec.gram_apply(P)
+            HP = c * GP + (2.0 * lam) * (P @ M)
+            alpha = rz / float(np.sum(P * HP))
+            X = X + alpha * P
+            GX = GX + alpha * GP
+            R = R - alpha * HP
+            if float(np.linalg.norm(R)) <= thr:
+                break
+            Z = spec.shifted_solve(R, c, a)
+            rz_new = float(np.sum(R * Z))
+            P = Z + (rz_new / rz) * P
+            rz = rz_new
+        self._w_residual = float(np.linalg.norm(R)) / max(float(np.linalg.norm(rhs)), 1e-300)
+        return X, GX, n
 
 
 @hookimpl

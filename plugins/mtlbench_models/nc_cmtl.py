@@ -32,15 +32,29 @@ it).  Implementation: D = g'(s) I + P diag(g'(sigma^2 + s) - g'(s)) P^T from the
 W = P Sigma Q^T (no d x d eigen-decomposition).  Per task we solve on the smaller side: the
 d x d system with a cached Gram matrix when d <= n_t, else the n_t x n_t push-through form
 w = C^{-1} X^T (I + X C^{-1} X^T)^{-1} y with C = 2 rho_t D, whose inverse is explicit
-(identity plus rank min(d, T)).  No per-task d x d matrix is built when d > n_t.
+(identity plus rank min(d, T)).  No per-task d x d matrix is built when d > n_t.  When every
+task is on the Gram side, D is formed once per step and all tasks are solved in one batched
+LU solve of the stacked (T x d x d) systems G_t + 2 rho_t D.
 
-Initialisation W^0 = [X_t^T y_t]_t (the authors' code).  Stopping: relative decrease of F below
-``tol`` (default 1e-5) or ``max_iter`` (default 100) MM steps.  ``objective_history_`` holds
-F(W^0), F(W^1), ...
+Initialisation W^0 = [X_t^T y_t]_t (the authors' code).  Stopping rule (non-convex problem):
+relative decrease of F at most ``tol`` (default 1e-6) AND relative iterate change
+||W^k - W^{k-1}||_F <= ``xtol`` ||W^k||_F (default 1e-4); ``converged_`` says whether that was
+met within ``max_iter`` MM steps (default 1000, a safety cap, not a tuning knob).
+``objective_history_`` holds F(W^0), F(W^1), ...  Non-convex (``convex = False``): every fit
+starts from W^0, never from another fit.  The data-only pieces (X_t^T y_t, the Gram matrices
+when d <= n_t) are computed once per TaskSet (``tasks.memo``).
 
 Hyperparameters -> paper symbols: ``mu`` = mu (regularisation weight, the only one tuned; the
 authors' demo searches {1e-3, ..., 1e3}); ``q`` = q (loss power, 1 = calibrated square-root
 loss); ``s`` = s (smoothing in W W^T + s I; 10 in the authors' code).
+
+Declared search space: ``mu`` Log, starting grid {1, 10, 100}, bounds (0, inf): every mu > 0 is
+a valid model (mu -> 0 is per-task least squares, mu -> inf shrinks W to 0; neither end is a
+point where the model stops changing, so no finite bound is declared).  The starting grid was
+chosen on simulated data of generator seed 101 (``make_simulated(seed=101)``, protocol split
+rep 0; never the published seed 0 or the real data): validation AUC over mu in {0.1, 1, 10, 100, 1e3, 1e4}
+was 77.2, 78.8, 83.5, 80.9, 80.0, 79.8 (every fit converged in <= 8 MM steps), i.e. an
+interior maximum near mu = 10, so the grid is the decade on each side of it.
 
 Could not verify (the paper's full text was not reachable from this machine; only its
 abstract, models.md and the authors' code): the exact equation numbers; whether the paper
@@ -54,7 +68,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Int, LinearMTLModel, Linear, Log, TaskSet, hookimpl
 
 
 def _g(x: np.ndarray) -> np.ndarray:
@@ -108,27 +122,26 @@ class NCCMTL(LinearMTLModel):
 
     name = "nc-cmtl"
     paper = "Nie, Hu & Li, Calibrated Multi-Task Learning, KDD 2018"
-    search_space = {"mu": [1e-1, 1.0, 10.0, 100.0, 1000.0]}
+    search_space = {"mu": Log([1.0, 10.0, 100.0], low=0.0, high=None)}
+    param_constraints = {"q": Linear([1.0], low=0.0, high=2.0), "s": Log([10.0], low=0.0),
+                         "tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-4], low=0.0),
+                         "max_iter": Int([1000], low=1)}
+    convex = False
+    supports_warm_start = False
 
-    def __init__(self, mu: float = 1.0, q: float = 1.0, s: float = 10.0,
-                 tol: float = 1e-5, max_iter: int = 100):
+    def __init__(self, mu: float = 10.0, q: float = 1.0, s: float = 10.0,
+                 tol: float = 1e-6, xtol: float = 1e-4, max_iter: int = 1000):
         self.mu = mu
         self.q = q
         self.s = s
         self.tol = tol
+        self.xtol = xtol
         self.max_iter = max_iter
 
     def _validate(self) -> None:
-        if not self.mu > 0:
-            raise ValueError(f"nc-cmtl: mu must be > 0, got {self.mu}")
-        if not 0 < self.q <= 2:
+        self.check_params()
+        if not self.q > 0:
             raise ValueError(f"nc-cmtl: q must be in (0, 2], got {self.q}")
-        if not self.s > 0:
-            raise ValueError(f"nc-cmtl: s must be > 0, got {self.s}")
-        if not self.tol >= 0:
-            raise ValueError(f"nc-cmtl: tol must be >= 0, got {self.tol}")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"nc-cmtl: max_iter must be >= 1, got {self.max_iter}")
 
     def fit(self, tasks: TaskSet, init=None) -> "NCCMTL":
         self._validate()
@@ -136,28 +149,48 @@ class NCCMTL(LinearMTLModel):
         T, d = tasks.T, tasks.d
         Xs = [tasks.X(t) for t in range(T)]
         ys = [tasks.y(t) for t in range(T)]
-        Xty = [X.T @ y for X, y in zip(Xs, ys)]
-        grams = [X.T @ X if d <= X.shape[0] else None for X in Xs]
+        Xty, grams = tasks.memo(("compa.nc_cmtl.gram", 1), lambda: (
+            [X.T @ y for X, y in zip(Xs, ys)],
+            [X.T @ X if d <= X.shape[0] else None for X in Xs]))
+        stacked = None
+        if all(g is not None for g in grams) and T * d * d <= 3e7:
+            stacked = tasks.memo(("compa.nc_cmtl.stacked", 1), lambda: np.stack(grams))
+            Xty_stack = np.stack(Xty)                    # T x d
         W = np.column_stack(Xty)                         # W^0 = [X_t^T y_t] (authors' code)
         hist = [nc_cmtl_objective(Xs, ys, W, mu, q, s)]
         it = 0
+        converged = False
         for it in range(1, int(self.max_iter) + 1):
             a, P, delta = reweight_matrix(W, s)
             W_new = np.empty_like(W)
+            rhos = np.empty(T)
             for t, (X, y) in enumerate(zip(Xs, ys)):
                 e = np.linalg.norm(y - X @ W[:, t])
                 e = max(e, 1e-12 * max(np.linalg.norm(y), 1.0))     # guard the weight ||e||^{q-2}
-                rho = mu * np.sqrt(y.shape[0]) / (q * e ** (q - 2.0))
-                W_new[:, t] = majoriser_solve(X, y, rho, a, P, delta, grams[t], Xty[t])
+                rhos[t] = mu * np.sqrt(y.shape[0]) / (q * e ** (q - 2.0))
+            if stacked is not None:
+                # every task on the Gram side: one batched solve of (G_t + 2 rho_t D) w_t = X_t^T y_t
+                D = (P * delta) @ P.T
+                D[np.diag_indices_from(D)] += a
+                A = stacked + (2.0 * rhos)[:, None, None] * D[None]
+                W_new = np.linalg.solve(A, Xty_stack[:, :, None])[:, :, 0].T
+            else:
+                for t, (X, y) in enumerate(zip(Xs, ys)):
+                    W_new[:, t] = majoriser_solve(X, y, rhos[t], a, P, delta, grams[t], Xty[t])
+            dW = float(np.linalg.norm(W_new - W))
             W = W_new
             hist.append(nc_cmtl_objective(Xs, ys, W, mu, q, s))
-            if hist[-2] - hist[-1] <= self.tol * abs(hist[-2]):
+            if (hist[-2] - hist[-1] <= self.tol * abs(hist[-2])
+                    and dW <= self.xtol * float(np.linalg.norm(W))):
+                converged = True
                 break
         self.coef_ = W
         self.objective_history_ = hist
         self.n_iter_ = it
+        self.converged_ = converged
         sig = np.linalg.svd(W, compute_uv=False)
-        self.diagnostics_ = {"singular_values": [float(x) for x in sig[:20]]}
+        self.diagnostics_ = {"singular_values": [float(x) for x in sig[:20]],
+                             "converged": converged}
         return self
 
 
