@@ -79,7 +79,7 @@ from scipy.sparse.linalg import LinearOperator, cg, eigsh
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 from mtlbench_models._prox import ksupport_norm, prox_l1, prox_l1inf_rows, prox_ksupport_sq
-from mtlbench_models.stl import ridge_solve
+from ._linalg import ridge_solve
 
 _DENSE_MAX = 2500        # largest dK (or N) for which the loss system is factorised densely
 _GRAM_CACHE_MAX = 3e7    # cache per-task d x d Gram matrices only when T d^2 stays below this
