@@ -12,7 +12,8 @@ import numpy as np
 
 from mtlbench import hookimpl
 
-from .tfcl import bipartite_laplacian, ustep
+from ._tfcl.eigen import bipartite_laplacian
+from ._tfcl.ustep import ustep
 
 __all__ = ["ustep_sdp", "check_ustep_rows", "register_commands"]
 

@@ -122,10 +122,10 @@ from threadpoolctl import threadpool_limits
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
 
 from ._prox import prox_group_cols
-from .tfcl import (COMMON_CONSTRAINTS, DEFAULT_EIG_RTOL, _N_EMBED_ITERS, check_common,
-                   check_lam_scale, group_scale, groups_from_embedding, loss_at_zero, make_loss,
-                   momentum_next, stop_rule, tfcl_wstep, ustep, ustep_diff_norm,
-                   validate_declared)
+from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, check_common, check_lam_scale,
+                         group_scale, loss_at_zero, make_loss, momentum_next, stop_rule,
+                         tfcl_wstep, validate_declared)
+from ._tfcl.ustep import DEFAULT_EIG_RTOL, groups_from_embedding, ustep, ustep_diff_norm
 
 # Declared search spaces (lam_scale="data"; bounds and starting grids: module docstring).
 SPACE_Q = {

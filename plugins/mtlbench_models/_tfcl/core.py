@@ -1,0 +1,112 @@
+"""Numerics shared by every TFCL-family fit (``tfcl.py``: problem (P); ``tfcl_q.py``: (Q)).
+
+The W-step of Prop. sol (``tfcl_wstep``), the loss objects and the data scale of the
+co-grouping weight (``make_loss``, ``loss_at_zero``, ``group_scale``), the parameter checks
+(``validate_declared``, ``check_common``, ``check_lam_scale``, ``COMMON_CONSTRAINTS``), the
+stopping rule (``stop_rule``) and FISTA's momentum sequence (``momentum_next``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mtlbench import Int, Linear, Log, TaskSet
+from mtlbench.model import param_problems
+
+from .._losses import SquaredAUCLoss, SquaredLoss
+from .ustep import DEFAULT_EIG_RTOL
+
+_N_EMBED_ITERS = 5
+
+
+# ----------------------------------------------------------------------------- W-step
+def tfcl_wstep(W_tilde: np.ndarray, D: np.ndarray, lam_group: float, lam_ridge: float,
+               C: float) -> np.ndarray:
+    """Prop. sol: argmin_W 1/2||W - W~||^2 + (a1/C) sum |W_ij| D_ij + a2/(2C) ||W||^2
+    = sign(W~) max(|W~|/(1 + a2/C) - a1/(C + a2) D, 0)."""
+    return np.sign(W_tilde) * np.maximum(
+        np.abs(W_tilde) / (1.0 + lam_ridge / C) - lam_group / (C + lam_ridge) * D, 0.0)
+
+
+# ------------------------------------------------------------------ losses, checks, stopping
+def make_loss(tasks: TaskSet, loss: str, model_name: str):
+    """The loss object of ``tasks`` (built once per TaskSet object: ``tasks.memo``; it holds
+    only data-derived, read-only arrays such as class means and Lipschitz constants)."""
+    if loss == "auc":
+        return tasks.memo(("tfcl", "SquaredAUCLoss"), lambda: SquaredAUCLoss(tasks))
+    if loss == "squared":
+        return tasks.memo(("tfcl", "SquaredLoss"), lambda: SquaredLoss(tasks))
+    raise ValueError(f"{model_name}: loss must be 'auc' or 'squared', got {loss!r}")
+
+
+def loss_at_zero(tasks: TaskSet, J, loss: str) -> np.ndarray:
+    """grad J(0) (d x T), once per TaskSet object."""
+    return tasks.memo(("tfcl", "grad0", loss), lambda: J.grad(np.zeros((tasks.d, tasks.T))))
+
+
+def group_scale(G0: np.ndarray) -> float:
+    """The data scale of the co-grouping weight: s = (d + T) ||grad J(0)||_inf / 2.
+
+    From W = 0 (where U = (k/N) I and D_ij = 2k/N) the W-step of Prop. sol returns W = 0
+    exactly when alpha_1 2k/N >= ||grad J(0)||_inf, i.e. when alpha_1 >= s / k: with
+    alpha_1 = lam_group * s, every lam_group >= 1/k gives W = 0 (a fixed point of Alg. 1).
+    The scale does not depend on k, so k keeps its own effect (module docstring, "What k
+    does")."""
+    d, T = G0.shape
+    return float((d + T) * np.max(np.abs(G0)) / 2.0) if G0.size else 1.0
+
+
+def validate_declared(model) -> None:
+    """``check_params`` (declared kinds and bounds); with lam_scale="absolute" the lam_*
+    values are the paper's raw alphas, so only their sign is checked (``check_common``)."""
+    params = model.get_params(deep=False)
+    if getattr(model, "lam_scale", "data") == "absolute":
+        params = {k: v for k, v in params.items() if not k.startswith("lam_")}
+    problems = param_problems(type(model), params)
+    if problems:
+        raise ValueError(f"{model.name}: " + "; ".join(problems))
+
+
+def check_lam_scale(name: str, lam_scale) -> None:
+    if lam_scale not in ("data", "absolute"):
+        raise ValueError(f"{name}: lam_scale must be 'data' or 'absolute', got {lam_scale!r}")
+
+
+def check_common(name: str, k, max_iter, tol, c_factor, eig_rtol, **lams) -> None:
+    """Checks beyond the declared bounds (``check_params``): types and strict inequalities."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"{name}: k must be an integer >= 1, got {k!r}")
+    for key, v in lams.items():
+        if not (np.isfinite(v) and v >= 0):
+            raise ValueError(f"{name}: {key} must be >= 0, got {v!r}")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ValueError(f"{name}: max_iter must be an integer >= 1, got {max_iter!r}")
+    if not tol > 0:
+        raise ValueError(f"{name}: tol must be > 0, got {tol!r}")
+    if not c_factor > 1:
+        raise ValueError(f"{name}: c_factor must be > 1 (C above the Lipschitz constant), "
+                         f"got {c_factor!r}")
+    if not 0 < eig_rtol < 1e-2:
+        raise ValueError(f"{name}: eig_rtol must be in (0, 1e-2), got {eig_rtol!r}")
+
+
+def stop_rule(f_prev: float, f_new: float, dw: float, w_norm: float, tol: float) -> bool:
+    """The stopping rule of every TFCL-family fit (non-convex: objective and iterate change):
+    |F^t - F^{t-1}| <= tol max(1, |F^t|)  and  ||W^t - W^{t-1}||_F <= sqrt(tol) max(1, ||W^t||_F).
+    """
+    return (abs(f_prev - f_new) <= tol * max(1.0, abs(f_new))
+            and dw <= np.sqrt(tol) * max(1.0, w_norm))
+
+
+def momentum_next(t_k: float) -> tuple[float, float]:
+    """FISTA's sequence: t_{k+1} = (1 + sqrt(1 + 4 t_k^2)) / 2, beta = (t_k - 1) / t_{k+1}."""
+    t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k))
+    return t_next, (t_k - 1.0) / t_next
+
+
+COMMON_CONSTRAINTS = {
+    "max_iter": Int([2000], low=1),
+    "tol": Log([1e-6], low=0.0),
+    "c_factor": Linear([1.01], low=1.0),
+    "eig_rtol": Log([DEFAULT_EIG_RTOL], low=0.0, high=1e-2),
+}
+

@@ -1,0 +1,298 @@
+"""The closed-form U-step of Thm. eigsol (TFCL, Alg. 1) in factored form.
+
+U = argmin_{U in Gamma} <L(W), U>, Gamma = {U symmetric, 0 <= U <= I, tr U = k}, is
+U = V diag(c) V^T over the q smallest eigenpairs of L(W) (weights c: ``ustep_weights``), never
+formed as an N x N matrix: U = c0 P0 + V1 diag(c1) V1^T (``UStep``).  ``ustep`` uses the
+partial eigensolvers of ``eigen.py``; ``ustep_dense`` is the full-spectrum reference.  The
+cases of the proof (Appendix A) and the tie tolerance are described in the ``tfcl`` module
+docstring ("Solver").
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .eigen import _Component, _components, bipartite_laplacian
+
+DEFAULT_EIG_RTOL = 1e-8
+_DENSE_COMPONENT = 300     # components up to this many nodes: dense eigh
+
+
+def ustep_weights(lams: np.ndarray, k: int, tol: float) -> tuple[np.ndarray, int, int]:
+    """Thm. eigsol weights for ascending eigenvalues ``lams`` (at least the q smallest).
+
+    p = #{lambda_i < lambda_k - tol}, q = #{lambda_i <= lambda_k + tol};
+    c_i = 1 for i <= p, (k - p)/(q - p) for p < i <= q, 0 otherwise.
+    """
+    lams = np.asarray(lams, dtype=np.float64)
+    lk = lams[k - 1]
+    p = int(np.count_nonzero(lams < lk - tol))
+    q = int(np.count_nonzero(lams <= lk + tol))
+    c = np.zeros(lams.shape[0])
+    c[:p] = 1.0
+    c[p:q] = (k - p) / (q - p)
+    return c, p, q
+
+
+def ustep_case(p: int, q: int, k: int, N: int) -> str:
+    """Name of the case of the proof of Thm. eigsol (Appendix A) that (p, q) falls in."""
+    if p == k - 1 and q == k:
+        return "1"
+    if p == 0 and q == N:
+        return "2d"
+    if p == 0:
+        return "2b"
+    if q == N:
+        return "2c"
+    return "2a"
+
+
+@dataclass
+class UStep:
+    """The closed-form U of Thm. eigsol in factored form, never as an N x N matrix.
+
+    U = c0 * P0 + V1 diag(c1) V1^T, where P0 = sum_C 1_C 1_C^T / |C| projects onto the
+    indicator vectors of the connected components (the exact zero eigenspace of L) and V1
+    holds the selected non-zero eigenvectors.  ``lams`` are the q smallest eigenvalues
+    (zeros first), ``p``/``q`` as in Thm. eigsol, ``case`` the proof's case.
+    """
+
+    d: int
+    T: int
+    k: int
+    labels: np.ndarray            # (N,) connected component of each node
+    sizes: np.ndarray             # (m,) component sizes
+    c0: float                     # weight of the zero eigenspace (all of it is selected)
+    V1: np.ndarray                # (N, r) selected non-zero eigenvectors
+    c1: np.ndarray                # (r,) their weights
+    lams: np.ndarray              # (q,) eigenvalues of the selected pairs, ascending
+    p: int
+    q: int
+    tol: float
+    case: str
+    stats: dict = field(default_factory=dict)
+    _eig_cache: list | None = None  # per-component eigenvectors for warm starts
+
+    @property
+    def N(self) -> int:
+        return self.d + self.T
+
+    @property
+    def m(self) -> int:
+        return int(self.sizes.shape[0])
+
+    def dense(self) -> np.ndarray:
+        """U as a dense N x N matrix (tests and the cvxpy cross-check only)."""
+        U = (self.V1 * self.c1) @ self.V1.T
+        if self.c0:
+            same = self.labels[:, None] == self.labels[None, :]
+            U += self.c0 * same / self.sizes[self.labels][:, None]
+        return U
+
+    def distances(self) -> np.ndarray:
+        """D (d x T): D_ij = U_ii + U_{d+j,d+j} - 2 U_{i,d+j} = ||f_i - f_{d+j}||^2 (Prop. sol)."""
+        d = self.d
+        G = self.V1 * np.sqrt(self.c1)
+        Gf, Gt = G[:d], G[d:]
+        D = (np.einsum("ij,ij->i", Gf, Gf)[:, None] + np.einsum("ij,ij->i", Gt, Gt)[None, :]
+             - 2.0 * (Gf @ Gt.T))
+        if self.c0:
+            lf, lt = self.labels[:d], self.labels[d:]
+            inv = 1.0 / self.sizes
+            D += self.c0 * (inv[lf][:, None] + inv[lt][None, :]
+                            - 2.0 * (lf[:, None] == lt[None, :]) * inv[lf][:, None])
+        return np.maximum(D, 0.0)
+
+    def frob_sq(self) -> float:
+        return float(self.c0 ** 2 * self.m + np.sum(self.c1 ** 2))
+
+    def embedding(self, ncols: int | None = None) -> np.ndarray:
+        """Spectral embedding rows f_1..f_N (N x k): the k smallest eigenvectors of L, the
+        zero eigenspace given by normalised component indicators (largest components first)."""
+        ncols = self.k if ncols is None else ncols
+        order = np.argsort(-self.sizes, kind="stable")[:ncols]
+        E = np.zeros((self.N, ncols))
+        for j, comp in enumerate(order):
+            idx = self.labels == comp
+            E[idx, j] = 1.0 / np.sqrt(self.sizes[comp])
+        rest = ncols - order.shape[0]
+        if rest > 0:
+            E[:, order.shape[0]:order.shape[0] + min(rest, self.V1.shape[1])] = self.V1[:, :rest]
+        return E
+
+
+def _inner_same(a: UStep, b: UStep) -> float:
+    """<U_a, U_b> (Frobenius) from the factors."""
+    Ga = a.V1 * np.sqrt(a.c1)
+    Gb = b.V1 * np.sqrt(b.c1)
+    out = float(np.sum((Ga.T @ Gb) ** 2))
+    if a.c0 and b.c0:
+        cont = sp.coo_matrix((np.ones(a.N), (a.labels, b.labels)),
+                             shape=(a.m, b.m)).tocsr()
+        cont.sum_duplicates()
+        cc = cont.tocoo()
+        out += a.c0 * b.c0 * float(np.sum(cc.data ** 2 / (a.sizes[cc.row] * b.sizes[cc.col])))
+    for x, y in ((a, b), (b, a)):
+        if x.c0 and y.c1.shape[0]:
+            Gy = y.V1 * np.sqrt(y.c1)
+            seg = np.zeros((x.m, Gy.shape[1]))
+            np.add.at(seg, x.labels, Gy)
+            out += x.c0 * float(np.sum(np.sum(seg ** 2, axis=1) / x.sizes))
+    return out
+
+
+def ustep_diff_norm(a: UStep, b: UStep) -> float:
+    """||U_a - U_b||_F without forming either matrix (Gram identity: absolute accuracy about
+    sqrt(machine eps) * ||U||_F, enough for convergence histories)."""
+    val = a.frob_sq() + b.frob_sq() - 2.0 * _inner_same(a, b)
+    return float(np.sqrt(max(val, 0.0)))
+
+
+
+def ustep(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL,
+          prev: UStep | None = None) -> UStep:
+    """Closed-form U-step of Thm. eigsol for L(W) with a partial eigensolver.
+
+    Parameters
+    ----------
+    W : (d, T) array
+    k : number of groups, 1 <= k <= d + T
+    rtol : eigenvalues within ``rtol * 2 max_degree`` of lambda_k count as tied with it
+        (this decides p and q); eigenpairs are computed to residual <= 1e-3 of that.
+    prev : the previous iteration's UStep (warm start of the Lanczos start vectors)
+    """
+    W = np.asarray(W, dtype=np.float64)
+    d, T = W.shape
+    N = d + T
+    if not 1 <= k <= N:
+        raise ValueError(f"tfcl: k must be in [1, d + T = {N}], got {k}")
+    t0 = time.perf_counter()
+    m, labels, S = _components(W)
+    absW = np.abs(W)
+    deg = np.concatenate([absW.sum(1), absW.sum(0)])
+    scale = 2.0 * float(deg.max()) if N else 0.0
+    tol = rtol * scale
+    sizes = np.bincount(labels, minlength=m)
+    dense_A = S.nnz > 0.1 * d * T
+    # Components with >= 2 nodes hold non-zero eigenvalues.
+    comps = []
+    order = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    for c in np.flatnonzero(sizes >= 2):
+        nodes = order[bounds[c]:bounds[c + 1]]
+        fi, tj = nodes[nodes < d], nodes[nodes >= d] - d
+        A = absW[np.ix_(fi, tj)] if dense_A else S[fi][:, tj]
+        comps.append(_Component(A, fi, tj, np.concatenate([fi, tj + d])))
+    r = max(k - m, 1)
+    want = [min(r + 2, cc.n - 1) for cc in comps]
+    got: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(comps)
+    methods: dict[str, int] = {}
+    prev_V = None
+    if prev is not None and prev.N == N and prev.V1.shape[1]:
+        prev_V = prev.V1
+    while True:
+        for i, cc in enumerate(comps):
+            if got[i] is not None and got[i][0].shape[0] >= want[i]:
+                continue
+            nev = want[i]
+            if cc.n <= _DENSE_COMPONENT or nev >= cc.n - 2:
+                lam_c, V_c = cc.dense_eigs(nev)
+                how = "dense"
+            else:
+                v0 = None
+                if prev_V is not None:
+                    rng = np.random.default_rng(cc.n)
+                    v0 = prev_V[cc.nodes] @ (1.0 + 0.1 * rng.random(prev_V.shape[1]))
+                lam_c, V_c, how = cc.partial_eigs(nev, v0, rtol)
+            methods[how] = methods.get(how, 0) + 1
+            got[i] = (lam_c, V_c)
+        # All eigenvalues known so far: m zeros plus the computed non-zero ones.
+        nz = np.concatenate([g[0] for g in got]) if got else np.zeros(0)
+        allv = np.concatenate([np.zeros(m), np.sort(nz)])
+        if allv.shape[0] < k:       # not enough computed yet: ask every component for more
+            more = False
+            for i, cc in enumerate(comps):
+                if want[i] < cc.n - 1:
+                    want[i] = min(2 * want[i] + 1, cc.n - 1)
+                    more = True
+            if not more:
+                raise RuntimeError("tfcl: internal error, fewer eigenvalues than k")
+            continue
+        lk = allv[k - 1]
+        more = False
+        for i, cc in enumerate(comps):   # a component might hide more eigenvalues <= lk + tol
+            if got[i][0].shape[0] < cc.n - 1 and got[i][0][-1] <= lk + tol:
+                want[i] = min(2 * want[i] + 1, cc.n - 1)
+                more = True
+        if not more:
+            break
+    c_all, p, q = ustep_weights(allv, k, tol)
+    c0 = float(c_all[0]) if m else 0.0
+    sel_vecs, sel_c, sel_l = [], [], []
+    lk_hi = lk + tol
+    w_tie = (k - p) / (q - p)
+    for cc, (lam_c, V_c) in zip(comps, got):
+        keep = lam_c <= lk_hi
+        if not keep.any():
+            continue
+        full = np.zeros((N, int(keep.sum())))
+        full[cc.nodes] = V_c[:, keep]
+        sel_vecs.append(full)
+        sel_c.append(np.where(lam_c[keep] < lk - tol, 1.0, w_tie))
+        sel_l.append(lam_c[keep])
+    V1 = np.hstack(sel_vecs) if sel_vecs else np.zeros((N, 0))
+    c1 = np.concatenate(sel_c) if sel_c else np.zeros(0)
+    lams_sel = np.concatenate(sel_l) if sel_l else np.zeros(0)
+    srt = np.argsort(lams_sel, kind="stable")
+    V1, c1, lams_sel = V1[:, srt], c1[srt], lams_sel[srt]
+    lams = np.concatenate([np.zeros(m), lams_sel])
+    stats = {"seconds": time.perf_counter() - t0, "components": m, "methods": methods,
+             "computed_pairs": int(sum(g[0].shape[0] for g in got))}
+    return UStep(d=d, T=T, k=k, labels=labels, sizes=sizes, c0=c0, V1=V1, c1=c1,
+                 lams=lams, p=p, q=q, tol=tol, case=ustep_case(p, q, k, N), stats=stats)
+
+
+def ustep_dense(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL) -> UStep:
+    """Reference U-step from the full dense spectrum (numpy.linalg.eigh of L(W)).
+
+    Same tie rule as :func:`ustep`; U = V diag(c) V^T with the q smallest eigenvectors.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    d, T = W.shape
+    N = d + T
+    if not 1 <= k <= N:
+        raise ValueError(f"tfcl: k must be in [1, d + T = {N}], got {k}")
+    L = bipartite_laplacian(W)
+    lam, V = np.linalg.eigh(L)
+    scale = 2.0 * float(np.max(np.diag(L))) if N else 0.0
+    tol = rtol * scale
+    c, p, q = ustep_weights(lam, k, tol)
+    return UStep(d=d, T=T, k=k, labels=np.zeros(N, dtype=np.intp), sizes=np.array([N]),
+                 c0=0.0, V1=V[:, :q], c1=c[:q], lams=lam[:q], p=p, q=q, tol=tol,
+                 case=ustep_case(p, q, k, N), stats={"methods": {"numpy-eigh": 1}})
+
+
+def groups_from_embedding(u: UStep, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Feature / task groups: k-means on the row-normalised spectral embedding (see module
+    docstring); isolated nodes get -1."""
+    from sklearn.cluster import KMeans
+
+    E = u.embedding(k)
+    isolated = u.sizes[u.labels] == 1
+    labels = -np.ones(u.N, dtype=np.intp)
+    idx = np.flatnonzero(~isolated)
+    if idx.size:
+        X = E[idx]
+        nrm = np.linalg.norm(X, axis=1, keepdims=True)
+        X = X / np.maximum(nrm, 1e-300)
+        n_clusters = min(k, idx.size)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            km = KMeans(n_clusters=n_clusters, n_init=10, random_state=seed).fit(X)
+        labels[idx] = km.labels_
+    return labels[:u.d], labels[u.d:]
+
