@@ -246,7 +246,7 @@ class TFCLQ(LinearMTLModel):
     def _prox_g(self, V: np.ndarray, C: float, D):
         a2, a3 = self.alpha_["group"], self.alpha_["ridge"]
         if self.group_reg == "cocmtl":
-            from .cocmtl import prox_cocluster
+            from ._prox import prox_cocluster
 
             s = 1.0 + a3 / C
             return prox_cocluster(V / s, (a2 / C) / s, int(self.k))
