@@ -45,7 +45,7 @@ def faulty_dist(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster(faulty_dist):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as lc:
+                                  host="127.0.0.1", dashboard_address=":0") as lc:
         yield lc
 
 
@@ -240,7 +240,7 @@ def test_a_dead_scheduler_is_a_clear_error(faulty_dist, tmp_path, monkeypatch):
     sels = [apply_overrides(reg.model_class("slow"), {"seconds": 30, "chunk": 0.05}, "slow")]
     specs = plan_units(reg, sels, resolve_problems(reg, ["tiny"]), ProtocolConfig(reps=2))
     lc = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None)
+                                  host="127.0.0.1", dashboard_address=":0")
     threading.Timer(3.0, lc.close).start()
     with pytest.raises(MTLBenchError, match="lost the connection to the Dask scheduler"):
         run_units(specs, store, scheduler=lc.scheduler_address)
