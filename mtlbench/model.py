@@ -20,8 +20,12 @@ A model is a scikit-learn style estimator over a :class:`~mtlbench.data.TaskSet`
   are warm-started along a search (``init``); every non-convex fit starts cold, so the model
   scored on validation is the model refitted for test;
 * fitted state: ``converged_`` (bool: the solver met its stated tolerance; built-in models
-  always set it), ``coef_`` (d x T), ``objective_history_`` (one value per iteration),
-  ``n_iter_``, ``diagnostics_`` (a JSON-able dict the results store keeps, e.g. recovered groups).
+  always set it), ``coef_`` (d x T), ``objective_history_`` and any other
+  ``<name>_history_`` (one value per iteration; stored with the results and drawn as
+  convergence curves), ``n_iter_``, ``diagnostics_`` (a JSON-able dict the results store keeps),
+  ``feature_groups_`` (d,) / ``task_groups_`` (T,) (recovered groups: structure-recovery metrics
+  and heat maps), ``embeddings_`` (a list of (n, c) arrays, one per early iteration: the
+  embedding figure).
 * precomputation shared across a unit's search: ``tasks.memo(key, compute)``
   (:meth:`mtlbench.data.TaskSet.memo`).
 

@@ -300,9 +300,9 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     fit_time = time.perf_counter() - t1
     test_auc, per_task = mean_auc(final, test)
 
-    history = {k: jsonable(getattr(final, attr)) for k, attr in (
-        ("objective", "objective_history_"), ("w_change", "w_change_history_"),
-        ("u_change", "u_change_history_")) if getattr(final, attr, None) is not None}
+    # Every fitted ``<name>_history_`` (one value per iteration) is stored as ``<name>``.
+    history = {attr[:-len("_history_")]: jsonable(val) for attr, val in sorted(vars(final).items())
+               if attr.endswith("_history_") and val is not None}
     diagnostics = structure_recovery(final, tasks)
     diagnostics.update(jsonable(getattr(final, "diagnostics_", None) or {}))
     summary["selected_converged"] = trace[b].get("converged")
@@ -314,7 +314,8 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
             val_ = getattr(final, attr, None)
             if isinstance(val_, np.ndarray):
                 arrays[attr.rstrip("_")] = val_
-        # Spectral embeddings of the first iterations (TFCL family), for the paper's figure.
+        # ``embeddings_`` (optional contract attribute): per early iteration an (n, c) array,
+        # e.g. a spectral embedding of tasks and features, drawn by the report.
         emb = getattr(final, "embeddings_", None)
         if emb is not None and len(emb) > 0:
             try:
