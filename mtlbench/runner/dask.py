@@ -41,7 +41,9 @@ is resubmitted once: a healthy unit then finishes, the unit that kills its worke
 and is recorded as failed with its model named.  If the connection to the scheduler is lost
 for ``SCHEDULER_LOST_SECONDS``, the run ends with a clear error (finished units are stored).  If dying workers took every copy of the shipped problem, or a finished
 result the client had not fetched yet, the unit comes back cancelled: the client ships the
-problem again and resubmits it (at most ``MAX_RESUBMITS`` times), then records it as failed.
+problem again and resubmits it; only losses while the unit itself was running count
+(``MAX_RESUBMITS``; losses while queued are bounded by ``MAX_QUEUED_LOSSES``), so a healthy
+unit beside a unit that kills workers is not recorded as failed.
 """
 from __future__ import annotations
 
@@ -146,6 +148,7 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
 
 
 MAX_RESUBMITS = 2
+MAX_QUEUED_LOSSES = 10
 
 
 def _problem_key(spec: UnitSpec) -> tuple[str, str, str]:
@@ -164,6 +167,7 @@ class _DaskRun:
         self.futures: dict[str, tuple[Any, UnitSpec]] = {}
         self.data_of: dict[str, Any] = {}  # unit future key -> the data future it was given
         self.attempts: dict[str, int] = {}
+        self.losses: dict[tuple[str, str], int] = {}  # (unit key, running|queued) -> count
         self.started: dict[str, float] = {}  # future key -> client clock at its start
         self.where: dict[str, str] = {}      # future key -> address of the worker running it
         self.killed: dict[str, int] = {}     # unit key -> KilledWorker answers so far
@@ -249,14 +253,20 @@ class _DaskRun:
                               "killer or os._exit in the model); recorded as failed",
                         result.row.get("traceback", ""), host="dask")
                 if result is None:  # lost with a worker that died: run it again
-                    if self.attempts[spec.key] <= MAX_RESUBMITS:
+                    # Only a loss while the unit was running counts against it: a unit that
+                    # was queued, or whose shipped data died with a worker another unit
+                    # crashed, is healthy (bounded by MAX_QUEUED_LOSSES all the same).
+                    kind = "running" if fut.key in self.started else "queued"
+                    self.losses[(spec.key, kind)] = self.losses.get((spec.key, kind), 0) + 1
+                    if (self.losses.get((spec.key, "running"), 0) <= MAX_RESUBMITS
+                            and self.losses.get((spec.key, "queued"), 0) <= MAX_QUEUED_LOSSES):
                         new = self.submit(spec)
                         pending.add(new.key)
                         ac.add(new)
                         continue
                     result = failed_result(
                         spec, f"{spec.label} on {spec.problem} rep {spec.rep} was lost "
-                        f"{MAX_RESUBMITS + 1} times because Dask workers died while it ran "
+                        f"{self.attempts[spec.key]} times because Dask workers died while it ran "
                         "(a model that kills its worker process: a segfault, the "
                         "out-of-memory killer, os._exit; or the problem's data shipped to "
                         "the workers was lost with them); recorded as failed", host="dask")
