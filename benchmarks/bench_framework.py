@@ -23,19 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def _specs(models: list[str], reps: int):
-    from mtlbench.plugins import get_registry
-    from mtlbench.protocol import ProtocolConfig
-    from mtlbench.runner import plan_units, resolve_problems
-    from mtlbench.selectors import apply_overrides, parse_selector
-
-    reg = get_registry()
-    sels = []
-    for text in models:
-        name, over = parse_selector(text)
-        sels.append(apply_overrides(reg.model_class(name), over, name))
-    return plan_units(reg, sels, resolve_problems(reg, ["simulated"]), ProtocolConfig(reps=reps))
+from _common import simulated_specs  # noqa: E402 - benchmarks/ is on sys.path
 
 
 def old_in_process(specs, store_path: Path) -> tuple[float, float, dict]:
@@ -75,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
     from mtlbench.runner import load_problem
 
-    specs = _specs(args.models.split(","), args.reps)
+    specs = simulated_specs(args.models.split(","), args.reps)
     load_problem("simulated", "simulated", None, specs[0].dataset_params_json)  # warm the cache
     n = len(specs)
     print(f"{n} units ({args.models} x {args.reps} reps on 'simulated'); "

@@ -130,7 +130,9 @@ def _workers(jobs: int, scheduler: str | None) -> int | None:
     if scheduler:
         return None
     if jobs == -1:
-        return os.cpu_count() or 1
+        from .runner import default_jobs
+
+        return default_jobs()
     return max(int(jobs), 1)
 
 

@@ -135,13 +135,8 @@ SPACE_Q = {
     "lam_common": Log([10.0], low=0.0),
     "lam_ridge": Log([1e-3], low=0.0),
 }
-SPACE_Q_NOAUC = {
-    "lam_group": Log([0.05, 0.08, 0.13], low=0.0),
-    "k": Int([2, 4, 8], low=2),
-    "lam_personal": Log([1.0], low=0.0),
-    "lam_common": Log([10.0], low=0.0),
-    "lam_ridge": Log([1e-3], low=0.0),
-}
+# The squared loss has its own scale of the group weight; everything else as TFCL-Q.
+SPACE_Q_NOAUC = {**SPACE_Q, "lam_group": Log([0.05, 0.08, 0.13], low=0.0)}
 SPACE_Q_NOG = {
     "lam_common": Log([0.003, 0.03, 0.3], low=0.0),
     "lam_personal": Log([0.03, 0.1, 0.3], low=0.0),
