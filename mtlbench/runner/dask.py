@@ -149,6 +149,8 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
 
 MAX_RESUBMITS = 2
 MAX_QUEUED_LOSSES = 10
+#: seconds to wait for a restarted worker before shipping a problem again
+WORKERS_BACK_SECONDS = 60.0
 
 
 def _problem_key(spec: UnitSpec) -> tuple[str, str, str]:
@@ -208,7 +210,14 @@ class _DaskRun:
         """Send one problem to every worker (again, if the copies were lost)."""
         fut = self.shipped.get(pk)
         if fut is None or fut.status in ("cancelled", "error", "lost"):
-            fut = self.client.scatter([self.problems[pk]], broadcast=True, hash=False)[0]
+            try:
+                fut = self.client.scatter([self.problems[pk]], broadcast=True, hash=False)[0]
+            except TimeoutError:
+                # No worker alive at this moment: a unit just killed them and their nannies
+                # are restarting them.  Wait for one (a dead scheduler still ends the run).
+                self.check_scheduler()
+                self.client.wait_for_workers(1, timeout=WORKERS_BACK_SECONDS)
+                fut = self.client.scatter([self.problems[pk]], broadcast=True, hash=False)[0]
             self.shipped[pk] = fut
         return fut
 
