@@ -215,10 +215,14 @@ def test_dask_queued_units_run_after_stuck_workers_are_restarted(cluster, tmp_pa
         assert "exceeded the timeout of 1 s" in msg and "restarted" in msg, msg
 
 
-def test_dask_names_the_model_that_kills_workers_and_spares_healthy_units(cluster, tmp_path):
+def test_dask_names_the_model_that_kills_workers_and_spares_healthy_units(faulty_dist, tmp_path):
     store = ResultStore(tmp_path / "k.sqlite")
     specs = _specs({"f-segv": {}, "f-good": {}}, ["tiny"], reps=1)
-    report = run_units(specs, store, scheduler=cluster.scheduler_address)
+    # A cluster of its own: this test kills workers, and must not depend on how earlier tests
+    # left the shared cluster's nannies (workers restarted several times already).
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=":0") as lc:
+        report = run_units(specs, store, scheduler=lc.scheduler_address)
     df = store.units().set_index("model")
     assert df.loc["f-good", "status"] == "ok", df.loc["f-good", "message"]
     msg = df.loc["f-segv", "message"]
