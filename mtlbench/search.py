@@ -22,8 +22,10 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
        that direction, one coordinate at a time; repeated after every batch;
     3. *refine*: around the best point, coordinate-wise midpoints (``Param.between``) with the
        nearest tried value below and above, and for a parameter with a single value tried,
-       one step out each way; until the budget is used or nothing new is left.
-    Extension always has priority over refinement: after every batch the rule is re-read.
+       one step out each way; one point at a time, the parameter with the fewest values tried
+       first (ties: sorted-key order); until the budget is used or nothing new is left.
+    Extension always has priority over refinement: the rule is re-read after every
+    refinement fit and after every batch of extensions.
 
 Write your own: subclass :class:`Searcher`, implement :meth:`Searcher.propose`, and register
 it from a plugin::
@@ -70,6 +72,8 @@ class AdaptiveSearcher(Searcher):
 
     name = "adaptive"
     uses_budget = True
+    #: 2: refinement proposes one point per call (the rule is re-read after every fit).
+    version = "2"
     description = ("starting grid, then geometric extension past any best-at-edge value that "
                    "is not a declared bound, then coordinate refinement; stops at the budget")
 
@@ -85,8 +89,20 @@ class AdaptiveSearcher(Searcher):
         ext = [p for p in self._extend(best, tried) if not _seen(p, tried)]
         if ext:
             return "extend", _unique(ext)
-        ref = [p for p in self._refine(best, tried) if not _seen(p, tried)]
-        return "refine", _unique(ref)
+        ref = [r for r in self._refine(best, tried) if not _seen(r[1], tried)]
+        if not ref:
+            return "refine", []
+        # One refinement point per call, so the rule (extension first) is re-read after every
+        # fit: a step out of a single-valued parameter that turns out best is extended at once
+        # instead of after a whole batch of refinements has used the budget.  The parameter
+        # with the fewest values tried goes first, then the wider of the untried intervals
+        # next to the best value (ties: sorted-key order, below before above), so neither a
+        # parameter nor one side of the best value is starved by repeated bisection.
+        counts = {key: len(self._values(key, tried)) for key in self.space}
+        order = {key: i for i, key in enumerate(self.space)}
+        rank = {id(r): i for i, r in enumerate(ref)}
+        key, point, _ = min(ref, key=lambda r: (counts[r[0]], -r[2], order[r[0]], rank[id(r)]))
+        return "refine", [point]
 
     def _values(self, key: str, tried: Sequence[Mapping[str, Any]]) -> list:
         return sorted({_clean(t[key]) for t in tried if key in t and _is_num(t[key])})
@@ -110,7 +126,10 @@ class AdaptiveSearcher(Searcher):
                     out.append({**best, key: _snap(par, new)})
         return out
 
-    def _refine(self, best: dict, tried) -> list[dict]:
+    def _refine(self, best: dict, tried) -> list[tuple[str, dict, float]]:
+        """Refinement candidates ``(key, point, width)``: ``width`` is the distance (in the
+        parameter's own scale: log for :class:`Log`) from the best value to the tried value the
+        midpoint splits the interval with; ``inf`` for a step out of a single-valued parameter."""
         out = []
         for key, par in self.space.items():
             if not par.ordered or not _is_num(best.get(key)):
@@ -121,14 +140,14 @@ class AdaptiveSearcher(Searcher):
                 for direction in (-1, +1):
                     new = par.step_out(v, direction)
                     if new is not None:
-                        out.append({**best, key: _snap(par, new)})
+                        out.append((key, {**best, key: _snap(par, new)}, math.inf))
                 continue
             below = [x for x in vals if x < v]
             above = [x for x in vals if x > v]
             for other in ([below[-1]] if below else []) + ([above[0]] if above else []):
                 mid = par.between(v, other)
                 if mid is not None:
-                    out.append({**best, key: _snap(par, mid)})
+                    out.append((key, {**best, key: _snap(par, mid)}, _width(par, v, other)))
         return out
 
 
@@ -206,6 +225,13 @@ def _snap(par: Param, v: Any) -> Any:
             isinstance(par, Log) and par.low <= 0):
         return par.low
     return c
+
+
+def _width(par: Param, a: float, b: float) -> float:
+    """Distance between two values of ``par`` in its own scale (log for a positive Log)."""
+    if isinstance(par, Log) and a > 0 and b > 0:
+        return abs(math.log(b) - math.log(a))
+    return float(abs(b - a))
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -26,11 +26,15 @@ class Searcher:
         Whether the strategy stops at the budget (``grid`` does not: it fits its whole grid).
     description : str
         One line for ``mtlbench plugins`` / the docs.
+    version : str
+        Bump it when the rule changes: it is part of every unit's key, so stored results of
+        the old rule are recomputed rather than shown as current.
     """
 
     name: ClassVar[str] = ""
     uses_budget: ClassVar[bool] = True
     description: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
 
     def __init__(self, space: Mapping[str, Any]) -> None:
         self.space: dict[str, Param] = {k: as_param(space[k], k) for k in sorted(space)}

@@ -83,6 +83,45 @@ def test_adaptive_finds_an_optimum_far_outside_the_starting_grid_and_grid_does_n
     assert gr.diagnostics["search"]["at_edge"] == ["lam"]
 
 
+def _drive(searcher, score, budget):
+    """Run ``searcher`` on a known validation score (a function of the params) for ``budget``
+    fits, as the protocol does; returns the trace."""
+    trace: list = []
+    while len(trace) < budget:
+        phase, batch = searcher.propose(trace)
+        if not batch:
+            break
+        for p in batch[:budget - len(trace)]:
+            trace.append({"params": p, "phase": phase, "val_auc": score(p)})
+    return trace
+
+
+def test_a_single_valued_parameter_whose_step_out_wins_is_extended_within_the_budget():
+    """The TFCL-Q situation of the first fair run: 2 parameters start with 3 values, 3 with one
+    value (start = 9 fits), and the optimum of the last single-valued one lies two steps below
+    its start.  Refinement used to propose a whole batch (every parameter's step outs and
+    midpoints) and the 20 fits ran out before the winning step out was extended."""
+    space = {"a": Log([0.1, 1.0, 10.0], low=0.0), "b": Int([2, 4, 8], low=1),
+             "c": Log([1.0], low=0.0), "d": Log([1.0], low=0.0), "e": Log([1.0], low=0.0)}
+    opt = {"a": 1.0, "b": 4, "c": 1.0, "d": 1.0, "e": 0.01}
+
+    def score(p):
+        return -sum(abs(math.log10(p[k] / opt[k])) for k in opt)
+
+    trace = _drive(AdaptiveSearcher(space), score, 20)
+    b = best_index(trace)
+    assert trace[b]["params"]["e"] == pytest.approx(0.01, rel=1e-9)
+    at_bound, at_edge = edge_report(space, trace, trace[b]["params"])
+    assert at_edge == [] and at_bound == []
+
+
+def test_refinement_splits_the_wider_side_first_and_reaches_both_sides():
+    space = {"lam": Log([0.1, 1.0, 10.0], low=0.0)}
+    trace = _drive(AdaptiveSearcher(space), lambda p: -abs(math.log10(p["lam"])), 7)
+    refined = [t["params"]["lam"] for t in trace if t["phase"] == "refine"]
+    assert any(v < 1.0 for v in refined) and any(v > 1.0 for v in refined)
+
+
 def test_every_trace_entry_has_the_documented_fields():
     out = _run(FarOptimum(), budget=6)
     s = out.diagnostics["search"]
@@ -395,3 +434,12 @@ def test_a_starting_design_larger_than_the_budget_is_fitted_and_flagged():
     assert s["n_fits"] == 12 and s["start_exceeds_budget"] and s["budget"] == 5
     g = _run(FarOptimum(), space=space, search="grid", budget=5).diagnostics["search"]
     assert g["n_fits"] == 12 and g["budget"] is None and not g["start_exceeds_budget"]
+
+
+def test_a_searcher_version_is_part_of_the_unit_key_and_version_1_adds_nothing():
+    from mtlbench.runner.unit import protocol_key_settings
+
+    ad = protocol_key_settings(ProtocolConfig(search="adaptive"))
+    gr = protocol_key_settings(ProtocolConfig(search="grid"))
+    assert ad["search_version"] == AdaptiveSearcher.version != "1"
+    assert "search_version" not in gr  # grid's rule is unchanged: old grid stores stay valid

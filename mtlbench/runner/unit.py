@@ -84,8 +84,25 @@ def protocol_key_settings(config: ProtocolConfig) -> dict[str, Any]:
     """Protocol fields that are neither ``reps`` nor a split setting (e.g. the search strategy
     and its budget): part of the key so that another search gives another unit."""
     split = config.split_settings()
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-            if f.name != "reps" and f.name not in split}
+    out = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+           if f.name != "reps" and f.name not in split}
+    # A searcher whose rule changed declares a new ``version``: its units get new keys, so a
+    # store never serves a result of the old rule as the current one.  Version "1" adds
+    # nothing (keys of earlier stores stay valid).
+    version = _searcher_version(out.get("search"))
+    if version != "1":
+        out["search_version"] = version
+    return out
+
+
+def _searcher_version(name: Any) -> str:
+    if not name:
+        return "1"
+    from ..search import get_searcher_class
+    try:
+        return str(getattr(get_searcher_class(str(name)), "version", "1"))
+    except Exception:  # noqa: BLE001 - an unknown searcher fails later with its own message
+        return "1"
 
 
 @dataclass
