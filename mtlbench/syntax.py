@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["split_top_level", "parse_value", "parse_selector", "init_params", "check_type",
+__all__ = ["file_stem", "split_top_level", "parse_value", "parse_selector", "init_params", "check_type",
            "fmt_value"]
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$", re.S)
@@ -131,3 +131,10 @@ def check_type(name: str, key: str, default: Any, value: Any) -> None:
 def fmt_value(v: Any) -> str:
     """A value as written in a selector: ``repr`` without spaces, strings bare."""
     return repr(v).replace(" ", "") if not isinstance(v, str) else v
+
+
+def file_stem(label: str) -> str:
+    """A file-name-safe stem of a dataset or problem label: ``"simulated[seed=1]"`` ->
+    ``"simulated-seed-1"``, ``"shoes[pca=200]/brown"`` -> ``"shoes-pca-200-brown"`` (brackets,
+    ``=``, ``,``, ``/`` and spaces become single dashes)."""
+    return re.sub(r"[\[\]=,/\s]+", "-", str(label)).strip("-") or "unnamed"

@@ -170,3 +170,17 @@ def test_import_rejects_files_that_are_not_leaderboards(tmp_path):
     res = CliRunner().invoke(cli, ["import-results", str(tmp_path / "missing.json"), "--store",
                                    str(tmp_path / "s.sqlite")])
     assert res.exit_code == 2 and "cannot read" in res.output
+
+
+def test_a_dataset_with_parameters_is_published_under_a_file_safe_name(tmp_path):
+    from mtlbench.syntax import file_stem
+
+    assert file_stem("simulated[seed=1]") == "simulated-seed-1"
+    assert file_stem("shoes[pca=200]/brown") == "shoes-pca-200-brown"
+    out = tmp_path / "lb"
+    publish(_store(tmp_path / "s.sqlite", datasets=("toy", "toy[seed=1]")), out, figures=False,
+            log=quiet)
+    assert (out / "toy-seed-1.md").exists() and (out / "toy-seed-1.json").exists()
+    assert json.loads((out / "toy-seed-1.json").read_text())["dataset"] == "toy[seed=1]"
+    index = (out / "README.md").read_text()
+    assert "[toy[seed=1]](toy-seed-1.md)" in index and "[toy](toy.md)" in index

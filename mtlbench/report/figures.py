@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..syntax import file_stem
 from .plots import (_order, ablation_plot, box_plot, convergence_plot, embeddings_plot,
                     heatmaps, per_user_plot, tuning_plot)
 
@@ -80,8 +81,8 @@ def make_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
                         "note": note if path is None else ""})
 
     def fname(kind: str, problem: str | None = None) -> Path:
-        stem = dataset if problem is None or problem == dataset else problem.replace("/", "-")
-        return outdir / f"{stem}-{kind}.{fmt}"
+        stem = dataset if problem is None or problem == dataset else problem
+        return outdir / f"{file_stem(stem)}-{kind}.{fmt}"
 
     add("box", "Test AUC per repetition", box_plot(units, fname("box"), f"{dataset}: test AUC"),
         "Test AUC x 100 of each repetition: box = median and quartiles, whiskers = min-max, "

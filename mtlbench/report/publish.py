@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import ConfigError
+from ..syntax import file_stem
 from .leaderboard import FORMAT_VERSION, build_leaderboard
 from .render import GENERATED_MARKER, _fmt_seconds, _machines_text, to_json, to_markdown
 from .select import select_units
@@ -131,7 +132,7 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             from .figures import make_figures
 
             figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
-        md, js = out / f"{ds}.md", out / f"{ds}.json"
+        md, js = out / f"{file_stem(ds)}.md", out / f"{file_stem(ds)}.json"
         md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish"), encoding="utf-8")
         js.write_text(to_json(lb), encoding="utf-8")
         new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
@@ -210,9 +211,14 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
              "| run time | machine | files |",
              "|---|---|---|---|---|---|---|---|---|"]
     rows = {}
+    by_stem = {file_stem(ds): ds for ds in written}   # file names are stems of the labels
     for js in sorted(out.glob("*.json")):
-        ds = js.stem
-        lb = written[ds]["leaderboard"] if ds in written else _is_leaderboard_json(js)
+        if js.stem in by_stem:
+            ds = by_stem[js.stem]
+            lb = written[ds]["leaderboard"]
+        else:
+            lb = _is_leaderboard_json(js)
+            ds = str((lb or {}).get("dataset") or js.stem)
         if lb is not None and lb.get("format") == FORMAT_VERSION:
             rows[ds] = lb
     for ds, lb in sorted(rows.items()):
@@ -221,10 +227,11 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         reps = ", ".join(map(str, lb["reps_per_cell"]))
         done = sum(r.get("finished_units", 0) for r in lb["rows"])
         planned = sum(r.get("planned_units", 0) for r in lb["rows"])
-        lines.append(f"| [{ds}]({ds}.md) | {len(lb['problems'])} | {len(lb['models'])} | {reps} | "
+        stem = file_stem(ds)
+        lines.append(f"| [{ds}]({stem}.md) | {len(lb['problems'])} | {len(lb['models'])} | {reps} | "
                      f"{done}/{planned} | {prov['units_failed']} | "
                      f"{_fmt_seconds(prov['time_total_s'])} | {mach} | "
-                     f"[md]({ds}.md), [json]({ds}.json) |")
+                     f"[md]({stem}.md), [json]({stem}.json) |")
     lines.append("")
     figs = [(ds, f) for ds, v in written.items() for f in v["figures"] if f.get("path")]
     if figs:
