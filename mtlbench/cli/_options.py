@@ -31,10 +31,14 @@ models_option = click.option("--models", "models_", default=None,
 
 
 def csv_list(value: str | None) -> list[str] | None:
-    """``"a, b"`` -> ``["a", "b"]``; None stays None; a list of nothing is an error."""
+    """``"a, b[x=[1,2]]"`` -> ``["a", "b[x=[1,2]]"]`` (commas inside brackets or quotes do not
+    split, so labels and parameterised dataset names stay whole); None stays None; a list of
+    nothing is an error."""
+    from ..syntax import split_top_level
+
     if value is None:
         return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
+    items = split_top_level(value)
     if not items:
         raise ConfigError("an empty list was given; name at least one entry or leave the "
                           "option out")
