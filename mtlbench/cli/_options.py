@@ -11,6 +11,7 @@ import click
 
 from ..api import DEFAULT_STORE
 from ..errors import ConfigError
+from ..syntax import split_top_level
 from ._ui import FORMATS
 
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
@@ -34,8 +35,6 @@ def csv_list(value: str | None) -> list[str] | None:
     """``"a, b[x=[1,2]]"`` -> ``["a", "b[x=[1,2]]"]`` (commas inside brackets or quotes do not
     split, so labels and parameterised dataset names stay whole); None stays None; a list of
     nothing is an error."""
-    from ..syntax import split_top_level
-
     if value is None:
         return None
     items = split_top_level(value)

@@ -12,7 +12,10 @@ import functools
 import io
 import json
 import sys
+import warnings
 from typing import Any, Callable, Mapping, Sequence
+
+import click
 
 from ..errors import MTLBenchError
 
@@ -88,16 +91,12 @@ def warn(message: str) -> None:
 def emit(text: str | None) -> None:
     """Write ``text`` (json/csv output of :func:`render_rows`) as is; None: nothing."""
     if text is not None:
-        import click
-
         click.echo(text, nl=False)
 
 
 def registry():
     """The plugin registry; warnings about plugins (failed loads, name clashes) are printed
     once, as warnings, instead of Python's warning lines."""
-    import warnings
-
     from ..plugins import PluginWarning, get_registry
 
     with warnings.catch_warnings(record=True) as caught:

@@ -1,7 +1,7 @@
 """The ``mtlbench`` group: ``--version``, ``--help`` and the lazy loading of every command.
 
 Start-up is kept short: this module imports only click and the standard library at import
-time.  Each built-in command lives in a module of this package that is imported only when the
+time (rich is imported by the console on first use).  Each built-in command lives in a module of this package that is imported only when the
 command is called (:data:`COMMANDS` holds the one-line help that ``--help`` shows meanwhile);
 commands added by plugins (the ``register_commands`` hook) are discovered only when a name that
 is not built in is looked up, so ``mtlbench --version`` and ``mtlbench --help`` load neither
@@ -10,12 +10,14 @@ numpy, rich nor any plugin.
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import click
 
 from .. import __version__
 from ..errors import MTLBenchError
+from ._ui import err_console, escape
 
 __all__ = ["COMMANDS", "cli", "main"]
 
@@ -66,8 +68,6 @@ class _Group(click.Group):
                     warnings.simplefilter("ignore", PluginWarning)
                     get_registry().add_commands(self)
             except MTLBenchError as exc:
-                from ._ui import err_console, escape
-
                 err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -104,8 +104,6 @@ def _builtin(name: str) -> click.Command | None:
     """The built-in command ``name`` if its module is already imported, else None."""
     if name not in COMMANDS:
         return None
-    import sys
-
     module, attr, _ = COMMANDS[name]
     mod = sys.modules.get(f"{__package__}.{module}")
     return getattr(mod, attr, None) if mod is not None else None

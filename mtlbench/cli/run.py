@@ -1,17 +1,21 @@
 """Commands that fill and read a results store: ``compare``, ``results``, ``import-results``.
 
 Thin layers over :mod:`mtlbench.api` (planning and running) and :mod:`mtlbench.report`
-(``results`` uses the leaderboard's selection rule, so the two agree).  Only click, rich and
-the standard library are imported at import time; the rest when a command runs.
+(``results`` uses the leaderboard's selection rule, so the two agree).  Only click and the
+standard library are imported at import time; rich, numpy, pandas, the runner and the plugins
+load when a command runs, so ``compare --help`` stays fast.
 """
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 import click
 
+from .. import api
 from ..api import DEFAULT_STORE
+from ..syntax import split_top_level
 from ._options import (csv_list, format_option, models_option, open_store, seed_option,
                        store_option)
 from ._ui import console, err_console, escape, registry, user_errors
@@ -20,8 +24,6 @@ __all__ = ["compare", "results", "import_results"]
 
 
 def _split_csv(value: str | None) -> list[str]:
-    from ..selectors import split_top_level
-
     return split_top_level(value) if value else []
 
 
@@ -82,8 +84,6 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
     """Run models on datasets under the common protocol and print mean ± std test AUC.
 
     Exits with status 1 when a unit of the run failed (--allow-failures: 0)."""
-    from .. import api
-
     if not scheduler and not dry_run:
         from ..runner.local import prestart
 
@@ -175,8 +175,6 @@ def _print_plan(plan) -> None:
 
 
 def _interrupted(report, store: str) -> None:
-    import shlex
-
     err_console.print(f"[yellow]Interrupted:[/] {report.saved} unit(s) of this run were saved "
                       f"in {store}. Resume with the same command (finished units are "
                       f"skipped):\n  mtlbench {shlex.join(sys.argv[1:])}", soft_wrap=True)
