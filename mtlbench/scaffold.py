@@ -1,4 +1,4 @@
-"""``mtlbench new-plugin NAME [--dataset]``: write a pip-installable model or dataset plugin.
+"""Write a pip-installable model or dataset plugin (the library behind ``mtlbench new-plugin``).
 
 The package (``mtlbench-NAME/``) holds
 
@@ -20,8 +20,6 @@ from __future__ import annotations
 import keyword
 import re
 from pathlib import Path
-
-import click
 
 from .errors import ConfigError
 
@@ -391,44 +389,3 @@ def name_taken(name: str, kind: str = "model") -> str | None:
         return None
     info = reg.dataset_plugin(name) if kind == "dataset" else reg.model_plugin(name)
     return f"{info.distribution} {info.version}"
-
-
-@click.command("new-plugin")
-@click.argument("name")
-@click.option("--dataset", "is_dataset", is_flag=True,
-              help="Scaffold a dataset plugin (default: a model plugin).")
-@click.option("--dir", "directory", default=".", show_default=True,
-              type=click.Path(file_okay=False),
-              help="Folder in which the package folder mtlbench-NAME is created.")
-def new_plugin_cmd(name: str, is_dataset: bool, directory: str) -> None:
-    """Create a pip-installable model (or --dataset) plugin package with kit tests and README."""
-    from ._ui import console, user_errors, warn
-
-    kind = "dataset" if is_dataset else "model"
-
-    @user_errors
-    def run() -> None:
-        names = plugin_names(name, kind)
-        owner = name_taken(name, kind)
-        if owner:
-            warn(f"a {kind} named {name!r} is already registered by {owner}; installed side by "
-                 f"side, two plugins registering one name make that name unusable. Choose "
-                 f"another name unless this package is meant to replace {owner}.")
-        root = write_plugin(name, directory, kind)
-        console.print(f"created {root}/")
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                console.print(f"  {p.relative_to(root)}")
-        if kind == "dataset":
-            console.print(
-                f"\nnext steps:\n  cd {root}\n  pip install -e .\n  pytest\n"
-                f"  mtlbench compare --datasets {names['name']} --data-dir tests/data "
-                f"--models stl,lasso --reps 3 --store results.sqlite\n"
-                f"  mtlbench leaderboard --dataset {names['name']} --store results.sqlite")
-            return
-        console.print(
-            f"\nnext steps:\n  cd {root}\n  pip install -e .\n  pytest\n"
-            f"  mtlbench compare --models {names['name']},stl --reps 3 --store results.sqlite\n"
-            f"  mtlbench leaderboard --dataset simulated --store results.sqlite")
-
-    run()

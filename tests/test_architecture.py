@@ -1,5 +1,7 @@
-"""The layering the README promises: no import cycles among the project's modules, and the core
-(``mtlbench``) never imports a plugin package (``mtlbench_models``, ``mtlbench_datasets``).
+"""The layering the README promises: no import cycles among the project's modules, the core
+(``mtlbench``) never imports a plugin package (``mtlbench_models``, ``mtlbench_datasets``), the
+core's layers point one way with the command line (``mtlbench.cli``) on top, and only the command
+line imports click or rich.
 
 Read from the source with ``ast`` (nothing is imported or run); an import inside a function
 counts like one at the top, since it is a dependency all the same.
@@ -114,6 +116,11 @@ def test_core_imports_no_plugin():
     assert up == []
 
 
+#: the command line, the top layer
+CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.cli._ui",
+       "mtlbench.cli._options", "mtlbench.cli._progress", "mtlbench.cli.info", "mtlbench.cli.run",
+       "mtlbench.cli.report", "mtlbench.cli.new_plugin"}
+
 #: The core's layers, lowest first: a module may import modules of its own or a lower layer,
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
@@ -126,10 +133,26 @@ CORE_LAYERS = [
     {"mtlbench.search"},
     {"mtlbench.protocol"},
     {"mtlbench.config", "mtlbench.selectors"},
+    {"mtlbench.store", "mtlbench.provenance"},
     {"mtlbench.testing", "mtlbench.testing._common", "mtlbench.testing.problems",
      "mtlbench.testing.model_checks", "mtlbench.testing.dataset_checks",
      "mtlbench.testing.conformance", "mtlbench.testing.pytest_plugin"},
+    {"mtlbench.runner", "mtlbench.runner.unit", "mtlbench.runner.plan", "mtlbench.runner.local",
+     "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
+     "mtlbench.report.stats", "mtlbench.report.roles", "mtlbench.report.render",
+     "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
+     "mtlbench.report.publish", "mtlbench.scaffold"},
+    {"mtlbench.api"},
+    CLI,
 ]
+
+#: modules outside the layers: the package facade, the version, ``python -m mtlbench``, and
+#: the aliases kept for old import paths (each only re-exports its new home)
+UNLAYERED = {"mtlbench", "mtlbench._version", "mtlbench.__main__", "mtlbench.leaderboard",
+             "mtlbench.plots", "mtlbench.distributed"}
+
+#: third-party packages that only the command line may import
+UI_PACKAGES = {"click", "rich"}
 
 
 def test_core_layers_point_one_way():
@@ -146,3 +169,56 @@ def test_layer_cycles_of_the_core_are_gone():
     graph = _graph()
     core = {m for mods in CORE_LAYERS for m in mods}
     assert _cycles({m: graph[m] & core for m in core}) == []
+
+
+def test_every_core_module_has_a_layer():
+    """A new module of the core is placed in CORE_LAYERS (or named in UNLAYERED)."""
+    core = {m for m in _graph() if m.split(".")[0] == "mtlbench"}
+    layered = {m for mods in CORE_LAYERS for m in mods}
+    assert sorted(core - layered - UNLAYERED) == []
+    assert sorted((layered | UNLAYERED) - core) == []
+
+
+def test_only_the_command_line_imports_it():
+    """Nothing but ``python -m mtlbench`` imports ``mtlbench.cli`` (the library never calls up
+    into its command line)."""
+    graph = _graph()
+    up = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
+                if (t == "mtlbench.cli" or t.startswith("mtlbench.cli."))
+                and m not in CLI and m != "mtlbench.__main__")
+    assert up == []
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    """Top-level names of the absolute imports of a file (``from rich.table import X`` ->
+    ``rich``), wherever they stand (module level or inside a function)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_third_party_import_finder():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "m.py"
+        f.write_text("import os.path\nfrom . import x\ndef g():\n    from rich.table import T\n",
+                     encoding="utf-8")
+        assert _third_party_imports(f) == {"os", "rich"}
+
+
+def test_only_the_cli_imports_click_or_rich():
+    """Library modules report through callbacks or a reporter object; terminal output (click,
+    rich) is the command line's business.  Plugins may still add click commands through the
+    ``register_commands`` hook (that is the plugin API), so only ``mtlbench/`` is checked."""
+    root = ROOTS["mtlbench"]
+    cli_dir = root / "cli"
+    bad = sorted(f"{f.relative_to(REPO)} imports {', '.join(sorted(names))}"
+                 for f in root.rglob("*.py") if cli_dir not in f.parents
+                 for names in [_third_party_imports(f) & UI_PACKAGES] if names)
+    assert bad == []
+    assert _third_party_imports(cli_dir / "main.py") & UI_PACKAGES == {"click"}  # the check bites

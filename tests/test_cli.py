@@ -1,4 +1,5 @@
 """End to end through the CLI (click's CliRunner): compare, resume, results, errors."""
+import json
 import sqlite3
 
 from click.testing import CliRunner
@@ -133,3 +134,33 @@ def test_help_lists_every_command_and_plugin_commands_work():
     assert runner.invoke(cli, ["check-ustep", "--help"]).exit_code == 0
     res = runner.invoke(cli, ["no-such-command"])
     assert res.exit_code == 2 and "No such command" in res.output
+
+
+def test_report_lists_keep_bracketed_names_whole(tmp_path):
+    """--models/--datasets of the report commands split on top-level commas only, so a label
+    or a parameterised dataset with a comma inside brackets stays one name."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from mtlbench.cli._options import csv_list
+
+    assert csv_list("lasso, stl[lam=[0.1,1]] ,") == ["lasso", "stl[lam=[0.1,1]]"]
+    assert csv_list(None) is None
+
+    @given(st.lists(st.from_regex(r"[a-z]{1,5}(\[[a-z]=\[[0-9],[0-9]\]\])?", fullmatch=True),
+                    min_size=1, max_size=4))
+    def roundtrip(names):
+        assert csv_list(", ".join(names)) == names
+
+    roundtrip()
+    store = str(tmp_path / "res.sqlite")
+    runner = CliRunner()
+    res = runner.invoke(cli, ["compare", "-m", "stl[lam=[0.1,1]]", "--reps", "1",
+                              "--store", store])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, ["results", "--store", store, "--format", "json",
+                              "--models", "stl[lam=[0.1,1]],lasso"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [r["model"] for r in out["results"]] == ["stl[lam=[0.1,1]]"]
+    assert "lasso" in json.dumps(out["absent_models"])

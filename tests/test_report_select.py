@@ -220,7 +220,7 @@ def test_selection_partitions_the_store_and_results_equal_the_leaderboard(tmp_pa
     """Every unit is either kept or counted as left out; the kept units hold one seed, one
     unit per (model, problem, rep) and, per model, one configuration; results and the
     leaderboard report the same means over the same units."""
-    from mtlbench.report.commands import results_frame
+    from mtlbench.report import results_frame
 
     path = tmp_path_factory.mktemp("prop") / "s.sqlite"
     rows = {}

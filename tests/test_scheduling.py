@@ -9,7 +9,7 @@ import pandas as pd
 from rich.console import Console
 
 from mtlbench.plugins import get_registry
-from mtlbench.progress import RichReporter, format_seconds
+from mtlbench.cli._progress import RichReporter, format_seconds
 from mtlbench.protocol import ProtocolConfig
 from mtlbench.runner import default_jobs, expected_seconds, plan_units, resolve_problems
 from mtlbench.selectors import apply_overrides

@@ -45,6 +45,33 @@ def test_help_lists_lazy_commands_without_loading_them():
     for name in ("compare", "leaderboard", "publish", "new-plugin", "plugins", "results"):
         assert name in text
     assert "mtlbench.scaffold" not in mods
+    for module in ("info", "run", "report", "new_plugin", "_progress"):
+        assert f"mtlbench.cli.{module}" not in mods
+
+
+def test_each_builtin_command_loads_under_its_name():
+    """Every entry of the lazy table names a click command of that name in its module, and
+    ``--help`` shows the table's one-line help (no truncated first sentence)."""
+    import click
+    from click.testing import CliRunner
+
+    from mtlbench.cli import cli
+    from mtlbench.cli.main import COMMANDS, load_command
+
+    for name in COMMANDS:
+        cmd = load_command(name)
+        assert isinstance(cmd, click.Command) and cmd.name == name
+    text = CliRunner().invoke(cli, ["--help"], terminal_width=200).output
+    for name, (_, _, short) in COMMANDS.items():
+        assert f"{name}  " in text and short in text and len(short) <= 75
+
+
+@pytest.mark.parametrize("module", ["mtlbench", "mtlbench.cli"])
+def test_python_dash_m_runs_the_command(module):
+    out = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("mtlbench, version")
 
 
 def test_import_mtlbench_is_light_and_api_names_resolve():

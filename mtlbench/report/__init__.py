@@ -11,23 +11,23 @@ module             what
 ``figures``        ``make_figures``: every figure a store allows, or why not
 ``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
 ``roles``          what models declare about their role (baseline, ablations)
-``commands``       the click commands ``results``, ``leaderboard``, ``publish``,
-                   ``import-results``
 =================  ===========================================================================
+
+No module here prints or imports click/rich: the commands ``results``, ``leaderboard``,
+``publish`` and ``import-results`` are in :mod:`mtlbench.cli` and hand a ``log`` callback down.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-# Imported lazily (PEP 562) so that the CLI can register the report commands without
-# importing pandas/scipy at start-up.
+# Imported lazily (PEP 562): ``import mtlbench.report`` loads neither pandas nor scipy.
 _WHERE = {
     "build_leaderboard": "leaderboard", "cell_text": "render", "render": "render",
     "search_summary": "leaderboard", "to_csv": "render", "to_json": "render",
     "to_markdown": "render", "import_results": "publish", "publish": "publish",
-    "Selection": "select", "select_units": "select", "friedman": "stats", "holm": "stats",
-    "wilcoxon_p": "stats", "make_figures": "figures",
+    "Selection": "select", "select_units": "select", "results_frame": "select",
+    "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats", "make_figures": "figures",
 }
 
 

@@ -248,6 +248,29 @@ def left_out_text(sel: Selection) -> str:
                                     for why, n in sel.left_out.items())
 
 
+def results_frame(sel: Selection) -> pd.DataFrame:
+    """One row per (dataset, problem, model) of a selection: mean ± std test AUC (x100) over
+    the finished repetitions, finished / planned / failed units, seed, run time; sorted by
+    problem, then mean AUC (best first).  What ``mtlbench results`` shows."""
+    u = sel.units
+    recs = []
+    for (ds, prob, model), g in u.groupby(["dataset", "problem", "model"], sort=True):
+        ok = g[g["status"] == "ok"]
+        auc = 100.0 * ok["test_auc"].to_numpy(dtype=float)
+        recs.append({"dataset": ds, "problem": prob, "model": model,
+                     "test_auc_mean_x100": float(auc.mean()) if len(auc) else None,
+                     "test_auc_std_x100": float(auc.std(ddof=1)) if len(auc) > 1 else None,
+                     "reps": int(len(ok)), "planned_reps": sel.planned_reps.get(ds),
+                     "failed": int((g["status"] != "ok").sum()),
+                     "seed": sel.seeds.get(ds),
+                     "time_total_s": float(g["time_total"].fillna(0).sum())})
+    df = pd.DataFrame(recs)
+    if not df.empty:
+        df = df.sort_values(["problem", "test_auc_mean_x100"], ascending=[True, False],
+                            na_position="last")
+    return df.reset_index(drop=True)
+
+
 # ------------------------------------------------------------------ search trace (defensive)
 def search_trace(grid: Any, protocol: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(fits, unit-level search info) from a unit's stored ``grid`` JSON.
@@ -354,6 +377,6 @@ def budget(row: pd.Series) -> int | None:
         return None
 
 
-__all__ = ["Selection", "select_units", "left_out_text", "search_trace", "row_search",
+__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace", "row_search",
            "selected_converged",
            "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]

@@ -1,6 +1,7 @@
-"""Terminal output shared by the command-line modules: consoles, clear user errors, tables.
+"""Terminal output shared by the command modules: consoles, clear user errors, tables, the
+plugin registry with its warnings shown once.
 
-Only command-line code imports this module (library modules take callbacks).  Output that is
+Only :mod:`mtlbench.cli` imports this module (library modules take callbacks or a reporter).  Output that is
 not a terminal (a pipe, a file) is never wrapped: tables keep every name and number whole, so
 ``mtlbench datasets | grep simulated`` works; ``--format json|csv`` gives machine-readable rows.
 """
@@ -11,9 +12,12 @@ import functools
 import io
 import json
 import sys
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
-from .errors import MTLBenchError
+import click
+
+from ..errors import MTLBenchError
 
 #: width used when output is not a terminal: wide enough that rich never folds a cell
 PIPE_WIDTH = 10_000
@@ -82,6 +86,26 @@ def user_errors(fn: Callable) -> Callable:
 
 def warn(message: str) -> None:
     err_console.print(f"[yellow]Warning:[/] {escape(message)}", soft_wrap=True)
+
+
+def emit(text: str | None) -> None:
+    """Write ``text`` (json/csv output of :func:`render_rows`) as is; None: nothing."""
+    if text is not None:
+        click.echo(text, nl=False)
+
+
+def registry():
+    """The plugin registry; warnings about plugins (failed loads, name clashes) are printed
+    once, as warnings, instead of Python's warning lines."""
+    from ..plugins import PluginWarning, get_registry
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PluginWarning)
+        reg = get_registry()
+    for w in caught:
+        if issubclass(w.category, PluginWarning):
+            warn(str(w.message))
+    return reg
 
 
 def render_rows(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], fmt: str,

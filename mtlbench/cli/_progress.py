@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .runner import Reporter, UnitResult, UnitSpec
+from ..runner import Reporter, UnitResult, UnitSpec
 
 __all__ = ["RichReporter", "format_seconds"]
 

@@ -1,0 +1,4 @@
+"""``python -m mtlbench``: the ``mtlbench`` command."""
+from .cli.main import main
+
+main()

@@ -1,0 +1,4 @@
+"""``python -m mtlbench.cli``: the ``mtlbench`` command."""
+from .main import main
+
+main()

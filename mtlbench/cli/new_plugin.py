@@ -1,0 +1,50 @@
+"""``mtlbench new-plugin NAME [--dataset]``: a pip-installable model or dataset plugin package.
+
+The files are written by :func:`mtlbench.scaffold.write_plugin` (a library function); this is
+its command.
+"""
+from __future__ import annotations
+
+import click
+
+from ._ui import console, user_errors, warn
+
+__all__ = ["new_plugin"]
+
+
+@click.command("new-plugin")
+@click.argument("name")
+@click.option("--dataset", "is_dataset", is_flag=True,
+              help="Scaffold a dataset plugin (default: a model plugin).")
+@click.option("--dir", "directory", default=".", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Folder in which the package folder mtlbench-NAME is created.")
+@user_errors
+def new_plugin(name: str, is_dataset: bool, directory: str) -> None:
+    """Create a pip-installable model (or --dataset) plugin package with kit tests and README."""
+    from ..scaffold import name_taken, plugin_names, write_plugin
+
+    kind = "dataset" if is_dataset else "model"
+    names = plugin_names(name, kind)
+    owner = name_taken(name, kind)
+    if owner:
+        warn(f"a {kind} named {name!r} is already registered by {owner}; installed side by "
+             f"side, two plugins registering one name make that name unusable. Choose "
+             f"another name unless this package is meant to replace {owner}.")
+    root = write_plugin(name, directory, kind)
+    console.print(f"created {root}/")
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            console.print(f"  {p.relative_to(root)}")
+    if kind == "dataset":
+        console.print(
+            f"\nnext steps:\n  cd {root}\n  pip install -e .\n  pytest\n"
+            f"  mtlbench compare --datasets {names['name']} --data-dir tests/data "
+            f"--models stl,lasso --reps 3 --store results.sqlite\n"
+            f"  mtlbench leaderboard --dataset {names['name']} --store results.sqlite")
+        return
+    console.print(
+        f"\nnext steps:\n  cd {root}\n  pip install -e .\n  pytest\n"
+        f"  mtlbench compare --models {names['name']},stl --reps 3 --store results.sqlite\n"
+        f"  mtlbench leaderboard --dataset simulated --store results.sqlite")
+

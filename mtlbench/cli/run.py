@@ -1,0 +1,324 @@
+"""Commands that fill and read a results store: ``compare``, ``results``, ``import-results``.
+
+Thin layers over :mod:`mtlbench.api` (planning and running) and :mod:`mtlbench.report`
+(``results`` uses the leaderboard's selection rule, so the two agree).  Only click and the
+standard library are imported at import time; rich, numpy, pandas, the runner and the plugins
+load when a command runs, so ``compare --help`` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+import click
+
+from .. import api
+from ..api import DEFAULT_STORE
+from ..syntax import split_top_level
+from ._options import (csv_list, format_option, models_option, open_store, seed_option,
+                       store_option)
+from ._ui import console, err_console, escape, registry, user_errors
+
+__all__ = ["compare", "results", "import_results"]
+
+
+def _split_csv(value: str | None) -> list[str]:
+    return split_top_level(value) if value else []
+
+
+# ------------------------------------------------------------------------------- compare
+@click.command()
+@click.option("--datasets", "datasets_", default=None,
+              help="Comma-separated datasets or dataset/problem (default: simulated).")
+@click.option("--models", "models_", default=None,
+              help="Comma-separated model selectors, e.g. 'lasso,tfcl[k=[3,5]]' "
+                   "(default: every discovered model).")
+@click.option("-m", "--model", "model_opts", multiple=True,
+              help="One model selector (repeatable), e.g. -m 'tfcl[k=5]'.")
+@click.option("--reps", type=int, default=None,
+              help="Repetitions, 1..1000 (default 15, the paper's).")
+@click.option("--seed", type=int, default=None,
+              help="Seed of the splits, 0..2**63-1 (default 0).")
+@click.option("--jobs", "-j", type=int, default=None,
+              help="Units run side by side, each in its own supervised process "
+                   "(default: the number of CPUs; -1 too; -j 1 for one at a time).")
+@click.option("--scheduler", default=None,
+              help="Address of a Dask distributed scheduler (tcp://host:8786) to run units on. "
+                   "Warning: anyone who can reach an unsecured scheduler can run code on its "
+                   "workers and this client; bind it to a private interface or use TLS "
+                   "(docs/scaling.md).")
+@click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False),
+              help="SQLite results store; finished units in it are not recomputed.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder with local data files (also $MTLBENCH_DATA_DIR).")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds (finite, > 0) a unit may run before it is recorded as failed.")
+@click.option("--retry-failed", is_flag=True, help="Rerun units recorded as failed.")
+@click.option("--rerun", "rerun", multiple=True, is_flag=False, flag_value="*",
+              help="Recompute units already in the store: every unit (--rerun alone) or those "
+                   "of the given models (--rerun MODEL, repeatable or comma-separated).")
+@click.option("--allow-failures", is_flag=True,
+              help="Exit with status 0 even when units failed.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="TOML file with [compare] defaults and [models.NAME] overrides.")
+@click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
+@click.option("--val-fraction", type=float, default=None,
+              help="Validation share of train+validation per task (0.2).")
+@click.option("--search", "search", default=None,
+              help="Hyperparameter searcher (default 'adaptive'; 'grid' = exactly the declared "
+                   "starting grids; plugins may add more). See docs/tuning.md.")
+@click.option("--budget", type=int, default=None,
+              help="Fits per unit for the search, the same for every model (default 20; the "
+                   "final refit is not counted; 'grid' ignores it).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the units that would run, how many are stored and a wall-time "
+                   "estimate from stored unit times; run nothing.")
+@user_errors
+def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
+            reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
+            store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
+            rerun: tuple[str, ...], allow_failures: bool, config_path: str | None,
+            test_fraction: float | None, val_fraction: float | None, search: str | None,
+            budget: int | None, dry_run: bool) -> None:
+    """Run models on datasets under the common protocol and print mean ± std test AUC.
+
+    Exits with status 1 when a unit of the run failed (--allow-failures: 0)."""
+    if not scheduler and not dry_run:
+        from ..runner.local import prestart
+
+        prestart()  # worker processes' imports overlap with planning
+    registry()  # plugin warnings, once
+    selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
+    if not selectors:
+        selectors = models_  # None: the default; "": a clear error from the settings check
+    plan = api.plan(datasets_, selectors, reps=reps, seed=seed,
+                    jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
+                    timeout=timeout, retry_failed=retry_failed, config=config_path,
+                    test_fraction=test_fraction, val_fraction=val_fraction, search=search,
+                    budget=budget, rerun=[m for r in rerun for m in _split_csv(r)])
+    pc = plan.config
+    search_text = pc.search + (f" (budget {pc.budget} fits per unit)" if pc.search != "grid"
+                               else "")
+    console.print(
+        f"[bold]mtlbench compare[/]: {len(plan.selections)} model(s) x {len(plan.problems)} "
+        f"problem(s) x {pc.reps} repetition(s) = {len(plan.specs)} units; "
+        f"seed {pc.seed}; search {search_text}; store {store}")
+    for pid, s in plan.summaries.items():
+        console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
+                      f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
+    if dry_run:
+        _print_plan(plan)
+        return
+    from ._progress import RichReporter
+    from ..runner import RunInterrupted
+
+    try:
+        with RichReporter(console.real()) as reporter:
+            result = api.run(plan, reporter=reporter)
+    except RunInterrupted as exc:
+        _interrupted(exc.report, store)
+    report = result.report
+    console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
+                  f"{report.skipped} already in the store, {report.failed} failed")
+    from ..store import ResultStore
+
+    with ResultStore(plan.store) as rs:
+        _print_summary(rs, problems=plan.problem_ids, models=plan.labels, keys=result.keys)
+    for res in report.failures[:10]:
+        err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
+                          f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
+                          soft_wrap=True)
+    _failure_exit(report, allow_failures)
+
+
+def _reps_text(reps: list[int]) -> str:
+    """[0, 1, 2, 5] -> '0-2, 5'."""
+    out, run = [], []
+    for r in sorted(reps):
+        if run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [r]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def _print_plan(plan) -> None:
+    """The dry run: units to run per (problem, model), what is stored, the estimate."""
+    from rich.table import Table
+
+    todo = {s.key for s in plan.todo}
+    groups: dict[tuple[str, str], dict[str, list[int]]] = {}
+    for s in plan.specs:
+        g = groups.setdefault((s.problem, s.label), {"run": [], "stored": []})
+        g["run" if s.key in todo else "stored"].append(s.rep)
+    table = Table(title="dry run: units per problem and model")
+    for col in ("problem", "model", "to run", "repetitions to run", "stored"):
+        table.add_column(col, justify="right" if col in ("to run", "stored") else "left")
+    for (prob, label), g in groups.items():
+        table.add_row(escape(prob), escape(label), str(len(g["run"])), _reps_text(g["run"]),
+                      str(len(g["stored"])))
+    console.print(table)
+    retry = ""
+    if plan.stored_failed and not plan.retry_failed:
+        retry = f" ({plan.stored_failed} failed; --retry-failed reruns them)"
+    elif plan.stored_failed:
+        retry = f" ({plan.stored_failed} failed, to be rerun)"
+    console.print(f"{len(plan.specs)} planned unit(s): {len(plan.todo)} to run, "
+                  f"{len(plan.specs) - len(plan.todo)} already in the store{retry}")
+    console.print(f"estimate: {plan.estimate.text()}")
+    console.print("dry run: nothing was run.")
+
+
+def _interrupted(report, store: str) -> None:
+    err_console.print(f"[yellow]Interrupted:[/] {report.saved} unit(s) of this run were saved "
+                      f"in {store}. Resume with the same command (finished units are "
+                      f"skipped):\n  mtlbench {shlex.join(sys.argv[1:])}", soft_wrap=True)
+    sys.exit(130)
+
+
+def _failure_exit(report, allow_failures: bool) -> None:
+    """Exit status 1 when units of the run failed (now or in an earlier run), saying how to
+    retry them."""
+    if report.claimed_elsewhere:
+        console.print(f"{report.claimed_elsewhere} unit(s) are being computed by another run "
+                      "on this store; run the command again once it ends to see them.")
+    if report.failed_before:
+        err_console.print(f"{report.failed_before} unit(s) of this run failed in an earlier "
+                          "run and were not rerun; add --retry-failed to rerun them "
+                          "(e.g. with a larger --timeout).", soft_wrap=True)
+    if report.failed:
+        err_console.print(f"{report.failed} unit(s) failed; rerun them with the same command "
+                          "plus --retry-failed ('mtlbench results --failures' lists them).",
+                          soft_wrap=True)
+    if (report.failed or report.failed_before) and not allow_failures:
+        sys.exit(1)
+
+
+def _print_summary(store, problems=None, models=None, keys=None) -> None:
+    from rich.table import Table
+
+    summary = store.summary(problems=problems, models=models, keys=keys)
+    table = Table(title="mean ± std test AUC (x100) over repetitions")
+    for col in ("problem", "model", "test AUC", "reps", "failed", "time (s)"):
+        table.add_column(col, justify="right" if col not in ("problem", "model") else "left")
+    for _, r in summary.iterrows():
+        mean, std = r["test_auc_mean"], r["test_auc_std"]
+        cell = "—" if mean != mean else (f"{100 * mean:.2f} ± {100 * std:.2f}" if std == std
+                                         else f"{100 * mean:.2f}")
+        t = r["time_total"]
+        table.add_row(escape(r["problem"]), escape(r["model"]), cell, str(r["reps"]),
+                      str(r["failed"]) if r["failed"] else "",
+                      f"{t:.1f}" if t == t else "")
+    console.print(table)
+
+
+# ------------------------------------------------------------------------------- results
+@click.command("results")
+@store_option
+@click.option("--datasets", "datasets_", default=None,
+              help="Filter: comma-separated datasets or dataset/problem.")
+@models_option
+@seed_option
+@click.option("--failures", is_flag=True, help="List failed units with their messages.")
+@click.option("--traceback", "show_tb", is_flag=True,
+              help="With --failures: print each failed unit's traceback.")
+@format_option
+@user_errors
+def results(store: str, datasets_: str | None, models_: str | None, seed: int | None,
+            failures: bool, show_tb: bool, fmt: str) -> None:
+    """Stored results: mean ± std test AUC per problem and model, under the same selection
+    rule as the leaderboard (one seed, the latest code per model), with what was left out."""
+    from rich.table import Table
+
+    from ..report.select import left_out_text, results_frame, select_units
+
+    rs = open_store(store, readonly=True)
+    try:
+        problems = csv_list(datasets_)
+        models = csv_list(models_)
+        all_units = rs.units()
+        datasets = None
+        if problems:
+            datasets = sorted({p.split("/", 1)[0] for p in problems})
+        sel = select_units(rs, datasets, seed=seed, models=models, problems=problems,
+                           expected=models, all_units=all_units)
+        df = results_frame(sel)
+        if fmt == "json":
+            click.echo(json.dumps({"results": json.loads(df.to_json(orient="records")),
+                                   "left_out": sel.left_out, "notes": sel.notes,
+                                   "absent_models": sel.absent,
+                                   "progress": json.loads(sel.progress.to_json(
+                                       orient="records"))}, indent=1))
+        elif fmt == "csv":
+            click.echo(df.to_csv(index=False), nl=False)
+        else:
+            table = Table(title="mean ± std test AUC (x100) over repetitions")
+            for col in ("problem", "model", "test AUC", "reps", "failed", "seed", "time (s)"):
+                table.add_column(col, justify="left" if col in ("problem", "model")
+                                 else "right", no_wrap=True)
+            for _, r in df.iterrows():
+                m, s = r["test_auc_mean_x100"], r["test_auc_std_x100"]
+                cell = "—" if m is None or m != m else (
+                    f"{m:.2f} ± {s:.2f}" if s is not None and s == s else f"{m:.2f}")
+                reps = f"{r['reps']}/{r['planned_reps']}"
+                table.add_row(escape(r["problem"]), escape(r["model"]), cell, reps,
+                              str(r["failed"]) if r["failed"] else "", str(r["seed"]),
+                              f"{r['time_total_s']:.1f}")
+            console.print(table)
+            console.print(escape(left_out_text(sel)), soft_wrap=True)
+            for note in sel.notes:
+                console.print(f"  {escape(note)}", soft_wrap=True)
+            stale = _stale_note(rs)
+            if stale:
+                console.print(f"[yellow]Note:[/] {escape(stale)}", soft_wrap=True)
+        if failures:
+            failed = sel.units[sel.units["status"] != "ok"]
+            for _, r in failed.iterrows():
+                click.echo(f"failed {r['model']} {r['problem']} rep {r['rep']}: "
+                           f"{r['message']}", err=fmt != "table")
+                if show_tb and isinstance(r["traceback"], str) and r["traceback"].strip():
+                    click.echo(r["traceback"].rstrip(), err=fmt != "table")
+            if failed.empty and fmt == "table":
+                console.print("no failed units in this selection")
+    finally:
+        rs.close()
+
+
+def _stale_note(store) -> str:
+    """The store's note on units made by older code than what is installed, else ''."""
+    from ..plugins import get_registry
+    from ..provenance import stale_note
+
+    try:
+        return stale_note(store, get_registry()) or ""
+    except Exception:  # noqa: BLE001 - a note must not stop the report
+        return ""
+
+
+# ------------------------------------------------------------------------- import-results
+@click.command("import-results")
+@click.argument("file", type=click.Path(dir_okay=False))
+@store_option
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
+                   "the data and split fingerprints of real datasets.")
+@user_errors
+def import_results(file: str, store: str, data_dir: str | None) -> None:
+    """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
+    that 'compare --models mine' computes only your model and 'leaderboard' shows all.
+    Refused when splits, data or protocol differ from this installation's."""
+    from ..dataset import resolve_data_dir
+    from ..report.publish import import_results as import_units
+
+    ddir = resolve_data_dir(data_dir)
+    rs = open_store(store, must_exist=False)
+    try:
+        import_units(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True),
+                     data_dir=str(ddir) if ddir else None)
+    finally:
+        rs.close()
