@@ -419,7 +419,7 @@ class Results:
 
         import pandas as pd
 
-        from . import leaderboard as lbm
+        from .report import leaderboard as lbm
 
         names = [dataset] if dataset else self.datasets
         frames = []
