@@ -102,7 +102,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Categorical, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 from mtlbench_models._taskgram import TaskSpectra
 
 
@@ -124,66 +124,77 @@ def _objective(spec: TaskSpectra, W, GW, B, lam, mu) -> tuple[float, np.ndarray]
     return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L
 
 
-def _cd_sweeps(B, G, C, pen, rows, passes, tol):
-    """Cyclic coordinate descent sweeps over ``rows`` of B (in place).  G = C B - C on entry;
-    on return G is valid on ``rows`` only (each row's gradient is recomputed when visited).
-    Returns (sweeps done, largest change of the last sweep)."""
-    diagC = np.diag(C)
-    biggest = 0.0
-    p = 0
-    for p in range(1, passes + 1):
-        biggest = 0.0
-        for s in rows:
-            if diagC[s] <= 0:          # w_s = 0: row s cannot help any task; zero is optimal
-                B[s] = 0.0
-                continue
-            old = B[s].copy()
-            g = C[s] @ B - C[s]
-            new = np.maximum(old - (g + pen[s]) / diagC[s], 0.0)
-            new[s] = 0.0
-            B[s] = new
-            G[s] = g
-            ch = float(np.abs(new - old).max())
-            if ch > biggest:
-                biggest = ch
-        if biggest <= tol * max(1.0, float(B.max(initial=0.0))):
-            break
-    return p, biggest
+def _c_times(W, C, D):
+    """C D for C = W^T W (T x T) and D (T x T): C @ D (T^3) or W^T (W D) (2 d T^2), whichever is
+    cheaper (``C`` is None when the second is)."""
+    if C is not None:
+        return C @ D
+    return W.T @ (W @ D)
 
 
-def _kkt_rows(B, G, pen):
-    """Rows of B that are nonzero or violate the KKT condition at zero (grad + pen < 0)."""
-    viol = (G + pen[:, None]) < 0.0
-    np.fill_diagonal(viol, False)
-    return np.flatnonzero((B > 0).any(axis=1) | viol.any(axis=1))
+def _b_descent(B, G, W, C, diagC, pen, steps, tol):
+    """Scaled projected-gradient steps with exact line search on all columns of the B-step (in
+    place): B, G = C B - C (kept in step), W and C (or None) for products with C, diagC = diag C,
+    pen = mu l / (2 lam).  The B-step's column t, divided by 2 lam, is the convex quadratic
+
+        q_t(b) = 1/2 b^T C b - C_t^T b + pen^T b,   b >= 0, b_t = 0,   gradient g_t = G_t + pen.
+
+    One step, vectorised over all entries: the Jacobi target
+    P(b - g / diag C) (P: clip at 0, b_t = 0; a row with C_ss = 0, i.e. w_s = 0, goes to 0) gives
+    the feasible direction d_t = P(...) - b_t, which is a descent direction (g^T d <= -d^T diag(C) d)
+    and zero iff b_t satisfies the KKT conditions; then the exact minimiser of q_t on the
+    segment, alpha_t = min(1, -g_t^T d_t / d_t^T C d_t), so no column's objective increases.
+    Stops before a step when max |d| <= ``tol`` x max(1, max B) (the KKT residual).  One step
+    costs one product C D.  Returns (steps taken, last KKT residual)."""
+    live = diagC > 0
+    inv = np.where(live, 1.0 / np.where(live, diagC, 1.0), 0.0)
+    res = np.inf
+    for k in range(steps):
+        Gp = G + pen[:, None]
+        D = np.maximum(B - Gp * inv[:, None], 0.0)
+        D[~live] = 0.0
+        np.fill_diagonal(D, 0.0)
+        D -= B
+        res = float(np.abs(D).max(initial=0.0))
+        if res <= tol * max(1.0, float(B.max(initial=0.0))):
+            return k, res
+        CD = _c_times(W, C, D)
+        num = -np.einsum("st,st->t", Gp, D)
+        curv = np.einsum("st,st->t", D, CD)
+        pos = curv > 0
+        alpha = np.where(pos, np.clip(num / np.where(pos, curv, 1.0), 0.0, 1.0), 1.0)
+        B += D * alpha
+        G += CD * alpha
+    return steps, res
+
+
+def _b_setup(W, B, losses, lam, mu):
+    """(C or None, diag C, G = C B - C, pen) for the B-step at W (see ``_b_descent``)."""
+    d, T = W.shape
+    diagC = np.einsum("it,it->t", W, W)
+    if T <= 2 * d:
+        C = W.T @ W
+        G = C @ B - C
+    else:                                # d << T (MovieLens, Lenk): never form T x T x T products
+        C = None
+        G = W.T @ (W @ B - W)
+    pen = mu * np.asarray(losses, dtype=np.float64) / (2.0 * lam)
+    return C, diagC, G, pen
 
 
 def b_step(W: np.ndarray, losses: np.ndarray, lam: float, mu: float, B0: np.ndarray | None = None,
            tol: float = 1e-6, max_pass: int = 100) -> tuple[np.ndarray, int]:
     """All columns of argmin_{B >= 0, diag B = 0} lam ||W - W B||_F^2 + mu sum_{s,t} losses_s B_st.
 
-    Active-set cyclic coordinate descent over rows, vectorised over columns.  Stops when a
-    sweep changes no entry by more than ``tol`` x max(1, max B) and no zero row violates its
-    KKT condition.  Returns (B, sweeps)."""
+    Scaled projected-gradient steps with exact line search (``_b_descent``), vectorised over all
+    entries, until the KKT residual max |P(B - grad / diag C) - B| is at most ``tol`` x
+    max(1, max B) or ``max_pass`` steps.  Returns (B, steps)."""
     T = W.shape[1]
-    C = W.T @ W
     B = np.zeros((T, T)) if B0 is None else np.array(B0, dtype=np.float64)
     np.fill_diagonal(B, 0.0)
-    G = C @ B - C                      # (1/(2 lam)) x gradient of the smooth part
-    pen = mu * np.asarray(losses, dtype=np.float64) / (2.0 * lam)
-    total = 0
-    while total < max_pass:
-        rows = _kkt_rows(B, G, pen)
-        if rows.size == 0:
-            break
-        p, biggest = _cd_sweeps(B, G, C, pen, rows, max_pass - total, tol)
-        total += p
-        G = C @ B - C
-        if biggest > tol * max(1.0, float(B.max(initial=0.0))):
-            break                      # sweep budget used up
-        if not np.setdiff1d(_kkt_rows(B, G, pen), rows).size:
-            break                      # converged and no other row violates its KKT condition
-    return B, total
+    C, diagC, G, pen = _b_setup(W, B, losses, lam, mu)
+    steps, _ = _b_descent(B, G, W, C, diagC, pen, int(max_pass), tol)
+    return B, steps
 
 
 def amtl_scales(spec: TaskSpectra, lam_ratio: float) -> tuple[float, float, np.ndarray]:
@@ -203,6 +214,11 @@ def amtl_scales(spec: TaskSpectra, lam_ratio: float) -> tuple[float, float, np.n
     return lam, max(mu_max, 1e-300) * (1.0 + 1e-9), W0
 
 
+# extrapolation of the outer iterates (see the docstring): start, growth on success, shrink on
+# failure, cap
+_EXTRAP = (0.5, 1.05, 1.5, 1.0)
+
+
 class AMTL(LinearMTLModel):
     """Asymmetric MTL with a sparse non-negative transfer graph B; see the module docstring."""
 
@@ -212,13 +228,14 @@ class AMTL(LinearMTLModel):
                     "mu": Log([0.5, 0.9], low=0.0, high=1.0)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
                          "max_iter": Int([2000], low=1), "cg_tol": Linear([1e-6], low=0.0),
-                         "cg_max_iter": Int([3], low=1), "b_passes": Int([5], low=1)}
+                         "cg_max_iter": Int([2], low=1), "b_passes": Int([2], low=1),
+                         "extrapolate": Categorical([True, False])}
     convex = False
     supports_warm_start = False
 
     def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-6, xtol: float = 1e-3,
-                 max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 3,
-                 b_passes: int = 5):
+                 max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 2,
+                 b_passes: int = 2, extrapolate: bool = True):
         self.lam = lam
         self.mu = mu
         self.tol = tol
@@ -227,6 +244,7 @@ class AMTL(LinearMTLModel):
         self.cg_tol = cg_tol
         self.cg_max_iter = cg_max_iter
         self.b_passes = b_passes
+        self.extrapolate = extrapolate
 
     def fit(self, tasks: TaskSet, init=None) -> "AMTL":
         self.check_params()
@@ -242,23 +260,21 @@ class AMTL(LinearMTLModel):
             W = tasks.memo(("compa.amtl.init", 1), lambda: spec.shifted_solve(
                 spec.Xty, np.ones(T), np.full(T, spec.energy))).copy()
         GW = spec.gram_apply(W)            # kept in step with W through the CG updates
+        fused = tasks.memo(("amtl.orthonormal_spectra", 1), lambda: _orthonormal_spectra(spec))
         B = np.zeros((T, T))
         F, L = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
         converged = False
         it, cg_iters, b_sweeps = 0, 0, 0
+        beta = _EXTRAP[0]
         for it in range(1, int(self.max_iter) + 1):
-            W_old, B_old = W, B.copy()
-            # B-step: coordinate descent sweeps on the active rows (each never increases F)
-            C = W.T @ W
-            G = C @ B - C
-            pen = mu * L / (2.0 * lam)
-            rows = _kkt_rows(B, G, pen)
-            if rows.size:
-                p, _ = _cd_sweeps(B, G, C, pen, rows, int(self.b_passes), 0.0)
-                b_sweeps += p
+            W_old, GW_old, B_old = W, GW, B.copy()
+            # B-step: vectorised descent steps on all columns (none increases F)
+            C, diagC, G, pen = _b_setup(W, B, L, lam, mu)
+            p, _ = _b_descent(B, G, W, C, diagC, pen, int(self.b_passes), 0.0)
+            b_sweeps += p
             # W-step: PCG on the convex quadratic, warm-started at W
-            W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu)
+            W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu, fused)
             cg_iters += n_cg
             F_new, L = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
@@ -271,6 +287,18 @@ class AMTL(LinearMTLModel):
                     and self._w_residual <= self.xtol):
                 converged = True
                 break
+            if self.extrapolate:
+                We = W + beta * (W - W_old)
+                GWe = GW + beta * (GW - GW_old)
+                Be = np.maximum(B + beta * (B - B_old), 0.0)
+                np.fill_diagonal(Be, 0.0)
+                Fe, Le = _objective(spec, We, GWe, Be, lam, mu)
+                if Fe < F_new:
+                    W, GW, B, L = We, GWe, Be, Le
+                    hist[-1] = Fe
+                    beta = min(beta * _EXTRAP[1], _EXTRAP[3])
+                else:
+                    beta = beta / _EXTRAP[2]
         self.coef_ = W
         self.B_ = B
         self.objective_history_ = hist
@@ -285,42 +313,86 @@ class AMTL(LinearMTLModel):
                              "w_step_residual": self._w_residual}
         return self
 
-    def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu):
+    def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu, fused: bool = False):
         """PCG for argmin_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2 from W (see docstring).
-        GW = [G_t w_t]_t on entry; returns (W, GW, CG iterations), GW updated alongside W so
-        that one Gram pass per CG iteration is all the data the W-step reads."""
+        GW = [G_t w_t]_t on entry; returns (W, GW, CG iterations), GW updated alongside W.
+
+        ``fused`` (the spectra's V_t have orthonormal columns, ``_orthonormal_spectra``): the
+        preconditioned residual Z_t = R_t / a_t + V_t (k_t o V_t^T R_t) has V_t^T Z_t =
+        V_t^T R_t / (c_t e_t + a_t), so V_t^T P_t follows P's CG recurrence without a pass over
+        the spectra, <R, Z> needs no lift either, and G_t P_t = V_t (e_t o V_t^T P_t) is lifted
+        in the same batched product as Z: two passes over the stacked spectra per CG iteration
+        (one projection, one two-column lift) instead of three.  Same CG, same iterates up to
+        rounding."""
         T = W.shape[1]
         c = 1.0 + mu * B.sum(axis=1)
-        IB = np.eye(T) - B
-        M = IB @ IB.T
-        a = 2.0 * lam * np.diag(M)
+        Bt = B.T.copy()
+        a = 2.0 * lam * (1.0 + np.einsum("st,st->s", B, B))     # 2 lam M_tt, M = (I-B)(I-B)^T
+
+        def coupling(P):               # P M = (P - P B) - (P - P B) B^T: 2 d T^2, no T x T x T
+            Q = P - P @ B
+            return Q - Q @ Bt
 
         rhs = spec.Xty * c
         X, GX = W.copy(), GW.copy()
-        R = rhs - (c * GX + (2.0 * lam) * (X @ M))
+        R = rhs - (c * GX + (2.0 * lam) * coupling(X))
         thr = float(self.cg_tol) * float(np.linalg.norm(rhs))
         self._w_residual = float(np.linalg.norm(R)) / max(float(np.linalg.norm(rhs)), 1e-300)
         if float(np.linalg.norm(R)) <= thr:
             return X, GX, 0
-        Z = spec.shifted_solve(R, c, a)
-        P = Z
-        rz = float(np.sum(R * Z))
+        inv_a = 1.0 / a
+        if fused:
+            V, e = spec.V, spec.e
+            den = c[:, None] * e + a[:, None]                      # T x r
+            kcoef = 1.0 / den - inv_a[:, None]
+            Qr = spec.project(R)
+            rz = float(np.sum(R * R * inv_a)) + float(np.sum(kcoef * Qr * Qr))
+            QP = Qr / den
+            two = np.matmul(V, np.stack([kcoef * Qr, e * QP], axis=2))   # T x d x 2
+            P = R * inv_a + two[:, :, 0].T
+            GP = two[:, :, 1].T
+        else:
+            Z = spec.shifted_solve(R, c, a)
+            P = Z
+            rz = float(np.sum(R * Z))
+            GP = spec.gram_apply(P)
         n = 0
         for n in range(1, int(self.cg_max_iter) + 1):
-            GP = spec.gram_apply(P)
-            HP = c * GP + (2.0 * lam) * (P @ M)
+            HP = c * GP + (2.0 * lam) * coupling(P)
             alpha = rz / float(np.sum(P * HP))
             X = X + alpha * P
             GX = GX + alpha * GP
             R = R - alpha * HP
-            if float(np.linalg.norm(R)) <= thr:
+            if float(np.linalg.norm(R)) <= thr or n == int(self.cg_max_iter):
                 break
-            Z = spec.shifted_solve(R, c, a)
-            rz_new = float(np.sum(R * Z))
-            P = Z + (rz_new / rz) * P
+            if fused:
+                Qr = spec.project(R)
+                rz_new = float(np.sum(R * R * inv_a)) + float(np.sum(kcoef * Qr * Qr))
+                beta = rz_new / rz
+                QP = Qr / den + beta * QP
+                two = np.matmul(V, np.stack([kcoef * Qr, e * QP], axis=2))
+                P = R * inv_a + two[:, :, 0].T + beta * P
+                GP = two[:, :, 1].T
+            else:
+                Z = spec.shifted_solve(R, c, a)
+                rz_new = float(np.sum(R * Z))
+                P = Z + (rz_new / rz) * P
+                GP = spec.gram_apply(P)
             rz = rz_new
         self._w_residual = float(np.linalg.norm(R)) / max(float(np.linalg.norm(rhs)), 1e-300)
         return X, GX, n
+
+
+def _orthonormal_spectra(spec: TaskSpectra) -> bool:
+    """Whether every task's V_t has orthonormal columns (zero padding columns aside) to 1e-10:
+    always for n_t >= d (eigenvectors of the Gram matrix); checked for the kernel-side tasks
+    (n_t < d, V_t = X_t^T U e^{-1/2}), whose tiny kept eigenvalues can cost orthogonality."""
+    worst = 0.0
+    for t in np.flatnonzero(spec.sizes < spec.d):
+        Vt = spec.V[t][:, spec.e[t] > 0]
+        if Vt.shape[1]:
+            worst = max(worst, float(np.abs(Vt.T @ Vt - np.eye(Vt.shape[1])).max()))
+    return worst <= 1e-10
 
 
 @hookimpl
