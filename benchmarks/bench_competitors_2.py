@@ -38,7 +38,7 @@ from mtlbench_models import vstgmtl as vstg_new
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = {"simulated": 0.3, "sun-scale": 30.0}
-POINT = {"amtl": dict(lam=1.0, mu=0.9),
+POINT = {"amtl": dict(lam=0.74, mu=0.936),       # AMTL: the point issue 13 profiles at
          "vstgmtl": dict(gamma1=1e-1, gamma2=1e-2, mu=1.0, n_bases=10, k=3),
          "nc-cmtl": dict(mu=10.0)}
 
@@ -51,6 +51,7 @@ def old_module(name: str):
     path.write_text(src)
     spec = importlib.util.spec_from_file_location(f"old_{name}", path)
     mod = importlib.util.module_from_spec(spec)
+    mod.__package__ = "mtlbench_models"          # its relative imports of the shared _*.py helpers
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
@@ -84,7 +85,7 @@ def pair(name, tasks, repeat, run_old):
     if name == "amtl":
         t_new, new = timed(lambda: amtl_new.AMTL(**p), tasks, repeat)
         F = lambda m: amtl_new.amtl_objective(Xs, ys, m.coef_, m.B_, new.lam_, new.mu_)
-        mk_old = lambda: OLD["amtl"].AMTL(lam=p["lam"], mu=new.mu_)
+        mk_old = lambda: OLD["amtl"].AMTL(**p)          # main's mu is the same ratio of mu_max
     elif name == "vstgmtl":
         t_new, new = timed(lambda: vstg_new.VSTGMTL(**p), tasks, repeat)
         prob = vstg_new._Problem(tasks)

@@ -45,28 +45,47 @@ lam is the slow corner of the solver: a thousand or more transfers, hundreds of 
 iterations; (lam = 3, mu = 0.5) did not converge within 500 outer iterations on seed 101, so
 lam = 3 is left to the search's extension step, which goes there only if validation asks.)
 
-Solver: block-coordinate descent on (B, W), as the paper ("alternative optimization"):
+Solver: block-coordinate descent on (B, W), as the paper ("alternative optimization"), with a
+guarded extrapolation of the outer iterates:
 
 * B-step (W fixed; separable over columns t): with C = W^T W and l_s = L_s(w_s),
   min_{b_t >= 0, b_tt = 0}  lam ||w_t - W b_t||^2 + mu sum_s l_s B_st,
-  a non-negative weighted lasso per column, by cyclic coordinate descent over the rows s,
-  vectorised over all columns t at once:
-  B_st <- max(0, B_st - (2 lam (C b_t - C e_t)_s + mu l_s) / (2 lam C_ss)), B_tt fixed at 0.
-  Rows that are zero and satisfy the KKT condition at zero are skipped (active set, checked
-  again after each sweep).  Each coordinate update does not increase F.  ``b_passes`` sweeps
-  per outer iteration (default 5; the outer loop drives B to its fixed point; ``b_step`` with a tolerance
-  is the exact solver used by the tests).
+  a non-negative weighted lasso per column (a convex quadratic q_t), by scaled projected
+  gradient steps with exact line search, vectorised over all T x T entries (``_b_descent``): the
+  Jacobi target B_st -> max(0, B_st - (2 lam (C b_t - C e_t)_s + mu l_s) / (2 lam C_ss)),
+  B_tt = 0, defines a feasible descent direction d_t per column (zero iff b_t meets the KKT
+  conditions), and b_t moves to the minimiser of q_t on the segment [b_t, b_t + d_t]
+  (alpha_t = min(1, -grad^T d_t / d_t^T C d_t)), so no column's objective, hence F, increases.
+  One step costs one product C D (T^3, or 2 d T^2 through W when d < T / 2) and O(T^2)
+  elementwise work: no Python loop over rows.  ``b_passes`` steps per outer iteration (default
+  2; the outer loop drives B to its fixed point); ``b_step`` runs the same steps until the KKT
+  residual max |d| <= tol x max(1, max B) (the exact solver the cvxpy oracle test checks).
 * W-step (B fixed): the smooth convex quadratic
   min_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2,   c_t = 1 + mu sum_s B_ts,
   by preconditioned conjugate gradients warm-started at the current W (CG iterates do not
   increase a convex quadratic).  Hessian products use the cached per-task Gram spectra
   (``TaskSpectra``: O(T d r), no d T x d T matrix); the preconditioner is the exact inverse of
   the block diagonal, (c_t X_t^T X_t + 2 lam M_tt I)^{-1} with M = (I - B)(I - B)^T, applied in
-  O(d r) per task from the same spectra.  CG stops at relative residual ``cg_tol`` or after
-  ``cg_max_iter`` (default 3) iterations: an inexact block step (every CG iterate decreases F,
+  O(d r) per task from the same spectra.  With orthonormal spectra (always when n_t >= d;
+  checked once per training set otherwise) a CG iteration reads the stacked spectra twice
+  (one projection, one two-column lift: the projection of the search direction follows its
+  own recurrence), instead of three times.  W (I - B)(I - B)^T is formed as two products with
+  B (2 d T^2, or d nnz(B) with B in sparse form when T >= 200 and B is 5 % dense or less),
+  never a T x T x T product.  CG stops at relative residual ``cg_tol`` or after
+  ``cg_max_iter`` (default 2) iterations: an inexact block step (every CG iterate decreases F,
   the next outer iteration continues from it), checked by the stopping rule below.  X_t^T X_t W
-  is carried along the CG updates, so the W-step reads the data once per CG iteration and the
-  objective needs no extra pass.
+  is carried along the CG updates, so the objective needs no pass over the data.
+* Extrapolation (``extrapolate``, default True; Ang & Gillis-style extrapolation for
+  alternating schemes, our own implementation): after a block-coordinate step from
+  (W_{k-1}, B_{k-1}) to (W_k, B_k) that does not meet the stopping rule, the point
+  (W_k + beta (W_k - W_{k-1}), max(0, B_k + beta (B_k - B_{k-1})), diag 0) replaces it if, and
+  only if, its objective is strictly lower (evaluated without a pass over the data: X_t^T X_t W
+  is linear in W); beta starts at 0.5, grows by 1.05 after a success (at most 1) and shrinks
+  by 1.5 after a failure.  The objective therefore still never increases.  Why: the
+  alternation itself is the cost -- solving both blocks exactly (30 B sweeps, 30 CG
+  iterations) still took 115 outer iterations on a simulated training split (seed 101,
+  lam = 0.74, mu = 0.936) against 119 with the inexact steps; with extrapolation the same fit
+  takes 67.
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
@@ -83,14 +102,15 @@ Initialisation (B = 0 in both cases): for ``mu`` < 1, per-task ridge with the la
 weight s_X (the previous release's start); for ``mu`` >= 1, W0 = per-task ridge with weight
 2 lambda, the B = 0 stationary point, which the fit then returns (B = 0 after the first
 B-step).  Why not W0 always: the problem is non-convex and, e.g. on a simulated training split
-at lam = 1, mu = 0.9, the start at W0 ends at F = 4723.8 (81 transfers) while the start at the
-s_X ridge ends at F = 4296.4 (239 transfers), both converged; the lower objective is kept.
+at lam = 1, mu = 0.9, the start at W0 ended at F = 4723.8 (81 transfers) while the start at the
+s_X ridge ended at F = 4296.4 (239 transfers), both converged (the previous release's solver);
+the lower objective is kept.
 Non-convex: ``convex = False``; the search never warm-starts it (``init`` is ignored).
 
 Fitted: ``coef_`` = W, ``B_`` (T x T), ``lam_``, ``mu_`` (the paper's lambda, mu), ``mu_max_``,
 ``task_groups_`` (the task each task receives most from; itself if it receives nothing),
 ``converged_``, ``n_iter_``, ``objective_history_``, diagnostics (number of transfers,
-per-task out-degree, CG iterations).
+per-task out-degree, B-step steps, CG iterations, accepted extrapolations).
 
 Not the authors' code: BlasterL/AMTL (MATLAB) penalises B quadratically and its regression
 W-step treats samples individually; we implement the paper's objective (models.md item 9).
@@ -101,6 +121,7 @@ objective itself, not an approximation); the paper's hyperparameter grid.
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 
 from mtlbench import Categorical, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 from mtlbench_models._taskgram import TaskSpectra
@@ -114,6 +135,16 @@ def amtl_objective(Xs, ys, W, B, lam, mu) -> float:
     L = task_losses(Xs, ys, W)
     R = W - W @ B
     return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R))
+
+
+def _sparse_if_worth(B):
+    """B itself, or B as a CSR matrix when it is large and sparse enough that products P B
+    (P: d x T) are cheaper that way (d x nnz instead of d x T^2); same products to rounding."""
+    T = B.shape[0]
+    if T < 200:
+        return B
+    nnz = np.count_nonzero(B)
+    return sparse.csr_matrix(B) if nnz <= 0.05 * T * T else B
 
 
 def _objective(spec: TaskSpectra, W, GW, B, lam, mu) -> tuple[float, np.ndarray]:
@@ -147,15 +178,20 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
     Stops before a step when max |d| <= ``tol`` x max(1, max B) (the KKT residual).  One step
     costs one product C D.  Returns (steps taken, last KKT residual)."""
     live = diagC > 0
-    inv = np.where(live, 1.0 / np.where(live, diagC, 1.0), 0.0)
+    inv = np.where(live, 1.0 / np.where(live, diagC, 1.0), 0.0)[:, None]
+    dead = np.flatnonzero(~live)
+    Gp = np.empty_like(B)
+    D = np.empty_like(B)
     res = np.inf
     for k in range(steps):
-        Gp = G + pen[:, None]
-        D = np.maximum(B - Gp * inv[:, None], 0.0)
-        D[~live] = 0.0
+        np.add(G, pen[:, None], out=Gp)
+        np.multiply(Gp, inv, out=D)
+        np.subtract(B, D, out=D)
+        np.maximum(D, 0.0, out=D)
+        D[dead] = 0.0
         np.fill_diagonal(D, 0.0)
         D -= B
-        res = float(np.abs(D).max(initial=0.0))
+        res = max(-float(D.min(initial=0.0)), float(D.max(initial=0.0)))
         if res <= tol * max(1.0, float(B.max(initial=0.0))):
             return k, res
         CD = _c_times(W, C, D)
@@ -163,8 +199,10 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
         curv = np.einsum("st,st->t", D, CD)
         pos = curv > 0
         alpha = np.where(pos, np.clip(num / np.where(pos, curv, 1.0), 0.0, 1.0), 1.0)
-        B += D * alpha
-        G += CD * alpha
+        D *= alpha
+        B += D
+        CD *= alpha
+        G += CD
     return steps, res
 
 
@@ -266,7 +304,7 @@ class AMTL(LinearMTLModel):
         hist = [F]
         converged = False
         it, cg_iters, b_sweeps = 0, 0, 0
-        beta = _EXTRAP[0]
+        beta, n_extrap = _EXTRAP[0], 0
         for it in range(1, int(self.max_iter) + 1):
             W_old, GW_old, B_old = W, GW, B.copy()
             # B-step: vectorised descent steps on all columns (none increases F)
@@ -296,6 +334,7 @@ class AMTL(LinearMTLModel):
                 if Fe < F_new:
                     W, GW, B, L = We, GWe, Be, Le
                     hist[-1] = Fe
+                    n_extrap += 1
                     beta = min(beta * _EXTRAP[1], _EXTRAP[3])
                 else:
                     beta = beta / _EXTRAP[2]
@@ -309,6 +348,7 @@ class AMTL(LinearMTLModel):
         self.diagnostics_ = {"transfers": int(np.count_nonzero(B)),
                              "out_degree": np.count_nonzero(B, axis=1).tolist(),
                              "b_sweeps": int(b_sweeps), "cg_iters": int(cg_iters),
+                             "extrapolations": int(n_extrap),
                              "mu_max": mu_max, "converged": converged,
                              "w_step_residual": self._w_residual}
         return self
@@ -326,11 +366,12 @@ class AMTL(LinearMTLModel):
         rounding."""
         T = W.shape[1]
         c = 1.0 + mu * B.sum(axis=1)
-        Bt = B.T.copy()
+        Bm = _sparse_if_worth(B)
+        Bt = Bm.T.copy()
         a = 2.0 * lam * (1.0 + np.einsum("st,st->s", B, B))     # 2 lam M_tt, M = (I-B)(I-B)^T
 
         def coupling(P):               # P M = (P - P B) - (P - P B) B^T: 2 d T^2, no T x T x T
-            Q = P - P @ B
+            Q = P - P @ Bm
             return Q - Q @ Bt
 
         rhs = spec.Xty * c
