@@ -13,7 +13,7 @@ generator seed 101 (the design data of the model docstrings), standing in for "t
 point" until the fair-search tables exist.
 
 Usage:  OPENBLAS_NUM_THREADS=1 python benchmarks/bench_competitors_2.py [--repeat N]
-            [--skip-sun] [--skip-old-sun] [--models amtl,vstgmtl,nc-cmtl]
+            [--skip-sun] [--skip-old-sun] [--models amtl,vstgmtl,nc-cmtl] [--amtl-unit SEED]
 Timing is noisy on a shared machine: compare the ratio within one run, and the medians.
 """
 from __future__ import annotations
@@ -106,6 +106,18 @@ def pair(name, tasks, repeat, run_old):
 OLD: dict = {}
 
 
+def amtl_unit(tasks, rep: int = 0):
+    """One protocol unit of AMTL (the default fair search, its fits and the refit), old vs new:
+    (old seconds, new seconds, old selected params, new selected params)."""
+    from mtlbench.protocol import run_protocol
+    out = []
+    for cls in (OLD["amtl"].AMTL, amtl_new.AMTL):
+        t0 = time.perf_counter()
+        res = run_protocol(cls(), cls.search_space, tasks, ProtocolConfig(), rep)
+        out.append((time.perf_counter() - t0, getattr(res, "best_params", None)))
+    return out[0][0], out[1][0], out[0][1], out[1][1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3, help="new fits per row (median reported)")
@@ -113,6 +125,8 @@ def main():
     ap.add_argument("--skip-old-sun", action="store_true",
                     help="do not run main's implementation at SUN scale (minutes per model)")
     ap.add_argument("--models", default="amtl,vstgmtl,nc-cmtl")
+    ap.add_argument("--amtl-unit", type=int, metavar="SEED", default=None,
+                    help="also time one AMTL protocol unit (rep 0), old vs new, on make_simulated(SEED)")
     a = ap.parse_args()
     for mod in ("amtl", "vstgmtl", "nc_cmtl"):
         OLD[mod] = old_module(mod)
@@ -131,6 +145,10 @@ def main():
             print(f"{label:10s} {name:8s} {t_new:8.3f} {t_old:8.3f} {t_old / t_new:6.1f} "
                   f"{TARGET[label]:6.1f} {new.n_iter_:6d} {it_old:6d} {str(new.converged_):>5s} "
                   f"{f_new:14.8g} {f_old:14.8g} {rel:9.2e}", flush=True)
+    if a.amtl_unit is not None and "amtl" in models:
+        t_old, t_new, p_old, p_new = amtl_unit(make_simulated(a.amtl_unit))
+        print(f"one AMTL unit (simulated seed {a.amtl_unit}, rep 0, default search): new {t_new:.2f} s, "
+              f"old {t_old:.2f} s, ratio {t_old / t_new:.1f}; selected new {p_new}, old {p_old}")
 
 
 if __name__ == "__main__":

@@ -69,9 +69,9 @@ guarded extrapolation of the outer iterates:
   O(d r) per task from the same spectra.  With orthonormal spectra (always when n_t >= d;
   checked once per training set otherwise) a CG iteration reads the stacked spectra twice
   (one projection, one two-column lift: the projection of the search direction follows its
-  own recurrence), instead of three times.  W (I - B)(I - B)^T is formed as two products with
-  B (2 d T^2, or d nnz(B) with B in sparse form when T >= 200 and B is 5 % dense or less),
-  never a T x T x T product.  CG stops at relative residual ``cg_tol`` or after
+  own recurrence), instead of three times.  W (I - B)(I - B)^T is one product with M (formed
+  once per W-step) when d > T, else two products with B (2 d T^2, or d nnz(B) with B in sparse
+  form when T >= 200 and B is 5 % dense or less), so no T x T x T product when d < T.  CG stops at relative residual ``cg_tol`` or after
   ``cg_max_iter`` (default 2) iterations: an inexact block step (every CG iterate decreases F,
   the next outer iteration continues from it), checked by the stopping rule below.  X_t^T X_t W
   is carried along the CG updates, so the objective needs no pass over the data.
@@ -374,13 +374,21 @@ class AMTL(LinearMTLModel):
         a fit from meeting the rule."""
         T = W.shape[1]
         c = 1.0 + mu * B.sum(axis=1)
-        Bm = _sparse_if_worth(B)
-        Bt = Bm.T.copy()
         a = 2.0 * lam * (1.0 + np.einsum("st,st->s", B, B))     # 2 lam M_tt, M = (I-B)(I-B)^T
+        d = W.shape[0]
+        if d > T:                      # P M with M formed once (T^3): one d T^2 product per call
+            IB = np.eye(T) - B
+            M = IB @ IB.T
 
-        def coupling(P):               # P M = (P - P B) - (P - P B) B^T: 2 d T^2, no T x T x T
-            Q = P - P @ Bm
-            return Q - Q @ Bt
+            def coupling(P):
+                return P @ M
+        else:                          # P M = (P - P B) - (P - P B) B^T: 2 d T^2 (or 2 d nnz)
+            Bm = _sparse_if_worth(B)
+            Bt = Bm.T.copy()
+
+            def coupling(P):
+                Q = P - P @ Bm
+                return Q - Q @ Bt
 
         rhs = spec.Xty * c
         X, GX = W.copy(), GW.copy()
