@@ -71,9 +71,12 @@ guarded extrapolation of the outer iterates:
   (one projection, one two-column lift: the projection of the search direction follows its
   own recurrence), instead of three times.  W (I - B)(I - B)^T is one product with M (formed
   once per W-step) when d > T, else two products with B (2 d T^2, or d nnz(B) with B in sparse
-  form when T >= 200 and B is 5 % dense or less), so no T x T x T product when d < T.  CG stops at relative residual ``cg_tol`` or after
-  ``cg_max_iter`` (default 2) iterations: an inexact block step (every CG iterate decreases F,
-  the next outer iteration continues from it), checked by the stopping rule below.  X_t^T X_t W
+  form when T >= 200 and B is 5 % dense or less), so no T x T x T product when d < T.  CG
+  stops at relative residual ``cg_tol`` or after ``cg_max_iter`` (default 2) iterations: an
+  inexact block step (every CG iterate decreases F, the next outer iteration continues from
+  it), checked by the stopping rule below; once the rest of that rule holds, the W-step runs on
+  (at most 10 x ``cg_max_iter`` iterations) to half the rule's residual, so the inexact W-step
+  is never what keeps a fit from converging.  X_t^T X_t W
   is carried along the CG updates, so the objective needs no pass over the data.
 * Extrapolation (``extrapolate``, default True; Ang & Gillis-style extrapolation for
   alternating schemes, our own implementation): after a block-coordinate step from
