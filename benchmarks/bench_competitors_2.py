@@ -13,7 +13,7 @@ generator seed 101 (the design data of the model docstrings), standing in for "t
 point" until the fair-search tables exist.
 
 Usage:  OPENBLAS_NUM_THREADS=1 python benchmarks/bench_competitors_2.py [--repeat N]
-            [--skip-sun] [--skip-old-sun] [--models amtl,vstgmtl,nc-cmtl]
+            [--skip-sun] [--skip-old-sun] [--models amtl,vstgmtl,nc-cmtl] [--amtl-unit SEED]
 Timing is noisy on a shared machine: compare the ratio within one run, and the medians.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ from mtlbench_models import vstgmtl as vstg_new
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = {"simulated": 0.3, "sun-scale": 30.0}
-POINT = {"amtl": dict(lam=1.0, mu=0.9),
+POINT = {"amtl": dict(lam=0.74, mu=0.936),       # AMTL: the point issue 13 profiles at
          "vstgmtl": dict(gamma1=1e-1, gamma2=1e-2, mu=1.0, n_bases=10, k=3),
          "nc-cmtl": dict(mu=10.0)}
 
@@ -51,6 +51,7 @@ def old_module(name: str):
     path.write_text(src)
     spec = importlib.util.spec_from_file_location(f"old_{name}", path)
     mod = importlib.util.module_from_spec(spec)
+    mod.__package__ = "mtlbench_models"          # its relative imports of the shared _*.py helpers
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
@@ -84,7 +85,7 @@ def pair(name, tasks, repeat, run_old):
     if name == "amtl":
         t_new, new = timed(lambda: amtl_new.AMTL(**p), tasks, repeat)
         F = lambda m: amtl_new.amtl_objective(Xs, ys, m.coef_, m.B_, new.lam_, new.mu_)
-        mk_old = lambda: OLD["amtl"].AMTL(lam=p["lam"], mu=new.mu_)
+        mk_old = lambda: OLD["amtl"].AMTL(**p)          # main's mu is the same ratio of mu_max
     elif name == "vstgmtl":
         t_new, new = timed(lambda: vstg_new.VSTGMTL(**p), tasks, repeat)
         prob = vstg_new._Problem(tasks)
@@ -105,6 +106,18 @@ def pair(name, tasks, repeat, run_old):
 OLD: dict = {}
 
 
+def amtl_unit(tasks, rep: int = 0):
+    """One protocol unit of AMTL (the default fair search, its fits and the refit), old vs new:
+    (old seconds, new seconds, old selected params, new selected params)."""
+    from mtlbench.protocol import run_protocol
+    out = []
+    for cls in (OLD["amtl"].AMTL, amtl_new.AMTL):
+        t0 = time.perf_counter()
+        res = run_protocol(cls(), cls.search_space, tasks, ProtocolConfig(), rep)
+        out.append((time.perf_counter() - t0, getattr(res, "best_params", None)))
+    return out[0][0], out[1][0], out[0][1], out[1][1]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3, help="new fits per row (median reported)")
@@ -112,6 +125,8 @@ def main():
     ap.add_argument("--skip-old-sun", action="store_true",
                     help="do not run main's implementation at SUN scale (minutes per model)")
     ap.add_argument("--models", default="amtl,vstgmtl,nc-cmtl")
+    ap.add_argument("--amtl-unit", type=int, metavar="SEED", default=None,
+                    help="also time one AMTL protocol unit (rep 0), old vs new, on make_simulated(SEED)")
     a = ap.parse_args()
     for mod in ("amtl", "vstgmtl", "nc_cmtl"):
         OLD[mod] = old_module(mod)
@@ -130,6 +145,10 @@ def main():
             print(f"{label:10s} {name:8s} {t_new:8.3f} {t_old:8.3f} {t_old / t_new:6.1f} "
                   f"{TARGET[label]:6.1f} {new.n_iter_:6d} {it_old:6d} {str(new.converged_):>5s} "
                   f"{f_new:14.8g} {f_old:14.8g} {rel:9.2e}", flush=True)
+    if a.amtl_unit is not None and "amtl" in models:
+        t_old, t_new, p_old, p_new = amtl_unit(make_simulated(a.amtl_unit))
+        print(f"one AMTL unit (simulated seed {a.amtl_unit}, rep 0, default search): new {t_new:.2f} s, "
+              f"old {t_old:.2f} s, ratio {t_old / t_new:.1f}; selected new {p_new}, old {p_old}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,12 @@ import pytest
 from mtlbench import TaskSet
 from mtlbench.space import Param, normalise_space
 from mtlbench_models._taskgram import TaskSpectra
-from mtlbench_models.amtl import AMTL, amtl_objective, amtl_scales, b_step, task_losses
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mtlbench_models import amtl as amtl_mod
+from mtlbench_models.amtl import (AMTL, _b_descent, _b_setup, _orthonormal_spectra, amtl_objective,
+                                  amtl_scales, b_step, task_losses)
 from mtlbench_models.stl import ridge_solve
 
 
@@ -59,10 +64,11 @@ def test_b_step_per_column_is_weighted_nonnegative_lasso():
     np.testing.assert_allclose(B[:, t], b.value, atol=1e-5)
 
 
+@pytest.mark.parametrize("extrapolate", [True, False])
 @pytest.mark.parametrize("lam,mu", [(1.0, 0.05), (0.1, 0.3), (10.0, 0.5)])
-def test_alternating_objective_never_increases_and_constraints_hold(lam, mu):
+def test_alternating_objective_never_increases_and_constraints_hold(lam, mu, extrapolate):
     tasks = _tasks(3)
-    m = AMTL(lam=lam, mu=mu, tol=0.0, xtol=0.0, max_iter=25).fit(tasks)
+    m = AMTL(lam=lam, mu=mu, tol=0.0, xtol=0.0, max_iter=25, extrapolate=extrapolate).fit(tasks)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1])), np.diff(h).max()
     assert np.all(m.B_ >= 0) and np.all(np.diag(m.B_) == 0)
@@ -71,8 +77,9 @@ def test_alternating_objective_never_increases_and_constraints_hold(lam, mu):
     assert m.converged_ is False and m.n_iter_ == 25       # tol = 0 never stops early
 
 
+@pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("d,n", [(3, 8), (9, 5)])          # Gram side and kernel side spectra
-def test_w_step_solves_the_quadratic(d, n):
+def test_w_step_solves_the_quadratic(d, n, fused):
     tasks = _tasks(4, T=4, d=d, n=n)
     Xs, ys = _xy(tasks)
     rng = np.random.default_rng(0)
@@ -80,7 +87,9 @@ def test_w_step_solves_the_quadratic(d, n):
     np.fill_diagonal(B, 0)
     m = AMTL(lam=1.0, mu=0.3, cg_tol=1e-13, cg_max_iter=500)
     lam, mu = 0.8, 0.3
-    W, GW, _ = m._w_step(TaskSpectra(tasks), np.zeros((d, 4)), np.zeros((d, 4)), B, lam, mu)
+    spec = TaskSpectra(tasks)
+    assert _orthonormal_spectra(spec)
+    W, GW, _ = m._w_step(spec, np.zeros((d, 4)), np.zeros((d, 4)), B, lam, mu, fused)
     np.testing.assert_allclose(GW, TaskSpectra(tasks).gram_apply(W), rtol=1e-9, atol=1e-9)
     Wv = cp.Variable((d, 4))
     c = 1 + mu * B.sum(axis=1)
@@ -186,3 +195,56 @@ def test_simulated_validation_prefers_transfer_over_every_ridge_point():
         ridge = AMTL(lam=lam, mu=1.0).fit(tr)
         assert np.count_nonzero(ridge.B_) == 0
         assert mean_auc(ridge, va)[0] < transfer, lam
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 6), T=st.integers(2, 8))
+def test_b_descent_step_never_increases_any_column(seed, d, T):
+    """Each vectorised B-step step keeps B feasible and lowers (or keeps) every column's
+    objective lam ||w_t - W b_t||^2 + mu l^T b_t."""
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((d, T))
+    W[:, rng.integers(0, T)] *= rng.integers(0, 2)         # sometimes a zero column (C_ss = 0)
+    losses = rng.uniform(0.1, 3.0, T)
+    lam, mu = 0.7, 0.2
+    B = np.abs(rng.standard_normal((T, T))) * (rng.random((T, T)) < 0.4)
+    np.fill_diagonal(B, 0.0)
+
+    def cols(B):
+        return lam * np.sum((W - W @ B) ** 2, axis=0) + mu * losses @ B
+
+    for _ in range(3):
+        before = cols(B)
+        C, diagC, G, pen = _b_setup(W, B, losses, lam, mu)
+        _b_descent(B, G, W, C, diagC, pen, 1, 0.0)
+        assert np.all(B >= 0) and np.all(np.diag(B) == 0)
+        assert np.all(cols(B) <= before + 1e-10 * (1.0 + np.abs(before)))
+        np.testing.assert_allclose(G, W.T @ W @ B - W.T @ W, atol=1e-9 * (1 + np.abs(W).max() ** 2))
+
+
+def test_w_step_sparse_transfer_graph_path_matches_dense(monkeypatch):
+    """T >= 200 with a sparse B: the W-step's products with B go through CSR; same result."""
+    rng = np.random.default_rng(11)
+    T, d, n = 200, 3, 5
+    Xs = [rng.standard_normal((n, d)) for _ in range(T)]
+    ys = [rng.permutation([1.0, -1.0, 1.0, -1.0, 1.0]) for _ in range(T)]
+    tasks = TaskSet.from_arrays("wide", Xs, ys)
+    B = np.abs(rng.standard_normal((T, T))) * (rng.random((T, T)) < 0.02)
+    np.fill_diagonal(B, 0.0)
+    spec = TaskSpectra(tasks)
+    m = AMTL(cg_max_iter=20, cg_tol=1e-12)
+    W0 = rng.standard_normal((d, T))
+    assert not isinstance(amtl_mod._sparse_if_worth(B), np.ndarray)
+    Ws, _, _ = m._w_step(spec, W0, spec.gram_apply(W0), B, 0.5, 0.1, True)
+    monkeypatch.setattr(amtl_mod, "_sparse_if_worth", lambda B: B)
+    Wd, _, _ = m._w_step(spec, W0, spec.gram_apply(W0), B, 0.5, 0.1, True)
+    np.testing.assert_allclose(Ws, Wd, rtol=1e-9, atol=1e-12)
+
+
+def test_fit_diagnostics_count_extrapolations():
+    tasks = _tasks(12)
+    on = AMTL(lam=1.0, mu=0.3).fit(tasks)
+    off = AMTL(lam=1.0, mu=0.3, extrapolate=False).fit(tasks)
+    assert on.converged_ and off.converged_
+    assert off.diagnostics_["extrapolations"] == 0
+    assert on.diagnostics_["extrapolations"] >= 0
