@@ -1,8 +1,8 @@
-"""Fit times of LASSO, rMTFL, RAMUSA and CoCMTL, old (branch ``main``) vs new, side by side.
+"""Fit times of LASSO, rMTFL, RAMUSA, CoCMTL and NC-CMTL, old (landed code) vs new, side by side.
 
     python benchmarks/bench_competitors_1.py             # simulated split + SUN scale
     python benchmarks/bench_competitors_1.py --quick     # simulated split only
-    python benchmarks/bench_competitors_1.py --sun-models ramusa,cocmtl
+    python benchmarks/bench_competitors_1.py --sun-models ramusa,cocmtl,nc-cmtl
 
 The old implementation is the one committed on main before this rework (``OLD_REF``;
 ``git show REF:...`` into a temporary package ``_old_models``), so both run in the same process, on the same data, one
@@ -54,7 +54,7 @@ from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated  # n
 from mtlbench_models._losses import SquaredLoss  # noqa: E402
 
 OLD_FILES = ["__init__.py", "_losses.py", "_prox.py", "_linalg.py", "lasso.py", "stl.py",
-             "rmtfl.py", "ramusa.py", "cocmtl.py"]
+             "rmtfl.py", "ramusa.py", "cocmtl.py", "nc_cmtl.py"]
 # The old implementation: the landed code before the SUN-scale rework of RAMUSA and CoCMTL
 # (adaptive step constants, eigenpair subset in the SVT); ``--ref`` picks another one
 # (``dc5ae06``: before the first solver rework).
@@ -68,6 +68,8 @@ MODELS = {
     "rmtfl": ("rmtfl", "RMTFL", {"lam1_ratio": 0.3, "lam2_ratio": 0.5}),
     "ramusa": ("ramusa", "RAMUSA", {"lam_ratio": 0.2, "theta_ratio": 0.5}),
     "cocmtl": ("cocmtl", "CoCMTL", {"lam1_ratio": 3.0, "lam2_ratio": 3.0, "k": 5}),
+    # NC-CMTL's row here too (bench_competitors_2.py has it beside AMTL and VSTG-MTL)
+    "nc-cmtl": ("nc_cmtl", "NCCMTL", {"mu": 10.0}),
 }
 
 
@@ -105,6 +107,11 @@ def objective(name: str, m, tasks: TaskSet) -> float:
         return float(m.objective(tasks))
     if name == "ramusa":
         return float(m.capped_objective(tasks))
+    if name == "nc-cmtl":
+        from mtlbench_models.nc_cmtl import nc_cmtl_objective
+        return nc_cmtl_objective([tasks.X(t) for t in range(tasks.T)],
+                                 [tasks.y(t) for t in range(tasks.T)], m.coef_, float(m.mu),
+                                 float(m.q), float(m.s))
     return float(m.objective_from_scratch(tasks))
 
 
@@ -152,8 +159,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="simulated split only")
     ap.add_argument("--reps", type=int, default=5, help="fits per model on the simulated split")
-    ap.add_argument("--models", default="lasso,rmtfl,ramusa,cocmtl")
-    ap.add_argument("--sun-models", default="rmtfl,ramusa,cocmtl")
+    ap.add_argument("--models", default="lasso,rmtfl,ramusa,cocmtl,nc-cmtl")
+    ap.add_argument("--sun-models", default="rmtfl,ramusa,cocmtl,nc-cmtl")
     ap.add_argument("--ref", default=OLD_REF, help="git ref of the old implementation")
     ap.add_argument("--skip-old-sun", action="store_true",
                     help="do not run the old implementation at SUN scale")
