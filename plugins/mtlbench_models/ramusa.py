@@ -159,7 +159,7 @@ def _as_quad(loss):
 
 def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 tol: float = 1e-6, max_iter: int = 2000, theta: float | None = None,
-                down: float = DOWN, stats: dict | None = None):
+                down: float = DOWN, stats: dict | None = None, sv0: np.ndarray | None = None):
     """APG for one stage: argmin_W J(W) - lam <M, W> + lam ||W||_*  (M = None: no linear term).
 
     ``loss``: a :class:`TaskQuadratic` (Gram or row passes) or a ``SquaredLoss``.
@@ -195,7 +195,7 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
 
     W = W0.copy()
     A = R.forward(W)
-    s_W = np.linalg.svd(W, compute_uv=False)
+    s_W = np.linalg.svd(W, compute_uv=False) if sv0 is None else sv0   # sv0: W0's, if known
     J = R.value(A)
     F = J + lin(W) + lam * s_W.sum()
     hist = [float(F)]
@@ -294,7 +294,7 @@ class RAMUSA(LinearMTLModel):
         s = s1
         while True:
             if n_stages > 1:
-                U, s, Vt = np.linalg.svd(W, full_matrices=False)
+                U, s, Vt = svd_W          # of the last stage's W (also gave its F)
             big = s > theta
             r = int(big.sum())
             M = U[:, big] @ Vt[big]
@@ -308,13 +308,15 @@ class RAMUSA(LinearMTLModel):
             if n_stages >= int(self.max_stages):
                 break      # stopped by the cap while the linearisation still moves
             W, _, capped, it, conv = stage_solve(quad, lam, M, W, tol=tol, max_iter=max_iter,
-                                                 theta=theta, stats=stats)
+                                                 theta=theta, stats=stats, sv0=s)
             stages_converged.append(conv)
             total_it += it
             n_stages += 1
             bases.append((U[:, big].copy(), Vt[big].T.copy()))
             hist.extend(capped[1:])
-            F = self.capped_value(quad, W)
+            # one SVD of the new W gives its capped objective and the next linearisation
+            svd_W = np.linalg.svd(W, full_matrices=False)
+            F = quad.value(quad.forward(W)) + lam * capped_penalty(svd_W[1], theta)
             prev = stage_obj[-1]
             stage_obj.append(F)
             M_old = M
@@ -328,7 +330,7 @@ class RAMUSA(LinearMTLModel):
         self.n_iter_ = total_it
         self.n_stages_ = n_stages
         self.converged_ = bool(outer_done and all(stages_converged))
-        s = np.linalg.svd(W, compute_uv=False)
+        s = svd_W[1] if n_stages > 1 else s1       # singular values of the returned W
         self.rank_ = int(np.sum(s > 1e-8 * max(s[0] if s.size else 0.0, 1e-300)))
         self.diagnostics_ = {"lam": lam, "theta": theta, "n_stages": n_stages,
                              "rank": self.rank_, "n_above_theta": int(np.sum(s > theta)),
