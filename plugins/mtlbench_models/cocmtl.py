@@ -208,8 +208,8 @@ class CoCMTL(LinearMTLModel):
                 passes[0] += 1
                 Jn = quad.value(An + A_other)
                 D = Xn - Y
-                if cb >= c_max or Jn <= J_Y + float(np.sum(G * D)) + 0.5 * cb / gamma * \
-                        float(np.sum(D * D)):
+                if cb >= c_max or Jn <= J_Y + float(np.vdot(G, D)) + 0.5 * cb / gamma * \
+                        float(np.vdot(D, D)):
                     steps[name] = cb
                     return Xn, An, Jn, pen
                 if first:

@@ -190,7 +190,7 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 stats["data_passes"] = stats.get("data_passes", 0) + 1
             Jn = R.value(An)
             fn = Jn + lin(Xn)
-            quad = fY + np.sum(G * D) + 0.5 * L * np.sum(D * D)
+            quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
             # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
             # wander at the stopping scale -- seen with CoCMTL's blocks)
             if L >= L_max or fn <= quad:
