@@ -145,3 +145,22 @@ def test_batched_gram_side_step_equals_per_task_closed_form():
                         a, P, delta)
         for t, (X, y) in enumerate(zip(Xs, ys))])
     np.testing.assert_allclose(m.coef_, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("d,n", [(30, 12), (40, 9)])
+def test_batched_push_through_step_equals_per_task_closed_form(d, n):
+    """A fit whose tasks are all on the push-through side (d > n_t) takes the batched step;
+    one MM step equals the per-task closed form ``majoriser_solve`` from W^0."""
+    tasks = _tasks(5, d=d, n=n)
+    mu, q, s = 0.7, 1.0, 10.0
+    m = NCCMTL(mu=mu, tol=0.0, xtol=0.0, max_iter=1).fit(tasks)
+    Xs = [tasks.X(t) for t in range(tasks.T)]
+    ys = [tasks.y(t) for t in range(tasks.T)]
+    assert all(X.shape[0] < d for X in Xs)
+    W0 = np.column_stack([X.T @ y for X, y in zip(Xs, ys)])
+    a, P, delta = reweight_matrix(W0, s)
+    expected = np.column_stack([
+        majoriser_solve(X, y, mu * np.sqrt(y.shape[0]) * np.linalg.norm(y - X @ W0[:, t]) / q,
+                        a, P, delta)
+        for t, (X, y) in enumerate(zip(Xs, ys))])
+    np.testing.assert_allclose(m.coef_, expected, rtol=1e-9, atol=1e-12)

@@ -71,10 +71,11 @@ def test_svt_matches_lapack_prox_trace():
     for shape in [(40, 7), (7, 40), (9, 9)]:
         V = rng.standard_normal(shape)
         for tau in (0.0, 0.5, 2.0, 100.0):
-            X, s = svt(V, tau)
             Xr, sr = prox_trace(V, tau)
-            np.testing.assert_allclose(X, Xr, atol=1e-10)
-            np.testing.assert_allclose(s, sr, atol=1e-10)
+            for few in (False, True):       # all eigenpairs, or only those above tau^2
+                X, s = svt(V, tau, few=few)
+                np.testing.assert_allclose(X, Xr, atol=1e-10)
+                np.testing.assert_allclose(s, sr, atol=1e-10)
     assert capped_penalty(np.array([3.0, 1.0, 0.2]), 0.5) == pytest.approx(1.2)
 
 
@@ -106,3 +107,21 @@ def test_ramusa_converged_flag_follows_the_stated_rules():
     assert short.n_stages_ == 1 and not short.converged_
     # the first stage alone is RAMUSA at theta_ratio = 1 (a declared bound): converged
     assert RAMUSA(lam_ratio=0.1, theta_ratio=1.0, max_stages=1).fit(tasks).converged_
+
+
+def test_adaptive_step_reaches_the_fixed_step_stage_optimum():
+    """The stage solver's step constant may go below Lip(grad J) (backtracking up to it): the
+    convex stage problem's optimum is the same as with the fixed constant (down = 1)."""
+    tasks = _tasks(4, T=12, d=20, n=10, rank=2)
+    quad = TaskQuadratic(tasks)
+    lam = 0.1 * float(np.linalg.norm(quad.grad(quad.forward(np.zeros((20, 12)))), 2))
+    W0 = np.zeros((20, 12))
+    fixed = stage_solve(quad, lam, None, W0, tol=1e-10, max_iter=50000, down=1.0)
+    stats = {}
+    adaptive = stage_solve(quad, lam, None, W0, tol=1e-10, max_iter=50000, down=0.5,
+                           stats=stats)
+    assert fixed[4] and adaptive[4]
+    assert np.all(np.diff(adaptive[1]) <= 1e-12 * np.abs(adaptive[1][:-1]))
+    assert adaptive[1][-1] == pytest.approx(fixed[1][-1], rel=1e-9)
+    np.testing.assert_allclose(adaptive[0], fixed[0], atol=1e-6 * np.linalg.norm(fixed[0]))
+    assert stats["data_passes"] >= adaptive[3]
