@@ -74,129 +74,175 @@ average feature energy mean_t tr(X_t^T X_t)/d); the authors' hyperparameter grid
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.sparse.linalg import LinearOperator, cg, eigsh
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
-from mtlbench_models._prox import ksupport_norm, prox_l1, prox_l1inf_rows, prox_ksupport_sq
-from ._linalg import ridge_solve
+from mtlbench_models._prox import prox_l1, prox_l1inf_rows, prox_ksupport_sq
 
-_DENSE_MAX = 2500        # largest dK (or N) for which the loss system is factorised densely
-_GRAM_CACHE_MAX = 3e7    # cache per-task d x d Gram matrices only when T d^2 stays below this
+
+_DEBUG = False
+_DEBUG_OUTER = False
 
 
 class _Problem:
-    """Stacked data and the loss pieces shared by the U- and V-steps."""
+    """Data-only pieces of the loss, from the thin SVD of every task's design matrix.
+
+    X_t = P_t diag(s_t) Q_t^T (n_t x d, r_t = min(n_t, d)), stacked over tasks with zero padding
+    to r = max_t r_t (a padded column has s = 0, Q = 0 and contributes nothing):
+
+    * ``Qt``  T x r x d (rows Q_t^T), ``s`` T x r, ``c`` T x r with c_t = P_t^T y_t;
+    * ``res`` T, res_t = ||y_t||^2 - ||c_t||^2 (the part of y_t outside the range of X_t);
+    * ``Xty`` d x T, X_t^T y_t = Q_t (s_t * c_t).
+
+    Then 1/2 ||y_t - X_t w||^2 = 1/2 ||s_t * (Q_t^T w) - c_t||^2 + res_t / 2, and the ridge solve
+    (X_t^T X_t + rho I)^{-1} is applied in O(d r) for ANY rho (no factorisation per rho).  Built
+    once per TaskSet object (``tasks.memo``) and shared by every fit of a search.  Storage
+    T r d numbers, at most the size of the data.
+    """
 
     def __init__(self, tasks: TaskSet):
-        self.T, self.d = tasks.T, tasks.d
-        self.Xs = [tasks.X(t) for t in range(self.T)]
-        self.ys = [tasks.y(t) for t in range(self.T)]
-        self.sizes = np.array([y.shape[0] for y in self.ys])
-        self.X = np.vstack(self.Xs)                      # N x d
-        self.y = np.concatenate(self.ys)
-        self.tid = np.repeat(np.arange(self.T), self.sizes)
-        self.N = self.X.shape[0]
-        self.grams = None
-        if self.T * self.d * self.d <= _GRAM_CACHE_MAX:
-            self.grams = np.stack([X.T @ X for X in self.Xs])      # T x d x d
-        self.Xty = np.column_stack([X.T @ y for X, y in zip(self.Xs, self.ys)])  # d x T
-        self.yy = np.array([float(y @ y) for y in self.ys])
+        self.T, self.d = T, d = tasks.T, tasks.d
+        Xs = [np.asarray(tasks.X(t), dtype=np.float64) for t in range(T)]
+        ys = [np.asarray(tasks.y(t), dtype=np.float64) for t in range(T)]
+        self.sizes = np.array([y.shape[0] for y in ys])
+        r = int(max(min(X.shape) for X in Xs))
+        self.r = r
+        self.Qt = np.zeros((T, r, d))
+        self.s = np.zeros((T, r))
+        self.c = np.zeros((T, r))
+        self.res = np.zeros(T)
+        for t, (X, y) in enumerate(zip(Xs, ys)):
+            P, sv, Qt = np.linalg.svd(X, full_matrices=False)
+            m = sv.size
+            self.Qt[t, :m] = Qt
+            self.s[t, :m] = sv
+            self.c[t, :m] = P.T @ y
+            self.res[t] = max(float(y @ y) - float(self.c[t] @ self.c[t]), 0.0)
+        self.s2 = self.s ** 2
+        self.sc = self.s * self.c
+        self.Xty = self.back(self.sc)                               # d x T
+        self.yy = np.array([float(y @ y) for y in ys])
+
+    def proj(self, W: np.ndarray) -> np.ndarray:
+        """Q_t^T w_t for every task: d x T -> T x r."""
+        return np.matmul(self.Qt, W.T[:, :, None])[:, :, 0]
+
+    def back(self, B: np.ndarray) -> np.ndarray:
+        """Q_t b_t for every task: T x r -> d x T."""
+        return np.matmul(B[:, None, :], self.Qt)[:, 0, :].T
+
+    def loss_w(self, W: np.ndarray) -> float:
+        """sum_t 1/2 ||y_t - X_t w_t||^2."""
+        R = self.s * self.proj(W) - self.c
+        return 0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum()))
 
     def loss(self, U: np.ndarray, V: np.ndarray) -> float:
-        if self.grams is not None:     # from the Gram matrices: T d^2 instead of N d K numbers
-            W = U @ V
-            GW = np.matmul(self.grams, W.T[:, :, None])[:, :, 0].T
-            fit = np.einsum("it,it->t", W, GW - 2.0 * self.Xty) + self.yy
-            return 0.5 * float(np.maximum(fit, 0.0).sum())
-        r = np.einsum("ik,ik->i", self.X @ U, V.T[self.tid]) - self.y
-        return 0.5 * float(r @ r)
+        return self.loss_w(U @ V)
+
+    def ridge(self, A: np.ndarray, rho: float) -> np.ndarray:
+        """Column t: argmin_w 1/2 ||y_t - X_t w||^2 + rho/2 ||w - a_t||^2, i.e.
+        (X_t^T X_t + rho I)^{-1} (X_t^T y_t + rho a_t) = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho))."""
+        alpha = self.proj(A)
+        return A + self.back(self.s * (self.c - self.s * alpha) / (self.s2 + rho))
+
+    def task_blocks(self, U: np.ndarray):
+        """Per-task V-step pieces: U^T X_t^T X_t U (T x K x K) and U^T X_t^T y_t (K x T)."""
+        M = np.matmul(self.Qt, U) * self.s[:, :, None]              # T x r x K: diag(s) Q^T U
+        A = np.matmul(M.transpose(0, 2, 1), M)
+        b = np.einsum("trk,tr->kt", M, self.c)
+        return A, b
+
+
+def ksupport_sq_cols(V: np.ndarray, k: int) -> np.ndarray:
+    """(||v_t||_k^sp)^2 for every column of V (vectorised ``ksupport_norm`` squared).
+
+    Argyriou et al. (2012), Prop. 2.1: with z = |v| sorted decreasingly, r in {0..k-1} the
+    unique integer with z_{k-r-1} > (1/(r+1)) sum_{i>=k-r} z_i >= z_{k-r} (z_0 = inf),
+    norm^2 = sum_{i<k-r} z_i^2 + (sum_{i>=k-r} z_i)^2 / (r+1) (1-based)."""
+    Z = -np.sort(-np.abs(V), axis=0)
+    p, m = Z.shape
+    k = int(k)
+    if k >= p:
+        return np.einsum("ij,ij->j", Z, Z)
+    tail = np.cumsum(Z[::-1], axis=0)[::-1]                        # tail[j] = sum_{i>=j} z_i
+    head = np.concatenate([np.zeros((1, m)), np.cumsum(Z * Z, axis=0)], axis=0)  # sum_{i<j} z_i^2
+    out = np.full(m, np.nan)
+    todo = np.ones(m, dtype=bool)
+    for r in range(k):
+        j = k - r - 1
+        avg = tail[j] / (r + 1)
+        upper = np.inf if j == 0 else Z[j - 1]
+        hit = todo & (((upper > avg) & (avg >= Z[j])) | (r == k - 1))
+        out[hit] = head[j, hit] + tail[j, hit] ** 2 / (r + 1)
+        todo &= ~hit
+    return out
+
+
+def prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int) -> np.ndarray:
+    """Column t: argmin_w 1/2 ||w - v_t||^2 + lam_t/2 (||w||_k^sp)^2  (V p x m, lam > 0, m).
+
+    The same solution as ``_prox.prox_ksupport_sq`` (box-norm form: w_i = v_i theta_i /
+    (theta_i + lam), theta_i = clip(s |v_i| - lam, 0, 1), s > 0 with sum_i theta_i = k unless
+    at most k entries are nonzero), found in O(p log p) per column instead of O(p^2):
+    sum_i theta_i(s) is piecewise linear with slope sum of |v_i| over the entries in their
+    rising segment; its kinks (lam/|v_i| where the slope gains |v_i|, (1+lam)/|v_i| where it
+    loses it) are sorted once and the sum at every kink is accumulated from the slopes."""
+    p, m = V.shape
+    A = np.abs(V)
+    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (m,))
+    out = V / (1.0 + lam)
+    nnz = np.count_nonzero(A, axis=0)
+    todo = np.flatnonzero((nnz > k) & (lam > 0))
+    if todo.size == 0:
+        return out
+    a, l = A[:, todo], lam[todo]
+    with np.errstate(divide="ignore"):
+        kinks = np.concatenate([l / a, (1.0 + l) / a], axis=0)           # 2p x m', inf at zeros
+    incr = np.concatenate([a, -a], axis=0)
+    finite = np.isfinite(kinks)
+    big = 2.0 * np.where(finite, kinks, 0.0).max(axis=0) + 1.0
+    kinks = np.where(finite, kinks, big)
+    order = np.argsort(kinks, axis=0, kind="stable")
+    ks = np.take_along_axis(kinks, order, axis=0)
+    slope = np.cumsum(np.take_along_axis(incr, order, axis=0), axis=0)  # slope right of kink j
+    fsum = np.zeros_like(ks)
+    fsum[1:] = np.cumsum(slope[:-1] * np.diff(ks, axis=0), axis=0)      # sum theta at kink j
+    i = np.argmax(fsum >= k, axis=0)
+    cols = np.arange(todo.size)
+    s1, f1 = ks[i, cols], fsum[i, cols]
+    im1 = np.maximum(i - 1, 0)
+    s0 = np.where(i > 0, ks[im1, cols], 0.0)
+    f0 = np.where(i > 0, fsum[im1, cols], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sv = np.where(f1 > f0, s0 + (k - f0) * (s1 - s0) / (f1 - f0), s1)
+    theta = np.clip(sv * a - l, 0.0, 1.0)
+    out[:, todo] = V[:, todo] * theta / (theta + l)
+    return out
+
+
+def prox_l1_l1inf_rows(V: np.ndarray, tau1: float, tau2: float) -> np.ndarray:
+    """argmin_Z 1/2 ||Z - V||_F^2 + tau1 ||Z||_1 + tau2 sum_i ||Z[i, :]||_inf.
+
+    The composition prox_{tau2 ||.||_inf} o prox_{tau1 ||.||_1}, row by row.  Valid because soft
+    thresholding keeps every sign and the set of entries of largest modulus of a row (it
+    subtracts the same amount from all moduli), so the l_inf subdifferential at the thresholded
+    row contains the one at the original row (or the row becomes 0, where the subdifferential
+    is the whole dual ball); by Yu (2013, "On decomposing the proximal map", Thm. 1) the
+    composition is then the prox of the sum.  Checked against cvxpy in the tests."""
+    return prox_l1inf_rows(prox_l1(V, tau1), tau2)
 
 
 def vstg_objective(prob: _Problem, U, V, g1, g2, mu, k) -> float:
-    reg_v = sum(ksupport_norm(V[:, t], k) ** 2 for t in range(V.shape[1]))
     return (prob.loss(U, V) + g1 * np.abs(U).sum() + g2 * np.abs(U).max(axis=1).sum()
-            + mu * reg_v)
+            + mu * float(ksupport_sq_cols(V, k).sum()))
 
 
-class _LossSystem:
-    """Solves (Phi^T Phi + rho I) vec(Z) = vec(B), V fixed; factorised once per U-step."""
+class _AdmmState:
+    """U-step ADMM variables carried from one outer iteration to the next (warm start)."""
 
-    def __init__(self, prob: _Problem, V: np.ndarray, rho_scale: float, z0=None):
-        self.prob, self.V = prob, V
-        self.cg_iters = 0
-        d, K = prob.d, V.shape[0]
-        self.shape = (d, K)
-        self.R = V.T[prob.tid]                                          # N x K
-        self.B0 = prob.Xty @ V.T                                        # sum_t X_t^T y_t v_t^T
-        self.mode = None
-        if d * K <= _DENSE_MAX and prob.grams is not None:
-            H = np.einsum("at,bt,tij->aibj", V, V, prob.grams, optimize=True).reshape(K * d, K * d)
-            n = K * d
-            # largest eigenvalue by Lanczos (deterministic start; relative accuracy 1e-8), not a
-            # full O((dK)^3) eigen-decomposition
-            self.L = float(eigsh(H, k=1, which="LA", v0=np.ones(n), tol=1e-8,
-                                 return_eigenvectors=False)[0]) * (1.0 + 1e-8)
-            self.rho = rho_scale * self.L if self.L > 0 else rho_scale
-            H[np.diag_indices_from(H)] += self.rho
-            self.fac = cho_factor(H)
-            self.mode = "dense-dK"
-            return
-        self.L = self._lambda_max(z0)
-        self.rho = rho_scale * self.L if self.L > 0 else rho_scale
-        if prob.N <= _DENSE_MAX:
-            G = (self.R @ self.R.T) * (prob.X @ prob.X.T)
-            G[np.diag_indices_from(G)] += self.rho
-            self.fac = cho_factor(G)
-            self.mode = "woodbury-N"
-        else:
-            self.mode = "cg"
-            n = d * K
-            self.op = LinearOperator((n, n), dtype=np.float64,
-                                     matvec=lambda z: self._apply(z.reshape(d, K, order="F")).ravel(order="F"))
-
-    def _gram_apply(self, Z):            # Phi^T Phi Z  (d x K)
-        s = np.einsum("ik,ik->i", self.prob.X @ Z, self.R)
-        return self.prob.X.T @ (s[:, None] * self.R)
-
-    def _apply(self, Z):
-        return self._gram_apply(Z) + self.rho * Z
-
-    def _lambda_max(self, z0=None, iters: int = 50) -> float:
-        """Power iteration (warm-started from the previous U-step's vector), 1% accuracy + 1% margin."""
-        Z = z0 if z0 is not None and z0.shape == self.shape else \
-            np.random.default_rng(0).standard_normal(self.shape)
-        lam = 0.0
-        for _ in range(iters):
-            Y = self._gram_apply(Z)
-            nz = np.linalg.norm(Y)
-            if nz == 0:
-                return 0.0
-            lam_new = nz / np.linalg.norm(Z)
-            Z = Y / nz
-            if abs(lam_new - lam) <= 1e-2 * lam_new:
-                lam = lam_new
-                break
-            lam = lam_new
-        self.top_vector = Z
-        return 1.01 * lam
-
-    def solve(self, B: np.ndarray, Z0: np.ndarray) -> np.ndarray:
-        d, K = self.shape
-        if self.mode == "dense-dK":
-            return cho_solve(self.fac, B.ravel(order="F")).reshape(d, K, order="F")
-        if self.mode == "woodbury-N":
-            # (rho I + Phi^T Phi)^{-1} b = (b - Phi^T (rho I + Phi Phi^T)^{-1} Phi b) / rho
-            X, R = self.prob.X, self.R
-            phib = np.einsum("ik,ik->i", X @ B, R)
-            c = cho_solve(self.fac, phib)
-            return (B - X.T @ (c[:, None] * R)) / self.rho
-        x, info = cg(self.op, B.ravel(order="F"), x0=Z0.ravel(order="F"), rtol=1e-10, atol=0.0,
-                     maxiter=200, callback=self._count)
-        return x.reshape(d, K, order="F")
-
-    def _count(self, _):
-        self.cg_iters += 1
+    def __init__(self, rho: float):
+        self.rho = rho
+        self.Yw = None        # unscaled dual of W = U V (= grad of the loss at the solution)
+        self.Yz = None        # unscaled dual of Z = U
 
 
 class VSTGMTL(LinearMTLModel):
@@ -212,16 +258,16 @@ class VSTGMTL(LinearMTLModel):
                     "k": Int([3], low=1, high=None)}
     param_constraints = {"rho": Log([1.0], low=0.0), "tol": Linear([1e-5], low=0.0),
                          "xtol": Linear([1e-3], low=0.0), "max_iter": Int([500], low=1),
-                         "admm_tol": Linear([1e-4], low=0.0), "admm_max_iter": Int([100], low=1),
-                         "fista_tol": Linear([1e-6], low=0.0), "fista_max_iter": Int([200], low=1)}
+                         "admm_tol": Linear([1e-3], low=0.0), "admm_max_iter": Int([100], low=1),
+                         "fista_tol": Linear([1e-4], low=0.0), "fista_max_iter": Int([200], low=1)}
     convex = False
     supports_warm_start = False
 
     def __init__(self, gamma1: float = 1e-2, gamma2: float = 1e-2, mu: float = 1e-2,
                  n_bases: int = 10, k: int = 3, rho: float = 1.0, tol: float = 1e-5,
-                 xtol: float = 1e-3, max_iter: int = 500, admm_tol: float = 1e-4,
+                 xtol: float = 1e-3, max_iter: int = 500, admm_tol: float = 1e-3,
                  admm_max_iter: int = 100,
-                 fista_tol: float = 1e-6, fista_max_iter: int = 200):
+                 fista_tol: float = 1e-4, fista_max_iter: int = 200):
         self.gamma1 = gamma1
         self.gamma2 = gamma2
         self.mu = mu
@@ -245,35 +291,44 @@ class VSTGMTL(LinearMTLModel):
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "VSTGMTL":
         self._validate(tasks)
-        prob = tasks.memo(("compa.vstgmtl.problem", 1), lambda: _Problem(tasks))
+        prob = tasks.memo(("vstgmtl.svd-problem", 2), lambda: _Problem(tasks))
         T, d = prob.T, prob.d
         K = int(min(self.n_bases, d, T))
         k = int(min(self.k, K))
         c0 = float(np.mean(np.abs(prob.Xty).max(axis=0)))
-        ysq = float(np.mean([y @ y for y in prob.ys]))
+        ysq = float(np.mean(prob.yy))
         g1 = float(self.gamma1) * c0
         g2 = float(self.gamma2) * c0
         mu = float(self.mu) * ysq
         self.gamma1_, self.gamma2_, self.mu_ = g1, g2, mu
+        hU = lambda U_: g1 * np.abs(U_).sum() + g2 * np.abs(U_).max(axis=1).sum()
 
         U, V = self._initial(prob, K, init)
-        self._power_vec = None
-        F = lambda U_, V_: vstg_objective(prob, U_, V_, g1, g2, mu, k)
-        hist = [F(U, V)]
-        it, admm_total, cg_total = 0, 0, 0
+        regV = mu * float(ksupport_sq_cols(V, k).sum())
+        Fcur = prob.loss(U, V) + hU(U) + regV
+        hist = [Fcur]
+        # the ADMM penalty starts at the mean squared singular value of the data (scale-free
+        # start; adapted by residual balancing afterwards, which costs nothing here)
+        state = _AdmmState(float(self.rho) * float(np.mean(prob.s2[prob.s2 > 0])))
+        it, admm_total, fista_total = 0, 0, 0
         converged = False
         W_prev = U @ V
         for it in range(1, int(self.max_iter) + 1):
-            U_new, n_admm, n_cg = self._u_step(prob, U, V, g1, g2, F)
+            U_new, n_admm = self._u_step(prob, U, V, g1, g2, state)
             admm_total += n_admm
-            cg_total += n_cg
-            if F(U_new, V) <= F(U, V):
-                U = U_new
-            V = self._v_step(prob, U, V, mu, k)
-            hist.append(F(U, V))
+            F_u = prob.loss(U_new, V) + hU(U_new) + regV
+            if F_u <= Fcur:
+                U, Fcur = U_new, F_u
+            V, n_f = self._v_step(prob, U, V, mu, k)
+            fista_total += n_f
+            regV = mu * float(ksupport_sq_cols(V, k).sum())
+            Fcur = prob.loss(U, V) + hU(U) + regV
+            hist.append(Fcur)
             W_now = U @ V
             dW = float(np.linalg.norm(W_now - W_prev))
             W_prev = W_now
+            if _DEBUG_OUTER:
+                print(it, "relF %.2e dW %.2e" % ((hist[-2] - hist[-1]) / abs(hist[-2]), dW / float(np.linalg.norm(W_now))), n_admm, n_f)
             if (hist[-2] - hist[-1] <= self.tol * abs(hist[-2])
                     and dW <= self.xtol * float(np.linalg.norm(W_now))):
                 converged = True
@@ -287,7 +342,7 @@ class VSTGMTL(LinearMTLModel):
         self.feature_groups_ = np.where(nz_rows, np.abs(U).argmax(axis=1), -1)
         self.task_groups_ = np.abs(V).argmax(axis=0)
         self.diagnostics_ = {"selected_features": int(nz_rows.sum()), "admm_iters": int(admm_total),
-                             "cg_iters": int(cg_total), "n_bases": K, "k": k,
+                             "fista_iters": int(fista_total), "n_bases": K, "k": k,
                              "converged": converged}
         return self
 
@@ -295,67 +350,112 @@ class VSTGMTL(LinearMTLModel):
         if (init is not None and getattr(init, "U_", None) is not None
                 and init.U_.shape == (prob.d, K) and init.V_.shape == (K, prob.T)):
             return init.U_.copy(), init.V_.copy()
-        lam = float(np.mean([np.einsum("ij,ij->", X, X) for X in prob.Xs])) / prob.d
-        W0 = np.column_stack([ridge_solve(X, y, lam) for X, y in zip(prob.Xs, prob.ys)])
+        # per-task ridge W0 = argmin 1/2||y_t - X_t w||^2 + lam/2 ||w||^2, lam = mean_t tr(G_t)/d
+        lam = float(np.mean(prob.s2.sum(axis=1))) / prob.d
+        W0 = prob.ridge(np.zeros((prob.d, prob.T)), lam)
         P, s, Qt = np.linalg.svd(W0, full_matrices=False)
         r = np.sqrt(s[:K])
         return P[:, :K] * r, r[:, None] * Qt[:K]
 
-    def _u_step(self, prob, U, V, g1, g2, F):
-        sys = _LossSystem(prob, V, float(self.rho), getattr(self, "_power_vec", None))
-        self._power_vec = getattr(sys, "top_vector", None)
-        rho = sys.rho
+    def _u_step(self, prob: _Problem, U, V, g1, g2, state: _AdmmState):
+        """min_U sum_t 1/2 ||y_t - X_t U v_t||^2 + g1 ||U||_1 + g2 ||U||_{1,inf} (V fixed).
+
+        ADMM on  min f(W) + h(Z)  s.t.  W = U V,  Z = U  (U the free block), penalty rho on
+        the first constraint and rho * nu on the second, nu = tr(V V^T) / K:
+            U <- ((W - Lw) V^T + nu (Z - Lz)) (V V^T + nu I)^{-1}           (K x K system)
+            W <- per-task ridge  argmin f_t(w) + rho/2 ||w - U v_t - Lw_t||^2
+            Z <- prox_{h / (rho nu)}(U + Lz)
+            Lw += U V - W,   Lz += U - Z                                     (scaled duals)
+        Stops when the primal and dual residuals are below ``admm_tol`` relative to the sizes
+        of the iterates and duals (Boyd et al. 2011, Sec. 3.3.1); rho is adapted by residual
+        balancing (free: the per-task solves take any rho).  Duals are carried over outer
+        iterations.  Returns the better of Z and U (by F) and the iteration count."""
         d, K = U.shape
-        Z1, Z2, Z3 = U.copy(), U.copy(), U.copy()
-        L1, L2, L3 = (np.zeros_like(U) for _ in range(3))
-        scale = np.sqrt(d * K)
+        VVt = V @ V.T
+        nu = max(float(np.trace(VVt)) / K, 1e-300)
+        rho = state.rho
+        W = U @ V
+        Z = U.copy()
+        Lw = state.Yw / rho if state.Yw is not None else np.zeros_like(W)
+        Lz = state.Yz / (rho * nu) if state.Yz is not None else np.zeros_like(U)
+        eye = np.eye(K)
+        tol = float(self.admm_tol)
+        gscale = max(float(np.linalg.norm(prob.Xty @ V.T)), 1e-300)   # size of the loss gradient
         n = 0
         for n in range(1, int(self.admm_max_iter) + 1):
-            Uc = (Z1 + Z2 + Z3 - L1 - L2 - L3) / 3.0
-            Z1o, Z2o, Z3o = Z1, Z2, Z3
-            Z1 = sys.solve(sys.B0 + rho * (Uc + L1), Z1)
-            Z2 = prox_l1(Uc + L2, g1 / rho)
-            Z3 = prox_l1inf_rows(Uc + L3, g2 / rho)
-            L1 += Uc - Z1
-            L2 += Uc - Z2
-            L3 += Uc - Z3
-            r = np.sqrt(np.sum((Uc - Z1) ** 2) + np.sum((Uc - Z2) ** 2) + np.sum((Uc - Z3) ** 2))
-            s = rho * np.sqrt(np.sum((Z1 - Z1o) ** 2) + np.sum((Z2 - Z2o) ** 2) + np.sum((Z3 - Z3o) ** 2))
-            thr = self.admm_tol * scale * max(1.0, np.linalg.norm(Uc))
-            if r <= thr and s <= rho * thr:
+            S = VVt + nu * eye
+            U = np.linalg.solve(S, (V @ (W - Lw).T + nu * (Z - Lz).T)).T
+            UV = U @ V
+            W_old, Z_old = W, Z
+            W = prob.ridge(UV + Lw, rho)
+            Z = prox_l1_l1inf_rows(U + Lz, g1 / (rho * nu), g2 / (rho * nu))
+            Rw, Rz = UV - W, U - Z
+            Lw += Rw
+            Lz += Rz
+            r = np.sqrt(np.sum(Rw * Rw) + nu * np.sum(Rz * Rz))
+            s = rho * np.linalg.norm((W - W_old) @ V.T + nu * (Z - Z_old))
+            eps_p = tol * max(np.sqrt(np.sum(UV * UV) + nu * np.sum(U * U)),
+                              np.sqrt(np.sum(W * W) + nu * np.sum(Z * Z)), 1e-300)
+            eps_d = tol * max(rho * np.linalg.norm(Lw @ V.T + nu * Lz), gscale)
+            if r <= eps_p and s <= eps_d:
                 break
-        cands = [Z2, Z3, Z1]
-        vals = [F(Z, V) for Z in cands]
-        return cands[int(np.argmin(vals))], n, sys.cg_iters
+            if _DEBUG:
+                print(n, rho, r / eps_p, s / eps_d)
+            # residual balancing on the normalised residuals
+            if r / eps_p > 10.0 * s / eps_d:
+                rho *= 2.0
+                Lw /= 2.0
+                Lz /= 2.0
+            elif s / eps_d > 10.0 * r / eps_p:
+                rho /= 2.0
+                Lw *= 2.0
+                Lz *= 2.0
+        state.rho = rho
+        state.Yw = rho * Lw
+        state.Yz = rho * nu * Lz
+        hU = lambda A: (prob.loss(A, V) + g1 * np.abs(A).sum()
+                        + g2 * np.abs(A).max(axis=1).sum())
+        return (Z if hU(Z) <= hU(U) else U), n
 
-    def _v_step(self, prob, U, V, mu, k):
-        T = prob.T
-        Zs = [X @ U for X in prob.Xs]
-        ZtZ = np.stack([Z.T @ Z for Z in Zs])                   # T x K x K
-        Zty = np.column_stack([Z.T @ y for Z, y in zip(Zs, prob.ys)])   # K x T
-        L = np.array([np.linalg.eigvalsh(A)[-1] for A in ZtZ])
-        L = np.maximum(L, 1e-12)
+    def _v_step(self, prob: _Problem, U, V, mu, k):
+        """min_V sum_t 1/2 ||y_t - X_t U v_t||^2 + mu (||v_t||_k^sp)^2 (U fixed), separable:
+        FISTA on all tasks at once (per-task step 1/L_t, L_t = ||X_t U||_2^2), momentum
+        restarted per task when it points uphill (O'Donoghue & Candes 2015), warm-started at
+        V; exact prox of the squared k-support norm.  A task stops when its largest change
+        is <= ``fista_tol`` x max |V| (the tasks are independent, so each stops on its own).
+        Per-task safeguard: a task keeps v_t if the new one has a larger objective."""
+        A, b = prob.task_blocks(U)
+        L = np.maximum(np.linalg.eigvalsh(A)[:, -1], 1e-12)
         lam = 2.0 * mu / L
 
         def task_obj(Vm):
-            fit = 0.5 * np.einsum("at,tab,bt->t", Vm, ZtZ, Vm) - np.einsum("at,at->t", Zty, Vm)
-            reg = np.array([ksupport_norm(Vm[:, t], k) ** 2 for t in range(T)])
-            return fit + mu * reg
+            fit = 0.5 * np.einsum("at,tab,bt->t", Vm, A, Vm) - np.einsum("at,at->t", b, Vm)
+            return fit + mu * ksupport_sq_cols(Vm, k)
 
-        V0 = V.copy()
-        Vc, Vp, tk = V.copy(), V.copy(), 1.0
-        for _ in range(int(self.fista_max_iter)):
-            tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
-            Y = Vc + ((tk - 1.0) / tn) * (Vc - Vp)
-            G = np.einsum("tab,bt->at", ZtZ, Y) - Zty
-            Vp, Vc = Vc, prox_ksupport_sq(Y - G / L, lam, k)
-            tk = tn
-            change = np.abs(Vc - Vp).max() / max(np.abs(Vc).max(), 1e-300)
-            if change <= self.fista_tol:
+        Vc, Vp = V.copy(), V.copy()
+        T = V.shape[1]
+        tk = np.ones(T)
+        act = np.arange(T)
+        Aa, ba, La, lama = A, b, L, lam
+        n = 0
+        for n in range(1, int(self.fista_max_iter) + 1):
+            vc, vp, ta = Vc[:, act], Vp[:, act], tk[act]
+            tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * ta * ta))
+            Y = vc + ((ta - 1.0) / tn) * (vc - vp)
+            G = np.einsum("tab,bt->at", Aa, Y) - ba
+            vn = prox_ksupport_sq_cols(Y - G / La, lama, k)
+            tn[np.einsum("at,at->t", Y - vn, vn - vc) > 0] = 1.0      # restart
+            Vp[:, act], Vc[:, act], tk[act] = vc, vn, tn
+            done = np.abs(vn - vc).max(axis=0) <= self.fista_tol * max(np.abs(Vc).max(), 1e-300)
+            if done.all():
                 break
-        keep = task_obj(Vc) > task_obj(V0)                      # per-task monotonicity safeguard
-        Vc[:, keep] = V0[:, keep]
-        return Vc
+            if done.any():
+                keep = ~done
+                act = act[keep]
+                Aa, ba, La, lama = Aa[keep], ba[:, keep], La[keep], lama[keep]
+        keep = task_obj(Vc) > task_obj(V)
+        Vc[:, keep] = V[:, keep]
+        return Vc, n
 
 
 @hookimpl
