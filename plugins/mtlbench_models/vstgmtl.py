@@ -12,33 +12,38 @@ sum_t 1/(2 n_t) ||y_t - X_t U v_t||^2; following the TFCL paper's Experimental S
 competitor here uses the instance-wise squared loss sum_t 1/2 ||y_t - X_t w_t||^2
 (``SquaredLoss``), which only rescales the regularisation weights per task.
 
-Solver (the paper's alternating scheme):
+Solver (the paper's alternating scheme; each block a convex problem):
 
-* U-step (V fixed): ADMM in consensus form with three copies of U, one per term: Z1 for the
-  loss (a ridge-type linear system), Z2 for the l1 term (soft thresholding), Z3 for the l_{1,inf}
-  term (``prox_l1inf_rows``: v - projection onto the l1 ball); U = mean(Z_i - L_i); scaled duals
-  L_i.  The loss system (Phi^T Phi + rho I) vec(Z1) = b with Phi^T Phi = sum_t v_t v_t^T (x) X_t^T X_t
-  has a fixed matrix within a U-step, so it is factorised ONCE per U-step and reused by every ADMM
-  iteration: Cholesky of the dK x dK matrix (built from cached per-task Gram matrices) when dK is
-  small, else Cholesky of the N x N Woodbury side (Phi Phi^T = (R R^T) o (X X^T)) when N is small,
-  else matrix-free conjugate gradients warm-started from the previous Z1 (at SUN scale both
-  sides are > 10^4).  rho = ``rho`` x lambda_max(Phi^T Phi) (power iteration), which bounds the
-  CG condition number by 1 + 1/rho.  Stopping: primal and dual residuals below
-  ``admm_tol`` x sqrt(dK) x max(1, ||U||_F) or ``admm_max_iter`` steps.
+* Data pieces (``_Problem``): the thin SVD of every task, X_t = P_t diag(s_t) Q_t^T, gives the
+  loss as 1/2 ||s_t * (Q_t^T w) - P_t^T y_t||^2 + const and the per-task ridge solve
+  (X_t^T X_t + rho I)^{-1} in O(d min(n_t, d)) for ANY rho.  Computed once per TaskSet object
+  (``tasks.memo``) and shared by every fit of a search; no d x d or dK x dK matrix is formed.
+* U-step (V fixed): min_U sum_t 1/2 ||y_t - X_t U v_t||^2 + gamma1 ||U||_1 + gamma2 ||U||_{1,inf}
+  by ADMM with per-task copies W = U V and a copy Z = U (Boyd et al. 2011):
+  U <- ((W - Lw) V^T + nu (Z - Lz)) (V V^T + nu I)^{-1} (a K x K system, nu = tr(V V^T)/K);
+  W <- per-task ridge solves through the SVDs; Z <- prox of (gamma1 ||.||_1 +
+  gamma2 ||.||_{1,inf}) / (rho nu), which is soft thresholding followed by the row-wise l_inf
+  prox (``prox_l1_l1inf_rows``: the composition is exact, see there; checked against cvxpy);
+  scaled duals Lw, Lz.  rho starts at ``rho`` x the mean squared singular value of the data
+  and is adapted by residual balancing (no refactorisation: the SVD solves take any rho); rho
+  and the duals are carried to the next outer iteration (warm start).  Stopping: primal and
+  dual residuals below ``admm_tol`` (default 1e-3) relative to the iterates and the duals
+  (Boyd et al. Sec. 3.3.1, with the loss-gradient scale ||X^T Y V^T|| as floor) or
+  ``admm_max_iter`` steps.  Per iteration O(T d min(n_t, d) + d K T).
 * V-step (U fixed): separable over tasks; FISTA on every task at once (per-task step 1/L_t,
-  L_t = ||X_t U||_2^2) with the exact prox of the squared k-support norm (``prox_ksupport_sq``).
-  Stopping: max relative change of V below ``fista_tol`` or ``fista_max_iter`` steps.
-
-The data-only pieces (stacked data, per-task Gram matrices, X_t^T y_t) are computed once per
-TaskSet object (``tasks.memo``) and shared by every fit of a search.
+  L_t = ||X_t U||_2^2, adaptive momentum restart) with the exact prox of the squared k-support
+  norm (``prox_ksupport_sq_cols``, O(K log K) per task, the same solution as
+  ``_prox.prox_ksupport_sq``).  A task stops when its largest change is at most ``fista_tol``
+  (default 1e-4) x max |V|, or after ``fista_max_iter`` steps.
 
 Monotonicity safeguard: ADMM and FISTA stopped early are inexact, so each block update is
-accepted only if it does not increase F (for the U-step the best of Z1, Z2, Z3; for the V-step
-per task); otherwise the block keeps its previous value.  The alternating objective therefore
-never increases (tested).  Outer stopping rule (non-convex problem): relative decrease of F at
-most ``tol`` (default 1e-5) AND relative change of W = U V, ||W_k - W_{k-1}||_F <= ``xtol``
-||W_k||_F (default 1e-3); ``converged_`` says whether it was met within ``max_iter`` outer
-iterations (default 500, a safety cap, not a tuning knob).
+accepted only if it does not increase F (for the U-step the better of the ADMM iterates U and
+Z; for the V-step per task); otherwise the block keeps its previous value.  The alternating
+objective therefore never increases (tested).  Outer stopping rule (non-convex problem):
+relative decrease of F at most ``tol`` (default 1e-5) AND relative change of W = U V,
+||W_k - W_{k-1}||_F <= ``xtol`` ||W_k||_F (default 1e-3); ``converged_`` says whether it was met
+within ``max_iter`` outer iterations (default 500, a safety cap, not a tuning knob).
+``diagnostics_`` counts the ADMM and FISTA iterations.
 
 Initialisation (authors' code): per-task ridge W0, then the rank-K SVD W0 = P S Q^T,
 U = P S^{1/2}, V = S^{1/2} Q^T.  Non-convex (``convex = False``): the search never warm-starts
@@ -79,8 +84,6 @@ from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 from mtlbench_models._prox import prox_l1, prox_l1inf_rows, prox_ksupport_sq
 
 
-_DEBUG = False
-_DEBUG_OUTER = False
 
 
 class _Problem:
@@ -327,8 +330,6 @@ class VSTGMTL(LinearMTLModel):
             W_now = U @ V
             dW = float(np.linalg.norm(W_now - W_prev))
             W_prev = W_now
-            if _DEBUG_OUTER:
-                print(it, "relF %.2e dW %.2e" % ((hist[-2] - hist[-1]) / abs(hist[-2]), dW / float(np.linalg.norm(W_now))), n_admm, n_f)
             if (hist[-2] - hist[-1] <= self.tol * abs(hist[-2])
                     and dW <= self.xtol * float(np.linalg.norm(W_now))):
                 converged = True
@@ -399,8 +400,6 @@ class VSTGMTL(LinearMTLModel):
             eps_d = tol * max(rho * np.linalg.norm(Lw @ V.T + nu * Lz), gscale)
             if r <= eps_p and s <= eps_d:
                 break
-            if _DEBUG:
-                print(n, rho, r / eps_p, s / eps_d)
             # residual balancing on the normalised residuals
             if r / eps_p > 10.0 * s / eps_d:
                 rho *= 2.0
