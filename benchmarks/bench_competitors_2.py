@@ -107,7 +107,7 @@ def pair(name, tasks, repeat, run_old):
         va = tasks._bench_val             # validation AUC at this point: old vs new (a bug check)
         auc = lambda m: mean_auc(m, va)[0] if m is not None else float("nan")
         print(f"           vstgmtl validation AUC  new {auc(new):.4f}  old {auc(old):.4f}  "
-              f"(ADMM its new {new.diagnostics_['admm_iters']}, FISTA its new "
+              f"(U-step its new {new.diagnostics_['u_iters']}, V-step its new "
               f"{new.diagnostics_['fista_iters']})", flush=True)
     return new, old, t_new, t_old, F(new), f_old
 
