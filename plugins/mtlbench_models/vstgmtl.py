@@ -81,7 +81,7 @@ from __future__ import annotations
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
-from mtlbench_models._prox import prox_l1, prox_l1inf_rows, prox_ksupport_sq
+from mtlbench_models._prox import prox_l1, prox_l1inf_rows
 
 
 
@@ -377,9 +377,11 @@ class VSTGMTL(LinearMTLModel):
         every step is a valid majorisation step.  Stops when max |U+ - U| <= ``u_tol`` x max |U+|
         or after ``u_max_iter`` steps.  Returns (U, steps)."""
         # lambda_max of the Hessian map D -> sum_t X_t^T X_t D v_t v_t^T (power iteration)
+        # cold start: up to 20 steps; warm start (previous U-step's vector, V moved little):
+        # 3 steps -- the estimate only sets the first trial step, backtracking makes it safe
         Z = state.power if state.power is not None else np.ones_like(U)
         lam = 0.0
-        for _ in range(20):
+        for _ in range(20 if state.power is None else 3):
             Y = prob.back(prob.s2 * prob.proj(Z @ V)) @ V.T
             nz = float(np.linalg.norm(Y))
             if nz == 0.0:
