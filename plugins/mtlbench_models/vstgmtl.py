@@ -83,12 +83,7 @@ import numpy as np
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 from mtlbench_models._prox import prox_l1, prox_l1inf_rows
 
-
-
-
-
-
-_INEXACT = 0.1
+_INEXACT = 0.1   # inner tolerance <= this x the previous outer relative change of W (docstring)
 
 
 class _Problem:
@@ -408,7 +403,7 @@ class VSTGMTL(LinearMTLModel):
             RY = prob.s * (Pc + beta * (Pc - Pp)) - prob.c               # T x r residuals at Y
             fY = 0.5 * float(np.einsum("tr,tr->", RY, RY))
             G = prob.back(prob.s * RY) @ V.T                              # grad f(Y)
-            while True:
+            for _ in range(100):                  # backtracking (bounded: non-finite data)
                 Un = prox_l1_l1inf_rows(Y - G / L, g1 / L, g2 / L)
                 Pn = prob.proj(Un @ V)
                 Rn = prob.s * Pn - prob.c
