@@ -1,9 +1,9 @@
 """AMTL, VSTG-MTL and NC-CMTL: single-fit time, iterations, convergence and objective, old vs new.
 
-"old" is the implementation on branch ``main`` (``git show main:plugins/mtlbench_models/X.py``,
-imported from a temporary copy), "new" is the working tree.  Both are fitted at the SAME
-hyperparameters (absolute weights: the new AMTL's ``mu`` is a ratio of mu_max, so the old one is
-handed the resulting absolute mu), and both objectives are evaluated by the same function, so
+"old" is the implementation of git ref ``OLD_REF`` (``--ref``; default: the tree that landed
+before this round's speed work, ``git show REF:plugins/mtlbench_models/X.py``, imported from a
+temporary copy), "new" is the working tree.  Both are fitted at the SAME hyperparameters, and
+both objectives are evaluated by the same function, so
 the "F old" and "F new" columns are comparable.  The rows print beside the issue-13 targets:
 <= 0.3 s median on a simulated training split (100 tasks x 136 x 80), <= 30 s at SUN scale
 (T = 250, 50 labels each, d = 2048; ``make_low_rank_tasks``), converged.
@@ -30,26 +30,29 @@ from pathlib import Path
 import numpy as np
 
 from mtlbench import TaskSet
-from mtlbench.protocol import ProtocolConfig, make_split
+from mtlbench.protocol import ProtocolConfig, make_split, mean_auc
 from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated
 from mtlbench_models import amtl as amtl_new
 from mtlbench_models import nc_cmtl as nc_new
 from mtlbench_models import vstgmtl as vstg_new
 
 REPO = Path(__file__).resolve().parents[1]
+OLD_REF = "6609da6"   # the landed tree before this round's AMTL / VSTG-MTL / NC-CMTL speed work
 TARGET = {"simulated": 0.3, "sun-scale": 30.0}
 POINT = {"amtl": dict(lam=0.74, mu=0.936),       # AMTL: the point issue 13 profiles at
-         "vstgmtl": dict(gamma1=1e-1, gamma2=1e-2, mu=1.0, n_bases=10, k=3),
+         # VSTG-MTL: the selected point of the fair search on seed-101 simulated data
+         "vstgmtl": dict(gamma1=1e-1, gamma2=1e-2, mu=0.316, n_bases=20, k=3),
          "nc-cmtl": dict(mu=10.0)}
 
 
 def old_module(name: str):
-    """The module ``plugins/mtlbench_models/<name>.py`` as committed on branch main."""
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"main:plugins/mtlbench_models/{name}.py"],
+    """The module ``plugins/mtlbench_models/<name>.py`` as committed at ``OLD_REF``."""
+    src = subprocess.run(["git", "-C", str(REPO), "show", f"{OLD_REF}:plugins/mtlbench_models/{name}.py"],
                          check=True, capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / f"old_{name}.py"
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"old_{name}", path)
+    # named inside the plugin package so that its relative imports (``from ._linalg ...``) resolve
+    spec = importlib.util.spec_from_file_location(f"mtlbench_models._old_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     mod.__package__ = "mtlbench_models"          # its relative imports of the shared _*.py helpers
     sys.modules[spec.name] = mod
@@ -60,7 +63,9 @@ def old_module(name: str):
 def simulated_train(seed: int = 0) -> TaskSet:
     ts = make_simulated(seed)
     sp = make_split(ts, ProtocolConfig(), 0)
-    return ts.subset(sp.train, name="simulated[train]", meta={})
+    tr = ts.subset(sp.train, name="simulated[train]", meta={})
+    tr._bench_val = ts.subset(sp.val, name="simulated[val]", meta={})
+    return tr
 
 
 def sun_scale(seed: int = 0) -> TaskSet:
@@ -88,7 +93,7 @@ def pair(name, tasks, repeat, run_old):
         mk_old = lambda: OLD["amtl"].AMTL(**p)          # main's mu is the same ratio of mu_max
     elif name == "vstgmtl":
         t_new, new = timed(lambda: vstg_new.VSTGMTL(**p), tasks, repeat)
-        prob = vstg_new._Problem(tasks)
+        prob = vstg_new._Problem(tasks)      # one objective function (SVD form) for old and new
         k = new.diagnostics_["k"]
         F = lambda m: vstg_new.vstg_objective(prob, m.U_, m.V_, new.gamma1_, new.gamma2_, new.mu_, k)
         mk_old = lambda: OLD["vstgmtl"].VSTGMTL(**p)
@@ -100,6 +105,12 @@ def pair(name, tasks, repeat, run_old):
     if run_old:
         t_old, old = timed(mk_old, tasks, 1)
         f_old = F(old)
+    if name == "vstgmtl" and getattr(tasks, "_bench_val", None) is not None:
+        va = tasks._bench_val             # validation AUC at this point: old vs new (a bug check)
+        auc = lambda m: mean_auc(m, va)[0] if m is not None else float("nan")
+        print(f"           vstgmtl validation AUC  new {auc(new):.4f}  old {auc(old):.4f}  "
+              f"(U-step its new {new.diagnostics_['u_iters']}, V-step its new "
+              f"{new.diagnostics_['fista_iters']})", flush=True)
     return new, old, t_new, t_old, F(new), f_old
 
 
@@ -120,6 +131,7 @@ def amtl_unit(tasks, rep: int = 0):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--ref", default=OLD_REF, help="git ref of the old implementation")
     ap.add_argument("--repeat", type=int, default=3, help="new fits per row (median reported)")
     ap.add_argument("--skip-sun", action="store_true")
     ap.add_argument("--skip-old-sun", action="store_true",
@@ -128,6 +140,8 @@ def main():
     ap.add_argument("--amtl-unit", type=int, metavar="SEED", default=None,
                     help="also time one AMTL protocol unit (rep 0), old vs new, on make_simulated(SEED)")
     a = ap.parse_args()
+    global OLD_REF
+    OLD_REF = a.ref
     for mod in ("amtl", "vstgmtl", "nc_cmtl"):
         OLD[mod] = old_module(mod)
     models = a.models.split(",")

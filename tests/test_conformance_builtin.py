@@ -30,7 +30,7 @@ DATASETS = _REG.dataset_names
 
 # Constructor overrides for models whose default fit is slow on the kit's problems, used until
 # the model declares ``kit_params`` itself (the kit then takes those).
-KIT_OVERRIDES = {"vstgmtl": {"max_iter": 5, "admm_max_iter": 30}}
+KIT_OVERRIDES = {"vstgmtl": {"max_iter": 5, "u_max_iter": 30}}
 # Known contract violations of built-in models (none at present): an entry here marks a check
 # xfail, strict, so a fix is noticed and the entry removed.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {}

@@ -1,14 +1,19 @@
-"""VSTG-MTL (Jeong & Jun, KDD 2018): alternating objective never increases, the three
-loss-system solvers agree with a direct solve, the U-step ADMM reaches the cvxpy optimum of
-its convex sub-problem, and the fitted model runs on the simulated data.
-(The k-support and l_{1,inf} prox oracles live in tests/test_prox.py.)"""
+"""VSTG-MTL (Jeong & Jun, KDD 2018): alternating objective never increases, the per-task
+ridge solves and the SVD form of the loss agree with direct formulas, the composed
+l1 + l_{1,inf} prox and the vectorised k-support pieces agree with cvxpy / the reference
+implementations, the U-step FISTA reaches the cvxpy optimum of its convex sub-problem, the memo
+gives bit-identical fits, and the fitted model runs on the simulated data.
+(The reference k-support and l_{1,inf} prox oracles live in tests/test_prox.py.)"""
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import mtlbench_models.vstgmtl as vm
 from mtlbench import TaskSet
-from mtlbench_models.vstgmtl import VSTGMTL, _LossSystem, _Problem, vstg_objective
+from mtlbench_models._prox import ksupport_norm, prox_ksupport_sq
+from mtlbench_models.vstgmtl import (VSTGMTL, _Problem, _UState, ksupport_sq_cols,
+                                     prox_ksupport_sq_cols, prox_l1_l1inf_rows, vstg_objective)
 
 
 def _tasks(seed, T=8, d=12, n=14):
@@ -28,7 +33,7 @@ def _tasks(seed, T=8, d=12, n=14):
 def test_alternating_objective_never_increases(gamma1, gamma2, mu):
     tasks = _tasks(0)
     m = VSTGMTL(gamma1=gamma1, gamma2=gamma2, mu=mu, n_bases=4, k=2, tol=0.0, xtol=0.0, max_iter=15,
-                admm_max_iter=30, fista_max_iter=50).fit(tasks)
+                u_max_iter=30, fista_max_iter=50).fit(tasks)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1])), np.diff(h).max()
     prob = _Problem(tasks)
@@ -37,31 +42,81 @@ def test_alternating_objective_never_increases(gamma1, gamma2, mu):
     np.testing.assert_allclose(m.coef_, m.U_ @ m.V_)
 
 
-def _direct_solve(prob, V, rho, B):
-    d, K = prob.d, V.shape[0]
-    H = rho * np.eye(d * K)
-    for t, X in enumerate(prob.Xs):
-        H += np.kron(np.outer(V[:, t], V[:, t]), X.T @ X)
-    return np.linalg.solve(H, B.ravel(order="F")).reshape(d, K, order="F")
+def _ragged_tasks(seed):
+    """Tasks with n_t > d, n_t = d and n_t < d (exercises the zero padding of the SVD stack)."""
+    rng = np.random.default_rng(seed)
+    Xs = [rng.standard_normal((n, 7)) for n in (12, 7, 3, 5)]
+    ys = [np.resize([1.0, -1.0], X.shape[0]) for X in Xs]
+    return TaskSet.from_arrays("ragged", Xs, ys)
 
 
-@pytest.mark.parametrize("mode", ["dense-dK", "woodbury-N", "cg"])
-def test_loss_system_paths_match_direct_solve(mode, monkeypatch):
-    tasks = _tasks(1, T=5, d=7, n=6)
+def test_svd_form_of_loss_and_ridge_matches_direct_formulas():
+    tasks = _ragged_tasks(1)
     prob = _Problem(tasks)
     rng = np.random.default_rng(2)
-    V = rng.standard_normal((3, 5))
-    if mode != "dense-dK":
-        monkeypatch.setattr(vm, "_DENSE_MAX", 0 if mode == "cg" else 10 ** 6)
-        prob.grams = None if mode == "woodbury-N" else prob.grams
-    sysm = _LossSystem(prob, V, 0.5)
-    assert sysm.mode == mode
-    B = rng.standard_normal((7, 3))
-    np.testing.assert_allclose(sysm.solve(B, np.zeros((7, 3))), _direct_solve(prob, V, sysm.rho, B),
-                               rtol=1e-7, atol=1e-9)
-    # rho is scaled by lambda_max(Phi^T Phi) (within the 1% power-iteration margin)
-    H = sum(np.kron(np.outer(V[:, t], V[:, t]), X.T @ X) for t, X in enumerate(prob.Xs))
-    assert np.linalg.eigvalsh(H)[-1] <= sysm.L * 1.0001 <= 1.03 * np.linalg.eigvalsh(H)[-1]
+    W = rng.standard_normal((tasks.d, tasks.T))
+    direct = sum(0.5 * np.sum((tasks.y(t) - tasks.X(t) @ W[:, t]) ** 2) for t in range(tasks.T))
+    assert prob.loss_w(W) == pytest.approx(direct, rel=1e-12)
+    Xty = np.column_stack([tasks.X(t).T @ tasks.y(t) for t in range(tasks.T)])
+    np.testing.assert_allclose(prob.Xty, Xty, rtol=1e-10, atol=1e-12)
+    for rho in (1e-3, 0.7, 50.0):
+        got = prob.ridge(W, rho)
+        for t in range(tasks.T):
+            X, y = tasks.X(t), tasks.y(t)
+            want = np.linalg.solve(X.T @ X + rho * np.eye(tasks.d), X.T @ y + rho * W[:, t])
+            np.testing.assert_allclose(got[:, t], want, rtol=1e-9, atol=1e-11)
+    U = rng.standard_normal((tasks.d, 3))
+    A, b = prob.task_blocks(U)
+    for t in range(tasks.T):
+        XU = tasks.X(t) @ U
+        np.testing.assert_allclose(A[t], XU.T @ XU, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(b[:, t], XU.T @ tasks.y(t), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("tau1,tau2", [(0.3, 0.5), (0.0, 0.8), (1.0, 0.0), (0.05, 3.0)])
+def test_composed_prox_is_the_prox_of_the_sum(tau1, tau2):
+    """prox of tau1 ||.||_1 + tau2 ||.||_{1,inf} = prox_{l_inf} o soft-thresholding (cvxpy)."""
+    rng = np.random.default_rng(int(10 * tau1 + tau2))
+    V = rng.standard_normal((6, 5)) * 1.5
+    V[0, :2] = V[0, 2]                      # ties in the largest modulus
+    Z = cp.Variable(V.shape)
+    obj = (0.5 * cp.sum_squares(Z - V) + tau1 * cp.sum(cp.abs(Z))
+           + tau2 * cp.sum(cp.max(cp.abs(Z), axis=1)))
+    cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
+                                       tol_feas=1e-12)
+    P = prox_l1_l1inf_rows(V, tau1, tau2)
+    f = lambda A: (0.5 * np.sum((A - V) ** 2) + tau1 * np.abs(A).sum()
+                   + tau2 * np.abs(A).max(axis=1).sum())
+    assert f(P) <= f(Z.value) + 1e-9
+    np.testing.assert_allclose(P, Z.value, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 12), st.integers(1, 12), st.integers(1, 6), st.integers(0, 10 ** 6))
+def test_vectorised_ksupport_pieces_match_reference(p, k, m, seed):
+    rng = np.random.default_rng(seed)
+    V = rng.standard_normal((p, m)) * rng.choice([1e-3, 1.0, 1e3])
+    V[rng.random((p, m)) < 0.25] = 0.0
+    if p > 2:
+        V[1] = V[0]                          # ties
+    lam = rng.random(m) * rng.choice([1e-2, 1.0, 100.0])
+    ref = prox_ksupport_sq(V, lam, k)
+    np.testing.assert_allclose(prox_ksupport_sq_cols(V, lam, k), ref,
+                               rtol=1e-10, atol=1e-12 * max(1.0, np.abs(V).max()))
+    sq = ksupport_sq_cols(V, k)
+    for t in range(m):
+        assert sq[t] == pytest.approx(ksupport_norm(V[:, t], k) ** 2, rel=1e-12, abs=1e-300)
+
+
+def test_memo_gives_bit_identical_fits():
+    tasks = _tasks(7)
+    kw = dict(gamma1=0.05, gamma2=0.02, mu=0.1, n_bases=4, k=2)
+    a = VSTGMTL(**kw).fit(tasks)                       # fills the memo
+    VSTGMTL(gamma1=0.2, mu=0.01, n_bases=3).fit(tasks)  # another point of a search
+    b = VSTGMTL(**kw).fit(tasks)
+    fresh = VSTGMTL(**kw).fit(_tasks(7))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.coef_, fresh.coef_)
 
 
 def test_u_step_reaches_cvxpy_optimum():
@@ -72,15 +127,18 @@ def test_u_step_reaches_cvxpy_optimum():
     V = rng.standard_normal((K, prob.T))
     U0 = 0.1 * rng.standard_normal((prob.d, K))
     g1, g2 = 0.5, 1.0
-    m = VSTGMTL(admm_max_iter=3000, admm_tol=1e-9)
+    m = VSTGMTL(u_max_iter=5000)
     F = lambda U_, V_: vstg_objective(prob, U_, V_, g1, g2, 0.0, 2)
-    U_admm, _, _ = m._u_step(prob, U0, V, g1, g2, F)
+    state = _UState()
+    state.tol_u = 1e-10
+    U_fista, n = m._u_step(prob, U0, V, g1, g2, state)
+    assert n < 5000
     U = cp.Variable((prob.d, K))
-    loss = sum(0.5 * cp.sum_squares(y - X @ U @ V[:, t]) for t, (X, y) in enumerate(zip(prob.Xs, prob.ys)))
+    loss = sum(0.5 * cp.sum_squares(tasks.y(t) - tasks.X(t) @ U @ V[:, t]) for t in range(tasks.T))
     obj = loss + g1 * cp.sum(cp.abs(U)) + g2 * cp.sum(cp.max(cp.abs(U), axis=1))
     cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL")
-    assert F(U_admm, V) <= obj.value * (1 + 1e-6) + 1e-8
-    np.testing.assert_allclose(U_admm, U.value, atol=1e-3 * max(1.0, np.abs(U.value).max()))
+    assert F(U_fista, V) <= obj.value * (1 + 1e-6) + 1e-8
+    np.testing.assert_allclose(U_fista, U.value, atol=1e-3 * max(1.0, np.abs(U.value).max()))
 
 
 def test_warm_start_and_groups_on_simulated():
