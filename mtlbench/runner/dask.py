@@ -149,8 +149,10 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
 
 MAX_RESUBMITS = 2
 MAX_QUEUED_LOSSES = 10
-#: seconds to wait for a restarted worker before shipping a problem again
-WORKERS_BACK_SECONDS = 60.0
+#: seconds to wait for a restarted worker before shipping a problem again, and for a stuck
+#: worker's restart through its nanny.  A new worker process imports numpy, scipy and every
+#: plugin; on a loaded machine (load 8-10 on 2 cores) that was seen to take over 60 s.
+WORKERS_BACK_SECONDS = 180.0
 
 
 def _problem_key(spec: UnitSpec) -> tuple[str, str, str]:
@@ -189,7 +191,8 @@ class _DaskRun:
         if not addr:
             return ""
         try:
-            self.client.restart_workers([addr], timeout=60, raise_for_error=True)
+            self.client.restart_workers([addr], timeout=WORKERS_BACK_SECONDS,
+                                        raise_for_error=True)
             return f"; its worker {addr} was restarted"
         except Exception as exc:  # noqa: BLE001 - e.g. a worker without a nanny
             return f"; its worker {addr} could not be restarted ({type(exc).__name__})"
