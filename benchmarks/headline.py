@@ -58,7 +58,8 @@ def main(folder: str = "leaderboards") -> None:
                 continue
             by = {r["model"]: r for r in rows}
             mean = lambda r: r["cells"][problem]["mean"]
-            best = max(rows, key=mean)
+            # the leaderboard's own best (highest mean among models with the most repetitions)
+            best = next((r for r in rows if r["cells"][problem].get("best")), max(rows, key=mean))
             comp = [r for r in rows if role(r["model"]) == "competitor"]
             base = [r for r in rows if role(r["model"]) == "baseline"]
             pick = lambda name: cell_text(by[name], problem) if name in by else "—"
