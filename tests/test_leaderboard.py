@@ -131,6 +131,20 @@ def test_win_tie_loss_against_stl(store):
     assert wtl["stl"] is None
 
 
+def test_compact_json_is_the_same_object_one_unit_per_line(store):
+    lb = build_leaderboard(store, "toy")
+    compact = to_json(lb, compact=True)
+    assert json.loads(compact) == json.loads(to_json(lb))
+    assert len(compact) < len(to_json(lb))
+    n_units = len(json.loads(compact)["units"])
+    assert n_units > 1
+    # every unit on its own line, so a republication's diff names the units that changed
+    lines = compact.splitlines()
+    start = lines.index('"units":[')
+    assert all(ln.startswith("{") for ln in lines[start + 1:start + 1 + n_units])
+    assert lines[start + 1 + n_units] == "]"
+
+
 def test_markdown_and_json_agree(store):
     lb = build_leaderboard(store, "toy")
     md = to_markdown(lb)

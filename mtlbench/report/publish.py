@@ -134,7 +134,7 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
         md, js = out / f"{file_stem(ds)}.md", out / f"{file_stem(ds)}.json"
         md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish"), encoding="utf-8")
-        js.write_text(to_json(lb), encoding="utf-8")
+        js.write_text(to_json(lb, compact=True), encoding="utf-8")
         new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
         written[ds] = {"leaderboard": lb, "figures": figs}
         log(f"wrote {md}, {js} and {sum(1 for f in figs if f.get('path'))} figure(s)")
