@@ -53,3 +53,63 @@ def test_eta_uses_expected_times_and_names_running_units():
         rep.unit_started(specs[1])
         assert "running: lasso simulated rep 0" in rep.progress.tasks[0].fields["running"]
     assert format_seconds(3725) == "1:02:05" and format_seconds(65) == "1:05"
+
+
+class _TimesStore:
+    """What longest_first_as_timed reads from a store: unit_times()."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def unit_times(self):
+        return pd.DataFrame(self.rows, columns=["model", "model_name", "problem", "time_total"])
+
+
+class _Result:
+    def __init__(self, spec, ok=True):
+        self.spec, self.ok = spec, ok
+
+
+def test_a_fresh_store_reorders_once_a_model_is_timed():
+    from mtlbench.runner import longest_first_as_timed
+
+    reg = get_registry()
+    specs = _specs(["stl", "lasso"], reps=3)
+    store = _TimesStore([])
+    reorder = longest_first_as_timed(store, reg, store.unit_times())
+    first_stl = next(s for s in specs if s.model == "stl")
+    queue = [s for s in specs if s is not first_stl]
+    # stl timed at 50 s (lasso still unknown: default cost) -> stl's remaining units go first
+    store.rows = [("stl", "stl", "simulated", 50.0)]
+    new = reorder(list(queue), _Result(first_stl))
+    assert [s.model for s in new] == ["stl", "stl"] + ["lasso"] * 3
+    assert sorted(s.key for s in new) == sorted(s.key for s in queue)  # nothing lost or added
+    # a second stl result changes nothing (the pair is timed); a failed unit neither
+    store.rows.append(("lasso", "lasso", "simulated", 900.0))
+    assert reorder(list(new), _Result(new[0])) == new
+    first_lasso = next(s for s in new if s.model == "lasso")
+    assert reorder(list(new), _Result(first_lasso, ok=False)) == new
+    # the first lasso result: lasso now timed at 900 s -> lasso first, plan order among equals
+    again = reorder(list(new), _Result(first_lasso))
+    assert [s.model for s in again] == ["lasso"] * 3 + ["stl", "stl"]
+    assert [s.rep for s in again if s.model == "lasso"] == sorted(
+        s.rep for s in again if s.model == "lasso")
+
+
+def test_local_runner_dispatches_in_the_order_reorder_returns(tmp_path):
+    from mtlbench.runner.local import local_results
+
+    specs = _specs(["stl"], reps=3)
+    started = []
+    calls = []
+
+    def reverse(queue, result):
+        calls.append((result.spec.rep, [s.rep for s in queue]))
+        return list(reversed(queue))
+
+    results = list(local_results(specs, jobs=1, data_dir=None, timeout=None,
+                                 on_start=started.append, reorder=reverse))
+    assert all(r.ok for r in results)
+    assert [s.rep for s in started] == [0, 2, 1]
+    # called after each result while units were still queued, with the queue as it stood
+    assert calls == [(0, [1, 2]), (2, [1])]

@@ -31,7 +31,8 @@ from .unit import (UnitResult, UnitSpec, execute_unit, failed_result, load_probl
 __all__ = ["UnitSpec", "UnitResult", "RunReport", "Reporter", "plan_units", "execute_unit",
            "run_units", "pending_units", "resolve_problems", "check_problems_load",
            "check_overrides", "failed_result", "load_problem", "problem_id", "time_limit",
-           "expected_seconds", "default_jobs", "RunInterrupted", "PROTOCOL_VERSION"]
+           "expected_seconds", "longest_first_as_timed", "default_jobs", "RunInterrupted",
+           "PROTOCOL_VERSION"]
 
 
 def default_jobs() -> int:
@@ -95,7 +96,9 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
               registry: Any = None) -> RunReport:
     """Execute every pending unit and write each result to ``store`` as it finishes.
 
-    Units are dispatched longest-expected first (:func:`~.plan.expected_seconds`).  Units that
+    Units are dispatched longest-expected first (:func:`~.plan.expected_seconds`); the local
+    runner sorts the rest again when it has timed a model that had no stored time
+    (:func:`longest_first_as_timed`).  Units that
     another live run on the same store has claimed are skipped (counted in
     ``claimed_elsewhere``).  On Ctrl-C the units finished so far are in the store and
     ``KeyboardInterrupt`` propagates after the workers are stopped."""
@@ -113,14 +116,16 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
         from ..plugins import get_registry
 
         registry = get_registry()
-    expected = expected_seconds(todo, registry, store.unit_times())
+    history = store.unit_times()
+    expected = expected_seconds(todo, registry, history)
     todo = sorted(todo, key=lambda s: -expected[s.key])  # stable: plan order among equals
     if reporter is not None:
         reporter.run_started(todo, expected, jobs)
     t0 = time.perf_counter()
     results = _results(todo, jobs=jobs, data_dir=data_dir, timeout=timeout,
                        scheduler=scheduler,
-                       on_start=reporter.unit_started if reporter is not None else None)
+                       on_start=reporter.unit_started if reporter is not None else None,
+                       reorder=longest_first_as_timed(store, registry, history))
     try:
         for result in results:
             store.write_unit(result.row, result.task_scores, result.arrays)
@@ -154,9 +159,33 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
     return report
 
 
+def longest_first_as_timed(store: ResultStore, registry: Any, history: Any
+                           ) -> Callable[[list[UnitSpec], UnitResult], list[UnitSpec]]:
+    """The local runner's re-prioritisation: when a unit finishes whose model label had no
+    stored time on its problem when the run started (a fresh store, a new model), the units
+    not yet dispatched are sorted again, longest expected first, with the times now stored.
+
+    Without it a fresh store dispatches in plan order (repetition by repetition), and the
+    slowest model's last repetitions end the run alone on one core."""
+    timed = set(zip(history["model"], history["problem"])) if history is not None and \
+        len(history) else set()
+
+    def reorder(queue: list[UnitSpec], result: UnitResult) -> list[UnitSpec]:
+        pair = (result.spec.label, result.spec.problem)
+        if pair in timed or not result.ok:
+            return queue
+        timed.add(pair)
+        expected = expected_seconds(queue, registry, store.unit_times())
+        return sorted(queue, key=lambda s: -expected[s.key])  # stable among equals
+
+    return reorder
+
+
 def _results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
              timeout: float | None, scheduler: Any,
-             on_start: Callable[[UnitSpec], None] | None) -> Iterable[UnitResult]:
+             on_start: Callable[[UnitSpec], None] | None,
+             reorder: Callable[[list[UnitSpec], UnitResult], list[UnitSpec]] | None = None,
+             ) -> Iterable[UnitResult]:
     if not todo:
         return iter(())
     if scheduler:
@@ -166,4 +195,4 @@ def _results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
     from .local import local_results
 
     return local_results(todo, jobs=jobs, data_dir=data_dir, timeout=timeout,
-                         on_start=on_start)
+                         on_start=on_start, reorder=reorder)

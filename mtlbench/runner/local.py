@@ -258,9 +258,15 @@ class _Worker:
 
 def local_results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
                   timeout: float | None,
-                  on_start: Callable[[UnitSpec], None] | None = None) -> Iterator[UnitResult]:
+                  on_start: Callable[[UnitSpec], None] | None = None,
+                  reorder: Callable[[list[UnitSpec], UnitResult], list[UnitSpec]] | None = None,
+                  ) -> Iterator[UnitResult]:
     """Run ``todo`` (dispatched in this order) in ``jobs`` supervised worker processes and
-    yield each result as it finishes.  Never raises for a failing unit."""
+    yield each result as it finishes.  Never raises for a failing unit.
+
+    ``reorder(queue, result)``, if given, is called after each result has been consumed and
+    returns the units not yet dispatched in their new order (e.g. longest expected first,
+    once this run has timed a model that had no stored time)."""
     if not todo:
         return
     from ..errors import MTLBenchError
@@ -284,6 +290,8 @@ def local_results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
                 if result is not None:
                     w.spec = None
                     yield result
+                    if reorder is not None and queue:
+                        queue = deque(reorder(list(queue), result))
                 elif dead:
                     workers.remove(w)
                     w.kill()
