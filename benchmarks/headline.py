@@ -72,6 +72,7 @@ def across_datasets(cells: dict[str, dict[str, float]], title: str) -> None:
 
 def main(folder: str = "leaderboards") -> None:
     cells: dict[str, dict[str, float]] = {}
+    incomplete: set[str] = set()
     print("| data set | best model | TFCL | TFCL-Q | best competitor | STL |")
     print("|---|---|---|---|---|---|")
     for js in sorted(Path(folder).glob("*.json")):
@@ -89,6 +90,8 @@ def main(folder: str = "leaderboards") -> None:
             # a model enters the cross-data-set test only with every planned repetition
             cells[label] = {r["model"]: r["cells"][problem]["mean"] for r in rows
                             if r["cells"][problem]["n"] == lb["planned_reps"]}
+            incomplete.update(r["model"] for r in rows
+                              if r["cells"][problem]["n"] != lb["planned_reps"])
             by = {r["model"]: r for r in rows}
             mean = lambda r: r["cells"][problem]["mean"]
             # the leaderboard's own best (highest mean among models with the most repetitions)
@@ -101,6 +104,9 @@ def main(folder: str = "leaderboards") -> None:
                   f"{cell_text(base[0], problem) if base else '—'} |")
     print("\n† significantly worse than the best model of the data set (two-sided Wilcoxon "
           "signed-rank over paired repetitions, Holm-adjusted p < 0.05).")
+    if incomplete:
+        print(f"\nNot in the tests across data sets (fewer than the planned repetitions "
+              f"somewhere): {', '.join(sorted(incomplete))}.")
     if cells:
         across_datasets(cells, "every data set")
         independent = {b: v for b, v in cells.items() if not b.startswith("simulated[")}
