@@ -84,7 +84,7 @@ def main() -> None:
     plan = replay(specs, seconds, args.jobs)
     store = _GrowingStore()
     timed = replay(specs, seconds, args.jobs,
-                   longest_first_as_timed(store, reg, store.unit_times()), store)
+                   longest_first_as_timed(store, reg, store.unit_times(), specs), store)
     print(f"{len(specs)} units of {len(models)} models on {args.dataset}, {reps} repetitions, "
           f"{args.jobs} workers; sum of unit times {total:.1f} s")
     print(f"{'policy':<44}{'makespan (s)':>14}{'vs bound':>10}")

@@ -70,28 +70,47 @@ class _Result:
         self.spec, self.ok = spec, ok
 
 
+def test_no_probe_for_a_model_already_dispatched():
+    from mtlbench.runner import longest_first_as_timed
+
+    reg = get_registry()
+    specs = _specs(["stl", "lasso"], reps=3)
+    store = _TimesStore([("stl", "stl", "simulated", 50.0)])
+    reorder = longest_first_as_timed(store, reg, _TimesStore([]).unit_times(), specs)
+    stl0, lasso0 = specs[0], specs[1]
+    assert {stl0.model, lasso0.model} == {"stl", "lasso"} and stl0.rep == lasso0.rep == 0
+    stl0, lasso0 = sorted([stl0, lasso0], key=lambda s: s.model != "stl")
+    # lasso's first unit is running (not queued): no second lasso unit is promoted to probe
+    queue = [s for s in specs if s.rep > 0]
+    new = reorder(list(queue), _Result(stl0))
+    assert [s.model for s in new] == ["stl", "stl", "lasso", "lasso"]
+
+
 def test_a_fresh_store_reorders_once_a_model_is_timed():
     from mtlbench.runner import longest_first_as_timed
 
     reg = get_registry()
     specs = _specs(["stl", "lasso"], reps=3)
     store = _TimesStore([])
-    reorder = longest_first_as_timed(store, reg, store.unit_times())
+    reorder = longest_first_as_timed(store, reg, store.unit_times(), specs)
     first_stl = next(s for s in specs if s.model == "stl")
+    first_lasso = next(s for s in specs if s.model == "lasso")
     queue = [s for s in specs if s is not first_stl]
-    # stl timed at 50 s (lasso still unknown: default cost) -> stl's remaining units go first
+    # stl timed at 50 s, lasso not timed and not dispatched: one lasso unit probes first, then
+    # stl's remaining units (50 s) before lasso's (default cost)
     store.rows = [("stl", "stl", "simulated", 50.0)]
     new = reorder(list(queue), _Result(first_stl))
-    assert [s.model for s in new] == ["stl", "stl"] + ["lasso"] * 3
+    assert [s.model for s in new] == ["lasso", "stl", "stl", "lasso", "lasso"]
+    assert new[0] is first_lasso
     assert sorted(s.key for s in new) == sorted(s.key for s in queue)  # nothing lost or added
     # a second stl result changes nothing (the pair is timed); a failed unit neither
     store.rows.append(("lasso", "lasso", "simulated", 900.0))
-    assert reorder(list(new), _Result(new[0])) == new
-    first_lasso = next(s for s in new if s.model == "lasso")
+    assert reorder(list(new), _Result(new[1])) == new
     assert reorder(list(new), _Result(first_lasso, ok=False)) == new
     # the first lasso result: lasso now timed at 900 s -> lasso first, plan order among equals
+    new.remove(first_lasso)
     again = reorder(list(new), _Result(first_lasso))
-    assert [s.model for s in again] == ["lasso"] * 3 + ["stl", "stl"]
+    assert [s.model for s in again] == ["lasso"] * 2 + ["stl", "stl"]
     assert [s.rep for s in again if s.model == "lasso"] == sorted(
         s.rep for s in again if s.model == "lasso")
 

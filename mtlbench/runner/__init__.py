@@ -125,7 +125,7 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
     results = _results(todo, jobs=jobs, data_dir=data_dir, timeout=timeout,
                        scheduler=scheduler,
                        on_start=reporter.unit_started if reporter is not None else None,
-                       reorder=longest_first_as_timed(store, registry, history))
+                       reorder=longest_first_as_timed(store, registry, history, todo))
     try:
         for result in results:
             store.write_unit(result.row, result.task_scores, result.arrays)
@@ -159,14 +159,18 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
     return report
 
 
-def longest_first_as_timed(store: ResultStore, registry: Any, history: Any
+def longest_first_as_timed(store: ResultStore, registry: Any, history: Any,
+                           todo: Sequence[UnitSpec] = ()
                            ) -> Callable[[list[UnitSpec], UnitResult], list[UnitSpec]]:
     """The local runner's re-prioritisation: when a unit finishes whose model label had no
     stored time on its problem when the run started (a fresh store, a new model), the units
-    not yet dispatched are sorted again, longest expected first, with the times now stored.
+    not yet dispatched are sorted again: first one *probe* unit of every (model, problem)
+    not timed yet and not yet dispatched (in plan order), then the rest longest expected first
+    with the times now stored.
 
     Without it a fresh store dispatches in plan order (repetition by repetition), and the
-    slowest model's last repetitions end the run alone on one core."""
+    slowest model's last repetitions end the run alone on one core; without the probes a model
+    timed early would be dispatched whole before a slower model had been timed at all."""
     timed = set(zip(history["model"], history["problem"])) if history is not None and \
         len(history) else set()
 
@@ -175,8 +179,18 @@ def longest_first_as_timed(store: ResultStore, registry: Any, history: Any
         if pair in timed or not result.ok:
             return queue
         timed.add(pair)
+        queued = {s.key for s in queue}
+        dispatched = {(s.label, s.problem) for s in todo if s.key not in queued}
+        probes: set[str] = set()
+        seen: set[tuple[str, str]] = set()
+        for s in queue:
+            p = (s.label, s.problem)
+            if p not in timed and p not in dispatched and p not in seen:
+                seen.add(p)
+                probes.add(s.key)
         expected = expected_seconds(queue, registry, store.unit_times())
-        return sorted(queue, key=lambda s: -expected[s.key])  # stable among equals
+        # stable: plan order among probes and among equal expectations
+        return sorted(queue, key=lambda s: (s.key not in probes, -expected[s.key]))
 
     return reorder
 
