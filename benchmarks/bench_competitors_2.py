@@ -45,9 +45,9 @@ POINT = {"amtl": dict(lam=0.74, mu=0.936),       # AMTL: the point issue 13 prof
          "nc-cmtl": dict(mu=10.0)}
 
 
-def old_module(name: str):
-    """The module ``plugins/mtlbench_models/<name>.py`` as committed at ``OLD_REF``."""
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"{OLD_REF}:plugins/mtlbench_models/{name}.py"],
+def old_module(name: str, ref: str = OLD_REF):
+    """The module ``plugins/mtlbench_models/<name>.py`` as committed at ``ref``."""
+    src = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:plugins/mtlbench_models/{name}.py"],
                          check=True, capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / f"old_{name}.py"
     path.write_text(src)
@@ -136,18 +136,19 @@ def main():
     ap.add_argument("--skip-sun", action="store_true")
     ap.add_argument("--skip-old-sun", action="store_true",
                     help="do not run main's implementation at SUN scale (minutes per model)")
+    ap.add_argument("--new-only", action="store_true",
+                    help="time only the current implementation (the old VSTG-MTL fit takes minutes)")
     ap.add_argument("--models", default="amtl,vstgmtl,nc-cmtl")
     ap.add_argument("--amtl-unit", type=int, metavar="SEED", default=None,
                     help="also time one AMTL protocol unit (rep 0), old vs new, on make_simulated(SEED)")
     a = ap.parse_args()
-    global OLD_REF
-    OLD_REF = a.ref
-    for mod in ("amtl", "vstgmtl", "nc_cmtl"):
-        OLD[mod] = old_module(mod)
+    if not a.new_only:
+        for mod in ("amtl", "vstgmtl", "nc_cmtl"):
+            OLD[mod] = old_module(mod, a.ref)
     models = a.models.split(",")
-    data = [("simulated", simulated_train(0), True)]
+    data = [("simulated", simulated_train(0), not a.new_only)]
     if not a.skip_sun:
-        data.append(("sun-scale", sun_scale(0), not a.skip_old_sun))
+        data.append(("sun-scale", sun_scale(0), not (a.skip_old_sun or a.new_only)))
     print(f"{'data':10s} {'model':8s} {'new s':>8s} {'old s':>8s} {'ratio':>6s} {'target':>6s} "
           f"{'it new':>6s} {'it old':>6s} {'conv':>5s} {'F new':>14s} {'F old':>14s} {'rel dF':>9s}")
     for label, tasks, run_old in data:

@@ -222,3 +222,13 @@ def test_only_the_cli_imports_click_or_rich():
                  for names in [_third_party_imports(f) & UI_PACKAGES] if names)
     assert bad == []
     assert _third_party_imports(cli_dir / "main.py") & UI_PACKAGES == {"click"}  # the check bites
+
+
+def test_benchmark_scripts_compile():
+    """The scripts in benchmarks/ are run by hand, not by the suite: at least they must parse
+    (a misplaced ``global`` once made one unusable without any test noticing)."""
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    scripts = sorted(root.glob("*.py"))
+    assert scripts, f"no benchmark scripts found in {root}"
+    for path in scripts:
+        compile(path.read_text(encoding="utf-8"), str(path), "exec")  # SyntaxError names it
