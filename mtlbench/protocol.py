@@ -342,9 +342,11 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     fitted model, None if it does not say) and ``n_iter``; the trace is a pure function of
     data, seed and settings.  The summary holds ``fit_times`` (seconds per fit, aligned with
     the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
-    ``budget_exhausted`` (the budget ran out while the searcher still wanted to extend past an
-    edge) and ``start_exceeds_budget`` (the starting design alone is larger than the budget;
-    it is fitted in full).
+    ``budget_exhausted`` (the budget -- for a searcher that ``extends_past_budget``, the
+    budget plus as many extension fits again -- ran out while the searcher still wanted to
+    extend past an edge; ``n_fits`` above the budget counts the extension fits past it) and
+    ``start_exceeds_budget`` (the starting design alone is larger than the budget; it is
+    fitted in full).
     """
     space = space_from_json(space)
     searcher = get_searcher_class(searcher_name)(space)
@@ -361,12 +363,16 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     # serially, with --jobs and on Dask).
     fit_times: list[float] = []
     prev = None
-    while len(trace) < cap:
+    # Past the budget only extension fits, and at most the budget again (version 3 of the
+    # adaptive rule); below it the loop is the same as before.
+    limit = cap + budget if searcher.uses_budget and getattr(searcher, "extends_past_budget", False) \
+        else cap
+    while len(trace) < limit:
         phase, batch = searcher.propose(trace)
-        if not batch:
+        if not batch or (len(trace) >= cap and phase != "extend"):
             break
         for params in batch:
-            if len(trace) >= cap:
+            if len(trace) >= limit or (len(trace) >= cap and phase != "extend"):
                 break
             _check_proposal(searcher_name, space, params)
             t0 = time.perf_counter()

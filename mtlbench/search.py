@@ -25,7 +25,10 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
        one step out each way; one point at a time, the parameter with the fewest values tried
        first (ties: sorted-key order); until the budget is used or nothing new is left.
     Extension always has priority over refinement: the rule is re-read after every
-    refinement fit and after every batch of extensions.
+    refinement fit and after every batch of extensions.  When the budget is used while the
+    rule still asks to extend (the best point sits at a non-bound edge), extension goes on
+    past the budget, for at most the budget again in extra fits (version 3): the search ends
+    interior or says ``budget_exhausted``.
 
 Write your own: subclass :class:`Searcher`, implement :meth:`Searcher.propose`, and register
 it from a plugin::
@@ -73,9 +76,15 @@ class AdaptiveSearcher(Searcher):
     name = "adaptive"
     uses_budget = True
     #: 2: refinement proposes one point per call (the rule is re-read after every fit).
-    version = "2"
+    #: 3: extension goes on past the budget (at most the budget again) while the best point
+    #: sits at a non-bound edge.  Identical to 2 for every unit whose version-2 search did not
+    #: end with the budget exhausted.
+    version = "3"
+    extends_past_budget = True
     description = ("starting grid, then geometric extension past any best-at-edge value that "
-                   "is not a declared bound, then coordinate refinement; stops at the budget")
+                   "is not a declared bound, then coordinate refinement; stops at the budget, "
+                   "unless the best point is at a non-bound edge (then extension goes on, for "
+                   "at most the budget again)")
 
     def propose(self, trace):
         design = self.start()

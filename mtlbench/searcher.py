@@ -29,12 +29,17 @@ class Searcher:
     version : str
         Bump it when the rule changes: it is part of every unit's key, so stored results of
         the old rule are recomputed rather than shown as current.
+    extends_past_budget : bool
+        Whether the search goes on past the budget while :meth:`propose` asks to *extend*
+        (its best point sits at a non-bound edge of what was tried), up to the budget again
+        in extra fits; a selection at such an edge is a defect of the search, not a result.
     """
 
     name: ClassVar[str] = ""
     uses_budget: ClassVar[bool] = True
     description: ClassVar[str] = ""
     version: ClassVar[str] = "1"
+    extends_past_budget: ClassVar[bool] = False
 
     def __init__(self, space: Mapping[str, Any]) -> None:
         self.space: dict[str, Param] = {k: as_param(space[k], k) for k in sorted(space)}

@@ -123,14 +123,14 @@ def test_refinement_splits_the_wider_side_first_and_reaches_both_sides():
 
 
 def test_every_trace_entry_has_the_documented_fields():
-    out = _run(FarOptimum(), budget=6)
+    out = _run(FarOptimum(), budget=3)
     s = out.diagnostics["search"]
     for e in out.grid:
         assert set(e) == {"params", "phase", "val_auc", "converged", "n_iter"}
         assert e["converged"] is True and e["n_iter"] == 1
     assert len(s["fit_times"]) == len(out.grid) and min(s["fit_times"]) >= 0
     assert s["selected_converged"] is True and s["refit_converged"] is True
-    # 6 fits are too few to reach 1e4 from [0.1, 1, 10]: the edge is recorded as such
+    # 3 + 3 extension fits are too few to reach 1e4 from [0.1, 1, 10]: the edge is recorded
     assert s["n_fits"] == 6 and s["budget_exhausted"] and s["at_edge"] == ["lam"]
 
 
@@ -143,8 +143,14 @@ def test_models_with_different_starting_grids_get_the_same_number_of_fits():
                         "mu": Linear([0.2, 0.5, 0.8], low=0.0, high=1.0)}
 
     for budget in (12, 20):
-        a, b = _run(OneStart(), budget=budget), _run(NineStart(), budget=budget)
-        assert len(a.grid) == len(b.grid) == budget
+        for out in (_run(OneStart(), budget=budget), _run(NineStart(), budget=budget)):
+            # the budget for both; past it only extension fits, while the best is at an edge
+            assert len(out.grid) >= budget
+            assert all(e["phase"] == "extend" for e in out.grid[budget:])
+            s = out.diagnostics["search"]
+            assert s["at_edge"] == [] or s["budget_exhausted"]
+            if len(out.grid) > budget:
+                assert any(e["phase"] != "extend" for e in out.grid[:budget])
 
 
 def test_bounds_are_respected_and_a_selection_at_a_bound_is_reported():
@@ -431,7 +437,9 @@ def test_a_starting_design_larger_than_the_budget_is_fitted_and_flagged():
              "mu": Categorical([1.0, 2.0, 3.0])}  # 12 starting points
     out = _run(FarOptimum(), space=space, budget=5)
     s = out.diagnostics["search"]
-    assert s["n_fits"] == 12 and s["start_exceeds_budget"] and s["budget"] == 5
+    # all 12 starting points, then (best at the lam edge) at most 5 extension fits
+    assert 12 <= s["n_fits"] <= 17 and s["start_exceeds_budget"] and s["budget"] == 5
+    assert all(e["phase"] == "extend" for e in out.grid[12:])
     g = _run(FarOptimum(), space=space, search="grid", budget=5).diagnostics["search"]
     assert g["n_fits"] == 12 and g["budget"] is None and not g["start_exceeds_budget"]
 
@@ -443,3 +451,47 @@ def test_a_searcher_version_is_part_of_the_unit_key_and_version_1_adds_nothing()
     gr = protocol_key_settings(ProtocolConfig(search="grid"))
     assert ad["search_version"] == AdaptiveSearcher.version != "1"
     assert "search_version" not in gr  # grid's rule is unchanged: old grid stores stay valid
+
+
+def _search_trace(budget, monkeypatch, past_budget):
+    from mtlbench.protocol import search
+
+    monkeypatch.setattr(AdaptiveSearcher, "extends_past_budget", past_budget)
+    tasks = _data()
+    trace, summary = search(FarOptimum(), space_json(FarOptimum.search_space), tasks, tasks,
+                            "adaptive", budget)
+    return [(e["phase"], e["params"], e["val_auc"]) for e in trace], summary
+
+
+def test_extension_goes_on_past_the_budget_until_the_best_is_interior(monkeypatch):
+    """Version 3: with 6 fits the far optimum (lam = 1e4, start 0.1-10) is still at the edge;
+    the search extends on, for at most the budget again, and ends interior."""
+    old, s_old = _search_trace(6, monkeypatch, past_budget=False)
+    new, s_new = _search_trace(6, monkeypatch, past_budget=True)
+    assert s_old["budget_exhausted"] and s_old["at_edge"] == ["lam"] and len(old) == 6
+    assert not s_new["budget_exhausted"] and s_new["at_edge"] == [] and 6 < len(new) <= 12
+    assert new[:6] == old                                   # the same search up to the budget
+    assert all(phase == "extend" for phase, _, _ in new[6:])  # past it: extension only
+    best = max(new, key=lambda e: e[2])[1]["lam"]
+    assert math.isclose(best, OPT, rel_tol=1e-9)
+
+
+def test_past_the_budget_the_search_stops_at_twice_the_budget_and_says_so(monkeypatch):
+    new, s_new = _search_trace(3, monkeypatch, past_budget=True)
+    assert len(new) == 6 and s_new["n_fits"] == 6 and s_new["budget_exhausted"]
+    assert s_new["at_edge"] == ["lam"]
+
+
+@pytest.mark.parametrize("budget", [10, 14, 20, 30])
+def test_version_3_is_version_2_whenever_version_2_did_not_exhaust_the_budget(monkeypatch,
+                                                                              budget):
+    """Why a store's version-2 units that did not end budget-exhausted are the version-3
+    results: below the budget both rules fit the same points, and at the budget both stop
+    unless the rule asks to extend, which is what ``budget_exhausted`` records."""
+    old, s_old = _search_trace(budget, monkeypatch, past_budget=False)
+    new, s_new = _search_trace(budget, monkeypatch, past_budget=True)
+    if not s_old["budget_exhausted"]:
+        assert new == old and {k: v for k, v in s_new.items() if k != "fit_times"} == \
+            {k: v for k, v in s_old.items() if k != "fit_times"}
+    else:
+        assert new[:len(old)] == old and len(new) > len(old)
