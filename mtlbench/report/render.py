@@ -192,7 +192,9 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
           "often the model's per-user test AUC is higher / equal / lower than the baseline's "
           "(the model that declares itself the baseline) on the same split.\n")
     w("- *budget (fits/unit)*: hyperparameter fits of each unit's search (the refit on "
-      "train+validation not counted); the same for every model under one search rule.\n")
+      "train+validation not counted); the same for every model under one search rule, which "
+      "fits more (\"used\"; at most twice the budget) only to extend past a best value at an "
+      "edge that is not a declared bound.\n")
     w("- *at bound*: units whose selected value of a searched hyperparameter equals a declared "
       "bound of the model (a real limit, e.g. a penalty of 0), and which parameters.\n")
     w("- *not converged*: units whose selected fit did not meet its solver's stated tolerance "
