@@ -365,8 +365,8 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     prev = None
     # Past the budget only extension fits, and at most the budget again (version 3 of the
     # adaptive rule); below it the loop is the same as before.
-    limit = cap + budget if searcher.uses_budget and getattr(searcher, "extends_past_budget", False) \
-        else cap
+    extends = searcher.uses_budget and getattr(searcher, "extends_past_budget", False)
+    limit = cap + budget if extends else cap
     while len(trace) < limit:
         phase, batch = searcher.propose(trace)
         if not batch or (len(trace) >= cap and phase != "extend"):
