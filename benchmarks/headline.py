@@ -19,15 +19,14 @@ import json
 import sys
 from pathlib import Path
 
-from mtlbench.plugins import get_registry
+from mtlbench.report.roles import model_class_of
 
 OURS = ("tfcl", "tfcl-q")
 
 
 def role(name: str) -> str:
-    try:
-        cls = get_registry().model_class(name)
-    except Exception:  # noqa: BLE001 - a model not installed here
+    cls = model_class_of(name)  # None: the model is not installed here
+    if cls is None:
         return "other"
     if getattr(cls, "is_baseline", False):
         return "baseline"

@@ -64,7 +64,6 @@ def main() -> None:
     v3 = plan_keys(a.datasets, a.reps, a.seed, a.data_dir, "3")
     assert v2.keys() == v3.keys()
     con = sqlite3.connect(a.store)
-    cols = [r[1] for r in con.execute("PRAGMA table_info(units)")]
     moved = dropped = absent = already = 0
     with con:
         for ident, old in v2.items():
@@ -95,7 +94,7 @@ def main() -> None:
     con.close()
     print(f"{len(v2)} planned units: {moved} re-keyed to v3, {dropped} v2 units removed "
           f"(budget exhausted or not ok: compute them under v3), {absent} not in the store, "
-          f"{already} already under v3 (columns: {len(cols)})")
+          f"{already} already under v3")
 
 
 if __name__ == "__main__":
