@@ -55,12 +55,14 @@ of 19.2 s for the 8 fits); one protocol unit (20 fits and the refit), reps 0-3: 
 of 101.3 s.  The count is path-dependent: at single points it went both ways (59-290 against
 68-362), and at SUN scale (``make_low_rank_tasks``, seed 0) the extrapolated run continued
 down a slow valley to a 1.3% lower objective in 409 iterations (285 s) where the earlier
-solver had stopped after 149 (127 s); seed 1: 168 and 168 iterations, 126 s and 137 s.  Why the outer loop is slow at all: the loss depends on U V only, so it is
-invariant under U -> U R, V -> R^{-1} V for any invertible K x K R; the penalties pick a sparse
-representative, and alternating block steps move along that family slowly (on seed 101,
-gamma1 = 0.1, K = 40: nnz(U) 1,127 after 10 iterations, 668 after 60, 455 after 300, while the
-loss stays within 2%).  Outer stopping rule (non-convex problem):
-relative decrease of F at most ``tol`` (default 1e-5) AND relative change of W = U V,
+solver had stopped after 149 (127 s); seed 1: 168 and 168 iterations, 126 s and 137 s.
+
+Why the outer loop is slow at all: the loss depends on U V only, so it is invariant under
+U -> U R, V -> R^{-1} V for any invertible K x K R; the penalties pick a sparse representative,
+and alternating block steps move along that family slowly (on seed 101, gamma1 = 0.1, K = 40:
+nnz(U) 1,127 after 10 iterations, 668 after 60, 455 after 300, while the loss stays within 2%).
+
+Outer stopping rule (non-convex problem): relative decrease of F at most ``tol`` (default 1e-5) AND relative change of W = U V,
 ||W_k - W_{k-1}||_F <= ``xtol`` ||W_k||_F (default 1e-3); ``converged_`` says whether it was met
 within ``max_iter`` outer iterations (default 500, a safety cap, not a tuning knob).
 ``diagnostics_`` counts the U-step and V-step FISTA iterations and the accepted
@@ -330,13 +332,13 @@ class VSTGMTL(LinearMTLModel):
 
         U, V = self._initial(prob, K, init)
         regV = mu * float(ksupport_sq_cols(V, k).sum())
-        Fcur = prob.loss(U, V) + hU(U) + regV
+        W_prev = U @ V
+        Fcur = prob.loss_w(W_prev) + hU(U) + regV
         hist = [Fcur]
         state = _UState()
         rel_dW = 1.0
         it, u_total, fista_total, n_extra = 0, 0, 0, 0
         converged = False
-        W_prev = U @ V
         for it in range(1, int(self.max_iter) + 1):
             # inexact blocks while the iterates still move: inner tolerance
             # max(u_tol, _INEXACT x last relative change of W), the stated u_tol at the end
@@ -351,17 +353,18 @@ class VSTGMTL(LinearMTLModel):
             V, n_f = self._v_step(prob, U, V, mu, k, state.tol_v, state)
             fista_total += n_f
             regV = mu * float(ksupport_sq_cols(V, k).sum())
-            Fcur = prob.loss(U, V) + hU(U) + regV
+            W_now = U @ V
+            Fcur = prob.loss_w(W_now) + hU(U) + regV
             if it > 1:
                 # extrapolation: repeat this iteration's step once more, kept only if F drops
                 Ue, Ve = 2.0 * U - U_start, 2.0 * V - V_start
                 reg_e = mu * float(ksupport_sq_cols(Ve, k).sum())
-                F_e = prob.loss(Ue, Ve) + hU(Ue) + reg_e
+                W_e = Ue @ Ve
+                F_e = prob.loss_w(W_e) + hU(Ue) + reg_e
                 if F_e < Fcur:
-                    U, V, Fcur, regV = Ue, Ve, F_e, reg_e
+                    U, V, W_now, Fcur, regV = Ue, Ve, W_e, F_e, reg_e
                     n_extra += 1
             hist.append(Fcur)
-            W_now = U @ V
             dW = float(np.linalg.norm(W_now - W_prev))
             rel_dW = dW / max(float(np.linalg.norm(W_now)), 1e-300)
             W_prev = W_now
@@ -470,19 +473,20 @@ class VSTGMTL(LinearMTLModel):
         tol = float(self.fista_tol) if tol is None else tol
         state = _UState() if state is None else state
         A, b = prob.task_blocks(U)
-        Amul = lambda Am, Vm: np.einsum("tab,bt->at", Am, Vm)
-        L = 1.02 * _power_lambda_max(A, Amul, state)
-        quad = lambda Vm, AVm, bm: 0.5 * np.einsum("at,at->t", Vm, AVm) - np.einsum("at,at->t", bm, Vm)
+        L = 1.02 * _power_lambda_max(A, state)
+
+        def quad(Vm, AVm, bm):            # per task 1/2 v^T A_t v - b_t^T v, given A_t v
+            return 0.5 * np.einsum("at,at->t", Vm, AVm) - np.einsum("at,at->t", bm, Vm)
 
         def task_obj(Vm):
-            return quad(Vm, Amul(A, Vm), b) + mu * ksupport_sq_cols(Vm, k)
+            return quad(Vm, _task_matvec(A, Vm), b) + mu * ksupport_sq_cols(Vm, k)
 
         Vc, Vp = V.copy(), V.copy()
         T = V.shape[1]
         tk = np.ones(T)
         act = np.arange(T)
         Aa, ba, La = A, b, L
-        AVc = Amul(A, V)
+        AVc = _task_matvec(A, V)
         AVp = AVc
         n = 0
         for n in range(1, int(self.fista_max_iter) + 1):
@@ -494,7 +498,7 @@ class VSTGMTL(LinearMTLModel):
             G = AY - ba
             fY = quad(Y, AY, ba)
             vn = prox_ksupport_sq_cols(Y - G / La, 2.0 * mu / La, k)
-            Avn = Amul(Aa, vn)
+            Avn = _task_matvec(Aa, vn)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
                 D = vn - Y
                 bad = (quad(vn, Avn, ba) > fY + np.einsum("at,at->t", G, D)
@@ -504,7 +508,7 @@ class VSTGMTL(LinearMTLModel):
                 La[bad] *= 2.0
                 vn[:, bad] = prox_ksupport_sq_cols(Y[:, bad] - G[:, bad] / La[bad],
                                                    2.0 * mu / La[bad], k)
-                Avn[:, bad] = Amul(Aa[bad], vn[:, bad])
+                Avn[:, bad] = _task_matvec(Aa[bad], vn[:, bad])
             tn[np.einsum("at,at->t", Y - vn, vn - vc) > 0] = 1.0      # restart
             Vp[:, act], Vc[:, act], tk[act] = vc, vn, tn
             AVp, AVc = AVc, Avn
@@ -521,7 +525,12 @@ class VSTGMTL(LinearMTLModel):
         return Vc, n
 
 
-def _power_lambda_max(A: np.ndarray, Amul, state: "_UState") -> np.ndarray:
+def _task_matvec(A: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """Column t: A_t v_t (A: T x K x K, V: K x T -> K x T)."""
+    return np.einsum("tab,bt->at", A, V)
+
+
+def _power_lambda_max(A: np.ndarray, state: "_UState") -> np.ndarray:
     """Estimate of lambda_max(A_t) for every t (A: T x K x K, symmetric PSD) by batched power
     iteration from ``state.v_power`` (the previous V-step's vectors; all-ones when cold): up to
     20 steps cold, 3 warm, stopping when every estimate moved by <= 1e-3 relative.  A lower
@@ -533,7 +542,7 @@ def _power_lambda_max(A: np.ndarray, Amul, state: "_UState") -> np.ndarray:
         Z = np.ones((K, T))
     lam = np.zeros(T)
     for _ in range(20 if cold else 3):
-        Y = Amul(A, Z)
+        Y = _task_matvec(A, Z)
         ny = np.linalg.norm(Y, axis=0)
         nz = np.linalg.norm(Z, axis=0)
         ok = ny > 0
