@@ -50,7 +50,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "plugins"), str(ROOT / "datasets")]
 
 from mtlbench import TaskSet  # noqa: E402
 from mtlbench.protocol import ProtocolConfig, make_split  # noqa: E402
-from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated  # noqa: E402
+from mtlbench_datasets.simulated import make_simulated  # noqa: E402
+
+from _common import sun_scale  # noqa: E402 - benchmarks/ is on sys.path
 from mtlbench_models._losses import SquaredLoss  # noqa: E402
 
 OLD_FILES = ["__init__.py", "_losses.py", "_prox.py", "_linalg.py", "lasso.py", "stl.py",
@@ -93,10 +95,6 @@ def simulated_train(seed: int = 101) -> TaskSet:
     tasks = make_simulated(seed)
     split = make_split(tasks, ProtocolConfig(), 0)
     return tasks.subset(split.train, name=f"simulated(seed={seed})[train]", meta={})
-
-
-def sun_scale(seed: int = 0) -> TaskSet:
-    return make_low_rank_tasks(seed, T=250, d=2048, n=50, rank=5, noise=0.5, name="sun-scale")
 
 
 def objective(name: str, m, tasks: TaskSet) -> float:

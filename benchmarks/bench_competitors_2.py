@@ -27,14 +27,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from mtlbench import TaskSet
 from mtlbench.protocol import ProtocolConfig, make_split, mean_auc
-from mtlbench_datasets.simulated import make_low_rank_tasks, make_simulated
+from mtlbench_datasets.simulated import make_simulated
 from mtlbench_models import amtl as amtl_new
 from mtlbench_models import nc_cmtl as nc_new
 from mtlbench_models import vstgmtl as vstg_new
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import sun_scale  # noqa: E402,F401 - also imported from here by bench_vstgmtl.py
 
 REPO = Path(__file__).resolve().parents[1]
 OLD_REF = "6609da6"   # the landed tree before this round's AMTL / VSTG-MTL / NC-CMTL speed work
@@ -66,10 +67,6 @@ def simulated_train(seed: int = 0) -> TaskSet:
     tr = ts.subset(sp.train, name="simulated[train]", meta={})
     tr._bench_val = ts.subset(sp.val, name="simulated[val]", meta={})
     return tr
-
-
-def sun_scale(seed: int = 0) -> TaskSet:
-    return make_low_rank_tasks(seed, T=250, d=2048, n=50, rank=5, noise=0.5, name="sun-scale")
 
 
 def timed(make, tasks, repeat):

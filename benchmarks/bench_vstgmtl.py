@@ -20,12 +20,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_competitors_2 import POINT, old_module, sun_scale  # noqa: E402
+from bench_competitors_2 import POINT, old_module, sun_scale, timed  # noqa: E402
 
 from mtlbench.protocol import ProtocolConfig, make_split, mean_auc  # noqa: E402
 from mtlbench_datasets.simulated import make_simulated  # noqa: E402
@@ -36,13 +35,6 @@ REF = "f9cec50"
 POINTS = [(0.1, 0.1, 1.0, 20), (0.0316, 0.01, 1.0, 28), (0.1, 0.01, 1.0, 40),
           (0.1, 0.316, 0.316, 20), (0.01, 0.01, 0.1, 10), (0.1, 0.01, 0.1, 20),
           (0.01, 0.01, 1.0, 10), (0.1, 0.001, 0.0316, 40)]
-
-
-def fit_timed(cls, params, tasks):
-    m = cls(**params)
-    t0 = time.perf_counter()
-    m.fit(tasks)
-    return m, time.perf_counter() - t0
 
 
 def main():
@@ -67,7 +59,7 @@ def main():
         p = dict(gamma1=g1, gamma2=g2, mu=mu, n_bases=K, k=3)
         row = {}
         for label, mod in (("new", new), ("old", old)):
-            m, dt = fit_timed(mod.VSTGMTL, p, tr)
+            dt, m = timed(lambda: mod.VSTGMTL(**p), tr, 1)
             auc = mean_auc(m, va)[0]
             row[label] = (m, dt, auc)
             tot[label][0] += dt
@@ -88,7 +80,7 @@ def main():
         tasks = sun_scale(0)
         p = POINT["vstgmtl"]
         for label, mod in (("new", new), ("old", old)):
-            m, dt = fit_timed(mod.VSTGMTL, p, tasks)
+            dt, m = timed(lambda: mod.VSTGMTL(**p), tasks, 1)
             print(f"SUN scale {label}: {dt:.1f} s, {m.n_iter_} outer iterations, converged "
                   f"{m.converged_}, U-step its {m.diagnostics_['u_iters']}, V-step its "
                   f"{m.diagnostics_['fista_iters']} (target 30 s)", flush=True)

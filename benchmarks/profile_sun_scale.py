@@ -19,20 +19,30 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import io
 import pstats
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from mtlbench_datasets.simulated import make_low_rank_tasks
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-POINTS = {"ramusa": ("mtlbench_models.ramusa", "RAMUSA", {"lam_ratio": 0.2, "theta_ratio": 0.5}),
-          "cocmtl": ("mtlbench_models.cocmtl", "CoCMTL",
-                     {"lam1_ratio": 3.0, "lam2_ratio": 3.0, "k": 5}),
-          "vstgmtl": ("mtlbench_models.vstgmtl", "VSTGMTL",
-                      {"gamma1": 1e-1, "gamma2": 1e-2, "mu": 0.316, "n_bases": 20, "k": 3})}
+from _common import sun_scale  # noqa: E402
+from bench_competitors_1 import MODELS  # noqa: E402 - (module, class, point) of RAMUSA, CoCMTL
+from bench_competitors_2 import POINT  # noqa: E402 - VSTG-MTL's point
+
+
+def model_point(name: str):
+    """(class, hyperparameters) at the point the other benchmark scripts time."""
+    if name == "vstgmtl":
+        from mtlbench_models.vstgmtl import VSTGMTL
+        return VSTGMTL, POINT["vstgmtl"]
+    module, cls_name, params = MODELS[name]
+    return getattr(importlib.import_module(f"mtlbench_models.{module}"), cls_name), params
 
 
 def median_time(fn, repeat=15):
@@ -59,9 +69,7 @@ def pass_times(tasks):
 
 
 def profile_fit(name, tasks, top=8):
-    import importlib
-    mod_name, cls_name, params = POINTS[name]
-    cls = getattr(importlib.import_module(mod_name), cls_name)
+    cls, params = model_point(name)
     cls(**params, max_iter=1).fit(tasks)            # per-TaskSet caches, as in a search
     prof = cProfile.Profile()
     t0 = time.perf_counter()
@@ -84,7 +92,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="ramusa,cocmtl,vstgmtl")
     a = ap.parse_args()
-    tasks = make_low_rank_tasks(0, T=250, d=2048, n=50, rank=5, noise=0.5, name="sun-scale")
+    tasks = sun_scale(0)
     pass_times(tasks)
     for name in a.models.split(","):
         profile_fit(name, tasks)

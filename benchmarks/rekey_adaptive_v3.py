@@ -85,8 +85,8 @@ def main() -> None:
                 continue
             note = (f"re-keyed from {old} (adaptive search v2 -> v3) without refitting: the v2 "
                     "search did not exhaust its budget, so v3 gives the same result")
-            con.execute(f"UPDATE units SET key = ?, message = CASE WHEN message IS NULL OR "
-                        f"message = '' THEN ? ELSE message || ' | ' || ? END WHERE key = ?",
+            con.execute("UPDATE units SET key = ?, message = CASE WHEN message IS NULL OR "
+                        "message = '' THEN ? ELSE message || ' | ' || ? END WHERE key = ?",
                         (new, note, note, old))
             for table in ("task_scores", "arrays"):
                 con.execute(f"UPDATE {table} SET key = ? WHERE key = ?", (new, old))
