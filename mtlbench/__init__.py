@@ -29,6 +29,7 @@ _LAZY = {
     "Categorical": ".space", "Int": ".space", "Linear": ".space", "Log": ".space",
     "Param": ".space",
     "compare": ".api", "load_results": ".api", "Results": ".api",
+    "report_progress": ".progress", "progress_active": ".progress",
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .hookspecs import hookimpl
     from .metrics import auc_score
     from .model import LinearMTLModel, MTLModel, clone
+    from .progress import progress_active, report_progress
     from .space import Categorical, Int, Linear, Log, Param
 
 
@@ -67,4 +69,5 @@ __all__ = [
     "auc_score", "MTLBenchError", "DataValidationError", "DatasetUnavailableError",
     "PluginError", "PluginConflictError", "UnknownNameError", "ConfigError", "__version__",
     "Param", "Log", "Linear", "Int", "Categorical", "compare", "load_results", "Results",
+    "report_progress", "progress_active",
 ]
