@@ -10,6 +10,10 @@
   tests (not a paper recipe).
 * :func:`make_uneven_tasks` — tasks of different sizes (fewer and more samples than features),
   the conformance kit's shape test problem (not a paper recipe).
+* :func:`make_attribute_items` and :func:`make_attribute_labels` — personalized attribute
+  labels at the paper's Shoes scale (items with shared features, users who label items, users
+  grouped by "shades of meaning" of an attribute): the ``synthetic-attributes`` dataset, which
+  runs them through the same preprocessing as ``shoes`` (not a paper recipe; see its docstring).
 
 The ``simulated`` dataset plugin and the conformance kit's test problems both use these, so the
 core never imports a plugin to make data.
@@ -20,8 +24,8 @@ import numpy as np
 
 from .data import TaskSet
 
-__all__ = ["make_simulated", "make_low_rank_tasks", "make_uneven_tasks", "BLOCK_FEATURES", "USERS_PER_BLOCK",
-           "CENTROID_UPPER"]
+__all__ = ["make_simulated", "make_low_rank_tasks", "make_uneven_tasks", "make_attribute_items",
+           "make_attribute_labels", "BLOCK_FEATURES", "USERS_PER_BLOCK", "CENTROID_UPPER"]
 
 BLOCK_FEATURES = (20, 20, 10, 20, 10)
 USERS_PER_BLOCK = 20
@@ -101,3 +105,74 @@ def make_uneven_tasks(seed: int = 1, sizes=(9, 14, 23, 31, 48, 70), d: int = 12,
         Xs.append(X)
     return TaskSet.from_arrays(name, Xs, ys,
                                task_names=[f"task{t}-n{n}" for t, n in enumerate(sizes)])
+
+
+def make_attribute_items(seed: int = 0, n_items: int = 14658, n_features: int = 990,
+                         latent_dim: int = 40, feature_noise: float = 0.5
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Items with shared features, generated from latent item factors.
+
+    Z (n_items x latent_dim) ~ N(0, diag(1 / (1 + j))), j = 0 .. latent_dim - 1 (a decaying
+    spectrum, like image descriptors); features F = Z A + feature_noise * N(0, 1) with
+    A (latent_dim x n_features) ~ N(0, 1 / latent_dim).  Random stream
+    ``SeedSequence([seed, 0])``.  Returns ``(F, Z)``, float64 (n_items x n_features) and
+    (n_items x latent_dim).
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0]))
+    scales = 1.0 / np.sqrt(1.0 + np.arange(latent_dim))
+    Z = rng.standard_normal((n_items, latent_dim)) * scales
+    A = rng.standard_normal((latent_dim, n_features)) / np.sqrt(latent_dim)
+    F = Z @ A
+    F += feature_noise * rng.standard_normal((n_items, n_features))
+    return F, Z
+
+
+def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: int = 200,
+                          labels_per_user: int = 50, pool: int = 2000, shades: int = 3,
+                          shade_spread: float = 0.8, personal_spread: float = 0.3,
+                          one_sided: float = 0.06, label_noise: float = 0.1
+                          ) -> dict[str, np.ndarray]:
+    """Personal labels of ``users`` annotators for attribute number ``attribute``.
+
+    The attribute has a base direction b in the latent item space; each of its ``shades``
+    "shades of meaning" (Kovashka & Grauman, IJCV 2015) is the unit vector of
+    b + shade_spread * g_s (b, g_s unit vectors).  User u belongs to shade s(u) (shares drawn
+    from a Dirichlet(2, ..., 2)) and scores item i by z_i . (v_s(u) + personal_spread * e_u),
+    e_u ~ N(0, I / latent_dim).  Each user labels ``labels_per_user`` distinct items of the
+    attribute's annotation pool (``pool`` items); the label is +1 when the score exceeds the
+    user's own threshold, the pool's score quantile at 0.5 + o_u with o_u ~ U(-0.15, 0.15) --
+    except for a ``one_sided`` share of users, whose quantile is 0.02 or 0.98 (they call nearly
+    every item positive, or nearly none: the minority-class filter removes most of them).
+    Finally each label is flipped with probability ``label_noise`` (annotator noise).
+    Random stream ``SeedSequence([seed, 1, attribute])``: an attribute's labels do not depend
+    on how many attributes are generated.
+
+    Returns ``{"user": (m,) int, "item": (m,) int, "label": (m,) float in {-1, +1},
+    "shade": (users,) int, "one_sided": (users,) bool}``, m = users * labels_per_user.
+    """
+    n_items, r = Z.shape
+    if not 1 <= labels_per_user <= pool <= n_items:
+        raise ValueError(f"need 1 <= labels_per_user ({labels_per_user}) <= pool ({pool}) "
+                         f"<= n_items ({n_items})")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1, attribute]))
+    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    base = unit(rng.standard_normal(r))
+    dirs = np.stack([unit(base + shade_spread * unit(rng.standard_normal(r)))
+                     for _ in range(shades)])
+    shade_of = rng.choice(shades, size=users, p=rng.dirichlet(np.full(shades, 2.0)))
+    weights = dirs[shade_of] + personal_spread * rng.standard_normal((users, r)) / np.sqrt(r)
+    pool_items = rng.choice(n_items, size=pool, replace=False)
+    pool_scores = Z[pool_items] @ weights.T                       # pool x users
+    q = 0.5 + rng.uniform(-0.15, 0.15, size=users)
+    lopsided = rng.random(users) < one_sided
+    q[lopsided] = np.where(rng.random(int(lopsided.sum())) < 0.5, 0.02, 0.98)
+    thresholds = np.array([np.quantile(pool_scores[:, u], q[u]) for u in range(users)])
+    picks = np.stack([rng.choice(pool, size=labels_per_user, replace=False)
+                      for _ in range(users)])                      # users x labels_per_user
+    scores = np.take_along_axis(pool_scores.T, picks, axis=1)
+    labels = np.where(scores > thresholds[:, None], 1.0, -1.0)
+    flip = rng.random(labels.shape) < label_noise
+    labels[flip] = -labels[flip]
+    return {"user": np.repeat(np.arange(users), labels_per_user),
+            "item": pool_items[picks].ravel(), "label": labels.ravel(),
+            "shade": shade_of, "one_sided": lopsided}

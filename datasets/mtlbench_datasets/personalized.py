@@ -205,9 +205,26 @@ class PersonalizedAttributes(Dataset):
         where = f"{self.name} ({folder})"
         items_feat, item_ids, pca_rec, items_note = self._features(folder, where)
         users, items, attrs, y = self._labels(folder)
+        meta = self._read_meta(folder)
+        return self._assemble(
+            where, attr, items_feat, item_ids, pca_rec, users, items, attrs, y, min_minority,
+            {"folder": str(folder), "item_ids_file": (folder / ITEMS_FILE).is_file(),
+             "source": meta.get("source", self.source),
+             "feature_description": meta.get("features", ""),
+             **({"notes": [items_note]} if items_note else {})})
+
+    def _assemble(self, where: str, attr: str, items_feat: np.ndarray, item_ids: list[str],
+                  pca_rec: dict, users: np.ndarray, items: np.ndarray, attrs: np.ndarray,
+                  y: np.ndarray, min_minority: int, extra_meta: dict) -> TaskSet:
+        """The TaskSet of attribute ``attr`` from the whole layout in memory: preprocessed item
+        features ``items_feat`` (n_items x d) with ids ``item_ids``, and one entry of
+        ``users``, ``items``, ``attrs``, ``y`` per label.  Duplicate labels are merged, the
+        minority-class filter applied, and only the items the kept users labelled are kept
+        (steps 1, 3 and 4 of the module docstring; step 2, PCA, made ``items_feat``)."""
         sel = attrs == attr
         if not sel.any():
-            raise UnknownNameError(self._unknown_attribute_message(where, folder, attr, attrs))
+            raise UnknownNameError(self._unknown_attribute_message(where, attr, attrs,
+                                                                   extra_meta.get("folder")))
         users, items, y = users[sel], items[sel], y[sel]
         pos = {iid: r for r, iid in enumerate(item_ids)}
         rows = np.fromiter((pos.get(i, -1) for i in items), dtype=np.int64, count=items.shape[0])
@@ -215,7 +232,7 @@ class PersonalizedAttributes(Dataset):
             bad = sorted(set(items[rows < 0].tolist()))
             raise DataValidationError(
                 f"{where}: {len(bad)} item id(s) of {LABELS_FILE} have no row in {FEATURES_FILE} "
-                f"(ids from {ITEMS_FILE if (folder / ITEMS_FILE).is_file() else 'row numbers'}), "
+                f"(ids from {ITEMS_FILE if extra_meta.get('item_ids_file') else 'row numbers'}), "
                 f"e.g. {bad[:5]}")
         # merge duplicate (user, item) labels by majority vote; ties dropped
         uniq_users, uidx = np.unique(users.astype(str), return_inverse=True)
@@ -242,7 +259,7 @@ class PersonalizedAttributes(Dataset):
         remap = np.full(len(item_ids), -1, dtype=np.int64)
         remap[used_rows] = np.arange(used_rows.shape[0])
         index = [remap[r_m[bounds[u]:bounds[u + 1]]] for u in kept]
-        meta = self._read_meta(folder)
+        extra = {k: v for k, v in extra_meta.items() if k != "item_ids_file"}
         return TaskSet.from_shared_items(
             f"{self.name}/{attr}", add_bias(items_feat[used_rows], bool(self.bias)), index, [labels[u] for u in kept],
             task_names=[str(uniq_users[u]) for u in kept],
@@ -258,22 +275,20 @@ class PersonalizedAttributes(Dataset):
                                     "n_users_before": int(uniq_users.shape[0])},
                 "item_ids": np.asarray([item_ids[r] for r in used_rows], dtype=object),
                 "bias": BIAS_NOTE if self.bias else "no constant feature (bias=False, the paper's preprocessing)",
-                "folder": str(folder),
-                "source": meta.get("source", self.source),
-                "feature_description": meta.get("features", ""),
-                **({"notes": [items_note]} if items_note else {}),
+                **extra,
             },
         )
 
     # ---------------------------------------------------------------- helpers
-    def _unknown_attribute_message(self, where: str, folder: Path, attr: str, attrs: np.ndarray) -> str:
+    def _unknown_attribute_message(self, where: str, attr: str, attrs: np.ndarray,
+                                   folder: str | None) -> str:
         found = sorted(set(attrs.tolist()))
         shown = ", ".join(found[:20]) + (f", ... ({len(found)} in all)" if len(found) > 20 else "")
         msg = (f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; "
                + (f"attributes found: {shown}." if found else "the file holds no labels."))
         if found:
             msg += f" Use e.g. --datasets {self.name}/{found[0]}, or --datasets {self.name} for all of them"
-            if self.attributes:
+            if self.attributes and folder:
                 msg += (f" (the built-in list {', '.join(self.attributes)} is what the paper used; "
                         f"the generic dataset 'personalized' reads any attributes: "
                         f"--datasets personalized --data-dir {folder})")
