@@ -222,7 +222,9 @@ def _base_row(spec: UnitSpec) -> dict[str, Any]:
         "rep": spec.rep, "seed": spec.protocol.seed,
         "model_config": {"name": spec.model, "fixed": json.loads(spec.fixed_json),
                          "space": json.loads(spec.space_json)},
+        # the searcher's version (its rule) beside its name: also part of the key
         "protocol": {**spec.protocol.split_settings(), **spec.protocol.selection_settings(),
+                     "search_version": _searcher_version(spec.protocol.search),
                      "reps": spec.protocol.reps},
         "dataset_params": json.loads(spec.dataset_params_json),
         "provenance": json.loads(spec.provenance_json) if spec.provenance_json else None,
