@@ -543,11 +543,10 @@ def space_problems(space: Mapping[str, Any]) -> list[str]:
             out.append(f"{key}: bound {_names_text(par)} uses {', '.join(map(repr, unknown))}, "
                        f"which is neither a problem dimension ({', '.join(PROBLEM_NAMES)}) nor "
                        f"another searched parameter ({', '.join(sorted(set(params) - {key})) or 'none'})")
-    if not out:
-        try:
-            bound_order(params)
-        except ConfigError as exc:
-            out.append(str(exc))
+    try:
+        bound_order(params)
+    except ConfigError as exc:
+        out.append(str(exc))
     return out
 
 
