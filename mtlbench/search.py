@@ -21,12 +21,12 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
        parameter with at least two values tried, at the lowest or highest value tried and that
        value is not a bound, step out (``Param.step_out``) from the best point in that
        direction, one coordinate at a time; repeated after every batch;
-    3. *refine*: around the best point, coordinate-wise midpoints (``Param.between``) with the
-       nearest tried value below and above -- for an integer with no integer in between, that
-       neighbour itself -- and for a parameter with a single value tried, one step out each
-       way; one point at a time, the parameter with the fewest values tried first, then the
-       wider interval (ties: sorted-key order); until the budget is used or nothing new is
-       left.
+    3. *refine*: around the best point, coordinate-wise: for each ordered parameter and each
+       side, the nearest value tried (by any point) on that side, at best's other
+       coordinates if that point is new, else the midpoint (``Param.between``) of the two
+       values; for a parameter with a single value tried, one step out each way; one point at
+       a time, the parameter with the fewest values tried first, then the wider interval
+       (ties: sorted-key order); until the budget is used or nothing new is left.
     Extension always has priority over refinement: the rule is re-read after every
     refinement fit and after every batch of extensions.  When the budget is used while the
     rule still asks to extend (the best point sits at a non-bound edge), extension goes on
@@ -52,7 +52,7 @@ from .hookspecs import hookimpl
 from .plugins import get_registry
 from .design import START_DESIGN_SIZE, space_filling_design
 from .searcher import Searcher
-from .space import (PROBLEM_NAMES, Int, Log, Param, normalise_space, resolve, space_from_json,
+from .space import (PROBLEM_NAMES, Log, Param, normalise_space, resolve, space_from_json,
                     space_json)
 
 __all__ = ["Searcher", "GridSearcher", "AdaptiveSearcher", "DEFAULT_SEARCH", "DEFAULT_BUDGET",
@@ -90,8 +90,9 @@ class AdaptiveSearcher(Searcher):
     #: end with the budget exhausted.
     #: 4: the start is the 12-point space-filling design over the declared start ranges
     #: (instead of the Cartesian product of the grids); bounds may be expressions of the
-    #: problem and the other parameters, and every point is clipped to them; an integer's
-    #: refinement tries a neighbouring value when no integer lies in between.
+    #: problem and the other parameters, and every point is clipped to them; refinement
+    #: first tries the neighbouring values of the design at the best point's coordinates
+    #: (with a Cartesian start they were all tried there: the same as version 3).
     version = "4"
     extends_past_budget = True
     description = ("12-point space-filling design over the declared start ranges, then "
@@ -159,9 +160,11 @@ class AdaptiveSearcher(Searcher):
         return out
 
     def _refine(self, best: dict, tried) -> list[tuple[str, dict, float]]:
-        """Refinement candidates ``(key, point, width)``: ``width`` is the distance (in the
-        parameter's own scale: log for :class:`Log`) from the best value to the tried value the
-        midpoint splits the interval with; ``inf`` for a step out of a single-valued parameter."""
+        """Refinement candidates ``(key, point, width)``, per ordered parameter and side of the
+        best value: the nearest value tried on that side (by any point) moved to best's other
+        coordinates, if that point is new, else the midpoint between the two values; ``width``
+        is the distance (in the parameter's own scale: log for :class:`Log`) between best's
+        value and that neighbour; ``inf`` for a step out of a single-valued parameter."""
         out = []
         for key in self.space:
             par = self.bounded(key, best)
@@ -178,11 +181,14 @@ class AdaptiveSearcher(Searcher):
             below = [x for x in vals if x < v]
             above = [x for x in vals if x > v]
             for other in ([below[-1]] if below else []) + ([above[0]] if above else []):
-                mid = par.between(v, other)
-                if mid is None and isinstance(par, Int):
-                    mid = other  # adjacent integers: the neighbour itself, at best's others
-                if mid is not None:
-                    out.append((key, self._moved(best, key, par, mid), _width(par, v, other)))
+                # A value tried only at other coordinates (a design point elsewhere) is first
+                # tried on best's line; bisecting towards it would never reach it.
+                point = self._moved(best, key, par, other)
+                if _seen(point, tried):
+                    mid = par.between(v, other)
+                    point = None if mid is None else self._moved(best, key, par, mid)
+                if point is not None:
+                    out.append((key, point, _width(par, v, other)))
         return out
 
 
