@@ -48,9 +48,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
+from .design import START_DESIGN_SIZE, space_filling_design
 from .hookspecs import hookimpl
 from .plugins import get_registry
-from .design import START_DESIGN_SIZE, space_filling_design
 from .searcher import Searcher
 from .space import (PROBLEM_NAMES, Log, Param, normalise_space, resolve, space_from_json,
                     space_json)

@@ -528,7 +528,8 @@ def space_problems(space: Mapping[str, Any]) -> list[str]:
     """Why a declared search space cannot be searched under the rule (empty if fine): an
     ordered parameter whose grid has fewer than two distinct values (no start range), an
     expression bound naming something that is neither a problem dimension nor another
-    searched parameter, or bounds that depend on each other in a circle."""
+    searched parameter (or a parameter named like a problem dimension that a bound reads),
+    or bounds that depend on each other in a circle."""
     params = normalise_space(space)
     out = []
     for key, par in params.items():
@@ -543,6 +544,10 @@ def space_problems(space: Mapping[str, Any]) -> list[str]:
             out.append(f"{key}: bound {_names_text(par)} uses {', '.join(map(repr, unknown))}, "
                        f"which is neither a problem dimension ({', '.join(PROBLEM_NAMES)}) nor "
                        f"another searched parameter ({', '.join(sorted(set(params) - {key})) or 'none'})")
+    read = frozenset().union(*(p.bound_names for p in params.values()))
+    for name in sorted(read & set(params) & set(PROBLEM_NAMES)):
+        out.append(f"{name}: a searched parameter named like the problem dimension {name!r} "
+                   f"is read by a bound expression, which is ambiguous; rename the parameter")
     try:
         bound_order(params)
     except ConfigError as exc:

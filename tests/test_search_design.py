@@ -144,6 +144,9 @@ def test_bounds_are_validated_against_the_space():
            "(d, T, n_min, n_max) nor another searched parameter" in msg
     circle = {"a": Log([0.1, 1.0], high="b"), "b": Log([0.1, 1.0], high="a")}
     assert "depend on each other in a circle" in space_problems(circle)[0]
+    shadow = {"T": Linear([0.1, 1.0]), "k": Int([2, 8], high="min(d, T)")}
+    assert "T: a searched parameter named like the problem dimension 'T'" in \
+        space_problems(shadow)[0]
     single = {"lam": Log([1e-3], low=0.0)}
     assert "lam = Log([0.001], low=0, high=None) starts from one value" in \
         space_problems(single)[0]
