@@ -45,6 +45,7 @@ it from a plugin::
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Sequence
 
@@ -58,7 +59,7 @@ from .space import (PROBLEM_NAMES, Log, Param, normalise_space, resolve, space_f
 __all__ = ["Searcher", "GridSearcher", "AdaptiveSearcher", "DEFAULT_SEARCH", "DEFAULT_BUDGET",
            "BUILTIN_SEARCHERS", "START_DESIGN_SIZE", "space_from_json", "space_json",
            "best_index", "edge_report", "resolved_bounds", "problem_context",
-           "get_searcher_class"]
+           "get_searcher_class", "searcher_version"]
 
 DEFAULT_SEARCH = "adaptive"
 DEFAULT_BUDGET = 20
@@ -100,9 +101,13 @@ class AdaptiveSearcher(Searcher):
                    "coordinate refinement; stops at the budget, unless the best point is at a "
                    "non-bound edge (then extension goes on, for at most the budget again)")
 
+    @functools.cached_property
+    def _design(self) -> list[dict[str, Any]]:
+        return space_filling_design(self.space, self.context)
+
     def start(self) -> list[dict[str, Any]]:
         """The space-filling starting design (:func:`mtlbench.design.space_filling_design`)."""
-        return space_filling_design(self.space, self.context)
+        return [dict(p) for p in self._design]
 
     def propose(self, trace):
         design = self.start()
@@ -200,6 +205,18 @@ def register_searchers(register):
     """The built-in searchers register through the same hook as third-party ones."""
     for cls in BUILTIN_SEARCHERS.values():
         register(cls)
+
+
+def searcher_version(name: Any) -> str:
+    """The rule version of searcher ``name`` (``Searcher.version``; "1" for an unknown name,
+    which fails later with its own message): part of every unit's key and of its stored
+    ``protocol`` settings."""
+    if not name:
+        return "1"
+    try:
+        return str(getattr(get_searcher_class(str(name)), "version", "1"))
+    except Exception:  # noqa: BLE001 - an unknown searcher fails later with its own message
+        return "1"
 
 
 def get_searcher_class(name: str) -> type[Searcher]:
