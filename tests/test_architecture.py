@@ -146,10 +146,8 @@ CORE_LAYERS = [
     CLI,
 ]
 
-#: modules outside the layers: the package facade, the version, ``python -m mtlbench``, and
-#: the aliases kept for old import paths (each only re-exports its new home)
-UNLAYERED = {"mtlbench", "mtlbench._version", "mtlbench.__main__", "mtlbench.leaderboard",
-             "mtlbench.plots", "mtlbench.distributed"}
+#: modules outside the layers: the package facade, the version and ``python -m mtlbench``
+UNLAYERED = {"mtlbench", "mtlbench._version", "mtlbench.__main__"}
 
 #: third-party packages that only the command line may import
 UI_PACKAGES = {"click", "rich"}
@@ -224,11 +222,12 @@ def test_only_the_cli_imports_click_or_rich():
     assert _third_party_imports(cli_dir / "main.py") & UI_PACKAGES == {"click"}  # the check bites
 
 
-def test_benchmark_scripts_compile():
-    """The scripts in benchmarks/ are run by hand, not by the suite: at least they must parse
-    (a misplaced ``global`` once made one unusable without any test noticing)."""
-    root = Path(__file__).resolve().parent.parent / "benchmarks"
-    scripts = sorted(root.glob("*.py"))
-    assert scripts, f"no benchmark scripts found in {root}"
-    for path in scripts:
-        compile(path.read_text(encoding="utf-8"), str(path), "exec")  # SyntaxError names it
+def test_benchmark_and_maintenance_scripts_compile():
+    """The scripts in benchmarks/ and scripts/ are run by hand, not by the suite: at least they
+    must parse (a misplaced ``global`` once made one unusable without any test noticing)."""
+    for folder in ("benchmarks", "scripts"):
+        root = REPO / folder
+        scripts = sorted(root.glob("*.py"))
+        assert scripts, f"no scripts found in {root}"
+        for path in scripts:
+            compile(path.read_text(encoding="utf-8"), str(path), "exec")  # SyntaxError names it

@@ -181,7 +181,7 @@ def _produced_text(rows: dict[str, dict[str, Any]]) -> list[str]:
             f"{prov['first_started_at']} → {prov['last_finished_at']}"
             + ("" if lb.get("complete", True) else " — **incomplete run** (see the table)"))
     lines += ["", "Reproduce: `mtlbench compare --datasets DATASET --reps N --seed S --store "
-              "STORE` for each line above (`benchmarks/publish_all.sh` runs them all), then "
+              "STORE` for each line above (`scripts/publish_all.sh` runs them all), then "
               "`mtlbench publish --store STORE`.", ""]
     return lines
 
