@@ -124,7 +124,8 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 #: The core's layers, lowest first: a module may import modules of its own or a lower layer,
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
-    {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress"},
+    {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
+     "mtlbench.provenance"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.design", "mtlbench.searcher",
      "mtlbench.synthetic", "mtlbench.fetch"},
@@ -133,7 +134,7 @@ CORE_LAYERS = [
     {"mtlbench.search"},
     {"mtlbench.protocol"},
     {"mtlbench.config", "mtlbench.selectors"},
-    {"mtlbench.store", "mtlbench.provenance"},
+    {"mtlbench.store"},
     {"mtlbench.testing", "mtlbench.testing._common", "mtlbench.testing.problems",
      "mtlbench.testing.model_checks", "mtlbench.testing.dataset_checks",
      "mtlbench.testing.conformance", "mtlbench.testing.pytest_plugin"},
