@@ -133,7 +133,7 @@ CORE_LAYERS = [
     {"mtlbench.plugins"},
     {"mtlbench.search"},
     {"mtlbench.protocol"},
-    {"mtlbench.config", "mtlbench.selectors"},
+    {"mtlbench.config", "mtlbench.selectors", "mtlbench.datasets_api"},
     {"mtlbench.store"},
     {"mtlbench.testing", "mtlbench.testing._common", "mtlbench.testing.problems",
      "mtlbench.testing.model_checks", "mtlbench.testing.dataset_checks",
@@ -221,6 +221,47 @@ def test_only_the_cli_imports_click_or_rich():
                  for names in [_third_party_imports(f) & UI_PACKAGES] if names)
     assert bad == []
     assert _third_party_imports(cli_dir / "main.py") & UI_PACKAGES == {"click"}  # the check bites
+
+
+def _mtlbench_names(path: Path) -> list[tuple[str, str]]:
+    """``(module, name)`` for every name a file imports from the mtlbench core: ``from
+    mtlbench.fetch import DataFile`` -> ``("mtlbench.fetch", "DataFile")``, ``import
+    mtlbench.protocol`` -> ``("mtlbench.protocol", "")``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names if a.name.split(".")[0] == "mtlbench"]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.split(".")[0] == "mtlbench":
+            out += [(node.module, a.name) for a in node.names]
+    return out
+
+
+def _off_surface(path: Path) -> list[str]:
+    """Names a dataset plugin file imports from mtlbench outside the dataset authors' public
+    surface: the top-level ``mtlbench`` names (``mtlbench.__all__``) and
+    ``mtlbench.datasets_api`` (its ``__all__``)."""
+    import mtlbench
+    import mtlbench.datasets_api
+
+    public = {"mtlbench": set(mtlbench.__all__),
+              "mtlbench.datasets_api": set(mtlbench.datasets_api.__all__)}
+    return [f"{module}.{name}" if name else module for module, name in _mtlbench_names(path)
+            if name not in public.get(module, ())]
+
+
+def test_builtin_dataset_plugins_use_only_the_public_surface(tmp_path):
+    """Issue 26 item 4: what a dataset plugin needs (checksummed files, the user's data
+    folder, the minimum-per-class rule, building a task set) is public in
+    ``mtlbench.datasets_api`` (docs/plugins.md); the built-in dataset plugins use nothing else
+    of the core, so an outside author can rely on everything they use."""
+    bad = sorted(f"{f.relative_to(REPO)}: {name}"
+                 for f in ROOTS["mtlbench_datasets"].rglob("*.py") for name in _off_surface(f))
+    assert bad == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("from mtlbench import TaskSet\nfrom mtlbench.protocol import MIN_PER_CLASS\n"
+                     "def f():\n    import mtlbench.fetch\n", encoding="utf-8")
+    assert _off_surface(probe) == ["mtlbench.protocol.MIN_PER_CLASS", "mtlbench.fetch"]
 
 
 def test_benchmark_and_maintenance_scripts_compile():
