@@ -137,6 +137,7 @@ def test_api_module_is_an_attribute_after_a_bare_import():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", "import mtlbench; print(mtlbench.api.plan.__name__)"],
+    code = "import mtlbench; print(mtlbench.api.plan.__name__)"
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "plan"
