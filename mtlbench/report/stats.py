@@ -4,9 +4,11 @@ Pure functions of arrays of scores (no store, no rendering)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
+
+from .schema import FriedmanResult
 
 TIE_TOL = 1e-12
 
@@ -56,24 +58,23 @@ def block_ranks(scores: np.ndarray) -> np.ndarray:
         else np.empty((0, scores.shape[1] if scores.ndim == 2 else 0))
 
 
-def friedman(scores: np.ndarray) -> dict[str, Any]:
+def friedman(scores: np.ndarray) -> FriedmanResult:
     """Friedman test on a (blocks x models) array of scores."""
     from scipy.stats import friedmanchisquare
 
     n_blocks, k = scores.shape if scores.ndim == 2 else (0, 0)
-    out: dict[str, Any] = {"blocks": int(n_blocks), "models": int(k), "statistic": None,
-                           "p_value": None}
+    out = FriedmanResult(blocks=int(n_blocks), models=int(k), statistic=None, p_value=None)
     if k < 3:
-        out["reason"] = f"needs >= 3 models, got {k}"
+        out.reason = f"needs >= 3 models, got {k}"
     elif n_blocks < 2:
-        out["reason"] = f"needs >= 2 complete blocks, got {n_blocks}"
+        out.reason = f"needs >= 2 complete blocks, got {n_blocks}"
     else:
         res = friedmanchisquare(*[scores[:, j] for j in range(k)])
         stat, p = float(res.statistic), float(res.pvalue)
-        out["statistic"] = stat if math.isfinite(stat) else None
-        out["p_value"] = p if math.isfinite(p) else None
-        if out["p_value"] is None:
-            out["reason"] = "undefined (every block ranks all models equally)"
+        out.statistic = stat if math.isfinite(stat) else None
+        out.p_value = p if math.isfinite(p) else None
+        if out.p_value is None:
+            out.reason = "undefined (every block ranks all models equally)"
     return out
 
 
