@@ -380,6 +380,35 @@ def _num_value(v: Any) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
 
 
+def log_x_axis(ax, values: np.ndarray, integer: bool = False, max_labels: int = 5) -> None:
+    """A log x axis whose tick labels cannot overlap: at most ``max_labels`` labelled ticks,
+    none on minor ticks.  Integers (e.g. a rank k) are labelled with their own values, thinned
+    to ``max_labels``; other ranges get decades, or 1-2-5 steps when they span less than two
+    decades (matplotlib's default labels minor ticks then, in a larger font, and they collide)."""
+    from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatterSciNotation,
+                                   LogLocator, NullFormatter)
+
+    ax.set_xscale("log")
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if integer:
+        ticks = sorted({int(v) for v in np.asarray(values).ravel()})
+        step = int(np.ceil(len(ticks) / max_labels))
+        ax.xaxis.set_major_locator(FixedLocator(ticks[::step]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        decades = np.log10(hi) - np.log10(lo)
+        if decades < 2:
+            major = [v for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+                     for v in (10.0 ** e, 2 * 10.0 ** e, 5 * 10.0 ** e) if lo <= v <= hi]
+            step = int(np.ceil(len(major) / max_labels)) or 1
+            ax.xaxis.set_major_locator(FixedLocator(major[::step]))
+        else:
+            ax.xaxis.set_major_locator(LogLocator(base=10, numticks=max_labels + 1))
+        ax.xaxis.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=12))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None:
     """Validation AUC against each searched hyperparameter, one row of panels per model.
 
@@ -439,9 +468,10 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
                 if xv is not None and xv in prof.index:
                     ax.scatter([xv], [prof.loc[xv]], marker="*", s=70, color="tab:red",
                                zorder=4)
+            integer = numeric and all(isinstance(v, int) for _, _, v, _ in pts)
             if numeric and np.all(xs > 0) and xs.max() / xs.min() >= 10:
-                ax.set_xscale("log")
-            if numeric and all(isinstance(v, int) for _, _, v, _ in pts):
+                log_x_axis(ax, xs, integer)
+            elif integer:
                 from matplotlib.ticker import MaxNLocator
 
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -461,4 +491,4 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
 
 
 __all__ = ["box_plot", "per_user_plot", "heatmaps", "convergence_plot", "embeddings_plot",
-           "ablation_plot", "tuning_plot", "HISTORY_LABELS"]
+           "ablation_plot", "tuning_plot", "log_x_axis", "HISTORY_LABELS"]
