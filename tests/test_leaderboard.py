@@ -17,6 +17,8 @@ from mtlbench.report.publish import publish
 from mtlbench.report.stats import holm, wilcoxon_p
 from mtlbench.store import ResultStore
 
+from test_report_stats import brute_force_p
+
 
 @pytest.fixture(autouse=True)
 def stl_is_the_baseline(monkeypatch):
@@ -93,9 +95,15 @@ def test_clearly_better_is_significant_and_ties_are_not(store):
     assert cells["stl"]["toy"]["p_holm"] < 0.05
     assert cells[other]["toy"]["significantly_worse"] is False
     assert cells[other]["toy"]["p_holm"] > 0.05
-    # the p-values are scipy's Wilcoxon, Holm-corrected over the column's family
+    # the p-values are the exact Wilcoxon test's (brute force over the 2^8 sign flips: the
+    # twin's differences are +-0.1, +-0.2, ... up to float rounding, tied pairs, so p = 1;
+    # scipy ranked the rounding and said 0.93), Holm-corrected over the column's family
     b = np.array(cells[top]["toy"]["test_auc_x100"])
-    raw = [wilcoxon(b - np.array(cells[m]["toy"]["test_auc_x100"])).pvalue for m in (other, "stl")]
+    raw = [brute_force_p(np.round(b - np.array(cells[m]["toy"]["test_auc_x100"]), 9))
+           for m in (other, "stl")]
+    assert raw[0] == 1.0
+    assert raw[1] == pytest.approx(wilcoxon(b - np.array(cells["stl"]["toy"]["test_auc_x100"]))
+                                   .pvalue)
     assert [cells[other]["toy"]["p_value"], cells["stl"]["toy"]["p_value"]] == pytest.approx(raw)
     assert [cells[other]["toy"]["p_holm"], cells["stl"]["toy"]["p_holm"]] == \
         pytest.approx(holm(raw))

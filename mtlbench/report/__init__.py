@@ -28,7 +28,8 @@ _WHERE = {
     "search_summary": "leaderboard", "to_csv": "render", "to_json": "render",
     "to_markdown": "render", "import_results": "publish", "publish": "publish",
     "Selection": "select", "select_units": "select", "results_frame": "select",
-    "Leaderboard": "schema", "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats", "make_figures": "figures",
+    "Leaderboard": "schema", "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats",
+    "make_figures": "figures",
 }
 
 

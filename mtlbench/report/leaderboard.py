@@ -7,12 +7,13 @@ Statistics (all computed here, from the stored per-repetition and per-task score
 ------------------------------------------------------------------------------
 * **Best per column**: the highest mean (ties: every equal-best cell), in bold.
 * **Paired test against the best, per problem**: for every other model, a two-sided Wilcoxon
-  signed-rank test (``scipy.stats.wilcoxon``, zero differences dropped, exact distribution
-  when scipy can use it) on the differences best - model over the repetitions both finished;
-  the p-values of one column are Holm-corrected (step-down, family = the other models of that
-  column); a cell is marked † when its Holm-adjusted p < ``alpha`` (0.05).  With n paired
-  repetitions the smallest attainable two-sided exact p is 2 / 2^n, so for n < 6 no cell can be
-  marked: the table says so instead of hiding it.  All differences zero -> p = 1.
+  signed-rank test (:func:`mtlbench.report.stats.wilcoxon_p`: zero differences dropped, tied
+  |differences| share their average rank, p exact over the 2^n sign assignments for n <= 25
+  pairs) on the differences best - model over the repetitions both finished; the p-values of
+  one column are Holm-corrected (step-down, family = the other models of that column); a
+  cell is marked † when its Holm-adjusted p < ``alpha`` (0.05).  With n paired repetitions
+  the smallest attainable two-sided exact p is 2 / 2^n, so for n < 6 no cell can be marked:
+  the table says so instead of hiding it.  All differences zero -> p = 1.
 * **Average rank**: each block (problem, repetition) in which every ranked model finished ranks
   the models by test AUC (1 = best, ties share the average rank); the column is the mean rank
   over those blocks (the statistic of the Friedman test, Demšar 2006).
@@ -64,8 +65,9 @@ _canon = config_json
 
 ALPHA = 0.05
 CHANCE_MARGIN = 2.0  # test AUC x 100 within this of 50 is flagged as chance level
-TEST_NAME = ("two-sided Wilcoxon signed-rank test (scipy.stats.wilcoxon) on paired "
-             "repetitions against the column's best model")
+TEST_NAME = ("two-sided Wilcoxon signed-rank test on paired repetitions against the column's "
+             "best model (exact p over every sign assignment for n <= 25 pairs, tied "
+             "|differences| at their average rank, zero differences dropped)")
 CORRECTION = "Holm step-down, per column (family = the other models of the problem)"
 
 #: cells of a table: ``cells[model][problem]``
