@@ -24,9 +24,13 @@ Statistics (all computed here, from the stored per-repetition and per-task score
   the built-in ``stl``): per (problem, repetition, task name) pair in which both finished, the
   model's task test AUC is higher / equal (|diff| <= 1e-12) / lower.
 * **The search**: per model the fits per unit (budget), units whose selection sits at a
-  declared bound, units whose selected fit did not converge, and selections at a non-bound
-  edge of what was searched (read from each unit's stored search trace).  A model whose mean
-  test AUC is within ``CHANCE_MARGIN`` (2) points of 50 is flagged ≈ (chance level).
+  declared bound, degenerate selections (the selected fit gives constant validation scores to
+  at least a quarter of the tasks; listed by unit), units whose selected search fit did not
+  converge and, counted apart, units whose refit did not (each "not recorded" where the unit
+  or model did not say), search fits that raised (the unit is ok, its search lost them), and
+  selections at a non-bound edge of what was searched (read from each unit's stored search
+  trace).  A model whose mean test AUC is within ``CHANCE_MARGIN`` (2) points of 50 is
+  flagged ≈ (chance level).
 
 Honesty rules: the units come from the one selection rule of
 :mod:`mtlbench.report.select` (one seed, one protocol setting, the latest code per model
@@ -45,7 +49,7 @@ import datetime as _dt
 import hashlib
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -57,8 +61,9 @@ from .render import (GENERATED_MARKER, SORT_HEADER, cell_text, render, to_csv, t
 from .schema import (FORMAT_VERSION, UNIT_FIELDS, Cell, FriedmanResult, Leaderboard, Machine,
                      Provenance, Row, SearchSummary, SmallNColumn, TaskCounts, Tests,
                      UnitRecord, WeakComparison, WinTieLoss)
-from .select import (Selection, at_bound, at_edge, budget, n_fits, select_units,
-                     selected_converged)
+from .select import (Selection, at_bound, at_edge, budget, constant_share, degenerate,
+                     failed_fits, n_fits, refit_converged, select_units,
+                     selected_fit_converged)
 from .stats import TIE_TOL, block_ranks, friedman, holm, min_attainable_p, wilcoxon_p
 
 _canon = config_json
@@ -313,34 +318,67 @@ def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame) -> 
 
 def search_summary(units: pd.DataFrame) -> SearchSummary:
     """Per model: the fits per unit (stored budget and fits used), units whose selection sits
-    at a declared bound, units whose selected fit did not converge (or recorded nothing), and
-    units whose selection sits at a non-bound edge of what was searched (the search's
-    ``at_edge``; a defect of the starting grid or of the budget)."""
+    at a declared bound or at a non-bound edge of what was searched (the search's
+    ``at_edge``; a defect of the starting grid or of the budget), units whose selected search
+    fit and whose refit did not converge (each with the units that recorded nothing),
+    degenerate selections, and search fits that raised."""
     budgets = sorted({b for b in (budget(r) for _, r in units.iterrows()) if b is not None})
     fits = [n_fits(r) for _, r in units.iterrows()]
-    bound_units, bound_params, edge_units, edge_params = 0, set(), 0, set()
-    not_conv, unknown_conv, edge_known, bound_known = 0, 0, 0, 0
+    bound, edge = _Flagged(), _Flagged()
+    sel_conv, refit_conv, degen = _Flagged(), _Flagged(), _Flagged()
+    n_failed_fits, failed_fit_units = 0, []
     for _, r in units.iterrows():
-        b = at_bound(r)
-        if b is not None:
-            bound_known += 1
-            bound_units += bool(b)
-            bound_params.update(b)
-        e = at_edge(r)
-        if e is not None:
-            edge_known += 1
-            edge_units += bool(e)
-            edge_params.update(e)
-        c = selected_converged(r)
-        not_conv += c is False
-        unknown_conv += c is None
+        bound.add(at_bound(r))
+        edge.add(at_edge(r))
+        sel_conv.add(None if (c := selected_fit_converged(r)) is None else not c)
+        refit_conv.add(None if (c := refit_converged(r)) is None else not c)
+        if degen.add(degenerate(r)):
+            share = constant_share(r)
+            degen.units.append(_unit_label(r) + (f" ({100 * share:.0f} % of tasks constant)"
+                                                 if share is not None else ""))
+        if n := failed_fits(r):
+            n_failed_fits += n
+            failed_fit_units.append(f"{_unit_label(r)} ({n})")
     return SearchSummary(
         units=int(len(units)), budget=budgets,
         fits_min=min(fits) if fits else None, fits_max=max(fits) if fits else None,
-        at_bound=int(bound_units) if bound_known else None,
-        at_bound_params=sorted(bound_params),
-        at_edge=int(edge_units) if edge_known else None, at_edge_params=sorted(edge_params),
-        not_converged=int(not_conv), converged_unknown=int(unknown_conv))
+        at_bound=bound.count(), at_bound_params=sorted(bound.params),
+        at_edge=edge.count(), at_edge_params=sorted(edge.params),
+        selected_not_converged=sel_conv.hits, selected_converged_unknown=sel_conv.unknown,
+        refit_not_converged=refit_conv.hits, refit_converged_unknown=refit_conv.unknown,
+        degenerate=degen.count(), degenerate_unknown=degen.unknown, degenerate_units=degen.units,
+        failed_fits=n_failed_fits, failed_fit_units=failed_fit_units)
+
+
+@dataclass
+class _Flagged:
+    """Units with a flag set, units that recorded it, and what they named."""
+
+    hits: int = 0
+    known: int = 0
+    unknown: int = 0
+    params: set = field(default_factory=set)
+    units: list = field(default_factory=list)
+
+    def add(self, flag: Any) -> bool:
+        """Count one unit's flag (None: not recorded; a list: the parameters it names, set
+        when non-empty); True when the flag is set."""
+        if flag is None:
+            self.unknown += 1
+            return False
+        self.known += 1
+        if isinstance(flag, list):
+            self.params.update(flag)
+        self.hits += bool(flag)
+        return bool(flag)
+
+    def count(self) -> int | None:
+        return self.hits if self.known else None
+
+
+def _unit_label(r: pd.Series) -> str:
+    rep = r.get("rep")
+    return f"{r.get('problem', '?')} rep {int(rep) if rep is not None else '?'}"
 
 
 def _task_names(store, ok: pd.DataFrame) -> dict[str, list[str]]:
@@ -369,7 +407,9 @@ def unit_records(store, units: pd.DataFrame) -> list[UnitRecord]:
     for _, r in units.sort_values(["problem", "model", "rep"]).iterrows():
         fits, info = _trace_for_json(r)
         rec = UnitRecord(**{f: r.get(f) for f in UNIT_FIELDS}, search=info, trace=fits,
-                         selected_converged=selected_converged(r))
+                         selected_fit_converged=selected_fit_converged(r),
+                         refit_converged=refit_converged(r), degenerate=degenerate(r),
+                         failed_fits=failed_fits(r))
         g = by_key.get(r["key"])
         if g is not None and len(g):
             names = [str(n) for n in g["task_name"]]

@@ -87,12 +87,19 @@ def _count_text(n: int | None, of: int, params: Sequence[str] = ()) -> str:
     return f"{n}/{of}" + (f" ({', '.join(params)})" if n and params else "")
 
 
-def _conv_text(s: SearchSummary) -> str:
-    units, unknown = s.units, s.converged_unknown
-    if units and unknown == units:
-        return "not recorded"
-    return (_count_text(s.not_converged, units)
-            + (f" ({unknown} not recorded)" if unknown else ""))
+def _flag_text(hits: int | None, unknown: int | None, units: int) -> str:
+    """``2/15``, ``2/15 (3 not recorded)``, or ``not recorded`` when no unit recorded the
+    flag (a unit stored before it existed, a model that does not report it)."""
+    if hits is None or (units and unknown == units):
+        return "not recorded" if units else "—"
+    return _count_text(hits, units) + (f" ({unknown} not recorded)" if unknown else "")
+
+
+def _failed_fits_text(s: SearchSummary) -> str:
+    if not s.units or s.failed_fits is None:
+        return "—"
+    return str(s.failed_fits) + (f" in {len(s.failed_fit_units)}/{s.units} units"
+                                 if s.failed_fits else "")
 
 
 def _esc(s: str) -> str:
@@ -135,7 +142,8 @@ def _table_headers(lb: Leaderboard) -> list[str]:
     return (["model"] + [_esc(p) for p in lb.problems]
             + [SORT_HEADER, "reps", "units done/planned", "failed",
                f"W/T/L vs {_esc(lb.baseline or 'baseline')} (tasks)", "budget (fits/unit)",
-               "at bound", "not converged", "run time"])
+               "at bound", "degenerate", "selected fit not converged", "refit not converged",
+               "failed search fits", "run time"])
 
 
 def _table_row(lb: Leaderboard, r: Row) -> list[str]:
@@ -151,7 +159,10 @@ def _table_row(lb: Leaderboard, r: Row) -> list[str]:
             + ["—" if r.avg_rank is None else f"{r.avg_rank:.2f}", str(r.reps_finished),
                f"{r.finished_units}/{r.planned_units or '?'}", str(r.failed), wtl,
                _budget_text(s), _count_text(s.at_bound, s.units, s.at_bound_params),
-               _conv_text(s), _fmt_seconds(r.time_total_s)])
+               _flag_text(s.degenerate, s.degenerate_unknown, s.units),
+               _flag_text(s.selected_not_converged, s.selected_converged_unknown, s.units),
+               _flag_text(s.refit_not_converged, s.refit_converged_unknown, s.units),
+               _failed_fits_text(s), _fmt_seconds(r.time_total_s)])
 
 
 def _table(lb: Leaderboard) -> str:
@@ -227,8 +238,17 @@ def _search_legend(lb: Leaderboard) -> list[str]:
            "- *at bound*: units whose selected value of a searched hyperparameter equals a "
            "declared bound of the model (a real limit, e.g. a penalty of 0), and which "
            "parameters.\n",
-           "- *not converged*: units whose selected fit did not meet its solver's stated "
-           "tolerance (\"not recorded\": the model did not report it).\n"]
+           "- *degenerate*: units whose selected fit gives constant validation scores to at "
+           "least a quarter of the tasks (w_t = 0 or equivalent: AUC 0.5 for those users); "
+           "\"not recorded\": units stored before the search recorded it.\n",
+           "- *selected fit not converged*: units whose search fit at the selected "
+           "hyperparameters (the fit that chose them on validation data) did not meet its "
+           "solver's stated tolerance; *refit not converged*: the same for the refit on "
+           "train+validation that is scored on test (\"not recorded\": the model did not "
+           "report it).\n",
+           "- *failed search fits*: fits of the search that raised (the unit finished, with "
+           "fewer usable fits); `mtlbench results --failures` and the unit's trace give the "
+           "errors.\n"]
     edge = [(r.model, r.search) for r in lb.rows if r.search.at_edge]
     if edge:
         out.append("- **Selections at an edge of the searched range that is not a bound** (the "
@@ -236,6 +256,16 @@ def _search_legend(lb: Leaderboard) -> list[str]:
                    "fault): " + "; ".join(f"{_esc(m)} {s.at_edge}/{s.units} "
                                           f"({', '.join(s.at_edge_params)})" for m, s in edge)
                    + ".\n")
+    degen = [(r.model, r.search) for r in lb.rows if r.search.degenerate]
+    if degen:
+        out.append("- **Degenerate selections**: " + "; ".join(
+            f"{_esc(m)} {s.degenerate}/{s.units} ({', '.join(s.degenerate_units)})"
+            for m, s in degen) + ".\n")
+    failed = [(r.model, r.search) for r in lb.rows if r.search.failed_fits]
+    if failed:
+        out.append("- **Search fits that raised** (fits per unit in brackets): " + "; ".join(
+            f"{_esc(m)} {s.failed_fits} ({', '.join(s.failed_fit_units)})"
+            for m, s in failed) + ".\n")
     return out
 
 
@@ -343,11 +373,15 @@ def to_csv(lb: Leaderboard) -> str:
                          "loss_vs_baseline": wp.loss if wp else None,
                          "planned_units": r.planned_units,
                          "finished_units": r.finished_units,
-                         "at_bound": s.at_bound, "not_converged": s.not_converged,
+                         "at_bound": s.at_bound, "degenerate": s.degenerate,
+                         "selected_fit_not_converged": s.selected_not_converged,
+                         "refit_not_converged": s.refit_not_converged,
+                         "failed_search_fits": s.failed_fits,
                          "fits_max": s.fits_max, "near_chance": r.near_chance,
                          "time_total_s": r.time_total_s})
     df = pd.DataFrame(recs)
-    for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline"):
+    for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline", "degenerate",
+                "selected_fit_not_converged", "refit_not_converged", "failed_search_fits"):
         df[col] = df[col].astype("Int64")
     return df.to_csv(index=False)
 

@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 #: the format written by this version; ``ACCEPTED_FORMATS`` are read back
-FORMAT_VERSION = "mtlbench-leaderboard/2"  # 2: per-unit records, search columns
-ACCEPTED_FORMATS = (FORMAT_VERSION,)
+#: 2: per-unit records, search columns; 3: the selected search fit's and the refit's
+#: convergence counted apart, degenerate selections, search fits that raised
+FORMAT_VERSION = "mtlbench-leaderboard/3"
+ACCEPTED_FORMATS = (FORMAT_VERSION, "mtlbench-leaderboard/2")
 
 
 class JsonRecord:
@@ -148,8 +150,11 @@ class Cell(JsonRecord):
 @dataclass
 class SearchSummary(JsonRecord):
     """Per model, the hyperparameter searches of its finished units (read from each unit's
-    stored trace): fits per unit, selections at a declared bound or at a non-bound edge, and
-    convergence of the selected model.  A count is None when no unit recorded it."""
+    stored trace): fits per unit, selections at a declared bound or at a non-bound edge,
+    convergence of the selected search fit and of the refit (each counted apart, with the
+    units that recorded nothing), degenerate selections and search fits that raised.  A
+    count is None when no unit recorded it (and in files of format 2, which did not count
+    it); ``*_units`` name the units (``"<problem> rep <r>"``)."""
 
     units: int
     budget: list[int]
@@ -159,8 +164,15 @@ class SearchSummary(JsonRecord):
     at_bound_params: list[str]
     at_edge: int | None
     at_edge_params: list[str]
-    not_converged: int
-    converged_unknown: int
+    selected_not_converged: int | None = None
+    selected_converged_unknown: int | None = None
+    refit_not_converged: int | None = None
+    refit_converged_unknown: int | None = None
+    degenerate: int | None = None
+    degenerate_unknown: int | None = None
+    degenerate_units: list[str] = field(default_factory=list)
+    failed_fits: int | None = None
+    failed_fit_units: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -296,7 +308,8 @@ UNIT_FIELDS = ("key", "model", "problem", "rep", "seed", "status", "best_params"
 @dataclass
 class UnitRecord(JsonRecord):
     """One unit as published: its store columns (``UNIT_FIELDS``), the search trace and its
-    summary, and per task the test AUC and number of test labels (in the order of the table's
+    summary, what the report read from them (the selected search fit's and the refit's
+    convergence, a degenerate selection, the number of search fits that raised), and per task the test AUC and number of test labels (in the order of the table's
     ``task_names[problem]``; ``task_names`` here only when this unit's tasks differ)."""
 
     OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"task_auc", "n_test", "task_names"})
@@ -330,7 +343,10 @@ class UnitRecord(JsonRecord):
     provenance: Any
     search: dict[str, Any]
     trace: list[dict[str, Any]]
-    selected_converged: bool | None
+    selected_fit_converged: bool | None = None
+    refit_converged: bool | None = None
+    degenerate: bool | None = None
+    failed_fits: int | None = None
     task_auc: list[float] | None = None
     n_test: list[int] | None = None
     task_names: list[str] | None = None

@@ -365,25 +365,64 @@ def row_search(row: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return fits, info
 
 
-def selected_converged(row: pd.Series) -> bool | None:
-    """Whether the unit's selected model converged: the refit's flag (the model scored on
-    test; ``refit_converged`` of the search summary) when stored, else the flag of the
-    search fit at the selected parameters; None when nothing was recorded."""
+def _search_info(row: pd.Series) -> dict[str, Any]:
+    """The unit's stored search summary (``diagnostics['search']`` and what the trace
+    column holds beside the fits)."""
+    return row_search(row)[1]
+
+
+def selected_fit_converged(row: pd.Series) -> bool | None:
+    """Whether the search fit at the selected parameters converged (the fit whose validation
+    AUC chose them): ``selected_converged`` of the stored search summary, else the trace
+    entry at the selected parameters; None when nothing was recorded."""
+    flag = _search_info(row).get("selected_converged")
+    if isinstance(flag, bool):
+        return flag
+    fits, _ = row_search(row)
+    best = row.get("best_params")
+    for f in fits:
+        if f.get("params") == best and isinstance(f.get("converged"), bool):
+            return f["converged"]
+    return None
+
+
+def refit_converged(row: pd.Series) -> bool | None:
+    """Whether the refit on train+validation (the model scored on test) converged:
+    ``refit_converged`` of the stored search summary, else the model's own
+    ``diagnostics_['converged']`` of that fit, else a unit-level ``converged`` column; None
+    when nothing was recorded."""
+    flag = _search_info(row).get("refit_converged")
+    if isinstance(flag, bool):
+        return flag
     diag = row.get("diagnostics")
     if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
         return diag["converged"]
     flag = row.get("converged")  # a unit-level column, if the store has one
     if flag is not None and not isinstance(flag, (dict, list, str)) and not pd.isna(flag):
         return bool(flag)
-    fits, info = row_search(row)
-    for k in ("refit_converged", "converged", "selected_converged"):
-        if isinstance(info.get(k), bool):
-            return info[k]
-    best = row.get("best_params")
-    for f in fits:
-        if f.get("params") == best and isinstance(f.get("converged"), bool):
-            return f["converged"]
     return None
+
+
+def degenerate(row: pd.Series) -> bool | None:
+    """Whether the selected fit is degenerate (the search summary's ``degenerate``: constant
+    validation scores on at least a quarter of the tasks); None for units stored before the
+    search recorded it."""
+    flag = _search_info(row).get("degenerate")
+    return flag if isinstance(flag, bool) else None
+
+
+def constant_share(row: pd.Series) -> float | None:
+    """Share of tasks with constant validation scores in the selected fit, when stored."""
+    share = _search_info(row).get("selected_constant_share")
+    return float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) \
+        else None
+
+
+def failed_fits(row: pd.Series) -> int:
+    """Fits of the unit's search that raised (trace entries with an ``error``): the unit is
+    ok, but its search lost them."""
+    fits, _ = row_search(row)
+    return sum(1 for f in fits if f.get("error"))
 
 
 def at_bound(row: pd.Series) -> list[str] | None:
@@ -427,6 +466,7 @@ def budget(row: pd.Series) -> int | None:
         return None
 
 
-__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace", "row_search",
-           "selected_converged",
-           "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]
+__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace",
+           "row_search", "selected_fit_converged", "refit_converged", "degenerate",
+           "constant_share", "failed_fits", "at_bound", "at_edge", "n_fits", "budget",
+           "CODE_WORDS"]
