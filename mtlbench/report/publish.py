@@ -1,8 +1,10 @@
 """Publishing leaderboards into a folder, and importing published units into a store.
 
 ``publish`` writes ``<out>/<dataset>.md`` and ``.json`` for every dataset of the store (or
-those given), figures under ``<out>/figures/``, an index ``<out>/README.md``, and a manifest
-``<out>/.manifest.json`` naming the store's fingerprint and every file generated.
+those given), the judgement across them ``<out>/summary.md`` and ``.json``
+(:mod:`mtlbench.report.across`), figures under ``<out>/figures/``, an index
+``<out>/README.md``, and a manifest ``<out>/.manifest.json`` naming the store's fingerprint
+and every file generated.
 
 Rules
 -----
@@ -40,6 +42,7 @@ from .schema import ACCEPTED_FORMATS, Leaderboard, UnitRecord
 from .select import select_units
 
 MANIFEST = ".manifest.json"
+SUMMARY_PAGE = "summary.md"   # the judgement across data sets
 MANIFEST_FORMAT = "mtlbench-publish/1"
 README_HAND_START = "<!-- hand-written:start (kept by mtlbench publish) -->"
 README_HAND_END = "<!-- hand-written:end -->"
@@ -139,6 +142,7 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
         new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
         written[ds] = {"leaderboard": lb, "figures": figs}
         log(f"wrote {md}, {js} and {sum(1 for f in figs if f.get('path'))} figure(s)")
+    new_files += _write_summary(out, [v["leaderboard"] for v in written.values()], figures, log)
     keep = {p.resolve() for p in new_files}
     removed = []
     for p in old_files:
@@ -160,6 +164,23 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
     }, indent=1) + "\n", encoding="utf-8")
     log(f"wrote {out / 'README.md'} and {out / MANIFEST}")
     return written
+
+
+def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
+                   log: Callable[[str], None]) -> list[Path]:
+    """The cross-data-set page ``summary.md`` (and ``summary.json``, figures) from the same
+    code as ``mtlbench leaderboard --all``."""
+    from .across import summary_across
+    from .across_render import summary_figures, summary_json, summary_markdown
+
+    summary = summary_across(boards)
+    figs = summary_figures(summary, out / "figures", rel_to=out) if figures else {}
+    md, js = out / SUMMARY_PAGE, out / SUMMARY_PAGE.replace(".md", ".json")
+    md.write_text(summary_markdown(summary, figs, generated_by="mtlbench publish"),
+                  encoding="utf-8")
+    js.write_text(summary_json(summary), encoding="utf-8")
+    log(f"wrote {md}, {js} (across {len(summary.blocks)} block(s))")
+    return [md, js] + [out / f for f in figs.values() if f]
 
 
 def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
@@ -185,20 +206,25 @@ def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
     return lines
 
 
-def _published_tables(out: Path, written: dict[str, Any]) -> dict[str, Leaderboard]:
-    """Every leaderboard of the folder: those just written, and the JSON files of other
-    datasets in a format this version reads (by dataset label)."""
-    rows = {}
-    by_stem = {file_stem(ds): ds for ds in written}   # file names are stems of the labels
-    for js in sorted(out.glob("*.json")):
-        if js.stem in by_stem:
-            ds = by_stem[js.stem]
-            rows[ds] = written[ds]["leaderboard"]
-            continue
+def read_published(folder: str | Path) -> dict[str, Leaderboard]:
+    """The leaderboards published in ``folder`` (every ``<dataset>.json`` in a format this
+    version reads), by dataset label; e.g. ``summary_across(read_published(...).values())``
+    recomputes the cross-data-set summary from published files alone."""
+    out = {}
+    for js in sorted(Path(folder).glob("*.json")):
         data = _is_leaderboard_json(js)
         if data is not None and data.get("format") in ACCEPTED_FORMATS:
             lb = Leaderboard.from_json(data)
-            rows[str(lb.dataset or js.stem)] = lb
+            out[str(lb.dataset or js.stem)] = lb
+    return out
+
+
+def _published_tables(out: Path, written: dict[str, Any]) -> dict[str, Leaderboard]:
+    """Every leaderboard of the folder: those just written, and the JSON files of other
+    datasets in a format this version reads (by dataset label)."""
+    fresh = {file_stem(ds) for ds in written}   # file names are stems of the labels
+    rows = {ds: lb for ds, lb in read_published(out).items() if file_stem(ds) not in fresh}
+    rows.update({ds: v["leaderboard"] for ds, v in written.items()})
     return rows
 
 
@@ -239,6 +265,10 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
                      f"{_fmt_seconds(prov.time_total_s)} | {mach} | "
                      f"[md]({stem}.md), [json]({stem}.json) |")
     lines.append("")
+    if (out / SUMMARY_PAGE).exists() and is_generated(out / SUMMARY_PAGE):
+        lines += [f"**Across data sets**: [{SUMMARY_PAGE}]({SUMMARY_PAGE}) — headline table, "
+                  "Friedman test and average ranks, critical-difference diagram, practical "
+                  "equivalence.", ""]
     figs = [(ds, f) for ds, v in written.items() for f in v["figures"] if f.get("path")]
     if figs:
         lines += ["## Figures", ""]
@@ -368,4 +398,5 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print,
     return n
 
 
-__all__ = ["publish", "import_results", "is_generated", "store_fingerprint", "MANIFEST"]
+__all__ = ["publish", "import_results", "read_published", "is_generated", "store_fingerprint",
+           "MANIFEST", "SUMMARY_PAGE"]
