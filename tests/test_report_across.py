@@ -156,3 +156,13 @@ def test_publish_writes_the_summary_page_linked_from_the_index(store, tmp_path):
     assert "[summary.md](summary.md)" in (out / "README.md").read_text()
     manifest = json.loads((out / ".manifest.json").read_text())
     assert {"summary.md", "summary.json"} <= set(manifest["files"])
+
+
+def test_figures_elsewhere_are_linked_relative_to_the_page(store, tmp_path):
+    page, figs = tmp_path / "page" / "s.md", tmp_path / "figs"
+    page.parent.mkdir()
+    res = CliRunner().invoke(cli, ["leaderboard", "--all", "--store", str(store.path), "-o",
+                                   str(page), "--figures-dir", str(figs)])
+    assert res.exit_code == 0, res.output
+    assert "](../figs/summary-cd.png)" in page.read_text()
+    assert (figs / "summary-cd.png").read_bytes()[:8] == PNG

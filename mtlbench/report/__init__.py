@@ -8,6 +8,8 @@ module             what
 ``stats``          Holm, Wilcoxon signed-rank, Friedman, block ranks
 ``leaderboard``    ``build_leaderboard``: a dataset's ``Leaderboard`` from the store
 ``render``         its markdown / JSON / CSV
+``across``         ``summary_across``: the judgement across data sets (ranks, CD, equivalence)
+``across_render``  its markdown / JSON / CSV and figures
 ``plots``          the figures (matplotlib, imported lazily)
 ``figures``        ``make_figures``: every figure a store allows, or why not
 ``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
@@ -29,7 +31,7 @@ _WHERE = {
     "to_markdown": "render", "import_results": "publish", "publish": "publish",
     "Selection": "select", "select_units": "select", "results_frame": "select",
     "Leaderboard": "schema", "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats",
-    "make_figures": "figures",
+    "make_figures": "figures", "summary_across": "across", "read_published": "publish",
 }
 
 

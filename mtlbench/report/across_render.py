@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,8 @@ EQUIVALENCE_FIGURE = "summary-equivalence"
 def summary_figures(summary: Summary, outdir: str | Path, rel_to: str | Path | None = None,
                     fmt: str = "png") -> dict[str, str | None]:
     """Draw the CD diagram and the equivalence bars into ``outdir``; {kind: path relative to
-    ``rel_to`` (or as written), None when there was nothing to draw}."""
+    the folder ``rel_to`` (the page's; or as written), None when there was nothing to
+    draw}."""
     from .plots import cd_diagram, equivalence_plot
 
     outdir = Path(outdir)
@@ -35,7 +37,7 @@ def summary_figures(summary: Summary, outdir: str | Path, rel_to: str | Path | N
                                             summary.blocks, models,
                                             outdir / f"{EQUIVALENCE_FIGURE}.{fmt}",
                                             summary.rope)
-    return {k: (None if p is None else str(p.relative_to(rel_to)) if rel_to is not None
+    return {k: (None if p is None else os.path.relpath(p, rel_to) if rel_to is not None
                 else str(p)) for k, p in paths.items()}
 
 

@@ -5,7 +5,6 @@ strict JSON, and CSV (one row per model x problem).
 The markdown is rendered from the very object the JSON holds, so they always agree."""
 from __future__ import annotations
 
-import io
 import json
 import math
 from typing import Any, Sequence
