@@ -140,6 +140,7 @@ CORE_LAYERS = [
     {"mtlbench.runner", "mtlbench.runner.unit", "mtlbench.runner.plan", "mtlbench.runner.local",
      "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
      "mtlbench.report.stats", "mtlbench.report.roles", "mtlbench.report.render",
+     "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
      "mtlbench.report.publish", "mtlbench.scaffold"},
     {"mtlbench.api"},
