@@ -54,7 +54,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from .data import TaskSet
-from .errors import ConfigError, MTLBenchError
+from .errors import ConfigError
 from .model import MTLModel
 from .protocol import ProtocolConfig, config_json, evaluable_tasks, make_split, restrict_tasks
 from .space import as_param
@@ -63,7 +63,7 @@ from .syntax import fmt_value, init_params
 __all__ = ["LEVELS", "RaceEntry", "SolverRun", "Reference", "RaceResult", "centre_params",
            "race_selections", "race_entries", "reference_variants", "run_entry",
            "reference_optimum", "solver_agreement", "level_times", "run_race", "race_rows",
-           "race_problem", "solver_class", "csv_records", "to_json",
+           "race_problem", "solver_class", "own_solvers", "csv_records", "to_json",
            "CSV_COLUMNS", "RACE_FORMAT", "DEFAULT_TIMEOUT"]
 
 #: Relative suboptimality levels of the table (time to reach each).
@@ -259,13 +259,19 @@ def race_entries(registry, selections) -> list[RaceEntry]:
         cls = registry.model_class(name)
         convex = bool(getattr(cls, "convex", False))
         out.append(RaceEntry(name, label, params, origin, _solver_name(cls), convex=convex))
-        for alt_name, alt in dict(getattr(cls, "solvers", {}) or {}).items():
+        for alt_name, alt in own_solvers(cls).items():
             if not (isinstance(alt, type) and issubclass(alt, cls)):
                 raise ConfigError(f"model {name!r}: solver {alt_name!r} is {alt!r}, not a "
                                   f"subclass of {cls.__name__} (an alternative solver overrides "
                                   "fit only; docs/race.md)")
             out.append(RaceEntry(name, label, params, origin, str(alt_name), convex=convex))
     return out
+
+
+def own_solvers(cls: type) -> dict[str, type]:
+    """The alternative solvers ``cls`` declares itself: a ``solvers`` mapping inherited from
+    a parent model belongs to the parent's objective, not to a subclass (an ablation)."""
+    return dict(vars(cls).get("solvers") or {})
 
 
 def _solver_name(cls: type) -> str:
@@ -359,7 +365,7 @@ def _worker(conn, cls, params, tasks, parent_pid: int) -> None:
 
 def solver_class(registry, entry: RaceEntry) -> type[MTLModel]:
     cls = registry.model_class(entry.model)
-    return cls if entry.solver == _solver_name(cls) else dict(cls.solvers)[entry.solver]
+    return cls if entry.solver == _solver_name(cls) else own_solvers(cls)[entry.solver]
 
 
 def run_entry(registry, entry: RaceEntry, tasks: TaskSet,
@@ -556,7 +562,7 @@ def run_race(registry, entries: Sequence[RaceEntry], train: TaskSet, *, dataset:
         if e.model not in prov:
             try:
                 prov[e.model] = model_provenance(registry, e.model)
-            except MTLBenchError:
+            except Exception:  # noqa: BLE001 - a class not registered through a plugin
                 prov[e.model] = None
     result = RaceResult(dataset=dataset, problem=problem, rep=rep, seed=config.seed,
                         config=config, dataset_params=dict(info["dataset_params"]),

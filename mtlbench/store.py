@@ -377,8 +377,8 @@ class ResultStore:
 
     def races(self, *, problems: Iterable[str] | None = None,
               datasets: Iterable[str] | None = None) -> pd.DataFrame:
-        """Race rows as a DataFrame (JSON columns decoded; ``converged`` as bool or None),
-        oldest first; empty for a store of an older layout opened read-only."""
+        """Race rows as a DataFrame (JSON columns decoded; missing numbers and ``converged``
+        as None), oldest first; empty for a store of an older layout opened read-only."""
         if not self.has_races:
             return pd.DataFrame(columns=list(RACE_COLUMNS))
         q, args = "SELECT * FROM races WHERE 1=1", []
@@ -391,7 +391,10 @@ class ResultStore:
                                params=args)
         for col in RACE_JSON_COLUMNS:
             df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
-        df["converged"] = [None if v is None or v != v else bool(v) for v in df["converged"]]
+        for col, kind in (("converged", bool), ("n_iter", int), ("elapsed", float),
+                          ("final_objective", float), ("certificate", float)):
+            df[col] = pd.Series([None if v is None or v != v else kind(v) for v in df[col]],
+                                index=df.index, dtype=object)
         return df
 
     # ------------------------------------------------------------------ claims

@@ -99,13 +99,17 @@ def race_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
         path = race_plot(rows, Path(outdir) / f"{file_stem(problem)}-race.{fmt}",
                          f"{problem}: solver race (training split of repetition {rep}, "
                          f"seed {seed})")
+        origins = sorted({o for r in rows for o in (r.get("origin") or {}).values()})
+        how = {"store": "selected by the stored units", "centre": "the starting-design centre",
+               "given": "given on the command line"}
+        chosen = ", ".join(how.get(o, o) for o in origins) or "the models' defaults"
         rel = None
         if path is not None:
             rel = str(path.relative_to(rel_to)) if rel_to is not None else str(path)
         out.append({
             "kind": "race", "title": f"Solver race ({problem})", "path": rel,
             "caption": ("Relative suboptimality (F - F_ref) / |F_ref| against solver time, one "
-                        "panel per model at its selected hyperparameters, one curve per solver "
+                        f"panel per model (hyperparameters: {chosen}), one curve per solver "
                         "(dashed: longer reference runs); F_ref is certified by a duality gap, "
                         "confirmed by an independent solver, or the best found (panel title). "
                         f"Raced {dates[0]} to {dates[-1]} by `mtlbench race`; see docs/race.md."),
