@@ -58,6 +58,8 @@ conic solver's accuracy, about 1e-8).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
@@ -280,7 +282,9 @@ class RMTFLCvxpy(RMTFL):
         options = {"CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
                    "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9},
                    "SCS": {"eps": 1e-9, "max_iters": 100_000}}[solver]
-        problem.solve(solver=solver, **options)
+        with warnings.catch_warnings():   # "inaccurate": the status says so, the gap certifies
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=solver, **options)
         if P.value is None:
             raise RuntimeError(f"rmtfl (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")
@@ -294,6 +298,7 @@ class RMTFLCvxpy(RMTFL):
         iters = int(problem.solver_stats.num_iters or 0) if problem.solver_stats else 0
         self._store(Pv, Qv, [float(F)], iters, gap / max(abs(F), 1e-300))
         self.diagnostics_["conic_solver"] = solver
+        self.diagnostics_["conic_status"] = str(problem.status)
         return self
 
 
