@@ -156,6 +156,7 @@ class RaceResult:
     references: dict[str, Reference]
     agreements: dict[str, dict[str, Any]]
     provenance: dict[str, Any] = field(default_factory=dict)   # model name -> provenance
+    #   (:func:`mtlbench.provenance.unit_provenance`: model and dataset plugin, code)
     versions: dict[str, Any] = field(default_factory=dict)
     race_id: str = ""
 
@@ -530,7 +531,7 @@ def run_race(registry, entries: Sequence[RaceEntry], train: TaskSet, *, dataset:
              on_run: Callable[[SolverRun], None] | None = None) -> RaceResult:
     """Run every entry (sequentially, each in a fresh process), then the reference runs a
     best-found reference needs, and analyse."""
-    from .provenance import model_provenance
+    from .provenance import unit_provenance
     from .runner.unit import versions
 
     runs: list[SolverRun] = []
@@ -560,8 +561,8 @@ def run_race(registry, entries: Sequence[RaceEntry], train: TaskSet, *, dataset:
     prov = {}
     for e in entries:
         if e.model not in prov:
-            try:
-                prov[e.model] = model_provenance(registry, e.model)
+            try:   # model and dataset: distribution, version, code fingerprint
+                prov[e.model] = unit_provenance(registry, e.model, dataset)
             except Exception:  # noqa: BLE001 - a class not registered through a plugin
                 prov[e.model] = None
     result = RaceResult(dataset=dataset, problem=problem, rep=rep, seed=config.seed,
