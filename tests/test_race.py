@@ -182,7 +182,8 @@ def test_reference_runs_tighten_tolerances_and_lengthen_caps():
 
 def test_selection_precedence_given_then_store_then_centre(tmp_path):
     assert rc.centre_params(ToyRidge) == {"lam": 1.0}
-    assert rc.centre_params(get_registry().model_class("stl")) == {"lam": 10.0}  # 6 values: the lower middle
+    # six starting values: the lower of the two middle ones
+    assert rc.centre_params(get_registry().model_class("stl")) == {"lam": 10.0}
     reg = _Registry(ToyRidge)
     with ResultStore(tmp_path / "s.sqlite") as store:
         store.write_unit({"key": "k1", "model": "toy-ridge", "dataset": "p", "problem": "p",

@@ -494,11 +494,7 @@ def lasso_cd_finish(data: _LassoData, W: np.ndarray, rho: float, tol: float,
             polished = _solve_on_support(sub, *_support_slots(W[todo]), rho)
             pgaps, _ = sub.gaps(polished, rho)
             better = ~met & (pgaps <= tol * sub.yy)
-            if better.any():
-                W[todo[better]] = polished[better]
-                if not rows_mode:
-                    state[todo[better]] = sub.subset(np.flatnonzero(better)).correlations(
-                        polished[better])
+            W[todo[better]] = polished[better]
             todo = todo[~(met | better)]
     return W, sweeps
 
@@ -509,7 +505,8 @@ def _support_slots(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     K = max(int(support.sum(axis=1).max(initial=0)), 1)
     order = np.argsort(~support, axis=1, kind="stable")[:, :K]
     used = np.take_along_axis(support, order, axis=1)
-    return np.where(used, order, -1), np.where(used, np.sign(np.take_along_axis(W, order, axis=1)), 0.0)
+    signs = np.sign(np.take_along_axis(W, order, axis=1))
+    return np.where(used, order, -1), np.where(used, signs, 0.0)
 
 
 def _kkt_holds(data: _LassoData, W: np.ndarray, lam: float, rtol: float = 1e-9) -> np.ndarray:
@@ -626,7 +623,7 @@ class LASSOSklearnCD(LASSO):
             unconverged += any(issubclass(w.category, ConvergenceWarning) for w in caught)
             W[:, t] = est.coef_
             iters = max(iters, int(est.n_iter_))
-            # the objective at (tasks 0..t solved, the others at their starting point)
+            # the objective at (tasks 0..t solved, the others still at 0)
             report_progress(t + 1, lambda: lasso_objective(tasks, W, self.rho_))
         gaps = _lasso_data(tasks).gaps(W.T, self.rho_)[0] if progress_active() else None
         self._store(tasks, W, lasso_objective(tasks, W, self.rho_), iters, unconverged, gaps)
