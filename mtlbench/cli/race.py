@@ -75,8 +75,9 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
     pid = problem_id(ds_name, prob)
     if rep < 0:
         raise ConfigError(f"race: --rep must be >= 0, got {rep}")
-    if timeout is not None and not timeout > 0:
-        raise ConfigError(f"race: --timeout must be > 0 seconds, got {timeout}")
+    if timeout is not None and not 0 < timeout < float("inf"):
+        raise ConfigError(f"race: --timeout must be a finite number of seconds > 0, got "
+                          f"{timeout}")
     settings = {k: v for k, v in (("test_fraction", test_fraction),
                                   ("val_fraction", val_fraction)) if v is not None}
     config = ProtocolConfig(seed=seed, reps=rep + 1, **settings)
