@@ -8,8 +8,9 @@ solver's own clock (:mod:`mtlbench.progress`).
 
 Hyperparameters, for each searched parameter, in this order of precedence: the value given in
 the selector (``-m "lasso[rho_ratio=0.05]"``), the value selected by the stored unit of the same
-model, problem, repetition and seed (``--from-store``), or the median of the declared starting
-grid (the lower middle value for an even-sized grid: the "centre" of the starting design).
+model, problem, repetition and seed (``--from-store``), or the centre of the starting design
+(the middle of the declared start range on its scale, clipped to the bounds at this problem:
+:func:`centre_params`).
 
 Each solver run is one fresh process (forkserver, like units) with BLAS limited to one thread;
 a run that raises, kills its process or outlives ``timeout`` is recorded as failed, and the
@@ -57,7 +58,7 @@ from .data import TaskSet
 from .errors import ConfigError
 from .model import MTLModel
 from .protocol import ProtocolConfig, config_json, evaluable_tasks, make_split, restrict_tasks
-from .space import as_param
+from .space import Int, Log, clip_point, normalise_space
 from .syntax import fmt_value, init_params
 
 __all__ = ["LEVELS", "RaceEntry", "SolverRun", "Reference", "RaceResult", "centre_params",
@@ -162,14 +163,26 @@ class RaceResult:
 
 
 # ----------------------------------------------------------------------------- selections
-def centre_params(cls: type[MTLModel]) -> dict[str, Any]:
-    """The centre of the starting design: per searched parameter the median of its starting
-    grid (the lower middle value when the grid has an even size)."""
-    out = {}
-    for key, decl in dict(cls.search_space).items():
-        grid = list(as_param(decl, key).grid)
-        out[key] = grid[(len(grid) - 1) // 2]
-    return out
+def centre_params(cls: type[MTLModel], context: Mapping[str, Any] | None = None,
+                  decided: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The centre of the starting design for every searched parameter not in ``decided``:
+    the middle of its start range on its own scale (geometric for Log, and for Int from 1 up;
+    arithmetic otherwise; Int rounded), the middle listed value of a categorical parameter;
+    then clipped to the bounds, whose expressions read ``context`` (the problem's dimensions,
+    fixed parameters) and the ``decided`` values of the other searched parameters."""
+    space = normalise_space(cls.search_space)
+    decided = dict(decided or {})
+    point: dict[str, Any] = {}
+    for key, par in space.items():
+        if not par.ordered:
+            point[key] = par.grid[(len(par.grid) - 1) // 2]
+            continue
+        lo, hi = par.start_range
+        geometric = isinstance(par, Log) or (isinstance(par, Int) and lo >= 1)
+        mid = math.sqrt(lo * hi) if geometric else (lo + hi) / 2.0
+        point[key] = int(round(mid)) if isinstance(par, Int) else float(f"{mid:.12g}")
+    clipped = clip_point(space, {**point, **decided}, dict(context or {}))
+    return {k: clipped[k] for k in point if k not in decided}
 
 
 def _stored_selection(store, problem: str, rep: int, seed: int, name: str,
@@ -201,12 +214,15 @@ def _stored_selection(store, problem: str, rep: int, seed: int, name: str,
 
 
 def race_selections(registry, selectors: Sequence[str], *, problem: str, rep: int, seed: int,
-                    store=None, split_fingerprint: str | None = None
+                    store=None, split_fingerprint: str | None = None,
+                    context: Mapping[str, Any] | None = None
                     ) -> list[tuple[str, str, dict[str, Any], dict[str, str], str]]:
     """(name, label, params, origin per searched parameter, note) for each selector.
 
-    Every searched parameter gets one value (given > stored > centre); a list in a selector
-    is an error (the race fits one point).  Raises :class:`ConfigError` naming the selector."""
+    Every searched parameter gets one value (given > stored > centre, the centre clipped to
+    the bounds at the problem's dimensions ``context``, :func:`centre_params`); a list in a
+    selector is an error (the race fits one point).  Raises :class:`ConfigError` naming the
+    selector."""
     from .selectors import apply_overrides, parse_selector
 
     out = []
@@ -231,18 +247,20 @@ def race_selections(registry, selectors: Sequence[str], *, problem: str, rep: in
                         "store: starting-design centre")
             else:
                 note = f"selected by {stored[1]}"
-        centre = centre_params(cls)
-        for key in centre:
+        searched = list(normalise_space(cls.search_space))
+        for key in searched:
             if key in sel.fixed:
                 params[key], origin[key] = sel.fixed[key], "given"
             elif stored is not None and key in stored[0]:
                 params[key], origin[key] = stored[0][key], "store"
-            else:
+        centre = centre_params(cls, {**dict(context or {}), **sel.fixed}, params)
+        for key in searched:
+            if key in centre:
                 params[key], origin[key] = centre[key], "centre"
         for key, value in (stored[0] if stored else {}).items():   # fixed at that unit
             if key not in params and key in init_params(cls):
                 params[key] = value
-        params.update({k: v for k, v in sel.fixed.items() if k not in centre})
+        params.update({k: v for k, v in sel.fixed.items() if k not in searched})
         label = name + ("[" + ",".join(f"{k}={fmt_value(params[k])}" for k in sorted(params))
                         + "]" if params else "")
         if label in seen:

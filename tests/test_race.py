@@ -181,9 +181,16 @@ def test_reference_runs_tighten_tolerances_and_lengthen_caps():
 
 
 def test_selection_precedence_given_then_store_then_centre(tmp_path):
-    assert rc.centre_params(ToyRidge) == {"lam": 1.0}
-    # six starting values: the lower of the two middle ones
-    assert rc.centre_params(get_registry().model_class("stl")) == {"lam": 10.0}
+    assert rc.centre_params(ToyRidge) == {"lam": 1.0}          # sqrt(0.5 * 2)
+    assert rc.centre_params(get_registry().model_class("lasso")) == {"rho_ratio": 0.03}
+    # bounds read the problem and the other values: TFCL's k <= d + T, lam_group <= 1/k
+    tfcl = get_registry().model_class("tfcl")
+    ctx = {"d": 1, "T": 2, "n_min": 5, "n_max": 9}
+    assert rc.centre_params(tfcl, {**ctx, "d": 50})["k"] == 4      # sqrt(2 * 8)
+    assert rc.centre_params(tfcl, ctx)["k"] == 3                   # clipped to d + T
+    big = {**ctx, "d": 50}                                         # k <= 52
+    assert rc.centre_params(tfcl, big, decided={"k": 52}) == {
+        "lam_group": pytest.approx(1.0 / 52, rel=1e-12), "lam_ridge": 0.0316227766017}
     reg = _Registry(ToyRidge)
     with ResultStore(tmp_path / "s.sqlite") as store:
         store.write_unit({"key": "k1", "model": "toy-ridge", "dataset": "p", "problem": "p",

@@ -61,6 +61,7 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
     from ..protocol import ProtocolConfig
     from ..runner import resolve_problems
     from ..runner.unit import problem_id
+    from ..search import problem_context
     from ..store import ResultStore
 
     reg = registry()
@@ -87,7 +88,8 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
     try:
         selections = rc.race_selections(reg, selectors, problem=pid, rep=rep, seed=seed,
                                         store=source,
-                                        split_fingerprint=info["split_fingerprint"])
+                                        split_fingerprint=info["split_fingerprint"],
+                                        context=problem_context(train))
     finally:
         if source is not None:
             source.close()
