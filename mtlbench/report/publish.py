@@ -136,6 +136,9 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             from .figures import make_figures
 
             figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
+            from .race_figures import race_figures
+
+            figs += race_figures(store, ds, out / "figures", rel_to=out)  # mtlbench race
         md, js = out / f"{file_stem(ds)}.md", out / f"{file_stem(ds)}.json"
         md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish"), encoding="utf-8")
         js.write_text(to_json(lb, compact=True), encoding="utf-8")
