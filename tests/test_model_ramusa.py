@@ -125,3 +125,42 @@ def test_adaptive_step_reaches_the_fixed_step_stage_optimum():
     assert adaptive[1][-1] == pytest.approx(fixed[1][-1], rel=1e-9)
     np.testing.assert_allclose(adaptive[0], fixed[0], atol=1e-6 * np.linalg.norm(fixed[0]))
     assert stats["data_passes"] >= adaptive[3]
+
+
+@pytest.mark.parametrize("seed,lam_ratio", [(0, 0.05), (3, 0.3)])
+def test_stage_stops_at_a_small_optimality_residual(seed, lam_ratio):
+    """The stage rule bounds a subgradient of the stage objective at the returned W; checked
+    independently: the prox-gradient mapping at W with the global constant Lip(grad J) is
+    small, and the objective is within a stated margin of cvxpy's optimum."""
+    tasks = _tasks(seed, T=9, d=20, n=8)          # d >= 2 n_t: the batched row representation
+    from mtlbench_models._linalg import BatchedTaskQuadratic
+    quad = BatchedTaskQuadratic(tasks)
+    loss = SquaredLoss(tasks)
+    lam = lam_ratio * float(np.linalg.norm(loss.grad(np.zeros((20, 9))), 2))
+    rng = np.random.default_rng(seed)
+    U = np.linalg.qr(rng.standard_normal((20, 2)))[0]
+    V = np.linalg.qr(rng.standard_normal((9, 2)))[0]
+    for M in (None, U @ V.T):
+        tol = 1e-8
+        W, hist, _, it, conv = stage_solve(quad, lam, M, np.zeros((20, 9)), tol=tol,
+                                           max_iter=50000)
+        assert conv
+        Lip = loss.lipschitz
+        G = loss.grad(W) - (0.0 if M is None else lam * M)
+        mapping = Lip * np.linalg.norm(W - prox_trace(W - G / Lip, lam / Lip)[0])
+        assert mapping <= 3 * tol * Lip * max(1.0, np.linalg.norm(W))
+        assert np.all(np.diff(hist) <= 1e-12 * np.abs(np.asarray(hist[:-1])))
+        Mz = np.zeros((20, 9)) if M is None else M
+        ref = _cvxpy_stage(tasks, lam, Mz)
+        assert _stage_value(loss, lam, Mz, W) == pytest.approx(ref, rel=1e-6)
+
+
+def test_report_progress_once_per_apg_iteration():
+    from mtlbench.progress import listen
+    tasks = _tasks(5, T=8, d=10, n=16)
+    seen = []
+    with listen(lambda i, obj, cert: seen.append((i, obj() if callable(obj) else obj, cert))):
+        m = RAMUSA(lam_ratio=0.1, theta_ratio=0.3).fit(tasks)
+    assert [i for i, _, _ in seen] == list(range(1, m.n_iter_ + 1))
+    assert all(c is None for _, _, c in seen)
+    assert seen[-1][1] == pytest.approx(m.capped_objective(tasks), rel=1e-9)

@@ -28,36 +28,47 @@ the next stage, barely moves), when F decreases by less than ``tol`` (relative),
 ``max_stages`` (default 50; a cap of 10 stopped 17 of the 60 fits of the seed-101 design
 before their stopping rule, mostly at theta_ratio <= 0.3).
 
-Stage solver: accelerated proximal gradient (FISTA with backtracking and restart on objective
-increase), prox = singular value thresholding.  The step constant L is adaptive and never above
-Lip(grad J) = max_t ||X_t||_2^2: each iteration tries 0.8 x the last accepted L and doubles it
-until the descent-lemma test holds (always at Lip(grad J); no rounding slack below it); after
-a failed decrease L is kept for 10 iterations (a failed trial costs an SVT and a pass over the
-data).  At SUN scale the curvature along the steps is far below the global constant (on a
-100 x 1024 x 25 proxy of ``make_low_rank_tasks``: 391 iterations and 460 passes instead of 1200
-and 1200).  When the last accepted step kept at most min(d, T)/8 singular values, the SVT
+Stage solver: accelerated proximal gradient, prox = singular value thresholding, with the
+backtracking of Scheinberg, Goldfarb & Bai ("Fast first-order methods for composite convex
+optimization with backtracking", FoCM 2014, FISTA-BKTR): the step constant L is adaptive and
+never above Lip(grad J) = max_t ||X_t||_2^2; each iteration tries 0.8 x the last accepted L
+and doubles it until the descent-lemma test holds (always at Lip(grad J); no rounding slack
+below it); for every trial L the momentum t_k = (1 + sqrt(1 + 4 (L / L_{k-1}) t_{k-1}^2))/2
+and the extrapolated point are recomputed, which is what makes that paper's O(1/k^2) bound
+hold while L shrinks (the landed solver kept the plain FISTA sequence with a shrinking L, for
+which no rate is proven; issue 24 item 9).  After a failed decrease L is kept for 10
+iterations (a failed trial costs an SVT and a pass over the data).  Restart on increase: if
+the accelerated step increases the stage objective, the momentum is reset and a
+proximal-gradient step from the last iterate is taken, so the stage objective never
+increases; the rate bound then holds on each restart-free segment (not claimed across
+restarts).  When the last accepted step kept at most min(d, T)/8 singular values, the SVT
 computes only the Gram eigenpairs above tau^2 (LAPACK ``syevr`` value range; the same exact
-set).  SUN scale (``make_low_rank_tasks(0, T=250, d=2048, n=50, rank=5, noise=0.5)``,
-lam_ratio 0.2, theta_ratio 0.5): 1747 APG iterations over 26 stages (landed code with L only
-increasing from Lip(grad J): 6477), converged, capped objective 500.896 (landed: 500.934);
-271 s against 900 s on the 2-core machine at load ~8.  The 30 s target is not met: the time
-is ~55% data passes (one per APG trial, memory bound) and ~25% the SVT's T x T Gram matrix
-and its eigenpairs.  SVT needs only the singular values above
-lam/L and their right (or left) singular vectors: computed from the eigen-decomposition of the
-smaller Gram matrix (T x T when T <= d), X = V diag(max(1 - tau/sigma, 0)) V^T applied to W,
-~10x cheaper than a LAPACK SVD at SUN scale (d = 2048, T = 250); falls back to a full SVD when
-tau < 1e-6 sigma_1 (Gram precision).  J and grad J come from ``_linalg.TaskQuadratic`` (per-task
-Gram matrices cached on the TaskSet when d < 2 n_t, passes over the rows otherwise).
+set).  SVT needs only the singular values above lam/L and their right (or left) singular
+vectors: computed from the eigen-decomposition of the smaller Gram matrix, X = V diag(max(1 -
+tau/sigma, 0)) V^T applied to W, ~10x cheaper than a LAPACK SVD at SUN scale; falls back to a
+full SVD when tau < 1e-6 sigma_1 (Gram precision).  J and grad J come from
+``_linalg.TaskQuadratic`` (per-task Gram matrices cached on the TaskSet when d < 2 n_t) or,
+when d >= 2 n_t, from ``_linalg.BatchedTaskQuadratic`` (one batched product over the
+zero-padded task stack per pass instead of a Python loop over tasks).  SUN scale (landed
+solver, before this round): 1747 APG iterations over 26 stages, ~55% data passes, ~25% SVT.
 
 Stopping rules (stated tolerances):
-* each stage (convex): ||W_k - W_{k-1}||_F <= tol * max(1, ||W_k||_F), tol = 1e-6 -- for a
-  proximal-gradient step this is the gradient-mapping norm over L, a first-order optimality
-  residual (with an adaptive L <= Lip(grad J): ||G_L||/L is non-increasing in L, so the rule
-  at the step's L implies it at Lip(grad J)); a stage that reaches ``max_iter`` (2000) iterations is not converged;
+* each stage (convex): an optimality residual.  The accepted step from Y with constant L
+  gives E = grad(W_k) - grad(Y) + L (Y - W_k), an element of the stage objective's
+  subdifferential at W_k (prox optimality); stop when ||E||_F <= tol * Lip(grad J) *
+  max(1, ||W_k||_F), tol = 1e-6, i.e. dist(0, dF_stage(W_k)) <= that.  (The landed rule
+  bounded the iterate change ||W_k - W_{k-1}||, which is not a residual of any point.)  A
+  stage that reaches ``max_iter`` (2000) iterations is not converged;
 * the stage sequence (non-convex problem): the linearisation stops moving (above), or the
   capped objective decreases by <= tol (relative) over a stage, or no singular value exceeds
   theta.  ``converged_`` is True iff the sequence stopped by one of these rules (not by
   ``max_stages``) and every stage met its own rule.
+
+Progress: ``report_progress(i, F)`` after every APG iteration i (counted over all stages):
+from stage 2 on F is the capped objective; during stage 1, where theta is not yet defined,
+it is J + lam ||W||_* (the capped objective with theta = inf, an upper bound of it for any
+theta).  No certificate: the model's objective is non-convex, and a stage's residual bounds
+no distance to the capped problem's optimum.
 
 Convexity: the capped trace norm is non-convex (``convex = False``): a search fits every point
 cold.  ``fit(tasks, init=m)`` still starts stage 1 (convex) from m's stage-1 solution, which
@@ -96,9 +107,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import eigh
 
-from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._linalg import Residuals, TaskQuadratic, task_xty
+from ._linalg import BatchedTaskQuadratic, Residuals, TaskQuadratic, task_xty
 from ._losses import SquaredLoss
 from ._prox import prox_trace
 
@@ -157,8 +168,9 @@ def trace_lambda_max(loss) -> float:
 
 
 def _as_quad(loss):
-    """A :class:`TaskQuadratic`, or a SquaredLoss wrapped in the row-pass :class:`Residuals`."""
-    if isinstance(loss, TaskQuadratic):
+    """A :class:`TaskQuadratic` / :class:`BatchedTaskQuadratic`, or a SquaredLoss wrapped in the
+    row-pass :class:`Residuals`."""
+    if isinstance(loss, (TaskQuadratic, BatchedTaskQuadratic)):
         return loss
     R = Residuals(loss)
     R.lipschitz = loss.lipschitz
@@ -167,42 +179,59 @@ def _as_quad(loss):
 
 def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 tol: float = 1e-6, max_iter: int = 2000, theta: float | None = None,
-                down: float = DOWN, stats: dict | None = None, sv0: np.ndarray | None = None):
+                down: float = DOWN, stats: dict | None = None, sv0: np.ndarray | None = None,
+                progress=None):
     """APG for one stage: argmin_W J(W) - lam <M, W> + lam ||W||_*  (M = None: no linear term).
 
-    ``loss``: a :class:`TaskQuadratic` (Gram or row passes) or a ``SquaredLoss``.
-    Stopping rule: ||W_k - W_{k-1}||_F <= tol * max(1, ||W_k||_F) -- for a proximal-gradient
-    step this is the norm of the gradient mapping divided by the step's L, i.e. a first-order
-    optimality residual of the convex stage problem.
-    Monotone: an iterate is accepted only if the stage objective does not increase (otherwise
-    momentum is restarted and a plain proximal-gradient step is taken).  Returns
-    (W, stage objective history, capped objective history (if theta given), iterations,
-    converged) -- ``converged`` is False only when ``max_iter`` was reached.
+    ``loss``: a :class:`TaskQuadratic` / :class:`BatchedTaskQuadratic` or a ``SquaredLoss``.
+    FISTA with the backtracking of Scheinberg, Goldfarb & Bai (2014, FISTA-BKTR): each
+    iteration tries L = ``down`` x the last accepted L (never above Lip(grad J)), and for every
+    trial L the momentum t_k = (1 + sqrt(1 + 4 (L/L_prev) t_{k-1}^2))/2 and the extrapolated
+    point are recomputed, so the O(1/k^2) bound
+    F(W_k) - F* <= 2 L_max ||W0 - W*||^2 / (sum_i sqrt(L_max / L_i))^2 of that paper holds with a
+    step constant that may shrink.  Restart on increase: if the step from the extrapolated
+    point increases the stage objective, the momentum is reset and a proximal-gradient step
+    from the last iterate is taken (it never increases F by the descent lemma), so the stage
+    objective is non-increasing; the rate bound holds on each restart-free segment.
+    Stopping rule (an optimality residual, not the iterate change): the step from Y with
+    constant L gives the subgradient E = grad(W_k) - grad(Y) + L (Y - W_k) in dF_stage(W_k); stop
+    when ||E||_F <= tol * Lip(grad J) * max(1, ||W_k||_F), i.e. dist(0, dF_stage(W_k)) is at most
+    that.  Returns (W, stage objective history, capped objective history (if theta given),
+    iterations, converged) -- ``converged`` is False only when ``max_iter`` was reached.
+    ``progress(F)``: called once per iteration with the stage objective (see ``fit``).
     """
     R = _as_quad(loss)
     lin = (lambda W: 0.0) if M is None else (lambda W: -lam * float(np.sum(M * W)))
 
-    def step_from(Y, AY, L):
+    def grad_of(A):
+        G = R.grad(A)
+        return G if M is None else G - lam * M
+
+    def prox_step(Y, AY, L):
+        """Prox-gradient step from Y with constant L; doubles L until the descent lemma holds."""
         fY = R.value(AY) + lin(Y)
-        G = R.grad(AY)
-        if M is not None:
-            G = G - lam * M
+        G = grad_of(AY)
         while True:
-            Xn, s = svt(Y - G / L, lam / L, few=rank[0] <= few_max)
-            D = Xn - Y
-            An = R.forward(Xn)
-            if stats is not None:
-                stats["data_passes"] = stats.get("data_passes", 0) + 1
-            Jn = R.value(An)
-            fn = Jn + lin(Xn)
-            quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
-            # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
-            # wander at the stopping scale -- seen with CoCMTL's blocks)
-            if L >= L_max or fn <= quad:
-                rank[0] = int(np.count_nonzero(s))
-                return Xn, s, An, Jn, fn, L
+            Xn, s, An, fn, ok = _trial(Y, G, fY, L)
+            if ok:
+                return Xn, s, An, fn, L, G
             wait[0] = PATIENCE             # a failed decrease: keep L for PATIENCE iterations
             L = min(2.0 * L, L_max)
+
+    def _trial(Y, G, fY, L):
+        Xn, s = svt(Y - G / L, lam / L, few=rank[0] <= few_max)
+        D = Xn - Y
+        An = R.forward(Xn)
+        if stats is not None:
+            stats["data_passes"] = stats.get("data_passes", 0) + 1
+        fn = R.value(An) + lin(Xn)
+        quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
+        # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
+        # wander at the stopping scale -- seen with CoCMTL's blocks)
+        ok = L >= L_max or fn <= quad
+        if ok:
+            rank[0] = int(np.count_nonzero(s))
+        return Xn, s, An, fn, ok
 
     W = W0.copy()
     A = R.forward(W)
@@ -217,8 +246,8 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
     few_max = min(W0.shape) // 8
     rank = [min(W0.shape)]
     wait = [0]
-    L = L_max
-    Y, AY = W, A
+    L = L_acc = L_max                   # trial / last accepted step constant
+    W_prev, A_prev = W, A
     t_k = 1.0
     it = 0
     converged = False
@@ -227,25 +256,39 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
             wait[0] -= 1
         else:
             L = max(L * down, 1e-12 * L_max)
-        Wn, s, An, Jn, fn, L = step_from(Y, AY, L)
+        # FISTA-BKTR: the momentum and Y depend on the trial L (recomputed after each failure)
+        while True:
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+            Y = W + beta * (W - W_prev) if beta > 0 else W
+            AY = R.combine(A, A_prev, beta) if beta > 0 else A
+            fY = R.value(AY) + lin(Y)
+            GY = grad_of(AY)
+            Wn, s, An, fn, ok = _trial(Y, GY, fY, L)
+            if ok:
+                break
+            wait[0] = PATIENCE
+            L = min(2.0 * L, L_max)
         Fn = fn + lam * s.sum()
         if Fn > F:  # restart from the last accepted point
-            t_k = 1.0
-            Wn, s, An, Jn, fn, L = step_from(W, A, L)
+            t_next = 1.0
+            Y, AY = W, A
+            Wn, s, An, fn, L, GY = prox_step(W, A, L)
             Fn = fn + lam * s.sum()
             if Fn > F:  # no progress possible at machine precision: W is optimal to rounding
                 converged = True
                 break
-        step = np.linalg.norm(Wn - W)
-        t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-        beta = (t_k - 1.0) / t_next
-        Y = Wn + beta * (Wn - W)
-        AY = R.combine(An, A, beta)
+        L_acc = L
+        # an element of the stage objective's subdifferential at Wn (prox optimality at Y)
+        E = grad_of(An) - GY + L * (Y - Wn)
+        W_prev, A_prev = W, A
         W, A, F, t_k = Wn, An, Fn, t_next
         hist.append(float(F))
         if theta is not None:
-            capped.append(float(Jn + lam * capped_penalty(s, theta)))
-        if step <= tol * max(1.0, np.linalg.norm(W)):
+            capped.append(float(fn - lin(Wn) + lam * capped_penalty(s, theta)))
+        if progress is not None:
+            progress(capped[-1] if theta is not None else float(F))
+        if np.linalg.norm(E) <= tol * L_max * max(1.0, np.linalg.norm(W)):
             converged = True
             break
     return W, hist, capped, it, converged
@@ -281,6 +324,8 @@ class RAMUSA(LinearMTLModel):
     def fit(self, tasks: TaskSet, init=None) -> "RAMUSA":
         self.check_params()
         quad = TaskQuadratic(tasks)
+        if quad.mode == "rows":      # d >= 2 n_t: one batched pass instead of a loop over tasks
+            quad = BatchedTaskQuadratic(tasks)
         lam = float(self.lam_ratio) * tasks.memo(
             ("trace_lambda_max",), lambda: float(np.linalg.norm(task_xty(tasks), 2)))
         self.lam_ = lam
@@ -291,8 +336,14 @@ class RAMUSA(LinearMTLModel):
             W0 = init.stage1_coef_
         # stage 1: trace-norm MTL; theta is defined from its solution
         stats = {"data_passes": 0}
+        counter = [0]
+
+        def progress(value):
+            counter[0] += 1
+            report_progress(counter[0], value)
+
         W, _, _, it, conv = stage_solve(quad, lam, None, W0, tol=tol, max_iter=max_iter,
-                                        stats=stats)
+                                        stats=stats, progress=progress)
         stages_converged = [conv]
         self.stage1_coef_ = W.copy()
         # one SVD serves theta and the first linearisation, so at theta_ratio = 1 no singular
@@ -324,7 +375,8 @@ class RAMUSA(LinearMTLModel):
             if n_stages >= int(self.max_stages):
                 break      # stopped by the cap while the linearisation still moves
             W, _, capped, it, conv = stage_solve(quad, lam, M, W, tol=tol, max_iter=max_iter,
-                                                 theta=theta, stats=stats, sv0=s)
+                                                 theta=theta, stats=stats, sv0=s,
+                                                 progress=progress)
             stages_converged.append(conv)
             total_it += it
             n_stages += 1
@@ -357,7 +409,8 @@ class RAMUSA(LinearMTLModel):
 
     def capped_value(self, loss, W: np.ndarray) -> float:
         s = np.linalg.svd(W, compute_uv=False)
-        return loss.value(loss.forward(W) if isinstance(loss, TaskQuadratic) else W) \
+        return loss.value(loss.forward(W) if isinstance(loss, (TaskQuadratic, BatchedTaskQuadratic))
+                          else W) \
             + self.lam_ * capped_penalty(s, self.theta_)
 
 
