@@ -59,14 +59,16 @@ def old_package():
     tmp = Path(tempfile.mkdtemp(prefix="tfcl_old_"))
     pkg = tmp / "mtlbench_models_old"
     pkg.mkdir()
-    files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", OLD_REF,
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", OLD_REF,
                             "plugins/mtlbench_models/"], capture_output=True, text=True,
                            check=True).stdout.split()
     for f in files:
         if f.endswith(".py"):
             src = subprocess.run(["git", "-C", str(ROOT), "show", f"{OLD_REF}:{f}"],
                                  capture_output=True, text=True, check=True).stdout
-            (pkg / Path(f).name).write_text(src)
+            dest = pkg / Path(f).relative_to("plugins/mtlbench_models")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(src)
     sys.path.insert(0, str(tmp))
     return (importlib.import_module("mtlbench_models_old.tfcl"),
             importlib.import_module("mtlbench_models_old.tfcl_q"))

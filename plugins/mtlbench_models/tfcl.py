@@ -152,19 +152,19 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, check_common, check_lam_scale,
-                         group_scale, loss_at_zero, make_loss, momentum_next, stop_rule,
-                         tfcl_wstep, validate_declared)
+from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_common,
+                         check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
+                         momentum_next, ridge_scale, stop_rule, tfcl_wstep, validate_declared)
 from ._tfcl.eigen import bipartite_laplacian
-from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, groups_from_embedding, ustep, ustep_case,
-                          ustep_dense, ustep_diff_norm, ustep_weights)
+from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, UStepper, groups_from_embedding, ustep,
+                          ustep_case, ustep_dense, ustep_diff_norm, ustep_weights)
 
 # The shared numerics live in the private subpackage ``_tfcl``; the names are re-exported here
 # (``__all__``) so ``from mtlbench_models.tfcl import ustep, make_loss, ...`` keeps working.
 __all__ = [
-    "UStep", "ustep", "ustep_dense", "bipartite_laplacian", "tfcl_wstep", "ustep_weights",
+    "UStep", "UStepper", "ustep", "ustep_dense", "graph_columns", "ridge_scale", "GraphView", "bipartite_laplacian", "tfcl_wstep", "ustep_weights",
     "TFCL", "TFCLNoAUC", "ustep_case", "ustep_diff_norm", "groups_from_embedding",
     "make_loss", "loss_at_zero", "group_scale", "validate_declared", "check_lam_scale",
     "check_common", "stop_rule", "momentum_next", "COMMON_CONSTRAINTS", "DEFAULT_EIG_RTOL",
@@ -243,19 +243,26 @@ class TFCL(LinearMTLModel):
 
     def _fit(self, tasks: TaskSet) -> "TFCL":
         self._validate()
-        if self.k > tasks.d + tasks.T:
-            raise ValueError(f"{self.name}: k must be <= d + T = {tasks.d + tasks.T}, got {self.k}")
         J = make_loss(tasks, self.loss, self.name)
+        cols = graph_columns(J)
+        n_graph = (tasks.d if cols is None else cols.size) + tasks.T
+        if self.k > n_graph:
+            raise ValueError(f"{self.name}: k must be <= the number of graph nodes (features "
+                             f"the loss depends on + tasks) = {n_graph}, got {self.k}")
         C = self.c_factor * J.lipschitz
         k = int(self.k)
         if self.lam_scale == "data":
-            self.group_scale_ = group_scale(loss_at_zero(tasks, J, self.loss))
+            self.group_scale_ = group_scale(loss_at_zero(tasks, J, self.loss), n_graph)
+            self.ridge_scale_ = ridge_scale(J)
             a1 = float(self.lam_group) * self.group_scale_
-            a2 = float(self.lam_ridge) * float(J.lipschitz)
+            a2 = float(self.lam_ridge) * self.ridge_scale_
         else:
-            self.group_scale_ = None
+            self.group_scale_ = self.ridge_scale_ = None
             a1, a2 = float(self.lam_group), float(self.lam_ridge)
         self.alpha_group_, self.alpha_ridge_ = a1, a2
+        self.graph_columns_ = np.arange(tasks.d) if cols is None else cols
+        graph = GraphView(tasks.d, cols)
+        stepper = UStepper(k, self.eig_rtol)
         W = np.zeros((tasks.d, tasks.T))
         W_prev, u_prev = W, None
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
@@ -265,10 +272,10 @@ class TFCL(LinearMTLModel):
         t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
         for it in range(1, self.max_iter + 1):
             t0 = time.perf_counter()
-            # U^t minimises F(W^{t-1}, .) (Thm. eigsol); the eigensolver is warm-started from
-            # the previous iteration's eigenvectors (inside this fit only).
-            u = ustep(W, k, self.eig_rtol, prev=u_prev)
-            D = u.distances()
+            # U^t minimises F(W^{t-1}, .) (Thm. eigsol) on the graph of the columns the loss
+            # depends on; UStepper skips the eigensolver where the last one proves the answer.
+            u = stepper(graph.rows(W))
+            D = graph.distances(u)
             timings["ustep"] += time.perf_counter() - t0
             f_ref = self.objective(J_val, W, D)          # F(W^{t-1}, U^t)
             W_new = None
@@ -300,11 +307,12 @@ class TFCL(LinearMTLModel):
                 # momentum (re)starts after a plain step
                 t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
             obj_hist.append(f_new)
+            report_progress(it, f_new)
             dw = float(np.linalg.norm(W_new - W))
             dw_hist.append(dw)
             du_hist.append(ustep_diff_norm(u, u_prev) if u_prev is not None else float("nan"))
             if it <= _N_EMBED_ITERS:
-                embeds.append(u.embedding(k))
+                embeds.append(graph.embedding(u, k))
             W_prev, G_prev = W, G
             W, G, J_val, u_prev = W_new, G_new, J_new, u
             if it > 1 and stop_rule(obj_hist[-2], obj_hist[-1], dw, float(np.linalg.norm(W)),
@@ -320,13 +328,15 @@ class TFCL(LinearMTLModel):
         self.embeddings_ = embeds
         self.lipschitz_ = float(J.lipschitz)
         self.C_ = float(C)
-        u_final = ustep(W, k, self.eig_rtol, prev=u_prev)
+        u_final = stepper(graph.rows(W))
         self.ustep_ = u_final
-        self.feature_groups_, self.task_groups_ = groups_from_embedding(u_final, k)
+        self.feature_groups_, self.task_groups_ = graph.groups(u_final, k)
         self.diagnostics_ = {"timings": timings, "final_ustep_case": u_final.case,
                              "alpha_group": a1, "alpha_ridge": a2, "components": u_final.m,
+                             "graph_features": int(self.graph_columns_.size),
                              "converged": converged, "iterations": it,
-                             "extrapolated_steps": accepted, "momentum_restarts": restarts}
+                             "extrapolated_steps": accepted, "momentum_restarts": restarts,
+                             "eigensolver_calls": stepper.calls["eigensolver"]}
         return self
 
 

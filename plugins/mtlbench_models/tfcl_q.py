@@ -119,13 +119,13 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
 from threadpoolctl import threadpool_limits
 
-from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._prox import prox_group_cols
-from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, check_common, check_lam_scale,
-                         group_scale, loss_at_zero, make_loss, momentum_next, stop_rule,
-                         tfcl_wstep, validate_declared)
-from ._tfcl.ustep import DEFAULT_EIG_RTOL, groups_from_embedding, ustep, ustep_diff_norm
+from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_group_cols
+from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_common,
+                         check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
+                         momentum_next, ridge_scale, stop_rule, validate_declared, tfcl_wstep)
+from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, ustep_diff_norm
 
 # Declared search spaces (lam_scale="data"; bounds and starting grids: module docstring).
 SPACE_Q = {
@@ -213,52 +213,60 @@ class TFCLQ(LinearMTLModel):
         if not self.use_group:
             return 0.0
         if self.group_reg == "cocmtl":
-            s = np.linalg.svd(tg, compute_uv=False)
-            return float(self.alpha_["group"] * np.sum(s[int(self.k):] ** 2))
+            return float(self.alpha_["group"] * cocluster_penalty(tg, int(self.k)))
         return float(self.alpha_["group"] * np.sum(np.abs(tg) * D))
 
-    def _objective(self, Jv, tc, tg, tp, D) -> float:
+    def _objective(self, Jv, tc, tg, tp, D, group_penalty: float | None = None) -> float:
+        """(Q) at (Theta, U); ``group_penalty`` when already known (TFCL(Coc): the value of the
+        co-cluster term at a prox output comes with the prox)."""
         a = self.alpha_
-        return float(Jv + 0.5 * a["common"] * tc @ tc + self._group_penalty(tg, D)
+        if group_penalty is None:
+            group_penalty = self._group_penalty(tg, D)
+        return float(Jv + 0.5 * a["common"] * tc @ tc + group_penalty
                      + 0.5 * a["ridge"] * np.sum(tg * tg)
                      + a["personal"] * np.sum(np.linalg.norm(tp, axis=0)))
 
-    def _alphas(self, J, G0: np.ndarray, Lc: float) -> dict:
+    def _alphas(self, J, G0: np.ndarray, n_graph: int, T: int) -> dict:
         """The (Q) weights actually used (see "Hyperparameter scales" in the module docstring)."""
         lam = {"common": float(self.lam_common), "group": float(self.lam_group),
                "ridge": float(self.lam_ridge), "personal": float(self.lam_personal)}
         if self.lam_scale == "absolute":
             return lam
+        rscale = ridge_scale(J)
         if self.group_reg == "cocmtl":
-            gscale = float(J.lipschitz)        # sigma_i^2 penalty: curvature units
+            gscale = rscale                    # sigma_i^2 penalty: a ridge on the tail
         else:
-            gscale = group_scale(G0)
+            gscale = group_scale(G0, n_graph)
         pscale = float(np.max(np.linalg.norm(G0, axis=0))) if G0.size else 1.0
-        return {"common": lam["common"] * Lc, "group": lam["group"] * gscale,
-                "ridge": lam["ridge"] * float(J.lipschitz),
-                "personal": lam["personal"] * pscale}
+        return {"common": lam["common"] * T * rscale, "group": lam["group"] * gscale,
+                "ridge": lam["ridge"] * rscale, "personal": lam["personal"] * pscale}
 
-    def _prox_g(self, V: np.ndarray, C: float, D):
+    def _prox_g(self, V: np.ndarray, C: float, D) -> tuple[np.ndarray, float | None]:
+        """(Prox_g) and, for TFCL(Coc), the co-cluster penalty alpha_2 Omega of its output."""
         a2, a3 = self.alpha_["group"], self.alpha_["ridge"]
         if self.group_reg == "cocmtl":
-            from ._prox import prox_cocluster
+            sc = 1.0 + a3 / C
+            X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
+            return X, a2 * omega
+        return tfcl_wstep(V, D, a2, a3, C), None
 
-            s = 1.0 + a3 / C
-            return prox_cocluster(V / s, (a2 / C) / s, int(self.k))
-        return tfcl_wstep(V, D, a2, a3, C)
-
-    def _sweep(self, J, tc, tg, tp, G, D, timings):
-        """One pass of Alg. 2's proximal steps (c, p, g) from (tc, tg, tp) with gradient G of
-        J there; returns the new blocks, J and its gradient at the new W."""
+    def _sweep(self, J, tc, tg, tp, R, G, D, timings):
+        """One pass of Alg. 2's proximal steps (c, p, g) from (tc, tg, tp), where J has
+        residuals R and gradient G; returns the new blocks, W, J, its residuals and gradient
+        at the new W, and the group penalty if the prox gave it."""
         gs = self.schedule == "gauss-seidel"
         Cc, Cg, Cp = self.C_["common"], self.C_["group"], self.C_["personal"]
         t0 = time.perf_counter()
-        tc = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)          # (Prox_c)
+        tc_new = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)      # (Prox_c)
         t1 = time.perf_counter()
         timings["prox"] += t1 - t0
         if gs:
-            G = J.grad(tc[:, None] + tg + tp)
+            # the residuals are linear in W: a shared shift of every task's weights costs one
+            # matrix-vector product, not a pass
+            R = J.shift(R, tc_new - tc)
+            G = J.grad_of(R)
             timings["gradient"] += time.perf_counter() - t1
+        tc = tc_new
         t1 = time.perf_counter()
         tp_new = prox_group_cols(tp - G / Cp, self.alpha_["personal"] / Cp)     # (Prox_p)
         # theta_p often stays exactly 0 (no personal user): then W and the gradient are
@@ -267,18 +275,20 @@ class TFCLQ(LinearMTLModel):
         tp = tp_new
         t2 = time.perf_counter()
         timings["prox"] += t2 - t1
+        penalty = None
         if self.use_group:
             if gs and tp_moved:
                 G = J.grad(tc[:, None] + tg + tp)
                 timings["gradient"] += time.perf_counter() - t2
             t2 = time.perf_counter()
-            tg = self._prox_g(tg - G / Cg, Cg, D)                                # (Prox_g)
+            tg, penalty = self._prox_g(tg - G / Cg, Cg, D)                      # (Prox_g)
             timings["prox"] += time.perf_counter() - t2
         t3 = time.perf_counter()
         W = tc[:, None] + tg + tp
-        Jv, G = J.value_and_grad(W)
+        R = J.forward(W)
+        Jv, G = J.value_of(R), J.grad_of(R)
         timings["gradient"] += time.perf_counter() - t3
-        return tc, tg, tp, W, Jv, G
+        return tc, tg, tp, W, Jv, R, G, penalty
 
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "TFCLQ":
@@ -288,13 +298,17 @@ class TFCLQ(LinearMTLModel):
     def _fit(self, tasks: TaskSet) -> "TFCLQ":
         self._validate()
         d, T, k = tasks.d, tasks.T, int(self.k)
-        if self.use_group and self.group_reg == "tfcl" and k > d + T:
-            raise ValueError(f"{self.name}: k must be <= d + T = {d + T}, got {k}")
+        J = make_loss(tasks, self.loss, self.name)
+        use_tfcl = self.use_group and self.group_reg == "tfcl"
+        cols = graph_columns(J) if use_tfcl else None
+        n_graph = (d if cols is None else cols.size) + T
+        if use_tfcl and k > n_graph:
+            raise ValueError(f"{self.name}: k must be <= the number of graph nodes (features "
+                             f"the loss depends on + tasks) = {n_graph}, got {k}")
         if self.use_group and self.group_reg == "cocmtl" and k > min(d, T):
             raise ValueError(f"{self.name}: k must be <= min(d, T) = {min(d, T)}, got {k}")
-        J = make_loss(tasks, self.loss, self.name)
         Lmax = float(J.lipschitz)
-        Lc = tasks.memo(("tfcl", "common_lipschitz", self.loss),
+        Lc = tasks.memo(("tfcl", "common_lipschitz", self.loss, 2),
                         lambda: common_lipschitz(J, d, T))
         if self.schedule == "jacobi":
             Cc = Cg = Cp = self.c_factor * (T + 2) * Lmax
@@ -302,26 +316,29 @@ class TFCLQ(LinearMTLModel):
             Cc = self.c_factor * Lc
             Cg = Cp = self.c_factor * Lmax
         self.C_ = {"common": Cc, "group": Cg, "personal": Cp}
-        self.alpha_ = self._alphas(J, loss_at_zero(tasks, J, self.loss), Lc)
+        self.alpha_ = self._alphas(J, loss_at_zero(tasks, J, self.loss), n_graph, T)
+        self.graph_columns_ = np.arange(d) if cols is None else cols
+        graph = GraphView(d, cols)
+        stepper = UStepper(k, self.eig_rtol) if use_tfcl else None
         tc, tg, tp = np.zeros(d), np.zeros((d, T)), np.zeros((d, T))
         prev = (tc, tg, tp)
         W = tc[:, None] + tg + tp
-        Jv, G = J.value_and_grad(W)
-        G_prev = G
+        R = J.forward(W)
+        Jv, G = J.value_of(R), J.grad_of(R)
+        R_prev, G_prev = R, G
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0}
-        use_tfcl = self.use_group and self.group_reg == "tfcl"
         u = u_prev = D = None
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
         t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
         for it in range(1, self.max_iter + 1):
             W_old = W
             if use_tfcl:
-                # U^t minimises F(Theta^{t-1}, .): Thm. eigsol on L(theta_g^{t-1}); the
-                # eigensolver is warm-started from the previous iteration (this fit only).
+                # U^t minimises F(Theta^{t-1}, .): Thm. eigsol on L(theta_g^{t-1}) (graph
+                # columns only; UStepper skips the eigensolver where the last one proves it).
                 t0 = time.perf_counter()
-                u = ustep(tg, k, self.eig_rtol, prev=u_prev)
-                D = u.distances()
+                u = stepper(graph.rows(tg))
+                D = graph.distances(u)
                 timings["ustep"] += time.perf_counter() - t0
                 f_ref = self._objective(Jv, tc, tg, tp, D)     # F(Theta^{t-1}, U^t)
             else:
@@ -330,9 +347,11 @@ class TFCLQ(LinearMTLModel):
             if self.accelerate and t_k > 1.0:
                 t_next, beta = momentum_next(t_k)
                 Y = [b + beta * (b - q) for b, q in zip((tc, tg, tp), prev)]
-                # J is quadratic: its gradient at the extrapolated point is exact by linearity.
-                cand = self._sweep(J, *Y, G + beta * (G - G_prev), D, timings)
-                f_try = self._objective(cand[4], cand[0], cand[1], cand[2], D)
+                # J is quadratic: its residuals and gradient at the extrapolated point are
+                # exact by linearity.
+                R_Y = [r + beta * (r - q) for r, q in zip(R, R_prev)]
+                cand = self._sweep(J, *Y, R_Y, G + beta * (G - G_prev), D, timings)
+                f_try = self._objective(cand[4], cand[0], cand[1], cand[2], D, cand[7])
                 if f_try <= f_ref:
                     new, f_new, t_k = cand, f_try, t_next
                     accepted += 1
@@ -340,19 +359,20 @@ class TFCLQ(LinearMTLModel):
                     restarts += 1
             if new is None:
                 # Alg. 2's sweep from Theta^{t-1}: each block step is majorise-minimise.
-                new = self._sweep(J, tc, tg, tp, G, D, timings)
-                f_new = self._objective(new[4], new[0], new[1], new[2], D)
+                new = self._sweep(J, tc, tg, tp, R, G, D, timings)
+                f_new = self._objective(new[4], new[0], new[1], new[2], D, new[7])
                 t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
-            prev, G_prev = (tc, tg, tp), G
-            tc, tg, tp, W, Jv, G = new
+            prev, R_prev, G_prev = (tc, tg, tp), R, G
+            tc, tg, tp, W, Jv, R, G, _ = new
             obj_hist.append(f_new)
+            report_progress(it, f_new)
             f_last = f_new
             dw = float(np.linalg.norm(W - W_old))
             dw_hist.append(dw)
             if use_tfcl:
                 du_hist.append(ustep_diff_norm(u, u_prev) if u_prev is not None else float("nan"))
                 if it <= _N_EMBED_ITERS:
-                    embeds.append(u.embedding(k))
+                    embeds.append(graph.embedding(u, k))
                 u_prev = u
             if it > 1 and stop_rule(obj_hist[-2], obj_hist[-1], dw, float(np.linalg.norm(W)),
                                     self.tol):
@@ -367,9 +387,9 @@ class TFCLQ(LinearMTLModel):
         if use_tfcl:
             self.u_change_history_ = du_hist
             self.embeddings_ = embeds
-            u_final = ustep(tg, k, self.eig_rtol, prev=u_prev)
+            u_final = stepper(graph.rows(tg))
             self.ustep_ = u_final
-            self.feature_groups_, self.task_groups_ = groups_from_embedding(u_final, k)
+            self.feature_groups_, self.task_groups_ = graph.groups(u_final, k)
         outliers = np.flatnonzero(np.linalg.norm(tp, axis=0) > 0)
         self.diagnostics_ = {
             "timings": timings, "iterations": it, "converged": converged,
@@ -378,6 +398,8 @@ class TFCLQ(LinearMTLModel):
             "personal_users": [tasks.task_names[i] for i in outliers[:50]],
             "n_personal_users": int(outliers.size),
             "final_ustep_case": self.ustep_.case if use_tfcl else None,
+            "graph_features": int(self.graph_columns_.size) if use_tfcl else None,
+            "eigensolver_calls": stepper.calls["eigensolver"] if use_tfcl else None,
         }
         return self
 
