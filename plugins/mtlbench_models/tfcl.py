@@ -158,8 +158,10 @@ from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_co
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, tfcl_wstep, validate_declared)
 from ._tfcl.eigen import bipartite_laplacian
-from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, UStepper, groups_from_embedding, ustep,
-                          ustep_case, ustep_dense, ustep_diff_norm, ustep_weights)
+from ._tfcl.polish import kkt_ok, solve_fixed_structure
+from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, UStepper, groups_from_embedding,
+                          same_components_only, ustep, ustep_case, ustep_dense, ustep_diff_norm,
+                          ustep_weights)
 
 # The shared numerics live in the private subpackage ``_tfcl``; the names are re-exported here
 # (``__all__``) so ``from mtlbench_models.tfcl import ustep, make_loss, ...`` keeps working.
@@ -183,6 +185,12 @@ SPACE_TFCL_NOAUC = {
     "k": Int([2, 4, 8], low=2),
     "lam_ridge": Log([1e-3], low=0.0),
 }
+
+
+# Polish (``_tfcl.polish``) once U and the support of W have not changed for this many
+# iterations; after a rejected try wait twice as long as before.
+_POLISH_AFTER = 5
+_POLISH_ROUNDS = 6
 
 
 class TFCL(LinearMTLModel):
@@ -213,14 +221,15 @@ class TFCL(LinearMTLModel):
 
     def __init__(self, lam_group: float = 0.05, lam_ridge: float = 1e-3, k: int = 4,
                  loss: str = "auc", lam_scale: str = "data", accelerate: bool = True,
-                 max_iter: int = 2000, tol: float = 1e-6, c_factor: float = 1.01,
-                 eig_rtol: float = DEFAULT_EIG_RTOL):
+                 polish: bool = True, max_iter: int = 2000, tol: float = 1e-6,
+                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         self.lam_group = lam_group
         self.lam_ridge = lam_ridge
         self.k = k
         self.loss = loss
         self.lam_scale = lam_scale
         self.accelerate = accelerate
+        self.polish = polish
         self.max_iter = max_iter
         self.tol = tol
         self.c_factor = c_factor
@@ -266,10 +275,11 @@ class TFCL(LinearMTLModel):
         W = np.zeros((tasks.d, tasks.T))
         W_prev, u_prev = W, None
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
-        timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0}
+        timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0, "polish": 0.0}
         J_val, G = J.value_and_grad(W)
         G_prev = G
         t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
+        stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
         for it in range(1, self.max_iter + 1):
             t0 = time.perf_counter()
             # U^t minimises F(W^{t-1}, .) (Thm. eigsol) on the graph of the columns the loss
@@ -279,7 +289,20 @@ class TFCL(LinearMTLModel):
             timings["ustep"] += time.perf_counter() - t0
             f_ref = self.objective(J_val, W, D)          # F(W^{t-1}, U^t)
             W_new = None
-            if self.accelerate and t_k > 1.0:
+            stable = stable + 1 if (u_prev is not None and same_components_only(u, u_prev)
+                                    and np.array_equal(W != 0, W_prev != 0)) else 0
+            if self.polish and stable >= _POLISH_AFTER and it >= next_polish:
+                t1 = time.perf_counter()
+                polished = self._polish(J, W, D, a1, a2, f_ref, u, stepper, graph)
+                timings["polish"] += time.perf_counter() - t1
+                if polished is None:
+                    polish_fails += 1
+                    next_polish = it + _POLISH_AFTER * 2 ** polish_fails
+                else:
+                    W_new, J_new, G_new, f_new = polished
+                    t_k = 1.0                    # the next step is Alg. 1's plain step
+                    polishes += 1
+            if W_new is None and self.accelerate and t_k > 1.0:
                 t_next, beta = momentum_next(t_k)
                 # J is quadratic, so grad J(Y) = G + beta (G - G_prev) exactly.
                 t1 = time.perf_counter()
@@ -336,8 +359,31 @@ class TFCL(LinearMTLModel):
                              "graph_features": int(self.graph_columns_.size),
                              "converged": converged, "iterations": it,
                              "extrapolated_steps": accepted, "momentum_restarts": restarts,
-                             "eigensolver_calls": stepper.calls["eigensolver"]}
+                             "eigensolver_calls": stepper.calls["eigensolver"],
+                             "polished": polishes, "polish_rejected": polish_fails}
         return self
+
+    def _polish(self, J, W, D, a1, a2, f_ref, u, stepper, graph):
+        """The minimiser of F(., U^t) on the current structure (``_tfcl.polish``), if it is the
+        minimiser of the whole convex W-subproblem, does not increase F and gives back the
+        same U (a fixed point of Alg. 1); else None.  Returns (W, J, grad J, F)."""
+        mask = W != 0
+        signs = np.sign(W)
+        threshold = a1 * D
+        for _ in range(_POLISH_ROUNDS):
+            _, Wc = solve_fixed_structure(J, mask, threshold * signs, a2, None)
+            J_c, G_c = J.value_and_grad(Wc)
+            if kkt_ok(G_c, Wc, mask, signs, threshold, None):
+                break
+            signs = np.where(mask, np.sign(Wc), 0.0)
+        else:
+            return None
+        f_c = self.objective(J_c, Wc, D)
+        if not f_c <= f_ref:
+            return None
+        if not same_components_only(stepper(graph.rows(Wc)), u):
+            return None
+        return Wc, J_c, G_c, f_c
 
 
 class TFCLNoAUC(TFCL):
@@ -363,11 +409,11 @@ class TFCLNoAUC(TFCL):
 
     def __init__(self, lam_group: float = 0.08, lam_ridge: float = 1e-3, k: int = 4,
                  loss: str = "squared", lam_scale: str = "data", accelerate: bool = True,
-                 max_iter: int = 2000, tol: float = 1e-6, c_factor: float = 1.01,
-                 eig_rtol: float = DEFAULT_EIG_RTOL):
+                 polish: bool = True, max_iter: int = 2000, tol: float = 1e-6,
+                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_group=lam_group, lam_ridge=lam_ridge, k=k, loss=loss,
-                         lam_scale=lam_scale, accelerate=accelerate, max_iter=max_iter,
-                         tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
+                         lam_scale=lam_scale, accelerate=accelerate, polish=polish,
+                         max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 @hookimpl

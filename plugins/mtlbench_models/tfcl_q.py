@@ -125,7 +125,13 @@ from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_group_col
 from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, validate_declared, tfcl_wstep)
-from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, ustep_diff_norm
+from ._tfcl.polish import kkt_ok, solve_fixed_structure
+from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, same_components_only, ustep_diff_norm
+
+# Polish (``_tfcl.polish``, as in ``tfcl.py``) once the structure has not changed for this many
+# iterations; after a rejected try wait twice as long; sign updates per try.
+_POLISH_AFTER = 5
+_POLISH_ROUNDS = 6
 
 # Declared search spaces (lam_scale="data"; bounds and starting grids: module docstring).
 SPACE_Q = {
@@ -182,8 +188,9 @@ class TFCLQ(LinearMTLModel):
     def __init__(self, lam_common: float = 10.0, lam_group: float = 0.05, lam_ridge: float = 1e-3,
                  lam_personal: float = 1.0, k: int = 4, loss: str = "auc",
                  lam_scale: str = "data", schedule: str = "gauss-seidel",
-                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+                 accelerate: bool = True, polish: bool = True, max_iter: int = 2000,
+                 tol: float = 1e-6, c_factor: float = 1.01,
+                 eig_rtol: float = DEFAULT_EIG_RTOL):
         self.lam_common = lam_common
         self.lam_group = lam_group
         self.lam_ridge = lam_ridge
@@ -193,6 +200,7 @@ class TFCLQ(LinearMTLModel):
         self.lam_scale = lam_scale
         self.schedule = schedule
         self.accelerate = accelerate
+        self.polish = polish
         self.max_iter = max_iter
         self.tol = tol
         self.c_factor = c_factor
@@ -327,8 +335,9 @@ class TFCLQ(LinearMTLModel):
         Jv, G = J.value_of(R), J.grad_of(R)
         R_prev, G_prev = R, G
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
-        timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0}
+        timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0, "polish": 0.0}
         u = u_prev = D = None
+        stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
         t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
         for it in range(1, self.max_iter + 1):
@@ -344,7 +353,24 @@ class TFCLQ(LinearMTLModel):
             else:
                 f_ref = f_last
             new = None
-            if self.accelerate and t_k > 1.0:
+            # polishing applies while theta_p = 0, U and the support of theta_g are unchanged
+            # (TFCL(Coc)'s co-cluster term is not piecewise quadratic: not polished)
+            stable = stable + 1 if (self.group_reg != "cocmtl" and not tp.any()
+                                    and (not use_tfcl or (u_prev is not None
+                                                          and same_components_only(u, u_prev)))
+                                    and np.array_equal(tg != 0, prev[1] != 0)) else 0
+            if self.polish and stable >= _POLISH_AFTER and it >= next_polish:
+                t1 = time.perf_counter()
+                new = self._polish(J, tg, D, f_ref, u, stepper, graph, d, T)
+                timings["polish"] += time.perf_counter() - t1
+                if new is None:
+                    polish_fails += 1
+                    next_polish = it + _POLISH_AFTER * 2 ** polish_fails
+                else:
+                    f_new, t_k = new[-1], 1.0     # the next sweep is Alg. 2's plain sweep
+                    new = new[:-1]
+                    polishes += 1
+            if new is None and self.accelerate and t_k > 1.0:
                 t_next, beta = momentum_next(t_k)
                 Y = [b + beta * (b - q) for b, q in zip((tc, tg, tp), prev)]
                 # J is quadratic: its residuals and gradient at the extrapolated point are
@@ -400,8 +426,43 @@ class TFCLQ(LinearMTLModel):
             "final_ustep_case": self.ustep_.case if use_tfcl else None,
             "graph_features": int(self.graph_columns_.size) if use_tfcl else None,
             "eigensolver_calls": stepper.calls["eigensolver"] if use_tfcl else None,
+            "polished": polishes, "polish_rejected": polish_fails,
         }
         return self
+
+    def _polish(self, J, tg, D, f_ref, u, stepper, graph, d, T):
+        """The minimiser of F(., U^t) with theta_p = 0 and theta_g on its current support
+        (``_tfcl.polish``), if it minimises the whole convex subproblem in Theta (signs kept,
+        zero entries of theta_g and theta_p = 0 optimal), does not increase F and gives back
+        the same U (a fixed point of Alg. 2); else None.  The signs of theta_g are those of
+        the current iterate, then (up to ``_POLISH_ROUNDS`` times) those of the last solve.
+        Returns the blocks, W, J, its residuals, gradient, None and F."""
+        a = self.alpha_
+        tp = np.zeros((d, T))
+        mask = signs = threshold = None
+        if self.use_group:
+            mask = tg != 0
+            signs = np.sign(tg)
+            threshold = a["group"] * D
+        for _ in range(_POLISH_ROUNDS):
+            lin = None if mask is None else threshold * signs
+            tc, tg_c = solve_fixed_structure(J, mask, lin, a["ridge"], a["common"])
+            W = tc[:, None] + tg_c
+            R = J.forward(W)
+            Jv, G = J.value_of(R), J.grad_of(R)
+            if kkt_ok(G, tg_c, mask, signs, threshold, a["personal"]):
+                break
+            if mask is None:
+                return None
+            signs = np.where(mask, np.sign(tg_c), 0.0)
+        else:
+            return None
+        f_c = self._objective(Jv, tc, tg_c, tp, D)
+        if not f_c <= f_ref:
+            return None
+        if u is not None and not same_components_only(stepper(graph.rows(tg_c)), u):
+            return None
+        return tc, tg_c, tp, W, Jv, R, G, None, f_c
 
 
 class TFCLQNoAUC(TFCLQ):
@@ -416,12 +477,13 @@ class TFCLQNoAUC(TFCLQ):
     def __init__(self, lam_common: float = 10.0, lam_group: float = 0.08, lam_ridge: float = 1e-3,
                  lam_personal: float = 1.0, k: int = 4, loss: str = "squared",
                  lam_scale: str = "data", schedule: str = "gauss-seidel",
-                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+                 accelerate: bool = True, polish: bool = True, max_iter: int = 2000,
+                 tol: float = 1e-6, c_factor: float = 1.01,
+                 eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
                          lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
-                         schedule=schedule, accelerate=accelerate, max_iter=max_iter, tol=tol,
-                         c_factor=c_factor, eig_rtol=eig_rtol)
+                         schedule=schedule, accelerate=accelerate, polish=polish,
+                         max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 class TFCLQNoG(TFCLQ):
@@ -438,12 +500,13 @@ class TFCLQNoG(TFCLQ):
     def __init__(self, lam_common: float = 0.03, lam_group: float = 0.05, lam_ridge: float = 1e-3,
                  lam_personal: float = 0.1, k: int = 4, loss: str = "auc",
                  lam_scale: str = "data", schedule: str = "gauss-seidel",
-                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+                 accelerate: bool = True, polish: bool = True, max_iter: int = 2000,
+                 tol: float = 1e-6, c_factor: float = 1.01,
+                 eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
                          lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
-                         schedule=schedule, accelerate=accelerate, max_iter=max_iter, tol=tol,
-                         c_factor=c_factor, eig_rtol=eig_rtol)
+                         schedule=schedule, accelerate=accelerate, polish=polish,
+                         max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 class TFCLCoc(TFCLQ):
@@ -459,12 +522,13 @@ class TFCLCoc(TFCLQ):
     def __init__(self, lam_common: float = 0.1, lam_group: float = 0.1, lam_ridge: float = 1e-3,
                  lam_personal: float = 0.3, k: int = 4, loss: str = "auc",
                  lam_scale: str = "data", schedule: str = "gauss-seidel",
-                 accelerate: bool = True, max_iter: int = 2000, tol: float = 1e-6,
-                 c_factor: float = 1.01, eig_rtol: float = DEFAULT_EIG_RTOL):
+                 accelerate: bool = True, polish: bool = True, max_iter: int = 2000,
+                 tol: float = 1e-6, c_factor: float = 1.01,
+                 eig_rtol: float = DEFAULT_EIG_RTOL):
         super().__init__(lam_common=lam_common, lam_group=lam_group, lam_ridge=lam_ridge,
                          lam_personal=lam_personal, k=k, loss=loss, lam_scale=lam_scale,
-                         schedule=schedule, accelerate=accelerate, max_iter=max_iter, tol=tol,
-                         c_factor=c_factor, eig_rtol=eig_rtol)
+                         schedule=schedule, accelerate=accelerate, polish=polish,
+                         max_iter=max_iter, tol=tol, c_factor=c_factor, eig_rtol=eig_rtol)
 
 
 @hookimpl

@@ -157,8 +157,8 @@ def _inner_same(a: UStep, b: UStep) -> float:
     return out
 
 
-def _same_components_only(a: UStep, b: UStep) -> bool:
-    """Both U = c0 P0 over the same components (no eigenvectors)."""
+def same_components_only(a: UStep, b: UStep) -> bool:
+    """Both U = c0 P0 over the same components (no eigenvectors): then they are equal."""
     return (a.V1.shape[1] == 0 and b.V1.shape[1] == 0 and a.m == b.m
             and (a.labels is b.labels or np.array_equal(a.labels, b.labels)))
 
@@ -166,7 +166,7 @@ def _same_components_only(a: UStep, b: UStep) -> bool:
 def ustep_diff_norm(a: UStep, b: UStep) -> float:
     """||U_a - U_b||_F without forming either matrix (Gram identity: absolute accuracy about
     sqrt(machine eps) * ||U||_F, enough for convergence histories)."""
-    if _same_components_only(a, b):
+    if same_components_only(a, b):
         # U_a - U_b = (c0_a - c0_b) P0: exact, and 0 when the U-step repeated itself
         return abs(a.c0 - b.c0) * float(np.sqrt(a.m))
     val = a.frob_sq() + b.frob_sq() - 2.0 * _inner_same(a, b)
@@ -331,7 +331,7 @@ class UStepper:
             if self._ref[2] - drift > tol:
                 self.calls["weyl-certified"] += 1
                 u = _components_only(d, T, k, m, labels, tol)
-                if self.prev is not None and _same_components_only(u, self.prev):
+                if self.prev is not None and same_components_only(u, self.prev):
                     u._D = self.prev._D        # the same U: the same D
                 self.prev = u
                 return u
