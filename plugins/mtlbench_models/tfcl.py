@@ -158,7 +158,7 @@ from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_co
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, tfcl_wstep, validate_declared)
 from ._tfcl.eigen import bipartite_laplacian
-from ._tfcl.polish import kkt_ok, solve_fixed_structure
+from ._tfcl.polish import FixedStructure, kkt_ok
 from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, UStepper, groups_from_embedding,
                           same_components_only, ustep, ustep_case, ustep_dense, ustep_diff_norm,
                           ustep_weights)
@@ -302,6 +302,7 @@ class TFCL(LinearMTLModel):
                     W_new, J_new, G_new, f_new = polished
                     t_k = 1.0                    # the next step is Alg. 1's plain step
                     polishes += 1
+                    next_polish = it + _POLISH_AFTER     # the plain step certifies it
             if W_new is None and self.accelerate and t_k > 1.0:
                 t_next, beta = momentum_next(t_k)
                 # J is quadratic, so grad J(Y) = G + beta (G - G_prev) exactly.
@@ -370,8 +371,9 @@ class TFCL(LinearMTLModel):
         mask = W != 0
         signs = np.sign(W)
         threshold = a1 * D
+        structure = FixedStructure(J, mask, a2, None)
         for _ in range(_POLISH_ROUNDS):
-            _, Wc = solve_fixed_structure(J, mask, threshold * signs, a2, None)
+            _, Wc = structure.solve(threshold * signs)
             J_c, G_c = J.value_and_grad(Wc)
             if kkt_ok(G_c, Wc, mask, signs, threshold, None):
                 break

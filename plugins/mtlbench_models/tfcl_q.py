@@ -125,7 +125,7 @@ from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_group_col
 from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, validate_declared, tfcl_wstep)
-from ._tfcl.polish import kkt_ok, solve_fixed_structure
+from ._tfcl.polish import FixedStructure, kkt_ok
 from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, same_components_only, ustep_diff_norm
 
 # Polish (``_tfcl.polish``, as in ``tfcl.py``) once the structure has not changed for this many
@@ -353,8 +353,9 @@ class TFCLQ(LinearMTLModel):
             else:
                 f_ref = f_last
             new = None
-            # polishing applies while theta_p = 0, U and the support of theta_g are unchanged
-            # (TFCL(Coc)'s co-cluster term is not piecewise quadratic: not polished)
+            # polishing applies while theta_p = 0 and U and the support of theta_g are unchanged
+            # (not to TFCL(Coc): its co-cluster term is not piecewise quadratic; majorise-
+            # minimise steps on it ended at 0.04-2 % higher objectives than Alg. 2's path)
             stable = stable + 1 if (self.group_reg != "cocmtl" and not tp.any()
                                     and (not use_tfcl or (u_prev is not None
                                                           and same_components_only(u, u_prev)))
@@ -370,6 +371,7 @@ class TFCLQ(LinearMTLModel):
                     f_new, t_k = new[-1], 1.0     # the next sweep is Alg. 2's plain sweep
                     new = new[:-1]
                     polishes += 1
+                    next_polish = it + _POLISH_AFTER     # the plain sweep certifies it
             if new is None and self.accelerate and t_k > 1.0:
                 t_next, beta = momentum_next(t_k)
                 Y = [b + beta * (b - q) for b, q in zip((tc, tg, tp), prev)]
@@ -444,9 +446,9 @@ class TFCLQ(LinearMTLModel):
             mask = tg != 0
             signs = np.sign(tg)
             threshold = a["group"] * D
+        structure = FixedStructure(J, mask, a["ridge"], a["common"])
         for _ in range(_POLISH_ROUNDS):
-            lin = None if mask is None else threshold * signs
-            tc, tg_c = solve_fixed_structure(J, mask, lin, a["ridge"], a["common"])
+            tc, tg_c = structure.solve(None if mask is None else threshold * signs)
             W = tc[:, None] + tg_c
             R = J.forward(W)
             Jv, G = J.value_of(R), J.grad_of(R)

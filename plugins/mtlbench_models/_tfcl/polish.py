@@ -9,7 +9,7 @@ strictly convex quadratic
 
 (lin = alpha_1 D o s: the weighted l1 term on its support; no c for problem (P)), whose minimiser
 the iterations approach at a rate set by the condition number (up to L/a_g: slow at weak ridge).
-``solve_fixed_structure`` computes that minimiser directly; the caller accepts it only if it is
+``FixedStructure`` computes that minimiser directly; the caller accepts it only if it is
 the minimiser of the convex W-subproblem itself (signs kept, the optimality conditions of the
 zero entries of g and of theta_p = 0 hold: ``kkt_ok``) and reproduces the same U, i.e. it is a
 fixed point of Alg. 1 / Alg. 2 -- the point those iterations converge to on that structure.
@@ -33,48 +33,85 @@ import numpy as np
 from .._losses import StackedLeastSquares
 
 
-def solve_fixed_structure(J: StackedLeastSquares, mask: np.ndarray | None, lin: np.ndarray | None,
-                          a_g: float, a_c: float | None) -> tuple[np.ndarray | None, np.ndarray]:
-    """Minimiser (c, g) of q above.  ``mask`` (d x T booleans): the support of g (None: no g);
-    ``lin`` (d x T): the linear term on the support; ``a_c`` None: no shared part c.
-    Returns (c or None, g as a d x T array, zero off the mask)."""
-    d, T = J.d, J.T
-    g = np.zeros((d, T))
-    parts = []
-    H = np.zeros((d, d))
-    rhs = np.zeros(d)
-    for idx, Z3, c2 in J.buckets:
-        sel = slice(None) if idx is None else idx
-        if mask is None:
+class FixedStructure:
+    """The minimiser (c, g) of q above for one structure, for any linear term ``lin``.
+
+    ``mask`` (d x T booleans): the support of g (None: no g); ``a_c`` None: no shared part c.
+    With K_t = I + Z_A Z_A^T / a_g = a_g S_t^{-1} (m_t x m_t), the formulas of the module
+    docstring read
+
+        r_t = K_t^{-1} (Z_t c - c_t - Z_A lin_t / a_g),   g_t = -(Z_A^T r_t + lin_t) / a_g,
+        [sum_t Z_t^T K_t^{-1} Z_t + a_c I] c = sum_t Z_t^T K_t^{-1} (c_t + Z_A lin_t / a_g).
+
+    The per-task K_t^{-1} and the d x d system depend on the structure only, so they are
+    formed once and ``solve(lin)`` (called again when the signs change) is cheap."""
+
+    def __init__(self, J: StackedLeastSquares, mask: np.ndarray | None, a_g: float,
+                 a_c: float | None) -> None:
+        d = J.d
+        self.J, self.mask, self.a_c, self.a_g = J, mask, a_c, a_g
+        self.parts = []
+        H = np.zeros((d, d))
+        for idx, Z3, c2 in J.buckets:
+            sel = slice(None) if idx is None else idx
+            if mask is None:
+                if a_c is not None:
+                    Zf = Z3.reshape(-1, d)
+                    H += Zf.T @ Zf
+                self.parts.append(None)
+                continue
+            Mk = mask[:, sel].T.astype(np.float64)                    # (Tb, d)
+            ZA = Z3 * Mk[:, None, :]
+            m = Z3.shape[1]
+            K = np.matmul(ZA / a_g, ZA.transpose(0, 2, 1))
+            K[:, np.arange(m), np.arange(m)] += 1.0
+            Kinv = np.linalg.inv(K)
+            KZ = None
             if a_c is not None:
-                Zf = Z3.reshape(-1, d)
-                H += Zf.T @ Zf
-                rhs += Zf.T @ c2.ravel()
-            parts.append(None)
-            continue
-        Mk = mask[:, sel].T.astype(np.float64)                        # (Tb, d)
-        ZA = Z3 * Mk[:, None, :]
-        m = Z3.shape[1]
-        K = np.matmul(ZA, ZA.transpose(0, 2, 1))
-        K[:, np.arange(m), np.arange(m)] += a_g
-        ZAlin = np.matmul(ZA, lin[:, sel].T[:, :, None])[:, :, 0]       # (Tb, m)
+                KZ = np.matmul(Kinv, Z3)
+                H += Z3.reshape(-1, d).T @ KZ.reshape(-1, d)
+            self.parts.append((sel, Mk, ZA, Kinv, KZ))
+        self.H = None
         if a_c is not None:
-            SZ = np.linalg.solve(K, Z3)                                 # S_t Z_t
-            H += a_g * (Z3.reshape(-1, d).T @ SZ.reshape(-1, d))
-            rhs += np.einsum("tmd,tm->d", SZ, a_g * c2 + ZAlin)
-        parts.append((sel, Mk, ZA, K, ZAlin))
-    c = None
-    if a_c is not None:
-        H[np.diag_indices(d)] += a_c
-        c = np.linalg.solve(H, rhs)
-    if mask is None:
+            H[np.diag_indices(d)] += a_c
+            self.H = H
+
+    def solve(self, lin: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray]:
+        """(c or None, g as a d x T array, zero off the mask); ``lin`` None: no linear term."""
+        J = self.J
+        d, T = J.d, J.T
+        g = np.zeros((d, T))
+        shifts = []
+        for part in self.parts:
+            if part is None or lin is None:
+                shifts.append(None)
+                continue
+            sel, Mk, ZA = part[:3]
+            Llin = lin[:, sel].T * Mk / self.a_g                   # (Tb, d)
+            shifts.append((Llin, np.matmul(ZA, Llin[:, :, None])[:, :, 0]))
+        c = None
+        if self.H is not None:
+            rhs = np.zeros(d)
+            for (idx, Z3, c2), part, sh in zip(J.buckets, self.parts, shifts):
+                if part is None:
+                    rhs += Z3.reshape(-1, d).T @ c2.ravel()
+                    continue
+                KZ = part[4]
+                rhs += np.einsum("tmd,tm->d", KZ, c2 if sh is None else c2 + sh[1])
+            c = np.linalg.solve(self.H, rhs)
+        if self.mask is None:
+            return c, g
+        for (idx, Z3, c2), (sel, Mk, ZA, Kinv, KZ), sh in zip(J.buckets, self.parts, shifts):
+            e = -c2 if c is None else np.matmul(Z3, c) - c2
+            if sh is not None:
+                e = e - sh[1]
+            r = np.matmul(Kinv, e[:, :, None])[:, :, 0]
+            ZAr = np.matmul(r[:, None, :], ZA)[:, 0, :]                 # (Tb, d)
+            gt = -ZAr / self.a_g
+            if sh is not None:
+                gt -= sh[0]
+            g[:, sel] = (gt * Mk).T
         return c, g
-    for (idx, Z3, c2), (sel, Mk, ZA, K, ZAlin) in zip(J.buckets, parts):
-        e = -c2 if c is None else np.matmul(Z3, c) - c2
-        r = np.linalg.solve(K, (a_g * e - ZAlin)[:, :, None])[:, :, 0]
-        ZAr = np.matmul(r[:, None, :], ZA)[:, 0, :]                     # (Tb, d)
-        g[:, sel] = (-(ZAr + Mk * lin[:, sel].T) / a_g).T * Mk.T
-    return c, g
 
 
 def kkt_ok(G: np.ndarray, g: np.ndarray, mask: np.ndarray, signs: np.ndarray,
