@@ -35,8 +35,8 @@ def random_tasks(seed, T=6, d=8, n=25, bias=False, task_level=False):
 @pytest.mark.parametrize("seed", range(4))
 def test_ustepper_equals_ustep_along_a_path(seed):
     """Along a sequence of slowly changing W (fixed support with isolated nodes, then a
-    merge), every U of the stepper equals the full U-step's, and the certified path (no
-    eigensolver) is taken while the support is unchanged."""
+    merge), every U of the stepper equals the full U-step's, and the certified paths (no
+    eigensolver) are taken."""
     rng = np.random.default_rng(seed)
     d, T, k = 12, 9, 3
     W = np.abs(rng.standard_normal((d, T))) * (rng.random((d, T)) < 0.5)
@@ -51,7 +51,9 @@ def test_ustepper_equals_ustep_along_a_path(seed):
         assert (a.p, a.q, a.case, a.m) == (b.p, b.q, b.case, b.m)
         np.testing.assert_allclose(a.dense(), b.dense(), atol=1e-10)
         np.testing.assert_allclose(a.distances(), b.distances(), atol=1e-10)
-    assert stepper.calls["weyl-certified"] >= 4
+    # no eigensolver once the m >= k answer is certified (Weyl or Cholesky)
+    assert stepper.calls["eigensolver"] <= 2
+    assert stepper.calls["weyl-certified"] + stepper.calls["grounded-cholesky"] >= 6
 
 
 def test_ustepper_never_certifies_a_tie():
@@ -261,3 +263,24 @@ def test_progress_reported_once_per_iteration(cls):
     assert [s[0] for s in seen] == list(range(1, m.n_iter_ + 1))
     assert [s[1] for s in seen] == m.objective_history_
     assert all(s[2] is None for s in seen)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_grounded_certificate_never_overclaims(seed):
+    """Oracle: the dense spectrum.  Whenever the Cholesky certificate says lambda_{m+1} >
+    sigma, it is (never a false certificate, on graphs with weights over four decades)."""
+    from mtlbench_models._tfcl.eigen import bipartite_laplacian
+    from mtlbench_models._tfcl.ustep import _grounded_certificate, _support_components
+
+    rng = np.random.default_rng(seed)
+    d, T = int(rng.integers(3, 12)), int(rng.integers(3, 12))
+    W = rng.random((d, T)) * (rng.random((d, T)) < 0.4) * 10.0 ** rng.uniform(-3, 1, (d, T))
+    m, labels = _support_components(W != 0)
+    lam = np.linalg.eigvalsh(bipartite_laplacian(W))
+    if m == d + T:
+        return
+    lam_next = lam[m]                                   # lambda_{m+1}
+    for sigma in lam_next * np.array([0.01, 0.5, 0.999, 1.001, 2.0]):
+        if _grounded_certificate(np.abs(W), labels, m, sigma):
+            assert lam_next > sigma
+    assert not _grounded_certificate(np.abs(W), labels, m, 1.001 * lam_next)

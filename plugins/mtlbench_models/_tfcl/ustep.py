@@ -25,6 +25,9 @@ _DENSE_COMPONENT = 300     # components up to this many nodes: dense eigh
 # Every eigenvalue ``ustep`` computes is within _EIG_ERROR * rtol * 2 max_degree of the exact one
 # (the residual bound ``_Component.partial_eigs`` checks; dense eigh is far more accurate).
 _EIG_ERROR = 1e3
+# UStepper's Cholesky certificate is first tried at this multiple of 2 max_degree (a lower bound
+# of lambda_{m+1} that lasts many iterations as a Weyl reference), then at the tie tolerance.
+_GROUNDED_SHIFT = 1e-2
 
 
 def ustep_weights(lams: np.ndarray, k: int, tol: float) -> tuple[np.ndarray, int, int]:
@@ -299,9 +302,11 @@ class UStepper:
     most twice its largest absolute weighted degree).  When that bound exceeds tol the tie is
     ruled out exactly and U = (k/m) P0 is returned without an eigensolver; otherwise (and
     whenever m < k, where U needs eigenvectors) the full ``ustep`` runs and, if it lands in
-    the m >= k regime, becomes the new reference.  The components are recomputed only when
+    the m >= k regime, becomes the new reference.  Before the eigensolver, a cheaper exact
+    certificate is tried: Cholesky factorisations of each component's Laplacian with one node
+    deleted (``_grounded_certificate``: interlacing).  The components are recomputed only when
     the support of W changed.  ``stats["methods"]`` says which path was taken
-    ("weyl-certified" or the eigensolvers).
+    ("weyl-certified", "grounded-cholesky" or the eigensolvers).
     """
 
     def __init__(self, k: int, rtol: float = DEFAULT_EIG_RTOL) -> None:
@@ -309,7 +314,7 @@ class UStepper:
         self.prev: UStep | None = None
         self._support = None            # (support of W, m, labels) of the last call
         self._ref = None                # (|W_ref|, m_ref, lower bound of lambda_{m_ref+1})
-        self.calls = {"weyl-certified": 0, "eigensolver": 0}
+        self.calls = {"weyl-certified": 0, "grounded-cholesky": 0, "eigensolver": 0}
 
     def __call__(self, W: np.ndarray) -> UStep:
         W = np.asarray(W, dtype=np.float64)
@@ -321,16 +326,29 @@ class UStepper:
         else:
             m, labels = _support_components(support)
             self._support = (support, m, labels)
-        if m >= k and self._ref is not None and m >= self._ref[1]:
+        if m >= k:
             absW = np.abs(W)
-            tol = self.rtol * 2.0 * float(max(absW.sum(1).max(initial=0.0),
-                                              absW.sum(0).max(initial=0.0)))
-            change = np.abs(absW - self._ref[0])
-            drift = 2.0 * float(max(change.sum(1).max(initial=0.0),
-                                    change.sum(0).max(initial=0.0)))
-            if self._ref[2] - drift > tol:
-                self.calls["weyl-certified"] += 1
+            scale = 2.0 * float(max(absW.sum(1).max(initial=0.0), absW.sum(0).max(initial=0.0)))
+            tol = self.rtol * scale
+            how = None
+            if self._ref is not None and m >= self._ref[1]:
+                change = np.abs(absW - self._ref[0])
+                drift = 2.0 * float(max(change.sum(1).max(initial=0.0),
+                                        change.sum(0).max(initial=0.0)))
+                if self._ref[2] - drift > tol:
+                    how = "weyl-certified"
+            if how is None:
+                # one Cholesky per component instead of its eigenpairs; a certificate at a
+                # shift far above tol also serves as the next Weyl reference
+                for sigma in (_GROUNDED_SHIFT * scale, tol):
+                    if sigma >= tol and _grounded_certificate(absW, labels, m, sigma):
+                        self._ref = (absW, m, sigma)
+                        how = "grounded-cholesky"
+                        break
+            if how is not None:
+                self.calls[how] += 1
                 u = _components_only(d, T, k, m, labels, tol)
+                u.stats["methods"] = {how: 1}
                 if self.prev is not None and same_components_only(u, self.prev):
                     u._D = self.prev._D        # the same U: the same D
                 self.prev = u
@@ -345,6 +363,28 @@ class UStepper:
         u.stats["seconds"] = time.perf_counter() - t0
         self.prev = u
         return u
+
+
+def _grounded_certificate(absW: np.ndarray, labels: np.ndarray, m: int, sigma: float) -> bool:
+    """True only if every connected component with >= 2 nodes has lambda_2 > sigma, i.e.
+    lambda_{m+1}(L(W)) > sigma.  Proof used: deleting one node v of a component leaves a
+    principal submatrix L_v of its Laplacian, and by Cauchy interlacing
+    lambda_1(L_v) <= lambda_2(L); so a successful Cholesky factorisation of L_v - sigma I
+    (lambda_1(L_v) > sigma) certifies lambda_2(L) > sigma.  v = the node of largest degree."""
+    d, T = absW.shape
+    sizes = np.bincount(labels, minlength=m)
+    for comp in np.flatnonzero(sizes >= 2):
+        nodes = np.flatnonzero(labels == comp)
+        fi, tj = nodes[nodes < d], nodes[nodes >= d] - d
+        Lc = bipartite_laplacian(absW[np.ix_(fi, tj)])
+        keep = np.arange(Lc.shape[0]) != int(np.argmax(np.diag(Lc)))
+        Lv = Lc[np.ix_(keep, keep)]
+        Lv[np.diag_indices_from(Lv)] -= sigma
+        try:
+            np.linalg.cholesky(Lv)
+        except np.linalg.LinAlgError:
+            return False
+    return True
 
 
 def _support_components(support: np.ndarray) -> tuple[int, np.ndarray]:
