@@ -214,7 +214,8 @@ from threadpoolctl import threadpool_limits
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_common,
+from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, SpectralGroups,
+                         check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, tfcl_wstep, validate_declared)
 from ._tfcl.eigen import bipartite_laplacian
@@ -253,7 +254,7 @@ _POLISH_AFTER = 5
 _POLISH_ROUNDS = 6
 
 
-class TFCL(LinearMTLModel):
+class TFCL(SpectralGroups, LinearMTLModel):
     """TFCL base model, problem (P) solved by Alg. 1 (see the module docstring).
 
     Parameters
@@ -417,7 +418,8 @@ class TFCL(LinearMTLModel):
         self.C_ = float(C)
         u_final = stepper(graph.rows(W))
         self.ustep_ = u_final
-        self.feature_groups_, self.task_groups_ = graph.groups(u_final, k)
+        self.__dict__.pop("_group_cache", None)
+        self._group_state = (u_final, k, graph)        # feature_groups_, task_groups_: lazy
         self.diagnostics_ = {"timings": timings, "final_ustep_case": u_final.case,
                              "alpha_group": a1, "alpha_ridge": a2, "components": u_final.m,
                              "graph_features": int(self.graph_columns_.size),

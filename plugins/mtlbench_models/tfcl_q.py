@@ -148,7 +148,8 @@ from threadpoolctl import threadpool_limits
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
 from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_group_cols
-from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, check_common,
+from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, SpectralGroups,
+                         check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, validate_declared, tfcl_wstep)
 from ._tfcl.polish import FixedStructure, kkt_ok
@@ -198,7 +199,7 @@ def common_lipschitz(J, d: int, T: int) -> float:
     return float(val) * (1 + 1e-6)
 
 
-class TFCLQ(LinearMTLModel):
+class TFCLQ(SpectralGroups, LinearMTLModel):
     """TFCL-Q, problem (Q) by Alg. 2 (see the module docstring for names and solver)."""
 
     name = "tfcl-q"
@@ -432,6 +433,8 @@ class TFCLQ(LinearMTLModel):
                                     self.tol):
                 converged = True
                 break
+        self.__dict__.pop("_group_cache", None)
+        self.__dict__.pop("_group_state", None)
         self.theta_c_, self.theta_g_, self.theta_p_ = tc, tg, tp
         self.coef_ = W
         self.n_iter_ = it
@@ -443,7 +446,7 @@ class TFCLQ(LinearMTLModel):
             self.embeddings_ = embeds
             u_final = stepper(graph.rows(tg))
             self.ustep_ = u_final
-            self.feature_groups_, self.task_groups_ = graph.groups(u_final, k)
+            self._group_state = (u_final, k, graph)    # feature_groups_, task_groups_: lazy
         outliers = np.flatnonzero(np.linalg.norm(tp, axis=0) > 0)
         self.diagnostics_ = {
             "timings": timings, "iterations": it, "converged": converged,

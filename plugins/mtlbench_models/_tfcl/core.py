@@ -107,6 +107,31 @@ class GraphView:
         return self._full_rows(fg, -1), tg
 
 
+class SpectralGroups:
+    """``feature_groups_`` / ``task_groups_`` of a fitted TFCL-family model, computed on first
+    access (k-means on the final spectral embedding, ``GraphView.groups``): a search fits ~20
+    points and reads the groups of none of them, so the k-means runs only for the fits whose
+    groups are asked for.  ``fit`` stores ``_group_state = (final UStep, k, GraphView)``;
+    without it (unfitted, or no co-grouping block) the attributes do not exist."""
+
+    def _spectral_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        state = self.__dict__.get("_group_state")
+        if state is None:
+            raise AttributeError("no spectral groups: not fitted, or no co-grouping block")
+        if "_group_cache" not in self.__dict__:
+            u, k, graph = state
+            self._group_cache = graph.groups(u, k)
+        return self._group_cache
+
+    @property
+    def feature_groups_(self) -> np.ndarray:
+        return self._spectral_groups()[0]
+
+    @property
+    def task_groups_(self) -> np.ndarray:
+        return self._spectral_groups()[1]
+
+
 def loss_at_zero(tasks: TaskSet, J, loss: str) -> np.ndarray:
     """grad J(0) (d x T), once per TaskSet object."""
     return tasks.memo(("tfcl", "grad0", loss), lambda: J.grad(np.zeros((tasks.d, tasks.T))))

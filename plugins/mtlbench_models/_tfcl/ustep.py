@@ -25,9 +25,6 @@ _DENSE_COMPONENT = 300     # components up to this many nodes: dense eigh
 # Every eigenvalue ``ustep`` computes is within _EIG_ERROR * rtol * 2 max_degree of the exact one
 # (the residual bound ``_Component.partial_eigs`` checks; dense eigh is far more accurate).
 _EIG_ERROR = 1e3
-# UStepper's Cholesky certificate is first tried at this multiple of 2 max_degree (a lower bound
-# of lambda_{m+1} that lasts many iterations as a Weyl reference), then at the tie tolerance.
-_GROUNDED_SHIFT = 1e-2
 
 
 def ustep_weights(lams: np.ndarray, k: int, tol: float) -> tuple[np.ndarray, int, int]:
@@ -338,13 +335,9 @@ class UStepper:
                 if self._ref[2] - drift > tol:
                     how = "weyl-certified"
             if how is None:
-                # one Cholesky per component instead of its eigenpairs; a certificate at a
-                # shift far above tol also serves as the next Weyl reference
-                for sigma in (_GROUNDED_SHIFT * scale, tol):
-                    if sigma >= tol and _grounded_certificate(absW, labels, m, sigma):
-                        self._ref = (absW, m, sigma)
-                        how = "grounded-cholesky"
-                        break
+                # one Cholesky per component instead of its eigenpairs
+                if _grounded_certificate(absW, labels, m, tol):
+                    how = "grounded-cholesky"
             if how is not None:
                 self.calls[how] += 1
                 u = _components_only(d, T, k, m, labels, tol)
