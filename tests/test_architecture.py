@@ -126,8 +126,8 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 CORE_LAYERS = [
     {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
-    {"mtlbench.model", "mtlbench.dataset", "mtlbench.searcher", "mtlbench.synthetic",
-     "mtlbench.fetch"},
+    {"mtlbench.model", "mtlbench.dataset", "mtlbench.design", "mtlbench.searcher",
+     "mtlbench.synthetic", "mtlbench.fetch"},
     {"mtlbench.hookspecs"},
     {"mtlbench.plugins"},
     {"mtlbench.search"},
