@@ -286,7 +286,23 @@ class Registry:
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
                 continue
             self.add_plugin(plugin, name=ep.name, distribution=dist, version=version)
+        self._check_installed_version(eps)
         return self
+
+    @staticmethod
+    def _check_installed_version(eps: list[EntryPoint]) -> None:
+        """Warn when mtlbench's installed metadata names another version than its code (an
+        editable install keeps the version it was installed with, and every result records
+        the installed one): the fix is to reinstall."""
+        from ._version import __version__
+
+        installed = {_dist_of(ep)[1] for ep in eps if _dist_of(ep)[0] == BUILTIN_DISTRIBUTION}
+        if installed and __version__ not in installed:
+            warnings.warn(f"mtlbench's installed metadata says version "
+                          f"{', '.join(sorted(installed))} but its code is {__version__}: an "
+                          "editable install keeps the version it was installed with; reinstall "
+                          "it (pip install -e .) so that results and plugins see the right "
+                          "version", PluginWarning, stacklevel=3)
 
     def add_plugin(self, plugin: Any, *, name: str, distribution: str = "<local>",
                    version: str = "") -> PluginInfo:

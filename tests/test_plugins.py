@@ -517,3 +517,29 @@ def test_declarations_that_do_not_fit_together_are_reported(tmp_path, monkeypatc
     assert "NoInit.fit takes no 'init' argument, but the protocol calls fit(tasks, init=" \
            in errors["tp-noinit"]
     assert "NoFit does not implement fit(self, tasks, init=None)" in errors["tp-nofit"]
+
+
+def test_a_stale_editable_install_is_named(monkeypatch):
+    """Issue 26 (f): an editable install keeps the version it was installed with, so after a
+    version bump results would record the old one; loading says to reinstall."""
+    from mtlbench.plugins import PluginWarning
+
+    monkeypatch.setattr("mtlbench._version.__version__", "99.0.0")
+    with pytest.warns(PluginWarning, match=r"installed metadata says version .* but its code "
+                                           r"is 99\.0\.0: .*reinstall it \(pip install -e \.\)"):
+        Registry().load_entry_points()
+
+
+def test_the_release_has_a_changelog_entry_and_a_plugin_api_version():
+    """Each release names its version and plugin API version in CHANGELOG.md, with what a
+    plugin author must change."""
+    from pathlib import Path
+
+    import mtlbench
+
+    text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
+    head = text.split("\n## ")[1]  # the newest release comes first
+    assert head.startswith(f"{mtlbench.__version__} ")
+    assert f"plugin API version {mtlbench.PLUGIN_API_VERSION}" in head
+    for change in ("Log(", "convex", "converged_", "report_progress", "min(d, T)"):
+        assert change in head, change
