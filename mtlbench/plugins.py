@@ -39,6 +39,7 @@ third-party plugins registering the same name make only that name unusable (usin
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import os
 import re
@@ -270,15 +271,14 @@ class Registry:
 
     # ------------------------------------------------------------------ loading
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> "Registry":
+        found = [(ep, *_dist_of(ep)) for ep in entry_points(group=group)]
         # the built-ins first, so that a third-party plugin cannot take one of their names
-        eps = sorted(entry_points(group=group),
-                     key=lambda e: (_dist_of(e)[0] != BUILTIN_DISTRIBUTION, e.name, e.value))
+        found.sort(key=lambda f: (f[1] != BUILTIN_DISTRIBUTION, f[0].name, f[0].value))
         seen: set[tuple[str, str]] = set()
-        for ep in eps:
+        for ep, dist, version in found:
             if (ep.name, ep.value) in seen:  # the same distribution seen twice on sys.path
                 continue
             seen.add((ep.name, ep.value))
-            dist, version = _dist_of(ep)
             try:
                 plugin = ep.load()
             except Exception as exc:  # noqa: BLE001 - any import failure is reported, not fatal
@@ -286,17 +286,17 @@ class Registry:
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
                 continue
             self.add_plugin(plugin, name=ep.name, distribution=dist, version=version)
-        self._check_installed_version(eps)
+        self._check_installed_version({v for _, d, v in found if d == BUILTIN_DISTRIBUTION})
         return self
 
     @staticmethod
-    def _check_installed_version(eps: list[EntryPoint]) -> None:
-        """Warn when mtlbench's installed metadata names another version than its code (an
-        editable install keeps the version it was installed with, and every result records
-        the installed one): the fix is to reinstall."""
+    def _check_installed_version(installed: set[str]) -> None:
+        """Warn when mtlbench's installed metadata (``installed``: the versions its entry
+        points' distribution says) names another version than its code: an editable install
+        keeps the version it was installed with, and every result records the installed one;
+        the fix is to reinstall."""
         from ._version import __version__
 
-        installed = {_dist_of(ep)[1] for ep in eps if _dist_of(ep)[0] == BUILTIN_DISTRIBUTION}
         if installed and __version__ not in installed:
             warnings.warn(f"mtlbench's installed metadata says version "
                           f"{', '.join(sorted(installed))} but its code is {__version__}: an "
@@ -634,8 +634,7 @@ def model_declaration_notices(cls: type[MTLModel], distribution: str | None = No
                    "are never warm-started (the protocol warm-starts only convex models, "
                    "where the start cannot change the answer); declare convex = True if fit "
                    "minimises a convex problem, else remove supports_warm_start")
-    files = source_files(cls, distribution)
-    if files and not any(_SETS_CONVERGED.search(_read(f)) for f in files):
+    if not _sets_converged(cls, distribution):
         out.append("never sets converged_, so the results record its convergence as unknown "
                    "(\"not recorded\"; diagnostics_['converged'] is not read): set "
                    "self.converged_ = True / False in fit (whether the solver met its stated "
@@ -643,11 +642,41 @@ def model_declaration_notices(cls: type[MTLModel], distribution: str | None = No
     return out
 
 
-def _read(path: str) -> str:
+def _sets_converged(cls: type[MTLModel], distribution: str | None) -> bool:
+    """Whether ``converged_`` appears in the model's code: the modules of its classes first
+    (where models set it; cheap), else every file of its code fingerprint; True when the
+    source cannot be read (nothing to say then)."""
+    own = {inspect.getsourcefile(k) for k in cls.__mro__
+           if k.__module__.split(".")[0] != hookspecs.PROJECT_NAME and k is not object
+           and _has_source(k)}
+    if any(_mentions_converged(f) for f in own if f):
+        return True
+    files = source_files(cls, distribution)
+    return not files or any(_mentions_converged(f) for f in files)
+
+
+def _has_source(klass: type) -> bool:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return bool(inspect.getsourcefile(klass))
+    except TypeError:  # a built-in class
+        return False
+
+
+def _mentions_converged(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _file_mentions_converged(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _file_mentions_converged(path: str, mtime_ns: int, size: int) -> bool:
+    """Whether file ``path`` (this version of it) mentions ``converged_``."""
+    try:
+        return bool(_SETS_CONVERGED.search(Path(path).read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError):
-        return ""
+        return False
 
 
 def _space_notices(cls: type[MTLModel]) -> list[str]:
