@@ -109,8 +109,16 @@ def _with_helpers(func, module) -> list[str]:
     return out
 
 
+_SCANNED: dict = {}  # function -> whether its source (with helpers) starts processes
+
+
 def _starts_processes(item) -> bool:
-    sources = _with_helpers(getattr(item, "function", None), getattr(item, "module", None))
+    func, module = getattr(item, "function", None), getattr(item, "module", None)
+    if func not in _SCANNED:
+        _SCANNED[func] = any(STARTS_PROCESSES.search(t) for t in _with_helpers(func, module))
+    if _SCANNED[func]:
+        return True
+    sources = []
     info = getattr(item, "_fixtureinfo", None)
     for name, defs in (info.name2fixturedefs.items() if info is not None else ()):
         if name != "_quick_tests_start_no_process":  # the check below, not a process
