@@ -955,7 +955,8 @@ def write_pages(folder: str | Path) -> list[Path]:
 
 def differences(folder: str | Path, pages: dict[str, str] | None = None) -> list[str]:
     """Where the committed pages of ``folder`` differ from what its JSON gives (empty when
-    they match): one message per page, naming its first differing line."""
+    they match): one message per page, naming its first differing line and column, with the
+    text around it on both sides."""
     pages = render_pages(folder) if pages is None else pages
     out = []
     for fname, text in pages.items():
@@ -969,8 +970,11 @@ def differences(folder: str | Path, pages: dict[str, str] | None = None) -> list
             a = have[i] if i < len(have) else "<end of file>"
             b = want[i] if i < len(want) else "<end of file>"
             if a != b:
-                out.append(f"{fname} line {i + 1} differs from the data:\n  page: {a}\n"
-                           f"  data: {b}")
+                col = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y),
+                           min(len(a), len(b)))
+                lo = max(0, col - 60)
+                out.append(f"{fname} line {i + 1}, column {col + 1} differs from the data:\n"
+                           f"  page: …{a[lo:col + 60]}…\n  data: …{b[lo:col + 60]}…")
                 break
     return out
 

@@ -62,11 +62,14 @@ def test_a_number_changed_in_a_page_is_found(published, tmp_path):
     verdict = pages["verdict.md"]
     line = next(x for x in verdict.splitlines() if x.startswith("**lenk**"))
     number = re.search(r"\d+\.\d\d", line).group(0)
+    changed = f"{float(number) + 0.01:.2f}"
     (tmp_path / "verdict.md").write_text(
-        verdict.replace(line, line.replace(number, f"{float(number) + 0.01:.2f}", 1)),
-        encoding="utf-8")
+        verdict.replace(line, line.replace(number, changed, 1)), encoding="utf-8")
     found = vp.differences(tmp_path, pages)
-    assert len(found) == 1 and found[0].startswith("verdict.md line ") and "lenk" in found[0]
+    row = verdict.splitlines().index(line) + 1
+    assert len(found) == 1 and found[0].startswith(f"verdict.md line {row}, column ")
+    page, data = found[0].split("\n")[1:]
+    assert changed in page and number in data and number not in page
 
 
 def test_a_changed_result_changes_the_numbers_and_the_words(published, tmp_path):
