@@ -121,6 +121,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
         api.plan("simulated", ["lasso"], reps=1, jobs=0, store=tmp_path / "x.sqlite")
 
 
+@pytest.mark.slow  # the example script runs a comparison (worker processes)
 def test_notebook_example_runs_end_to_end(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MTLBENCH_EXAMPLE_STORE", str(tmp_path / "demo.sqlite"))
@@ -136,6 +137,7 @@ def test_api_module_is_an_attribute_after_a_bare_import():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", "import mtlbench; print(mtlbench.api.plan.__name__)"],
+    code = "import mtlbench; print(mtlbench.api.plan.__name__)"
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "plan"

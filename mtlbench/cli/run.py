@@ -125,6 +125,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
 
     with ResultStore(plan.store) as rs:
         _print_summary(rs, problems=plan.problem_ids, models=plan.labels, keys=result.keys)
+        _print_failed_fits(rs.units(keys=result.keys), err=True)
     for res in report.failures[:10]:
         err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
@@ -285,8 +286,46 @@ def results(store: str, datasets_: str | None, models_: str | None, seed: int | 
                     click.echo(r["traceback"].rstrip(), err=fmt != "table")
             if failed.empty and fmt == "table":
                 console.print("no failed units in this selection")
+            _print_failed_fits(sel.units, err=fmt != "table", tracebacks=show_tb)
     finally:
         rs.close()
+
+
+def _print_failed_fits(units, *, err: bool, tracebacks: bool = False, limit: int = 10) -> None:
+    """Units that finished although fits of their search raised (the search went on without
+    them): a count, then per unit (the first ``limit``) its failed fits' errors and the
+    plugin's line that raised; with ``tracebacks`` each distinct traceback in full (the
+    plugin's frames, kept in the trace: :func:`mtlbench.protocol.plugin_traceback`)."""
+    from ..report.select import row_search
+
+    lost = []
+    for _, row in units[units["status"] == "ok"].iterrows():
+        fits, _ = row_search(row)
+        failed = [f for f in fits if f.get("error")]
+        if failed:
+            lost.append((row, len(fits), failed))
+    if not lost:
+        return
+    n = sum(len(failed) for _, _, failed in lost)
+    click.echo(f"{n} fit(s) of the search raised in {len(lost)} finished unit(s) (each unit "
+               "was selected from its other fits; 'mtlbench results --failures --traceback' "
+               "shows where):", err=err)
+    for row, n_fits, failed in lost[:limit]:
+        errors: dict[str, list[dict]] = {}
+        for f in failed:
+            errors.setdefault(f["error"], []).append(f)
+        click.echo(f"  failed fits {row['model']} {row['problem']} rep {row['rep']}: "
+                   f"{len(failed)} of {n_fits}", err=err)
+        for error, fits in errors.items():
+            tb = str(fits[0].get("traceback") or "")
+            frames = [line.strip() for line in tb.splitlines() if line.startswith("  ")
+                      and not line.startswith("    ")]
+            where = f" (at {frames[-1]})" if frames and not tracebacks else ""
+            click.echo(f"    {len(fits)} x {error}{where}", err=err)
+            if tracebacks and tb:
+                click.echo("\n".join("      " + line for line in tb.splitlines()), err=err)
+    if len(lost) > limit:
+        click.echo(f"  ... and {len(lost) - limit} more unit(s)", err=err)
 
 
 def _stale_note(store) -> str:
