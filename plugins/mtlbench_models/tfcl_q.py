@@ -166,7 +166,8 @@ from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, Spectral
                          check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, validate_declared, tfcl_wstep)
-from ._tfcl.polish import FixedStructure, kkt_ok
+from ._tfcl.polish import (PersonalStructure, kkt_ok, kkt_shared_personal_ok,
+                           row_space_spectra)
 from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, same_components_only, ustep_diff_norm
 
 # Polish (``_tfcl.polish``, as in ``tfcl.py``) once the structure has not changed for this many
@@ -180,18 +181,18 @@ SPACE_Q = {
     "lam_group": Log([0.004, 0.02, 0.1], low=0.0),
     "k": Int([2, 8], low=2, high="d + T"),
     "lam_personal": Log([0.03, 0.1, 0.3, 1.0], low=0.0),
-    "lam_common": Log([0.1, 1.0, 10.0, 100.0], low=0.0),
+    "lam_common": Log([0.01, 0.1, 1.0, 10.0, 100.0], low=0.0),
     "lam_ridge": Log([1e-3, 1e-2, 1e-1, 1.0], low=0.0),
 }
 # The same ranges for the squared loss (the scales of every weight are the loss's own).
 SPACE_Q_NOAUC = dict(SPACE_Q)
 SPACE_Q_NOG = {
-    "lam_common": Log([0.003, 0.03, 0.3], low=0.0),
+    "lam_common": Log([1e-3, 1e-2, 1e-1, 1.0, 3.0], low=0.0),
     "lam_personal": Log([0.03, 0.1, 0.3], low=0.0),
 }
 SPACE_COC = {
     **SPACE_Q,
-    "lam_group": Log([0.01, 0.1, 1.0], low=0.0),
+    "lam_group": Log([0.01, 0.1, 1.0, 10.0, 100.0], low=0.0),
     "k": Int([2, 8], low=1, high="min(d, T)"),
 }
 
@@ -396,13 +397,14 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
             # polishing applies while theta_p = 0 and U and the support of theta_g are unchanged
             # (not to TFCL(Coc): its co-cluster term is not piecewise quadratic; majorise-
             # minimise steps on it ended at 0.04-2 % higher objectives than Alg. 2's path)
-            stable = stable + 1 if (self.group_reg != "cocmtl" and not tp.any()
+            stable = stable + 1 if (self.group_reg != "cocmtl"
                                     and (not use_tfcl or (u_prev is not None
                                                           and same_components_only(u, u_prev)))
-                                    and np.array_equal(tg != 0, prev[1] != 0)) else 0
+                                    and np.array_equal(tg != 0, prev[1] != 0)
+                                    and np.array_equal(tp.any(0), prev[2].any(0))) else 0
             if self.polish and stable >= _POLISH_AFTER and it >= next_polish:
                 t1 = time.perf_counter()
-                new = self._polish(J, tg, D, f_ref, u, stepper, graph, d, T)
+                new = self._polish(tasks, J, tc, tg, D, f_ref, u, stepper, graph)
                 timings["polish"] += time.perf_counter() - t1
                 if new is None:
                     polish_fails += 1
@@ -474,39 +476,51 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         }
         return self
 
-    def _polish(self, J, tg, D, f_ref, u, stepper, graph, d, T):
-        """The minimiser of F(., U^t) with theta_p = 0 and theta_g on its current support
-        (``_tfcl.polish``), if it minimises the whole convex subproblem in Theta (signs kept,
-        zero entries of theta_g and theta_p = 0 optimal), does not increase F and gives back
-        the same U (a fixed point of Alg. 2); else None.  The signs of theta_g are those of
-        the current iterate, then (up to ``_POLISH_ROUNDS`` times) those of the last solve.
-        Returns the blocks, W, J, its residuals, gradient, None and F."""
+    def _polish(self, tasks, J, tc, tg, D, f_ref, u, stepper, graph):
+        """The minimiser of F(., U^t) with theta_g on its current support and signs, theta_c
+        and theta_p free (``_tfcl.polish.PersonalStructure``, Newton's method on theta_c from
+        the current one), if it minimises the whole convex subproblem in Theta (signs kept,
+        zero entries of theta_g optimal, every user's theta_p optimal, theta_c stationary),
+        does not increase F and gives back the same U (a fixed point of Alg. 2); else None.
+        The signs of theta_g are those of the current iterate, then (up to
+        ``_POLISH_ROUNDS`` times) those of the last solve.  Returns the blocks, W, J, its
+        residuals, gradient, None and F."""
         a = self.alpha_
-        tp = np.zeros((d, T))
         mask = signs = threshold = None
         if self.use_group:
             mask = tg != 0
             signs = np.sign(tg)
             threshold = a["group"] * D
-        structure = FixedStructure(J, mask, a["ridge"], a["common"])
+        d, T = tasks.d, tasks.T
+        spectra = tasks.memo(("tfcl", "row_space_spectra", self.loss, 1),
+                             lambda: row_space_spectra(J))
+        structure = PersonalStructure(J, mask, a["ridge"], a["common"], a["personal"], spectra)
+        c0 = tc
         for _ in range(_POLISH_ROUNDS):
-            tc, tg_c = structure.solve(None if mask is None else threshold * signs)
-            W = tc[:, None] + tg_c
+            sol = structure.solve(None if mask is None else threshold * signs, c0)
+            if sol is None:
+                return None
+            tc_c, tg_c, tp_c = sol
+            if tg_c is None:
+                tg_c = np.zeros((d, T))
+            W = tc_c[:, None] + tg_c + tp_c
             R = J.forward(W)
             Jv, G = J.value_of(R), J.grad_of(R)
-            if kkt_ok(G, tg_c, mask, signs, threshold, a["personal"]):
+            if (kkt_ok(G, tg_c, mask, signs, threshold, a["personal"])
+                    and kkt_shared_personal_ok(G, tc_c, a["common"], tp_c, a["personal"])):
                 break
             if mask is None:
                 return None
             signs = np.where(mask, np.sign(tg_c), 0.0)
+            c0 = tc_c
         else:
             return None
-        f_c = self._objective(Jv, tc, tg_c, tp, D)
+        f_c = self._objective(Jv, tc_c, tg_c, tp_c, D)
         if not f_c <= f_ref:
             return None
         if u is not None and not same_components_only(stepper(graph.rows(tg_c)), u):
             return None
-        return tc, tg_c, tp, W, Jv, R, G, None, f_c
+        return tc_c, tg_c, tp_c, W, Jv, R, G, None, f_c
 
 
 class TFCLQNoAUC(TFCLQ):
