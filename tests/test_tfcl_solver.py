@@ -250,6 +250,25 @@ def test_polished_q_fit_not_above_plain_solver(cls):
     assert fa <= fb + 1e-9 * max(1.0, abs(fb))
 
 
+@pytest.mark.parametrize("cls", [TFCLQ, TFCLQNoAUC, TFCLQNoG])
+def test_polished_q_fit_with_personal_users_is_a_fixed_point(cls):
+    """With personal users (theta_p != 0) the polish applies too: the fit is polished, its
+    objective is no higher than Alg. 2 iterated to a tight tolerance without polishing, and
+    the plain sweep of Alg. 2 from it moves nothing beyond rounding."""
+    from test_tfcl import block_tasks
+
+    ts = block_tasks(6)
+    a = cls(k=6, lam_personal=0.05, tol=1e-10).fit(ts)
+    b = cls(k=6, lam_personal=0.05, polish=False, tol=1e-12, max_iter=20000).fit(ts)
+    assert a.diagnostics_["n_personal_users"] > 0
+    assert a.converged_ and b.converged_ and a.diagnostics_["polished"] >= 1
+    fa, fb = a.objective_history_[-1], b.objective_history_[-1]
+    assert fa <= fb + 1e-9 * max(1.0, abs(fb))
+    # the fit's last iteration is the plain sweep after the accepted polish: it moved W by
+    # rounding only (the stopping rule itself asks for 1e-5 at this tol)
+    assert a.w_change_history_[-1] <= 1e-8 * max(1.0, np.linalg.norm(a.coef_))
+
+
 def test_polish_against_cvxpy_oracle():
     """At a fixed U (the polished fit's), the polished W minimises the convex W-subproblem
     F(., U) -- checked against cvxpy on the same problem."""

@@ -25,6 +25,13 @@ and g_{A_t} = -(Z_{A_t}^T r_t + lin_{A_t}) / a_g.  The shared part then solves t
 for all tasks, no per-task d x d matrix); without theta_g (TFCL-Q w/o G) it is the ridge system
 [sum_t Z_t^T Z_t + a_c I] c = sum_t Z_t^T c_t.  Cost: one batched m x m factorisation per task,
 O(T m^2 d + T m d^2) -- tens of gradient passes, once per structure.
+
+With personal columns (TFCL-Q's alpha_4 sum_t ||theta_p[:, t]||_2, not quadratic) the same
+subproblem is solved by ``PersonalStructure``: per task the block (g_t, p_t) for a given c in
+the row space (a scalar secular equation decides ||p_t||), and c by Newton's method on the
+convex, differentiable function left after minimising the tasks out; ``kkt_shared_personal_ok``
+checks the conditions of c and of the personal columns.  ``row_space_spectra`` (the
+eigendecomposition of every Z_t Z_t^T) is data-only and computed once per training set.
 """
 from __future__ import annotations
 
