@@ -242,9 +242,9 @@ class PersonalStructure:
             out.append(np.matmul(Tt, rhs[:, :, None])[:, :, 0])
         return out
 
-    def _secular(self, lam: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def _secular(self, lam: np.ndarray, b: np.ndarray) -> np.ndarray | None:
         """s >= 0 per task (rows of lam, b): 0 where f(0) <= a_p^2, else the root of
-        f(s) = a_p^2."""
+        f(s) = a_p^2; None if Newton's method did not converge in ``_SECULAR_MAX`` steps."""
         lb2 = lam * b * b
         s = np.zeros(lam.shape[0])
         act = np.flatnonzero(lb2.sum(1) > self.a_p ** 2)
@@ -259,12 +259,13 @@ class PersonalStructure:
             step = (1.0 / self.a_p - 1.0 / np.sqrt(f)) * f * np.sqrt(f) / f1
             sa = sa + step
             if np.all(np.abs(step) <= 1e-12 * sa):
-                break
-        s[act] = sa
-        return s
+                s[act] = sa
+                return s
+        return None
 
     def _evaluate(self, c, betas, lin):
-        """Phi(c), grad Phi and the per-bucket (b', s, v, g) of c."""
+        """Phi(c), grad Phi and the per-bucket (u, s, v, g) of c (None: a secular equation
+        did not converge)."""
         d = self.J.d
         phi = 0.5 * self.a_c * float(c @ c)
         grad = self.a_c * c
@@ -273,6 +274,8 @@ class PersonalStructure:
             Tb, m = lam.shape
             b = (Y.reshape(-1, d) @ c).reshape(Tb, m) - beta
             s = self._secular(lam, b) if self.a_p is not None else np.zeros(Tb)
+            if s is None:
+                return None
             u = b / (1.0 + s[:, None] * lam)
             v = np.matmul(u[:, None, :], Y)[:, 0, :]                     # (Tb, d)
             r = np.matmul(u[:, None, :], Tt)[:, 0, :]                    # (Tb, m)
@@ -309,7 +312,10 @@ class PersonalStructure:
         or None if Newton's method did not stop within ``_NEWTON_MAX`` steps."""
         betas = self._betas(lin)
         c = np.array(c0, dtype=np.float64)
-        phi, grad, state = self._evaluate(c, betas, lin)
+        out = self._evaluate(c, betas, lin)
+        if out is None:
+            return None
+        phi, grad, state = out
         factor, last = None, np.inf
         for _ in range(_NEWTON_MAX):
             if factor is None:
@@ -322,7 +328,10 @@ class PersonalStructure:
             t = 1.0
             while True:
                 c_try = c + t * step
-                phi_try, grad_try, state_try = self._evaluate(c_try, betas, lin)
+                out = self._evaluate(c_try, betas, lin)
+                if out is None:
+                    return None
+                phi_try, grad_try, state_try = out
                 # (the last clause: a change at the rounding level of Phi)
                 if (phi_try <= phi + 1e-4 * t * slope or t < 1e-8
                         or phi_try - phi <= 1e-14 * max(1.0, abs(phi))):
