@@ -382,3 +382,22 @@ def test_grounded_certificate_never_overclaims(seed):
         if _grounded_certificate(np.abs(W), labels, m, sigma):
             assert lam_next > sigma
     assert not _grounded_certificate(np.abs(W), labels, m, 1.001 * lam_next)
+
+
+def test_compact_loss_is_the_same_function_on_d_rows():
+    """Tasks with more rows than features are replaced by d rows (thin QR): the gradient and
+    the differences of values are unchanged (the value itself moves by a constant)."""
+    from mtlbench_models._tfcl.polish import compact_loss
+
+    ts = random_tasks(2, T=5, d=6, n=30)                  # n_t + 1 = 31 > d = 6
+    for loss in ("auc", "squared"):
+        J = make_loss(ts, loss, "t")
+        Jc = compact_loss(J)
+        assert all(Z3.shape[1] == ts.d for _, Z3, _ in Jc.buckets)
+        rng = np.random.default_rng(0)
+        W0, W1 = rng.standard_normal((2, ts.d, ts.T))
+        np.testing.assert_allclose(Jc.grad(W1), J.grad(W1), atol=1e-10)
+        np.testing.assert_allclose(Jc.value(W1) - Jc.value(W0), J.value(W1) - J.value(W0),
+                                   rtol=1e-10, atol=1e-10)
+    short = make_loss(random_tasks(2, T=5, d=40, n=10), "auc", "t")
+    assert compact_loss(short) is short                    # m_t <= d everywhere: unchanged

@@ -201,7 +201,7 @@ from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, Spectral
                          check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, validate_declared, tfcl_wstep)
-from ._tfcl.polish import (FixedStructure, PersonalStructure, kkt_ok,
+from ._tfcl.polish import (FixedStructure, PersonalStructure, compact_loss, kkt_ok,
                            kkt_shared_personal_ok, row_space_spectra)
 from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, same_components_only, ustep_diff_norm
 
@@ -528,15 +528,17 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
             signs = np.sign(tg)
             threshold = a["group"] * D
         d, T = tasks.d, tasks.T
+        # (tasks with more rows than features: the same problem on d rows, ``compact_loss``)
+        Jc = tasks.memo(("tfcl", "compact_loss", self.loss, 1), lambda: compact_loss(J))
         if tp.any():
-            spectra = tasks.memo(("tfcl", "row_space_spectra", self.loss, 1),
-                                 lambda: row_space_spectra(J))
-            solve = PersonalStructure(J, mask, a["ridge"], a["common"], a["personal"],
+            spectra = tasks.memo(("tfcl", "row_space_spectra", self.loss, 2),
+                                 lambda: row_space_spectra(Jc))
+            solve = PersonalStructure(Jc, mask, a["ridge"], a["common"], a["personal"],
                                       spectra).solve
         else:
             # no personal user: the quadratic problem, one linear solve (``FixedStructure``);
             # if a user's theta_p = 0 is not optimal there, kkt_ok rejects it
-            fixed = FixedStructure(J, mask, a["ridge"], a["common"])
+            fixed = FixedStructure(Jc, mask, a["ridge"], a["common"])
 
             def solve(lin, c0):
                 return (*fixed.solve(lin), np.zeros((d, T)))

@@ -32,6 +32,9 @@ the row space (a scalar secular equation decides ||p_t||), and c by Newton's met
 convex, differentiable function left after minimising the tasks out; ``kkt_shared_personal_ok``
 checks the conditions of c and of the personal columns.  ``row_space_spectra`` (the
 eigendecomposition of every Z_t Z_t^T) is data-only and computed once per training set.
+Tasks with more rows than features (m_t > d: simulated data, School) are first reduced to d
+rows (``compact_loss``: Z_t = Q_t R_t, the same loss up to a constant), so every system above
+is min(m_t, d) x min(m_t, d).
 """
 from __future__ import annotations
 
@@ -39,6 +42,28 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from .._losses import StackedLeastSquares
+
+
+def compact_loss(J: StackedLeastSquares) -> StackedLeastSquares:
+    """J with every task of more rows than features (m_t > d) replaced by d rows: with the
+    thin QR factorisation Z_t = Q_t R_t, 1/2 ||Z_t w - c_t||^2 = 1/2 ||R_t w - Q_t^T c_t||^2
+    + 1/2 (||c_t||^2 - ||Q_t^T c_t||^2), the same function of w up to a constant, so every
+    minimiser, gradient and Hessian is unchanged while the structure solves below work with
+    min(m_t, d) x min(m_t, d) systems.  J itself when no task has m_t > d.  Data only: a model
+    computes it once per training set (``TaskSet.memo``)."""
+    d = J.d
+    if all(Z3.shape[1] <= d for _, Z3, _ in J.buckets):
+        return J
+    Zs, cs = [None] * J.T, [None] * J.T
+    for idx, Z3, c2 in J.buckets:
+        order = range(Z3.shape[0]) if idx is None else idx
+        if Z3.shape[1] > d:
+            Q, R = np.linalg.qr(Z3)                                     # (Tb, m, d), (Tb, d, d)
+            c2 = np.matmul(Q.transpose(0, 2, 1), c2[:, :, None])[:, :, 0]
+            Z3 = R
+        for b, t in enumerate(order):
+            Zs[t], cs[t] = Z3[b], c2[b]
+    return StackedLeastSquares(Zs, cs, d)
 
 
 class FixedStructure:
