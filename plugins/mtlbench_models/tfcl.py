@@ -85,8 +85,9 @@ system per task; tasks with more rows than features first reduced to d rows by a
 factorisation, ``compact_loss``, the same function up to a constant) -- is computed, the
 signs updated from the solution up to 6 times; it is accepted only if it is the minimiser
 of the whole convex F(., U) (signs kept; |grad_ij J| <= alpha_1 D_ij off the support), F does
-not increase and it gives back the same U: then it is a fixed point of Alg. 1, the point Alg. 1's iterations converge to on that structure.  A
-rejected try waits twice as long for the next.  When the graph has fewer than k components U
+not increase and it gives back the same U: then it is a fixed point of Alg. 1, the point
+Alg. 1's iterations converge to on that structure.  A rejected try waits twice as long for
+the next.  When the graph has fewer than k components U
 holds eigenvectors that move with W and nothing is polished (plain Alg. 1 iterations).
 Measured on ``synthetic-attributes`` (attr0 training split, 192 tasks x 34 rows x 100
 features; ``benchmarks/bench_tfcl.py --paper-scale``): fits of 75-624 iterations now stop after
