@@ -71,11 +71,14 @@ points for tfcl-q and tfcl-q-noauc, 10 for tfcl-q-nog, from the start ranges to 
 same alphas, same start): fits of up to 252 / 321 / 176 iterations now stop after 7-16 (one
 nog point 42); final objectives relative to the old solver's from -7.4e-5 / -2.7e-4 / -1.3e-4
 (lower) to +6.9e-18 (rounding), never higher than 1e-6 at any point; summed CPU time of the
-points 3.6 -> 1.5 s, 3.9 -> 1.4 s, 1.1 -> 0.5 s.  Until this version users with theta_p != 0 were not polished, which at
-paper scale is most fits: the search's lam_personal range gives 100-192 personal users of
-192 at most points.  Not polished: graphs with fewer than k components (U holds eigenvectors
-that move with W; none of the paper-scale fits of ``benchmarks/bench_tfcl.py`` ended there),
-and TFCL(Coc) (below).  tfcl-q-nog is polished too (no theta_g: theta_c and theta_p only).
+points 3.6 -> 1.5 s, 3.9 -> 1.4 s, 1.1 -> 0.5 s (on simulated seed 101, 10 tfcl-q points:
+7.7 -> 3.5 s, objectives -3.4e-5 to +5.8e-16).  Until this version users with theta_p != 0
+were not polished, which at paper scale is most fits: the search's lam_personal range gives
+100-192 personal users of 192 at most points.  Not polished: graphs with fewer than k
+components (U holds eigenvectors that move with W; none of the paper-scale fits of
+``benchmarks/bench_tfcl.py`` ended there, but 8 of the 21 fits of a tfcl-q unit on simulated
+seed 101 do, 55-80 iterations each; alternating exact Theta-steps with U-steps there was
+tried and rarely applied: the shape of U changes between iterations), and TFCL(Coc) (below).  tfcl-q-nog is polished too (no theta_g: theta_c and theta_p only).
 
 TFCL(Coc) is solved by Alg. 2's sweeps only.  Its landscape is flat along large moves of
 theta_g: at (lam_group 0.215, k 5, lam_common 0.72, lam_personal 0.33, lam_ridge 0.0094) on
