@@ -342,6 +342,9 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     summary["refit_constant_share"] = float(constant.mean())
     summary["degenerate"] = trace[b]["constant_share"] >= DEGENERATE_SHARE
     diagnostics["search"] = summary
+    # labels x features: what the dispatcher and ``--dry-run`` scale unit times by
+    # (mtlbench.runner.cost)
+    diagnostics["problem_size"] = int(tasks.sizes().sum()) * int(tasks.d)
     arrays = {}
     if keep_arrays:
         for attr in ("coef_", "feature_groups_", "task_groups_"):

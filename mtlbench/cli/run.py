@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from typing import Any
 
 import click
 
@@ -148,21 +149,32 @@ def _reps_text(reps: list[int]) -> str:
     return ", ".join(out)
 
 
+#: the dry-run table's words for where an expected unit time comes from (runner.cost)
+_SOURCE_WORDS = {"stored": "stored", "scaled": "other problems (extrapolated)",
+                 "hint": "cost_hint (extrapolated)", "default": "no time (1 s assumed)"}
+
+
 def _print_plan(plan) -> None:
     """The dry run: units to run per (problem, model), what is stored, the estimate."""
     from rich.table import Table
 
     todo = {s.key for s in plan.todo}
-    groups: dict[tuple[str, str], dict[str, list[int]]] = {}
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
     for s in plan.specs:
-        g = groups.setdefault((s.problem, s.label), {"run": [], "stored": []})
+        g = groups.setdefault((s.problem, s.label), {"run": [], "stored": [], "expected": None})
         g["run" if s.key in todo else "stored"].append(s.rep)
+        if s.key in plan.expected:
+            g["expected"] = plan.expected[s.key]
     table = Table(title="dry run: units per problem and model")
-    for col in ("problem", "model", "to run", "repetitions to run", "stored"):
-        table.add_column(col, justify="right" if col in ("to run", "stored") else "left")
+    for col in ("problem", "model", "to run", "repetitions to run", "stored",
+                "expected s/unit", "from"):
+        table.add_column(col, justify="right" if col in ("to run", "stored", "expected s/unit")
+                         else "left")
     for (prob, label), g in groups.items():
+        e = g["expected"]
         table.add_row(escape(prob), escape(label), str(len(g["run"])), _reps_text(g["run"]),
-                      str(len(g["stored"])))
+                      str(len(g["stored"])), f"{e.seconds:.1f}" if e else "",
+                      _SOURCE_WORDS[e.source] if e else "")
     console.print(table)
     retry = ""
     if plan.stored_failed and not plan.retry_failed:
