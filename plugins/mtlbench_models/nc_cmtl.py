@@ -255,9 +255,6 @@ class NCCMTL(LinearMTLModel):
             R = y3 - stacked_predictions(tasks, W)
             return np.sqrt(np.einsum("tn,tn->t", R, R))
 
-        def objective(norms, sig):
-            return float(np.sum(norms ** q / sqrt_n) + mu * _regulariser(sig, d, s))
-
         # One spectral decomposition per iterate serves both its objective and the next
         # re-weighting: for d <= T the d x d eigh of W W^T + s I (complete basis of D), else
         # the thin SVD of W.
