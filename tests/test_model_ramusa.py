@@ -224,15 +224,17 @@ def test_factored_gradient_by_finite_differences_and_preconditioner_is_spd():
 
 @pytest.mark.parametrize("seed,lam_ratio,theta_ratio", [(0, 0.05, 0.2), (7, 0.1, 0.4)])
 def test_factored_dc_reaches_the_pdcae_objective(seed, lam_ratio, theta_ratio):
-    """The factored phase (certified by a pDCA step) ends at the critical point pDCAe alone
-    reaches from W^(1) on these instances (the problem is non-convex: not guaranteed)."""
+    """The factored phase (certified by a pDCA step) ends at an objective no higher than the
+    critical point pDCAe alone reaches from W^(1) (here lower: 2.930 vs 3.118 and 6.405 vs
+    6.475; the problem is non-convex, so this is measured, not guaranteed).  The reference runs
+    at tol 1e-6: at 1e-7 pDCAe alone does not converge within 50,000 iterations here."""
     from mtlbench_models._linalg import BatchedTaskQuadratic
     from mtlbench_models.ramusa import pdca_solve
     tasks = _tasks(seed, T=10, d=12, n=9)
     m = RAMUSA(lam_ratio=lam_ratio, theta_ratio=theta_ratio, tol=1e-9, max_iter=50000).fit(tasks)
     assert m.converged_ and m.diagnostics_["dc_iter"] >= 1
     quad = BatchedTaskQuadratic(tasks)
-    W, h, _, ok = pdca_solve(quad, m.lam_, m.theta_, m.stage1_coef_, tol=1e-7, max_iter=50000)
+    W, h, _, ok = pdca_solve(quad, m.lam_, m.theta_, m.stage1_coef_, tol=1e-6, max_iter=50000)
     assert ok
     assert m.capped_objective(tasks) <= h[-1] * (1 + 1e-8)
 
