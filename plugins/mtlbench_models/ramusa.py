@@ -42,6 +42,22 @@ gap: at (0.1, 0.25) pDCAe needs 9,438 iterations to its rule (F = 1436.86, 21% b
 stage loop's unconverged 1816.56, which was still moving after 50 stages), so with the default
 ``max_iter`` = 2000 that fit is NOT converged: a singular value crossing theta moves slowly.
 
+Round 2 (issue 23), between W^(1) and pDCAe: a factored phase (:func:`factored_dc_solve`).
+At the rank r of the current W, W = A B^T with A = U S^(1/2), B = V S^(1/2), and
+Phi(A, B) = J(A B^T) + lam/2 (||A||^2 + ||B||^2) - lam h(A B^T) >= F(A B^T), with equality at
+these balanced factors (||W||_* is the minimum of (||A||^2 + ||B||^2)/2 over W = A B^T); Phi
+is minimised by preconditioned L-BFGS (``_lbfgs.lbfgs``, Armijo, strictly decreasing), and
+every 25 iterations one pDCA step from A B^T is taken and its DC-criticality residual (the
+rule below) is tested: met -> that point is returned (converged, certified in the full space,
+so the same rule as pDCAe certifies the same kind of point); rank grew above r -> a new round
+from it.  F never increases across the phase.  After 10 rounds, or if L-BFGS stalls, pDCAe
+continues from the last pDCA point with the remaining budget.  Cold stage 1 depends only on
+(data, lam, tol, max_iter): fits of one search sharing lam reuse it from the TaskSet memo
+(bit-identical to solving it again).  Measured (``bench_spectral.py --models ramusa``, same
+W^(1)): over the 3 x 3 starting grid the objective equals pDCAe's within 5.1e-8 relative
+(never higher), at (0.1, 0.25) 11% lower than round 1's capped pDCAe (now converged); at
+(0.01, 0.5), where round 1 hit its cap, 1.3% higher (converged; a different critical point).
+
 Stage solver: accelerated proximal gradient, prox = singular value thresholding, with the
 backtracking of Scheinberg, Goldfarb & Bai ("Fast first-order methods for composite convex
 optimization with backtracking", FoCM 2014, FISTA-BKTR): the step constant L is adaptive and
