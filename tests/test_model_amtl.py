@@ -264,3 +264,14 @@ def _start_W(tasks):
     Xs, ys = _xy(tasks)
     sX = float(np.mean([np.sum(X * X) for X in Xs])) / tasks.d
     return np.column_stack([ridge_solve(X, y, sX) for X, y in zip(Xs, ys)])
+
+
+def test_report_progress_once_per_iteration():
+    """The progress contract (COMMON.md): iteration 0 at the start, then one report per outer
+    iteration, with the objective history's block-step values."""
+    from mtlbench.progress import listen
+    seen = []
+    with listen(lambda it, obj, cert: seen.append((it, obj() if callable(obj) else obj))):
+        m = AMTL(lam=0.5, mu=0.5, extrapolate=False).fit(_tasks(7))
+    assert [it for it, _ in seen] == list(range(m.n_iter_ + 1))
+    np.testing.assert_allclose([f for _, f in seen], m.objective_history_, rtol=0, atol=0)
