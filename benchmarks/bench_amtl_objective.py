@@ -1,4 +1,4 @@
-"""AMTL per fit at the paper's scale: objective, convergence and time, old solver vs new, side by side.
+"""AMTL per fit at the paper's scale: objective, convergence and time, old vs new, side by side.
 
 The unit table of ``bench_paper_scale.py`` shows time and AUC only; this script shows whether
 the new solver reaches the same objective.  Data: the training split (protocol rep 0) of
@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_competitors_2 import old_module  # noqa: E402
+from bench_competitors_2 import old_module
 
-from mtlbench.protocol import ProtocolConfig, evaluable_tasks, make_split, restrict_tasks  # noqa: E402
-from mtlbench_models import amtl as amtl_new  # noqa: E402
+from mtlbench.protocol import ProtocolConfig, evaluable_tasks, make_split, restrict_tasks
+from mtlbench_models import amtl as amtl_new
 
 # the declared start ranges (lam in [0.3, 1], mu in [0.3, 3]) and a decade beyond each side,
 # where the fair search's extension steps can go
@@ -53,8 +53,8 @@ def main() -> None:
     old = None if args.skip_old else old_module("amtl", args.ref)
     print(f"{tr.name}: {tr.T} tasks, d = {tr.d}, train rows {sum(len(y) for y in ys)}; old = "
           f"{'-' if old is None else args.ref}")
-    print(f"{'lam':>6s} {'mu':>6s} {'F old':>14s} {'F new':>14s} {'rel diff':>10s} "
-          f"{'it old':>6s} {'it new':>6s} {'conv o/n':>9s} {'s old':>7s} {'s new':>7s} {'B o/n':>11s}")
+    print(f"{'lam':>6s} {'mu':>6s} {'F old':>14s} {'F new':>14s} {'rel diff':>10s} {'it old':>6s} "
+          f"{'it new':>6s} {'conv o/n':>9s} {'s old':>7s} {'s new':>7s} {'B o/n':>11s}")
     rels = []
     for pt in args.points.split(","):
         lam, mu = (float(v) for v in pt.split(":"))

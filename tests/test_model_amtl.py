@@ -188,8 +188,8 @@ def test_invalid_hyperparameters():
 def test_simulated_validation_prefers_transfer_over_every_ridge_point():
     """Issue 12 item 7.  On the simulated data (seed 0, protocol split rep 0, train -> val) a
     starting-grid point with transfers (B != 0) scores a higher validation AUC than the B = 0
-    model (plain ridge with weight 2 lambda; a huge mu gives it) at every lam of a wide range, so a search
-    that maximises validation AUC does not select a B = 0 model.  (The grid itself was designed
+    model (plain ridge with weight 2 lambda; a huge mu gives it) at every lam of a wide range, so
+    a search that maximises validation AUC does not select a B = 0 model.  (The grid itself was designed
     on seed 101; seed 0 is only used to check the property.)"""
     from mtlbench.protocol import ProtocolConfig, make_split, mean_auc
     from mtlbench_datasets.simulated import make_simulated
@@ -260,7 +260,7 @@ def test_fit_diagnostics_count_extrapolations():
 
 
 def _start_W(tasks):
-    """The fit's start for every (lam, mu): per-task ridge with weight s_X = mean ||X_t||_F^2 / d."""
+    """The fit's start for every (lam, mu): per-task ridge, weight s_X = mean ||X_t||_F^2 / d."""
     Xs, ys = _xy(tasks)
     sX = float(np.mean([np.sum(X * X) for X in Xs])) / tasks.d
     return np.column_stack([ridge_solve(X, y, sX) for X, y in zip(Xs, ys)])
