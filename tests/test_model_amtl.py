@@ -189,8 +189,8 @@ def test_simulated_validation_prefers_transfer_over_every_ridge_point():
     """Issue 12 item 7.  On the simulated data (seed 0, protocol split rep 0, train -> val) a
     starting-grid point with transfers (B != 0) scores a higher validation AUC than the B = 0
     model (plain ridge with weight 2 lambda; a huge mu gives it) at every lam of a wide range, so
-    a search that maximises validation AUC does not select a B = 0 model.  (The grid itself was designed
-    on seed 101; seed 0 is only used to check the property.)"""
+    a search that maximises validation AUC does not select a B = 0 model.  (The grid itself was
+    designed on seed 101; seed 0 is only used to check the property.)"""
     from mtlbench.protocol import ProtocolConfig, make_split, mean_auc
     from mtlbench_datasets.simulated import make_simulated
     ts = make_simulated(0)
