@@ -20,7 +20,7 @@ Hyperparameters (how the two weights are expressed; the objective is exactly the
   n_t < d; lambda -> inf forces W = W B).
 * ``mu`` -> mu = ``mu`` x mu_max(lam), where mu_max is the smallest mu at which B = 0 is a
   fixed point of the cold fit: with W0 = argmin_W F(W, 0) (per-task ridge with weight
-  2 lambda, the fit's start when ``mu`` >= 1), the B-step at W0 returns B = 0 iff
+  2 lambda), the B-step at W0 returns B = 0 iff
   mu L_s(w0_s) >= 2 lambda w0_s^T w0_t for every s != t (the KKT conditions of the
   non-negative lasso at 0), so::
 
@@ -32,7 +32,8 @@ Hyperparameters (how the two weights are expressed; the objective is exactly the
   stationary point there, but block-coordinate descent from a start with transfers can reach
   a lower objective with transfers at ``mu`` >= 1, so no upper bound is declared (the earlier
   ``high = 1`` rested on the fit switching its initialisation to W0 at ``mu`` >= 1, which made
-  every such fit ridge; issue 24).  (The B-penalty multiplies an unnormalised sum loss, so the
+  every such fit ridge; the fit now starts from the same point for every ``mu``, issue 24
+  item 4).  (The B-penalty multiplies an unnormalised sum loss, so the
   paper's raw mu has no data-independent useful range; the ratio gives it one.  Issue 12: the
   old raw grid mu in {0.01, 0.1, 1} selected a B = 0 refit.)
 
@@ -107,10 +108,12 @@ relative iterate change ||W_k - W_{k-1}||_F <= ``xtol`` ||W_k||_F and
 whether it was met within ``max_iter`` outer iterations (default 2000, a safety cap, not a
 tuning knob).  The objective never increases (tested).
 
-Initialisation (B = 0 in both cases): for ``mu`` < 1, per-task ridge with the lam-independent
-weight s_X (the previous release's start); for ``mu`` >= 1, W0 = per-task ridge with weight
-2 lambda, the B = 0 stationary point, which the fit then returns (B = 0 after the first
-B-step).  Why not W0 always: the problem is non-convex and, e.g. on a simulated training split
+Initialisation, the same for every (lam, mu): B = 0 and W = per-task ridge with the
+lam-independent weight s_X.  (Until issue 24 the fit started at W0, the B = 0 stationary point,
+when ``mu`` >= 1 and so returned plain ridge there by construction; from the common start a fit
+at ``mu`` >= 1 returns B = 0 only when the first B-step's KKT conditions at the start say so,
+i.e. when mu >= max_{s != t} 2 lambda w_s^T w_t / L_s(w_s) at the s_X ridge.)  Why not W0:
+the problem is non-convex and, e.g. on a simulated training split
 at lam = 1, mu = 0.9, the start at W0 ended at F = 4723.8 (81 transfers) while the start at the
 s_X ridge ended at F = 4296.4 (239 transfers), both converged (the previous release's solver);
 the lower objective is kept.
@@ -132,7 +135,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from mtlbench import Categorical, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import (Categorical, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl,
+                      report_progress)
 from mtlbench_models._taskgram import TaskSpectra
 
 
@@ -299,20 +303,19 @@ class AMTL(LinearMTLModel):
         self.check_params()
         spec = TaskSpectra.of(tasks)
         T = spec.T
-        lam, mu_max, W0 = tasks.memo(("compa.amtl.scales", float(self.lam)),
+        lam, mu_max, _ = tasks.memo(("compa.amtl.scales", float(self.lam)),
                                      lambda: amtl_scales(spec, float(self.lam)))
         mu = float(self.mu) * mu_max
         self.lam_, self.mu_, self.mu_max_ = lam, mu, mu_max
-        if float(self.mu) >= 1.0:
-            W = W0.copy()                  # the B = 0 stationary point (see the docstring)
-        else:
-            W = tasks.memo(("compa.amtl.init", 1), lambda: spec.shifted_solve(
-                spec.Xty, np.ones(T), np.full(T, spec.energy))).copy()
+        # one start for every mu (docstring, issue 24 item 4)
+        W = tasks.memo(("compa.amtl.init", 1), lambda: spec.shifted_solve(
+            spec.Xty, np.ones(T), np.full(T, spec.energy))).copy()
         GW = spec.gram_apply(W)            # kept in step with W through the CG updates
         fused = tasks.memo(("amtl.orthonormal_spectra", 1), lambda: _orthonormal_spectra(spec))
         B = np.zeros((T, T))
         F, L = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
+        report_progress(0, F)
         converged = False
         it, cg_iters, b_sweeps = 0, 0, 0
         beta, n_extrap = _EXTRAP[0], 0
@@ -328,6 +331,7 @@ class AMTL(LinearMTLModel):
             cg_iters += n_cg
             F_new, L = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
+            report_progress(it, F_new)    # the block step's F; an accepted extrapolation lowers it
             dF = hist[-2] - hist[-1]
             dW = float(np.linalg.norm(W - W_old))
             dB = float(np.linalg.norm(B - B_old))
