@@ -103,10 +103,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
-from mtlbench_models._prox import prox_l1, prox_l1inf_rows
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
+from mtlbench_models._prox import ksupport_sq, prox_ksupport_sq, prox_l1, prox_l1inf_rows
 
-_INEXACT = 0.1   # inner tolerance <= this x the previous outer relative change of W (docstring)
+_INEXACT = 0.1      # inner tolerance <= this x the previous relative change of W (docstring)
+_JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iterations (docstring)
 
 
 class _Problem:
@@ -115,31 +116,33 @@ class _Problem:
     X_t = P_t diag(s_t) Q_t^T (n_t x d, r_t = min(n_t, d)), stacked over tasks with zero padding
     to r = max_t r_t (a padded column has s = 0, Q = 0 and contributes nothing):
 
-    * ``Qt``  T x r x d (rows Q_t^T), ``s`` T x r, ``c`` T x r with c_t = P_t^T y_t;
+    * ``Q``  T x d x r (Q_t: the right singular vectors as columns), ``s`` T x r, ``c`` T x r
+      with c_t = P_t^T y_t;
     * ``res`` T, res_t = ||y_t||^2 - ||c_t||^2 (the part of y_t outside the range of X_t);
-    * ``Xty`` d x T, X_t^T y_t = Q_t (s_t * c_t).
+    * ``Xty`` d x T, X_t^T y_t = Q_t (s_t * c_t);
+    * ``diagH`` d x T, the diagonal of X_t^T X_t (the row metric of the U-steps).
 
     Then 1/2 ||y_t - X_t w||^2 = 1/2 ||s_t * (Q_t^T w) - c_t||^2 + res_t / 2, and the ridge solve
     (X_t^T X_t + rho I)^{-1} is applied in O(d r) for ANY rho (no factorisation per rho).  Built
     once per TaskSet object (``tasks.memo``) and shared by every fit of a search.  Storage
-    T r d numbers, at most the size of the data.
+    T r d numbers, at most the size of the data.  (Q_t is stored d x r, not r x d: both
+    batched products below then run as vector-matrix products over contiguous rows.)
     """
 
     def __init__(self, tasks: TaskSet):
         self.T, self.d = T, d = tasks.T, tasks.d
         Xs = [np.asarray(tasks.X(t), dtype=np.float64) for t in range(T)]
         ys = [np.asarray(tasks.y(t), dtype=np.float64) for t in range(T)]
-        self.sizes = np.array([y.shape[0] for y in ys])
         r = int(max(min(X.shape) for X in Xs))
         self.r = r
-        self.Qt = np.zeros((T, r, d))
+        self.Q = np.zeros((T, d, r))
         self.s = np.zeros((T, r))
         self.c = np.zeros((T, r))
         self.res = np.zeros(T)
         for t, (X, y) in enumerate(zip(Xs, ys)):
             P, sv, Qt = np.linalg.svd(X, full_matrices=False)
             m = sv.size
-            self.Qt[t, :m] = Qt
+            self.Q[t, :, :m] = Qt.T
             self.s[t, :m] = sv
             self.c[t, :m] = P.T @ y
             self.res[t] = max(float(y @ y) - float(self.c[t] @ self.c[t]), 0.0)
@@ -147,19 +150,24 @@ class _Problem:
         self.sc = self.s * self.c
         self.Xty = self.back(self.sc)                               # d x T
         self.yy = np.array([float(y @ y) for y in ys])
+        self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)  # d x T
 
     def proj(self, W: np.ndarray) -> np.ndarray:
         """Q_t^T w_t for every task: d x T -> T x r."""
-        return np.matmul(self.Qt, W.T[:, :, None])[:, :, 0]
+        return np.matmul(np.ascontiguousarray(W.T)[:, None, :], self.Q)[:, 0, :]
 
     def back(self, B: np.ndarray) -> np.ndarray:
         """Q_t b_t for every task: T x r -> d x T."""
-        return np.matmul(B[:, None, :], self.Qt)[:, 0, :].T
+        return np.matmul(self.Q, B[:, :, None])[:, :, 0].T
+
+    def loss_proj(self, P: np.ndarray) -> float:
+        """sum_t 1/2 ||y_t - X_t w_t||^2 from P = ``proj(W)``."""
+        R = self.s * P - self.c
+        return 0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum()))
 
     def loss_w(self, W: np.ndarray) -> float:
         """sum_t 1/2 ||y_t - X_t w_t||^2."""
-        R = self.s * self.proj(W) - self.c
-        return 0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum()))
+        return self.loss_proj(self.proj(W))
 
     def loss(self, U: np.ndarray, V: np.ndarray) -> float:
         return self.loss_w(U @ V)
@@ -172,81 +180,15 @@ class _Problem:
 
     def task_blocks(self, U: np.ndarray):
         """Per-task V-step pieces: U^T X_t^T X_t U (T x K x K) and U^T X_t^T y_t (K x T)."""
-        M = np.matmul(self.Qt, U) * self.s[:, :, None]              # T x r x K: diag(s) Q^T U
-        A = np.matmul(M.transpose(0, 2, 1), M)
-        b = np.einsum("trk,tr->kt", M, self.c)
+        M = np.matmul(U.T, self.Q) * self.s[:, None, :]            # T x K x r: U^T Q diag(s)
+        A = np.matmul(M, M.transpose(0, 2, 1))
+        b = np.einsum("tkr,tr->kt", M, self.c)
         return A, b
 
 
-def ksupport_sq_cols(V: np.ndarray, k: int) -> np.ndarray:
-    """(||v_t||_k^sp)^2 for every column of V (vectorised ``ksupport_norm`` squared).
-
-    Argyriou et al. (2012), Prop. 2.1: with z = |v| sorted decreasingly, r in {0..k-1} the
-    unique integer with z_{k-r-1} > (1/(r+1)) sum_{i>=k-r} z_i >= z_{k-r} (z_0 = inf),
-    norm^2 = sum_{i<k-r} z_i^2 + (sum_{i>=k-r} z_i)^2 / (r+1) (1-based)."""
-    Z = -np.sort(-np.abs(V), axis=0)
-    p, m = Z.shape
-    k = int(k)
-    if k >= p:
-        return np.einsum("ij,ij->j", Z, Z)
-    tail = np.cumsum(Z[::-1], axis=0)[::-1]                        # tail[j] = sum_{i>=j} z_i
-    head = np.concatenate([np.zeros((1, m)), np.cumsum(Z * Z, axis=0)], axis=0)  # sum_{i<j} z_i^2
-    out = np.full(m, np.nan)
-    todo = np.ones(m, dtype=bool)
-    for r in range(k):
-        j = k - r - 1
-        avg = tail[j] / (r + 1)
-        upper = np.inf if j == 0 else Z[j - 1]
-        hit = todo & (((upper > avg) & (avg >= Z[j])) | (r == k - 1))
-        out[hit] = head[j, hit] + tail[j, hit] ** 2 / (r + 1)
-        todo &= ~hit
-    return out
-
-
-def prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int) -> np.ndarray:
-    """Column t: argmin_w 1/2 ||w - v_t||^2 + lam_t/2 (||w||_k^sp)^2  (V p x m, lam > 0, m).
-
-    The same solution as ``_prox.prox_ksupport_sq`` (box-norm form: w_i = v_i theta_i /
-    (theta_i + lam), theta_i = clip(s |v_i| - lam, 0, 1), s > 0 with sum_i theta_i = k unless
-    at most k entries are nonzero), found in O(p log p) per column instead of O(p^2):
-    sum_i theta_i(s) is piecewise linear with slope sum of |v_i| over the entries in their
-    rising segment; its kinks (lam/|v_i| where the slope gains |v_i|, (1+lam)/|v_i| where it
-    loses it) are sorted once and the sum at every kink is accumulated from the slopes."""
-    p, m = V.shape
-    A = np.abs(V)
-    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (m,))
-    out = V / (1.0 + lam)
-    nnz = np.count_nonzero(A, axis=0)
-    todo = np.flatnonzero((nnz > k) & (lam > 0))
-    if todo.size == 0:
-        return out
-    a, l = A[:, todo], lam[todo]
-    with np.errstate(divide="ignore"):
-        kinks = np.concatenate([l / a, (1.0 + l) / a], axis=0)           # 2p x m', inf at zeros
-    incr = np.concatenate([a, -a], axis=0)
-    finite = np.isfinite(kinks)
-    big = 2.0 * np.where(finite, kinks, 0.0).max(axis=0) + 1.0
-    kinks = np.where(finite, kinks, big)
-    order = np.argsort(kinks, axis=0, kind="stable")
-    ks = np.take_along_axis(kinks, order, axis=0)
-    slope = np.cumsum(np.take_along_axis(incr, order, axis=0), axis=0)  # slope right of kink j
-    fsum = np.zeros_like(ks)
-    fsum[1:] = np.cumsum(slope[:-1] * np.diff(ks, axis=0), axis=0)      # sum theta at kink j
-    i = np.argmax(fsum >= k, axis=0)
-    cols = np.arange(todo.size)
-    s1, f1 = ks[i, cols], fsum[i, cols]
-    im1 = np.maximum(i - 1, 0)
-    s0 = np.where(i > 0, ks[im1, cols], 0.0)
-    f0 = np.where(i > 0, fsum[im1, cols], 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sv = np.where(f1 > f0, s0 + (k - f0) * (s1 - s0) / (f1 - f0), s1)
-    theta = np.clip(sv * a - l, 0.0, 1.0)
-    out[:, todo] = V[:, todo] * theta / (theta + l)
-    return out
-
-
-def prox_l1_l1inf_rows(V: np.ndarray, tau1: float, tau2: float) -> np.ndarray:
-    """argmin_Z 1/2 ||Z - V||_F^2 + tau1 ||Z||_1 + tau2 sum_i ||Z[i, :]||_inf.
+def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
+    """argmin_Z 1/2 ||Z - V||_F^2 + sum_i (tau1_i ||Z[i, :]||_1 + tau2_i ||Z[i, :]||_inf)
+    (``tau1``, ``tau2``: scalars or one value per row).
 
     The composition prox_{tau2 ||.||_inf} o prox_{tau1 ||.||_1}, row by row.  Valid because soft
     thresholding keeps every sign and the set of entries of largest modulus of a row (it
@@ -254,27 +196,37 @@ def prox_l1_l1inf_rows(V: np.ndarray, tau1: float, tau2: float) -> np.ndarray:
     row contains the one at the original row (or the row becomes 0, where the subdifferential
     is the whole dual ball); by Yu (2013, "On decomposing the proximal map", Thm. 1) the
     composition is then the prox of the sum.  Checked against cvxpy in the tests."""
-    return prox_l1inf_rows(prox_l1(V, tau1), tau2)
+    tau1 = np.asarray(tau1, dtype=np.float64)
+    return prox_l1inf_rows(prox_l1(V, tau1[:, None] if tau1.ndim else tau1), tau2)
 
 
 def vstg_objective(prob: _Problem, U, V, g1, g2, mu, k) -> float:
     return (prob.loss(U, V) + g1 * np.abs(U).sum() + g2 * np.abs(U).max(axis=1).sum()
-            + mu * float(ksupport_sq_cols(V, k).sum()))
+            + mu * float(ksupport_sq(V, k).sum()))
 
 
-class _UState:
-    """Block-step data carried from one outer iteration to the next: the power-iteration
-    vectors of the U-step (``power``, d x K) and of the V-step (``v_power``, K x T), and the
-    current inner tolerances."""
+def _row_weights(w: np.ndarray) -> np.ndarray:
+    """A positive diagonal metric from nonnegative weights: floor at 1e-12 x the largest (all
+    ones if every weight is 0, e.g. V = 0, where the gradient is 0 as well)."""
+    top = float(w.max()) if w.size else 0.0
+    return np.maximum(w, 1e-12 * top) if top > 0 else np.ones_like(w)
+
+
+class _State:
+    """Solver data carried from one step to the next: the power-iteration vectors of the
+    U-step (``power``, d x K) and of the V-step (``v_power``, K x T), the inner tolerances,
+    and the metric scale of the joint steps (``joint_c``)."""
 
     def __init__(self):
         self.power = None
         self.v_power = None
         self.tol_u = self.tol_v = None
+        self.joint_c = 1.0
 
 
 class VSTGMTL(LinearMTLModel):
-    """Variable selection + task grouping by W = U V (FISTA U-step and V-step, alternating)."""
+    """Variable selection + task grouping by W = U V (block iterations of the paper's scheme,
+    accelerated by joint proximal-gradient steps on (U, V))."""
 
     name = "vstgmtl"
     paper = ("Jeong & Jun, Variable Selection and Task Grouping for Multi-Task Learning, "
@@ -318,7 +270,7 @@ class VSTGMTL(LinearMTLModel):
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "VSTGMTL":
         self._validate(tasks)
-        prob = tasks.memo(("vstgmtl.svd-problem", 2), lambda: _Problem(tasks))
+        prob = tasks.memo(("vstgmtl.svd-problem", 3), lambda: _Problem(tasks))
         T, d = prob.T, prob.d
         K = int(min(self.n_bases, d, T))
         k = int(min(self.k, K))
@@ -329,48 +281,53 @@ class VSTGMTL(LinearMTLModel):
         mu = float(self.mu) * ysq
         self.gamma1_, self.gamma2_, self.mu_ = g1, g2, mu
         hU = lambda U_: g1 * np.abs(U_).sum() + g2 * np.abs(U_).max(axis=1).sum()
+        gV = lambda V_: mu * float(ksupport_sq(V_, k).sum())
 
         U, V = self._initial(prob, K, init)
-        regV = mu * float(ksupport_sq_cols(V, k).sum())
-        W_prev = U @ V
-        Fcur = prob.loss_w(W_prev) + hU(U) + regV
-        hist = [Fcur]
-        state = _UState()
+        W = U @ V
+        F = prob.loss_w(W) + hU(U) + gV(V)
+        hist = [F]
+        report_progress(0, F)
+        state = _State()
         rel_dW = 1.0
-        it, u_total, fista_total, n_extra = 0, 0, 0, 0
+        it, u_total, fista_total, joint_total, n_extra = 0, 0, 0, 0, 0
         converged = False
         for it in range(1, int(self.max_iter) + 1):
+            # -- one block iteration of the paper's scheme: the stopping rule is checked on it
             # inexact blocks while the iterates still move: inner tolerance
             # max(u_tol, _INEXACT x last relative change of W), the stated u_tol at the end
             state.tol_u = max(float(self.u_tol), _INEXACT * rel_dW)
             state.tol_v = max(float(self.fista_tol), _INEXACT * rel_dW)
-            U_start, V_start = U, V
+            U_start, V_start, W_start, F_start = U, V, W, F
             U_new, n_u = self._u_step(prob, U, V, g1, g2, state)
             u_total += n_u
-            F_u = prob.loss(U_new, V) + hU(U_new) + regV
-            if F_u <= Fcur:
-                U, Fcur = U_new, F_u
+            F_u = prob.loss(U_new, V) + hU(U_new) + gV(V)
+            if F_u <= F:
+                U = U_new
             V, n_f = self._v_step(prob, U, V, mu, k, state.tol_v, state)
             fista_total += n_f
-            regV = mu * float(ksupport_sq_cols(V, k).sum())
-            W_now = U @ V
-            Fcur = prob.loss_w(W_now) + hU(U) + regV
+            W = U @ V
+            F = prob.loss_w(W) + hU(U) + gV(V)
             if it > 1:
                 # extrapolation: repeat this iteration's step once more, kept only if F drops
                 Ue, Ve = 2.0 * U - U_start, 2.0 * V - V_start
-                reg_e = mu * float(ksupport_sq_cols(Ve, k).sum())
                 W_e = Ue @ Ve
-                F_e = prob.loss_w(W_e) + hU(Ue) + reg_e
-                if F_e < Fcur:
-                    U, V, W_now, Fcur, regV = Ue, Ve, W_e, F_e, reg_e
+                F_e = prob.loss_w(W_e) + hU(Ue) + gV(Ve)
+                if F_e < F:
+                    U, V, W, F = Ue, Ve, W_e, F_e
                     n_extra += 1
-            hist.append(Fcur)
-            dW = float(np.linalg.norm(W_now - W_prev))
-            rel_dW = dW / max(float(np.linalg.norm(W_now)), 1e-300)
-            W_prev = W_now
-            if (hist[-2] - hist[-1] <= self.tol * abs(hist[-2])
-                    and dW <= self.xtol * float(np.linalg.norm(W_now))):
-                converged = True
+            dW = float(np.linalg.norm(W - W_start))
+            norm_W = float(np.linalg.norm(W))
+            rel_dW = dW / max(norm_W, 1e-300)
+            converged = bool(F_start - F <= self.tol * abs(F_start) and dW <= self.xtol * norm_W)
+            if not converged:
+                # -- accelerated joint steps on (U, V) until the next block iteration
+                U, V, F, n_j = self._joint_steps(prob, U, V, F, g1, g2, mu, k, state)
+                joint_total += n_j
+                W = U @ V
+            hist.append(F)
+            report_progress(it, F)
+            if converged:
                 break
         self.converged_ = converged
         self.U_, self.V_ = U, V
@@ -381,8 +338,8 @@ class VSTGMTL(LinearMTLModel):
         self.feature_groups_ = np.where(nz_rows, np.abs(U).argmax(axis=1), -1)
         self.task_groups_ = np.abs(V).argmax(axis=0)
         self.diagnostics_ = {"selected_features": int(nz_rows.sum()), "u_iters": int(u_total),
-                             "fista_iters": int(fista_total), "extrapolated": int(n_extra),
-                             "n_bases": K, "k": k,
+                             "fista_iters": int(fista_total), "joint_steps": int(joint_total),
+                             "extrapolated": int(n_extra), "n_bases": K, "k": k,
                              "converged": converged}
         return self
 
@@ -397,24 +354,89 @@ class VSTGMTL(LinearMTLModel):
         r = np.sqrt(s[:K])
         return P[:, :K] * r, r[:, None] * Qt[:K]
 
-    def _u_step(self, prob: _Problem, U, V, g1, g2, state: _UState):
+    def _joint_steps(self, prob: _Problem, U, V, F, g1, g2, mu, k, state: _State,
+                     n_steps: int = _JOINT_STEPS):
+        """``n_steps`` accelerated proximal-gradient steps on F over (U, V) jointly (docstring:
+        "Joint steps").  Monotone: F never increases.  Returns (U, V, F, steps taken)."""
+        K = U.shape[1]
+        tail_loss = 0.5 * float(prob.res.sum())
+        hU = lambda U_: g1 * np.abs(U_).sum() + g2 * np.abs(U_).max(axis=1).sum()
+        Px = prob.proj(U @ V)
+        U_prev, V_prev, tk = U, V, 1.0
+        c = state.joint_c
+        n = 0
+        while n < n_steps:
+            n += 1
+            # diagonal metric: row i of U ~ sum_t (X_t^T X_t)_ii ||v_t||^2 / K, column t of V
+            # ~ sum_i (X_t^T X_t)_ii ||U_i||^2 / K (the average diagonal of each Hessian block)
+            wU = _row_weights(prob.diagH @ np.einsum("kt,kt->t", V, V) / K)
+            wV = _row_weights(np.einsum("ik,ik->i", U, U) @ prob.diagH / K)
+            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
+            beta = (tk - 1.0) / t_next
+            if beta > 0.0:
+                Uy, Vy = U + beta * (U - U_prev), V + beta * (V - V_prev)
+                Py = prob.proj(Uy @ Vy)
+            else:
+                Uy, Vy, Py = U, V, Px
+            Ry = prob.s * Py - prob.c
+            fy = 0.5 * float(np.einsum("tr,tr->", Ry, Ry)) + tail_loss
+            Bg = prob.back(prob.s * Ry)                                  # d x T: grad_W at Y
+            GU, GV = Bg @ Vy.T, Uy.T @ Bg
+            c *= 0.8                                  # let the step grow again (local curvature)
+            for _ in range(100):                      # backtracking (bounded: non-finite data)
+                aU, aV = c * wU, c * wV
+                Un = prox_l1_l1inf_rows(Uy - GU / aU[:, None], g1 / aU, g2 / aU)
+                Vn = prox_ksupport_sq(Vy - GV / aV, 2.0 * mu / aV, k)
+                Pn = prob.proj(Un @ Vn)
+                fn = prob.loss_proj(Pn)
+                DU, DV = Un - Uy, Vn - Vy
+                quad = (float(np.einsum("ik,ik->", GU, DU)) + float(np.einsum("kt,kt->", GV, DV))
+                        + 0.5 * c * (float(wU @ np.einsum("ik,ik->i", DU, DU))
+                                     + float(np.einsum("kt,kt->t", DV, DV) @ wV)))
+                if fn <= fy + quad + 1e-12 * abs(fy):
+                    break
+                c *= 2.0
+            Fn = fn + hU(Un) + mu * float(ksupport_sq(Vn, k).sum())
+            if Fn > F:                                # not monotone: restart the momentum
+                tk = 1.0
+                if beta > 0.0:
+                    continue                          # and retry from the current point
+                break                                 # a plain step failed: stationary here
+            # adaptive restart (O'Donoghue & Candes 2015) when the momentum points uphill
+            uphill = (float(wU @ np.einsum("ik,ik->i", Uy - Un, Un - U))
+                      + float(np.einsum("kt,kt->t", Vy - Vn, Vn - V) @ wV)) > 0.0
+            tk = 1.0 if uphill else t_next
+            U_prev, V_prev = U, V
+            U, V, Px, F = Un, Vn, Pn, Fn
+        state.joint_c = c
+        return U, V, F, n
+
+    def _u_step(self, prob: _Problem, U, V, g1, g2, state: _State):
         """min_U f(U) + g1 ||U||_1 + g2 ||U||_{1,inf}, f(U) = sum_t 1/2 ||y_t - X_t U v_t||^2
-        (V fixed), by FISTA (Beck & Teboulle 2009) with the exact prox of the two penalties
-        (``prox_l1_l1inf_rows``) and adaptive momentum restart (O'Donoghue & Candes 2015).
+        (V fixed), by FISTA (Beck & Teboulle 2009) in a row metric with the exact prox of the
+        two penalties (``prox_l1_l1inf_rows``) and adaptive momentum restart (O'Donoghue &
+        Candes 2015).
 
         grad f(U) = sum_t X_t^T (X_t U v_t - y_t) v_t^T, through the per-task SVDs: O(T d r).
-        Step 1/L: L = 1.02 x a power-iteration estimate of lambda_max(sum_t v_t v_t^T (x) X_t^T X_t)
-        (warm-started from the previous U-step's vector), and backtracking doubles L whenever
-        the descent condition f(U+) <= f(Y) + <grad f(Y), U+ - Y> + L/2 ||U+ - Y||^2 fails, so
-        every step is a valid majorisation step.  Stops when max |U+ - U| <= ``u_tol`` x max |U+|
-        or after ``u_max_iter`` steps.  Returns (U, steps)."""
-        # lambda_max of the Hessian map D -> sum_t X_t^T X_t D v_t v_t^T (power iteration)
+        Metric: row i of U weighted by w_i = sum_t (X_t^T X_t)_ii ||v_t||^2 (the trace of the
+        Hessian's diagonal block of that row), so the step is 1/(L w_i) per row: the features
+        of a PCA basis differ in energy by orders of magnitude (x75 on synthetic-attributes),
+        and one global step 1/L is set by the strongest.  L = 1.02 x a power-iteration estimate
+        of lambda_max(D^-1/2 H D^-1/2), D = diag(w) (x) I_K, H the Hessian map (warm-started
+        from the previous U-step's vector), and backtracking doubles L whenever the descent
+        condition f(U+) <= f(Y) + <grad f(Y), U+ - Y> + L/2 ||U+ - Y||_D^2 fails, so every
+        step is a valid majorisation step.  Stops when max |U+ - U| <= ``state.tol_u`` x
+        max |U+| or after ``u_max_iter`` steps.  Returns (U, steps)."""
+        w = _row_weights(prob.diagH @ np.einsum("kt,kt->t", V, V))
+        sw = 1.0 / np.sqrt(w)[:, None]
         # cold start: up to 20 steps; warm start (previous U-step's vector, V moved little):
         # 3 steps -- the estimate only sets the first trial step, backtracking makes it safe
-        Z = state.power if state.power is not None else np.ones_like(U)
+        Z = state.power if state.power is not None and state.power.shape == U.shape \
+            else np.ones_like(U)
+        cold = Z is not state.power
         lam = 0.0
-        for _ in range(20 if state.power is None else 3):
-            Y = prob.back(prob.s2 * prob.proj(Z @ V)) @ V.T
+        for _ in range(20 if cold else 3):
+            Y = sw * (prob.back(prob.s2 * prob.proj((sw * Z) @ V)) @ V.T)
             nz = float(np.linalg.norm(Y))
             if nz == 0.0:
                 break
@@ -441,16 +463,17 @@ class VSTGMTL(LinearMTLModel):
             fY = 0.5 * float(np.einsum("tr,tr->", RY, RY))
             G = prob.back(prob.s * RY) @ V.T                              # grad f(Y)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
-                Un = prox_l1_l1inf_rows(Y - G / L, g1 / L, g2 / L)
+                Lw = L * w
+                Un = prox_l1_l1inf_rows(Y - G / Lw[:, None], g1 / Lw, g2 / Lw)
                 Pn = prob.proj(Un @ V)
                 Rn = prob.s * Pn - prob.c
                 D = Un - Y
                 if (0.5 * float(np.einsum("tr,tr->", Rn, Rn))
-                        <= fY + float(np.sum(G * D)) + 0.5 * L * float(np.sum(D * D))
-                        + 1e-12 * abs(fY)):
+                        <= fY + float(np.einsum("ik,ik->", G, D))
+                        + 0.5 * L * float(w @ np.einsum("ik,ik->i", D, D)) + 1e-12 * abs(fY)):
                     break
                 L *= 2.0
-            if float(np.sum((Y - Un) * (Un - Uc))) > 0.0:                # restart momentum
+            if float(w @ np.einsum("ik,ik->i", Y - Un, Un - Uc)) > 0.0:   # restart momentum
                 tn = 1.0
             Up, Uc, tk = Uc, Un, tn
             Pp, Pc = Pc, Pn
@@ -458,7 +481,7 @@ class VSTGMTL(LinearMTLModel):
                 break
         return Uc, n
 
-    def _v_step(self, prob: _Problem, U, V, mu, k, tol=None, state: "_UState | None" = None):
+    def _v_step(self, prob: _Problem, U, V, mu, k, tol=None, state: "_State | None" = None):
         """min_V sum_t 1/2 ||y_t - X_t U v_t||^2 + mu (||v_t||_k^sp)^2 (U fixed), separable:
         FISTA on all tasks at once, warm-started at V, with the exact prox of the squared
         k-support norm and momentum restarted per task when it points uphill (O'Donoghue &
@@ -471,7 +494,7 @@ class VSTGMTL(LinearMTLModel):
         (the tasks are independent, so each stops on its own).  Per-task safeguard: a task
         keeps v_t if the new one has a larger objective.  Returns (V, steps)."""
         tol = float(self.fista_tol) if tol is None else tol
-        state = _UState() if state is None else state
+        state = _State() if state is None else state
         A, b = prob.task_blocks(U)
         L = 1.02 * _power_lambda_max(A, state)
 
@@ -479,7 +502,7 @@ class VSTGMTL(LinearMTLModel):
             return 0.5 * np.einsum("at,at->t", Vm, AVm) - np.einsum("at,at->t", bm, Vm)
 
         def task_obj(Vm):
-            return quad(Vm, _task_matvec(A, Vm), b) + mu * ksupport_sq_cols(Vm, k)
+            return quad(Vm, _task_matvec(A, Vm), b) + mu * ksupport_sq(Vm, k)
 
         Vc, Vp = V.copy(), V.copy()
         T = V.shape[1]
@@ -497,7 +520,7 @@ class VSTGMTL(LinearMTLModel):
             AY = AVc + beta * (AVc - AVp)
             G = AY - ba
             fY = quad(Y, AY, ba)
-            vn = prox_ksupport_sq_cols(Y - G / La, 2.0 * mu / La, k)
+            vn = prox_ksupport_sq(Y - G / La, 2.0 * mu / La, k)
             Avn = _task_matvec(Aa, vn)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
                 D = vn - Y
@@ -506,7 +529,7 @@ class VSTGMTL(LinearMTLModel):
                 if not bad.any():
                     break
                 La[bad] *= 2.0
-                vn[:, bad] = prox_ksupport_sq_cols(Y[:, bad] - G[:, bad] / La[bad],
+                vn[:, bad] = prox_ksupport_sq(Y[:, bad] - G[:, bad] / La[bad],
                                                    2.0 * mu / La[bad], k)
                 Avn[:, bad] = _task_matvec(Aa[bad], vn[:, bad])
             tn[np.einsum("at,at->t", Y - vn, vn - vc) > 0] = 1.0      # restart
@@ -530,7 +553,7 @@ def _task_matvec(A: np.ndarray, V: np.ndarray) -> np.ndarray:
     return np.einsum("tab,bt->at", A, V)
 
 
-def _power_lambda_max(A: np.ndarray, state: "_UState") -> np.ndarray:
+def _power_lambda_max(A: np.ndarray, state: "_State") -> np.ndarray:
     """Estimate of lambda_max(A_t) for every t (A: T x K x K, symmetric PSD) by batched power
     iteration from ``state.v_power`` (the previous V-step's vectors; all-ones when cold): up to
     20 steps cold, 3 warm, stopping when every estimate moved by <= 1e-3 relative.  A lower
