@@ -235,3 +235,71 @@ def test_extrapolation_only_lowers_the_objective():
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]))
     assert 1 <= m.diagnostics_["extrapolated"] <= m.n_iter_ - 1       # exercised here
+
+
+def _block_optima_cvxpy(tasks, U, V, g1, g2, mu, k):
+    """min_U F(U, V) and min_V F(U, V) by cvxpy (the two convex block problems; the squared
+    k-support norm in its box-norm form)."""
+    T, (d, K) = tasks.T, U.shape
+    Uc = cp.Variable((d, K))
+    loss_u = sum(0.5 * cp.sum_squares(tasks.y(t) - tasks.X(t) @ Uc @ V[:, t]) for t in range(T))
+    pen_v = mu * sum(ksupport_norm(V[:, t], k) ** 2 for t in range(T))
+    pu = cp.Problem(cp.Minimize(loss_u + g1 * cp.sum(cp.abs(Uc))
+                                + g2 * cp.sum(cp.max(cp.abs(Uc), axis=1)) + pen_v))
+    pu.solve(solver="CLARABEL")
+    Vc, Th = cp.Variable((K, T)), cp.Variable((K, T))
+    loss_v = sum(0.5 * cp.sum_squares(tasks.y(t) - tasks.X(t) @ U @ Vc[:, t]) for t in range(T))
+    box = sum(cp.quad_over_lin(Vc[i, t], Th[i, t]) for i in range(K) for t in range(T))
+    pen_u = g1 * np.abs(U).sum() + g2 * np.abs(U).max(axis=1).sum()
+    pv = cp.Problem(cp.Minimize(loss_v + mu * box + pen_u), [Th <= 1, cp.sum(Th, axis=0) <= k])
+    pv.solve(solver="CLARABEL")
+    return pu.value, pv.value
+
+
+def test_joint_steps_never_increase_and_end_at_a_critical_point():
+    """The accelerated joint steps are monotone step by step, and run long they stop at a
+    critical point of the non-convex F: there each block is optimal given the other (F is
+    block-convex with separable penalties), which cvxpy checks block by block."""
+    tasks = _tasks(3, T=5, d=7, n=9)
+    prob = _Problem(tasks)
+    m = VSTGMTL(gamma1=0.05, gamma2=0.05, mu=0.1, n_bases=3, k=2)
+    g1, g2, mu = 0.05 * 3.0, 0.05 * 3.0, 0.1 * 9.0
+    rng = np.random.default_rng(5)
+    U, V = rng.standard_normal((prob.d, 3)), rng.standard_normal((3, prob.T))
+    F = vstg_objective(prob, U, V, g1, g2, mu, 2)
+    state = _State()
+    for _ in range(40):
+        U, V, F_new, n = m._joint_steps(prob, U, V, F, g1, g2, mu, 2, state, n_steps=1)
+        assert F_new <= F * (1 + 1e-14)
+        assert F_new == pytest.approx(vstg_objective(prob, U, V, g1, g2, mu, 2), rel=1e-12)
+        F = F_new
+    for _ in range(60):
+        U, V, F, n = m._joint_steps(prob, U, V, F, g1, g2, mu, 2, state, n_steps=100)
+    opt_u, opt_v = _block_optima_cvxpy(tasks, U, V, g1, g2, mu, 2)
+    assert F <= opt_u * (1 + 1e-6) + 1e-8 and F <= opt_v * (1 + 1e-6) + 1e-8
+    assert F >= opt_u * (1 - 1e-6) - 1e-8 and F >= opt_v * (1 - 1e-6) - 1e-8   # oracle sanity
+
+
+def test_progress_reported_once_per_outer_iteration():
+    from mtlbench.progress import ProgressRecorder
+    tasks = _tasks(4)
+    rec = ProgressRecorder()
+    with rec.recording():
+        m = VSTGMTL(gamma1=0.02, gamma2=0.01, mu=0.05, n_bases=4, k=2).fit(tasks)
+    assert [p.iteration for p in rec.points] == list(range(m.n_iter_ + 1))
+    np.testing.assert_allclose([p.objective for p in rec.points], m.objective_history_, rtol=1e-15)
+    assert all(p.certificate is None for p in rec.points)
+
+
+def test_composed_prox_with_row_weights():
+    """The U-steps use per-row weights (a row metric): row i gets (tau1_i, tau2_i) (cvxpy)."""
+    rng = np.random.default_rng(21)
+    V = rng.standard_normal((7, 4)) * 2.0
+    V[2, :3] = V[2, 3]
+    t1, t2 = rng.uniform(0.0, 1.0, 7), rng.uniform(0.0, 2.0, 7)
+    t1[0], t2[1] = 0.0, 0.0
+    Z = cp.Variable(V.shape)
+    obj = (0.5 * cp.sum_squares(Z - V) + cp.sum(cp.multiply(t1[:, None], cp.abs(Z)))
+           + cp.sum(cp.multiply(t2, cp.max(cp.abs(Z), axis=1))))
+    cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL")
+    np.testing.assert_allclose(prox_l1_l1inf_rows(V, t1, t2), Z.value, atol=1e-6)

@@ -187,3 +187,20 @@ def test_project_l1_ball_rows():
     np.testing.assert_allclose(P[0], x.value, atol=1e-6)
     small = V * 0.01
     np.testing.assert_allclose(project_l1_ball_rows(small, 10.0), small)
+
+
+def test_project_l1_ball_rows_per_row_radius_and_zero():
+    """Per-row radii, and radius 0 projects onto {0} (the sort rule alone needs radius > 0;
+    the l_inf prox of a row with weight 0 is the identity)."""
+    rng = np.random.default_rng(10)
+    V = rng.standard_normal((4, 6)) * 2
+    r = np.array([0.0, 0.5, 3.0, 100.0])
+    P = project_l1_ball_rows(V, r)
+    np.testing.assert_array_equal(P[0], 0.0)
+    for i in (1, 2):
+        x = cp.Variable(6)
+        cp.Problem(cp.Minimize(cp.sum_squares(x - V[i])), [cp.norm1(x) <= r[i]]).solve(
+            solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        np.testing.assert_allclose(P[i], x.value, atol=1e-6)
+    np.testing.assert_allclose(P[3], V[3])
+    np.testing.assert_allclose(prox_l1inf_rows(V, r)[0], V[0])

@@ -128,31 +128,39 @@ def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarr
         raise ValueError("prox_ksupport_sq: lam must be >= 0")
     A = np.abs(M)
     tau = np.zeros(m)
-    todo = np.flatnonzero((np.count_nonzero(A, axis=0) > k) & (lam > 0))
-    if todo.size:
-        n = todo.size
-        z = -np.sort(-A[:, todo], axis=0)                               # decreasing, p x n
-        lt = lam[todo]
+    binding = (np.count_nonzero(A, axis=0) > k) & (lam > 0)
+    if binding.any():
+        every = bool(binding.all())
+        todo = np.flatnonzero(binding)
+        z = np.sort(A if every else A[:, todo], axis=0)[::-1]        # decreasing, p x n
+        lt = lam if every else lam[todo]
+        n = z.shape[1]
         prefix = np.zeros((p + 1, n))
         np.cumsum(z, axis=0, out=prefix[1:])
         with np.errstate(divide="ignore"):
-            kinks = np.concatenate([1.0 / z, (1.0 + lt) / (lt * z)])     # inf for zero entries
+            rise = 1.0 / z                                           # inf for zero entries
+        kinks = np.concatenate([rise, rise * ((1.0 + lt) / lt)])
         order = np.argsort(kinks, axis=0)
         u = np.take_along_axis(kinks, order, axis=0)
-        rises = order < p                                                # kink = start of rising
-        b = np.cumsum(rises, axis=0)                                     # nonzero after the kink
-        a = np.cumsum(~rises, axis=0)                                    # saturated after it
-        cols = np.arange(n)
-        S = prefix[b, cols] - prefix[a, cols]                            # sum of the rising |v|
+        b = np.cumsum(order < p, axis=0)                             # nonzero after the kink
+        a = np.arange(1, 2 * p + 1)[:, None] - b                     # saturated after it
+        S = np.take_along_axis(prefix, b, axis=0) - np.take_along_axis(prefix, a, axis=0)
         with np.errstate(invalid="ignore"):
-            budget = np.where(np.isfinite(u), a + lt * (u * S - (b - a)), np.inf)
-        j = np.argmax(budget >= k, axis=0)            # exists: the budget reaches nnz > k
-        jm = np.maximum(j - 1, 0)                     # the segment (u_{j-1}, u_j]
+            budget = a + lt * (u * S - (b - a))                      # sum of theta at the kink
+        budget[~np.isfinite(u)] = np.inf
+        j = np.argmax(budget >= k, axis=0)          # exists: the budget reaches nnz > k
+        cols = np.arange(n)
+        jm = np.maximum(j - 1, 0)                   # the segment (u_{j-1}, u_j]
         aj, bj, Sj = a[jm, cols], b[jm, cols], S[jm, cols]
-        rising = (j > 0) & (Sj > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tau[todo] = np.where(rising, lt * Sj / (k - aj + lt * (bj - aj)), 1.0 / u[j, cols])
-    out = np.sign(M) * np.minimum(A / (1.0 + lam), np.maximum(A - tau, 0.0))
+            t = np.where((j > 0) & (Sj > 0), lt * Sj / (k - aj + lt * (bj - aj)), 1.0 / u[j, cols])
+        if every:
+            tau = t
+        else:
+            tau[todo] = t
+    out = np.minimum(A / (1.0 + lam), A - tau)
+    np.maximum(out, 0.0, out=out)
+    out *= np.sign(M)
     return out[:, 0] if one_d else out
 
 
