@@ -17,6 +17,8 @@ from mtlbench.report.publish import publish
 from mtlbench.report.stats import holm, wilcoxon_p
 from mtlbench.store import ResultStore
 
+from test_report_stats import brute_force_p
+
 
 @pytest.fixture(autouse=True)
 def stl_is_the_baseline(monkeypatch):
@@ -93,9 +95,15 @@ def test_clearly_better_is_significant_and_ties_are_not(store):
     assert cells["stl"]["toy"]["p_holm"] < 0.05
     assert cells[other]["toy"]["significantly_worse"] is False
     assert cells[other]["toy"]["p_holm"] > 0.05
-    # the p-values are scipy's Wilcoxon, Holm-corrected over the column's family
+    # the p-values are the exact Wilcoxon test's (brute force over the 2^8 sign flips: the
+    # twin's differences are +-0.1, +-0.2, ... up to float rounding, tied pairs, so p = 1;
+    # scipy ranked the rounding and said 0.93), Holm-corrected over the column's family
     b = np.array(cells[top]["toy"]["test_auc_x100"])
-    raw = [wilcoxon(b - np.array(cells[m]["toy"]["test_auc_x100"])).pvalue for m in (other, "stl")]
+    raw = [brute_force_p(np.round(b - np.array(cells[m]["toy"]["test_auc_x100"]), 9))
+           for m in (other, "stl")]
+    assert raw[0] == 1.0
+    assert raw[1] == pytest.approx(wilcoxon(b - np.array(cells["stl"]["toy"]["test_auc_x100"]))
+                                   .pvalue)
     assert [cells[other]["toy"]["p_value"], cells["stl"]["toy"]["p_value"]] == pytest.approx(raw)
     assert [cells[other]["toy"]["p_holm"], cells["stl"]["toy"]["p_holm"]] == \
         pytest.approx(holm(raw))
@@ -317,8 +325,12 @@ def test_search_summary_reads_old_and_new_traces():
     assert s["budget"] == [20] and s["fits_min"] == 3 and s["fits_max"] == 20
     assert s["at_bound"] == 1 and s["at_bound_params"] == ["lam"]
     assert s["at_edge"] == 1 and s["at_edge_params"] == ["mu"]
-    # unit 0: the selected fit's flag (False); unit 1: nothing recorded; unit 2: stored flag
-    assert s["not_converged"] == 1 and s["converged_unknown"] == 1
+    # the selected search fit (lam = 1.0) did not converge in units 0 and 2; unit 1 recorded
+    # nothing; only unit 2 records its refit's flag (True)
+    assert s["selected_not_converged"] == 2 and s["selected_converged_unknown"] == 1
+    assert s["refit_not_converged"] == 0 and s["refit_converged_unknown"] == 2
+    # stored before degenerate selections were recorded
+    assert s["degenerate"] is None and s["degenerate_unknown"] == 3
 
 
 def test_at_bound_from_declared_bounds_or_unknown_for_list_spaces():
@@ -342,7 +354,7 @@ def test_at_bound_from_declared_bounds_or_unknown_for_list_spaces():
 
 def test_search_summary_of_the_stored_layout():
     """The layout the protocol stores: the trace in ``grid``, the unit-level summary in
-    ``diagnostics['search']`` (the refit's flag wins over the search fit's)."""
+    ``diagnostics['search']`` (the selected search fit's and the refit's flags counted apart)."""
     import pandas as pd
 
     from mtlbench.report.leaderboard import search_summary
@@ -359,4 +371,70 @@ def test_search_summary_of_the_stored_layout():
                           "diagnostics": [{"search": summary}]})
     s = search_summary(units)
     assert s["budget"] == [20] and s["fits_max"] == 2
-    assert s["at_edge"] == 1 and s["at_bound"] == 0 and s["not_converged"] == 1
+    assert s["at_edge"] == 1 and s["at_bound"] == 0
+    assert s["selected_not_converged"] == 0 and s["refit_not_converged"] == 1
+
+
+def _search_unit(model, rep, auc, *, degenerate=None, share=None, selected=True, refit=True,
+                 errors=0):
+    """A unit in the stored layout: trace in ``grid``, summary in ``diagnostics['search']``;
+    ``degenerate=None`` leaves out the fields (a unit stored before they existed)."""
+    trace = [{"params": {"lam": 0.1}, "phase": "start", "val_auc": 0.7, "converged": selected}]
+    trace += [{"params": {"lam": 10.0 ** i}, "phase": "start",
+               "error": "ValueError: k must be <= 10"} for i in range(errors)]
+    summary = {"search": "adaptive", "budget": 20, "n_fits": len(trace), "at_bound": [],
+               "at_edge": [], "selected_converged": selected, "refit_converged": refit}
+    if degenerate is not None:
+        summary.update(degenerate=degenerate, selected_constant_share=share,
+                       refit_constant_share=share)
+    return unit(model, rep, auc, extra={"grid": trace, "best_params": {"lam": 0.1},
+                                        "diagnostics": {"search": summary}})
+
+
+def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path):
+    """Issue 24 items 5-6, issue 26 (c): each flag in its own column and in the JSON, the
+    degenerate units and units with failed fits named, "not recorded" never shown as 0."""
+    rows = []
+    for r in range(6):
+        rows.append(_search_unit("a", r, 0.9, degenerate=r < 2, share=0.5 if r < 2 else 0.0,
+                                 selected=r != 3, refit=True, errors=2 if r == 4 else 0))
+        rows.append(_search_unit("old", r, 0.85, selected=None, refit=None))
+        rows.append(_search_unit("stl", r, 0.8, degenerate=False, share=0.0, refit=r != 5))
+    st = make_store(tmp_path / "d.sqlite", rows)
+    lb = build_leaderboard(st, "toy")
+    a, old, stl = (lb.row(m).search for m in ("a", "old", "stl"))
+    assert (a.degenerate, a.degenerate_unknown) == (2, 0)
+    assert a.degenerate_units == ["toy rep 0 (50 % of tasks constant)",
+                                  "toy rep 1 (50 % of tasks constant)"]
+    assert (a.selected_not_converged, a.refit_not_converged) == (1, 0)
+    assert a.failed_fits == 2 and a.failed_fit_units == ["toy rep 4 (2)"]
+    assert (old.degenerate, old.degenerate_unknown) == (None, 6)
+    assert old.selected_converged_unknown == 6 and old.refit_converged_unknown == 6
+    assert (stl.selected_not_converged, stl.refit_not_converged) == (0, 1)
+    md = to_markdown(lb)
+    header = [c.strip() for c in next(ln for ln in md.splitlines()
+                                      if ln.startswith("| model")).strip("|").split("|")]
+    table = {c[0].strip(): dict(zip(header, (x.strip() for x in c)))
+             for c in (ln.strip("|").split("|") for ln in md.splitlines()
+                       if ln.startswith("| ") and not ln.startswith("| model"))
+             if len(c) == len(header)}
+    assert table["a"]["degenerate"] == "2/6" and table["old"]["degenerate"] == "not recorded"
+    assert table["stl"]["degenerate"] == "0/6"
+    assert table["a"]["selected fit not converged"] == "1/6"
+    assert table["a"]["refit not converged"] == "0/6"
+    assert table["stl"]["refit not converged"] == "1/6"
+    assert table["old"]["selected fit not converged"] == "not recorded"
+    assert table["a"]["failed search fits"] == "2 in 1/6 units"
+    assert table["stl"]["failed search fits"] == "0"
+    assert "**Degenerate selections**: a 2/6 (toy rep 0 (50 % of tasks constant)" in md
+    assert "**Search fits that raised** (fits per unit in brackets): a 2 (toy rep 4 (2))" in md
+    data = json.loads(to_json(lb))
+    row = {r["model"]: r for r in data["rows"]}["a"]["search"]
+    assert row["degenerate"] == 2 and row["failed_fits"] == 2
+    units = {(u["model"], u["rep"]): u for u in data["units"]}
+    assert units[("a", 0)]["degenerate"] is True and units[("old", 0)]["degenerate"] is None
+    assert units[("a", 3)]["selected_fit_converged"] is False
+    assert units[("a", 4)]["failed_fits"] == 2
+    csv = to_csv(lb)
+    assert "degenerate,selected_fit_not_converged,refit_not_converged,failed_search_fits" in csv
+    st.close()

@@ -38,7 +38,8 @@ def test_publish_into_a_folder_of_another_store_needs_force(tmp_path):
     one = _store(tmp_path / "one.sqlite", datasets=("toy", "old"))
     publish(one, out, figures=False, log=quiet)
     manifest = json.loads((out / MANIFEST).read_text())
-    assert set(manifest["files"]) == {"toy.md", "toy.json", "old.md", "old.json", "README.md"}
+    assert set(manifest["files"]) == {"toy.md", "toy.json", "old.md", "old.json", "README.md",
+                                      "summary.md", "summary.json"}  # across data sets
     (out / "notes.md").write_text("# by hand\n")
     readme = (out / "README.md").read_text().replace(
         "<!-- hand-written:end -->", "these runs took a day\n<!-- hand-written:end -->")
@@ -139,6 +140,8 @@ def test_import_published_results_then_compute_only_the_new_model(tmp_path):
     (lambda u: u.update(split_fingerprint="0" * 64), "the split of simulated repetition 0"),
     (lambda u: u.update(data_fingerprint="0" * 64), "data fingerprint of simulated differs"),
     (lambda u: u["protocol"].update(protocol_version=99), "protocol version 99"),
+    (lambda u: u["protocol"].update(search_version="3"), "searched by version 3 of the "
+                                                          "'adaptive' rule"),
     (lambda u: u["protocol"].update(test_fraction=0.3), None),
     (lambda u: u.update(dataset_params={"seed": 3}), "dataset parameters"),
 ])

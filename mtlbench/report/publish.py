@@ -1,8 +1,10 @@
 """Publishing leaderboards into a folder, and importing published units into a store.
 
 ``publish`` writes ``<out>/<dataset>.md`` and ``.json`` for every dataset of the store (or
-those given), figures under ``<out>/figures/``, an index ``<out>/README.md``, and a manifest
-``<out>/.manifest.json`` naming the store's fingerprint and every file generated.
+those given), the judgement across them ``<out>/summary.md`` and ``.json``
+(:mod:`mtlbench.report.across`), figures under ``<out>/figures/``, an index
+``<out>/README.md``, and a manifest ``<out>/.manifest.json`` naming the store's fingerprint
+and every file generated.
 
 Rules
 -----
@@ -34,11 +36,13 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ConfigError
 from ..syntax import file_stem
-from .leaderboard import FORMAT_VERSION, build_leaderboard
+from .leaderboard import build_leaderboard
 from .render import GENERATED_MARKER, _fmt_seconds, _machines_text, to_json, to_markdown
+from .schema import ACCEPTED_FORMATS, Leaderboard, UnitRecord
 from .select import select_units
 
 MANIFEST = ".manifest.json"
+SUMMARY_PAGE = "summary.md"   # the judgement across data sets
 MANIFEST_FORMAT = "mtlbench-publish/1"
 README_HAND_START = "<!-- hand-written:start (kept by mtlbench publish) -->"
 README_HAND_END = "<!-- hand-written:end -->"
@@ -132,12 +136,16 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             from .figures import make_figures
 
             figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
+            from .race_figures import race_figures
+
+            figs += race_figures(store, ds, out / "figures", rel_to=out)  # mtlbench race
         md, js = out / f"{file_stem(ds)}.md", out / f"{file_stem(ds)}.json"
         md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish"), encoding="utf-8")
         js.write_text(to_json(lb, compact=True), encoding="utf-8")
         new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
         written[ds] = {"leaderboard": lb, "figures": figs}
         log(f"wrote {md}, {js} and {sum(1 for f in figs if f.get('path'))} figure(s)")
+    new_files += _write_summary(out, [v["leaderboard"] for v in written.values()], figures, log)
     keep = {p.resolve() for p in new_files}
     removed = []
     for p in old_files:
@@ -148,42 +156,79 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             removed.append(p)
     for p in removed:
         log(f"removed stale {p}")
-    published_keys = [str(u["key"]) for v in written.values()
-                      for u in v["leaderboard"]["units"]]
+    published_keys = [str(u.key) for v in written.values() for u in v["leaderboard"].units]
     _write_index(out, written, keep_hand=same_store, log=log)
     rel = sorted(str(p.relative_to(out)) for p in new_files) + ["README.md"]
     (out / MANIFEST).write_text(json.dumps({
         "format": MANIFEST_FORMAT, "store_fingerprint": store_fingerprint(published_keys),
         "store_name": Path(store.path).name, "datasets": present,
         "units": len(published_keys), "files": rel,
-        "generated_at": next(iter(written.values()))["leaderboard"]["provenance"]["generated_at"],
+        "generated_at": next(iter(written.values()))["leaderboard"].provenance.generated_at,
     }, indent=1) + "\n", encoding="utf-8")
     log(f"wrote {out / 'README.md'} and {out / MANIFEST}")
     return written
 
 
-def _produced_text(rows: dict[str, dict[str, Any]]) -> list[str]:
+def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
+                   log: Callable[[str], None]) -> list[Path]:
+    """The cross-data-set page ``summary.md`` (and ``summary.json``, figures) from the same
+    code as ``mtlbench leaderboard --all``."""
+    from .across import summary_across
+    from .across_render import summary_figures, summary_json, summary_markdown
+
+    summary = summary_across(boards)
+    figs = summary_figures(summary, out / "figures", rel_to=out) if figures else {}
+    md, js = out / SUMMARY_PAGE, out / SUMMARY_PAGE.replace(".md", ".json")
+    md.write_text(summary_markdown(summary, figs, generated_by="mtlbench publish"),
+                  encoding="utf-8")
+    js.write_text(summary_json(summary), encoding="utf-8")
+    log(f"wrote {md}, {js} (across {len(summary.blocks)} block(s))")
+    return [md, js] + [out / f for f in figs.values() if f]
+
+
+def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
     """How the tables were produced, read from the units themselves (never hand-kept)."""
     lines = ["## How these results were produced", "",
              "Read from the published units (each table's provenance section has the rest):", ""]
     for ds, lb in sorted(rows.items()):
-        units = lb.get("units") or []
-        searches = sorted({f"{u['search'].get('search', 'grid (declared list)')}"
-                           + (f", budget {u['search']['budget']}" if u["search"].get("budget")
+        searches = sorted({f"{u.search.get('search', 'grid (declared list)')}"
+                           + (f", budget {u.search['budget']}" if u.search.get("budget")
                               else "")
-                           for u in units if isinstance(u.get("search"), dict)})
-        prov = lb["provenance"]
+                           for u in lb.units or [] if isinstance(u.search, dict)})
+        prov = lb.provenance
         lines.append(
-            f"- {ds}: seed {lb.get('seed', prov.get('seed'))}, "
-            f"{lb.get('planned_reps') or ', '.join(map(str, prov.get('planned_reps', [])))} "
-            f"planned repetitions, {len(lb['models'])} models, search: "
+            f"- {ds}: seed {lb.seed}, "
+            f"{lb.planned_reps or ', '.join(map(str, prov.planned_reps or []))} "
+            f"planned repetitions, {len(lb.models)} models, search: "
             f"{'; '.join(searches) or 'not recorded'}; units finished "
-            f"{prov['first_started_at']} → {prov['last_finished_at']}"
-            + ("" if lb.get("complete", True) else " — **incomplete run** (see the table)"))
+            f"{prov.first_started_at} → {prov.last_finished_at}"
+            + ("" if lb.complete in (True, None) else " — **incomplete run** (see the table)"))
     lines += ["", "Reproduce: `mtlbench compare --datasets DATASET --reps N --seed S --store "
               "STORE` for each line above (`benchmarks/publish_all.sh` runs them all), then "
               "`mtlbench publish --store STORE`.", ""]
     return lines
+
+
+def read_published(folder: str | Path) -> dict[str, Leaderboard]:
+    """The leaderboards published in ``folder`` (every ``<dataset>.json`` in a format this
+    version reads), by dataset label; e.g. ``summary_across(read_published(...).values())``
+    recomputes the cross-data-set summary from published files alone."""
+    out = {}
+    for js in sorted(Path(folder).glob("*.json")):
+        data = _is_leaderboard_json(js)
+        if data is not None and data.get("format") in ACCEPTED_FORMATS:
+            lb = Leaderboard.from_json(data)
+            out[str(lb.dataset or js.stem)] = lb
+    return out
+
+
+def _published_tables(out: Path, written: dict[str, Any]) -> dict[str, Leaderboard]:
+    """Every leaderboard of the folder: those just written, and the JSON files of other
+    datasets in a format this version reads (by dataset label)."""
+    fresh = {file_stem(ds) for ds in written}   # file names are stems of the labels
+    rows = {ds: lb for ds, lb in read_published(out).items() if file_stem(ds) not in fresh}
+    rows.update({ds: v["leaderboard"] for ds, v in written.items()})
+    return rows
 
 
 def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
@@ -210,29 +255,23 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
              "| dataset | problems | models | repetitions | units done/planned | failed units "
              "| run time | machine | files |",
              "|---|---|---|---|---|---|---|---|---|"]
-    rows = {}
-    by_stem = {file_stem(ds): ds for ds in written}   # file names are stems of the labels
-    for js in sorted(out.glob("*.json")):
-        if js.stem in by_stem:
-            ds = by_stem[js.stem]
-            lb = written[ds]["leaderboard"]
-        else:
-            lb = _is_leaderboard_json(js)
-            ds = str((lb or {}).get("dataset") or js.stem)
-        if lb is not None and lb.get("format") == FORMAT_VERSION:
-            rows[ds] = lb
+    rows = _published_tables(out, written)
     for ds, lb in sorted(rows.items()):
-        prov = lb["provenance"]
-        mach = _machines_text([{**m, "platform": None} for m in prov["machines"]], units=False)
-        reps = ", ".join(map(str, lb["reps_per_cell"]))
-        done = sum(r.get("finished_units", 0) for r in lb["rows"])
-        planned = sum(r.get("planned_units", 0) for r in lb["rows"])
+        prov = lb.provenance
+        mach = _machines_text(prov.machines, units=False, platform=False)
+        reps = ", ".join(map(str, lb.reps_per_cell))
+        done = sum(r.finished_units or 0 for r in lb.rows)
+        planned = sum(r.planned_units or 0 for r in lb.rows)
         stem = file_stem(ds)
-        lines.append(f"| [{ds}]({stem}.md) | {len(lb['problems'])} | {len(lb['models'])} | {reps} | "
-                     f"{done}/{planned} | {prov['units_failed']} | "
-                     f"{_fmt_seconds(prov['time_total_s'])} | {mach} | "
+        lines.append(f"| [{ds}]({stem}.md) | {len(lb.problems)} | {len(lb.models)} | {reps} | "
+                     f"{done}/{planned} | {prov.units_failed} | "
+                     f"{_fmt_seconds(prov.time_total_s)} | {mach} | "
                      f"[md]({stem}.md), [json]({stem}.json) |")
     lines.append("")
+    if (out / SUMMARY_PAGE).exists() and is_generated(out / SUMMARY_PAGE):
+        lines += [f"**Across data sets**: [{SUMMARY_PAGE}]({SUMMARY_PAGE}) — headline table, "
+                  "Friedman test and average ranks, critical-difference diagram, practical "
+                  "equivalence.", ""]
     figs = [(ds, f) for ds, v in written.items() for f in v["figures"] if f.get("path")]
     if figs:
         lines += ["## Figures", ""]
@@ -251,7 +290,8 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
 
 
 # ================================================================================ import
-def _local_check(unit: dict[str, Any], cache: dict, data_dir: str | None = None) -> str | None:
+def _local_check(unit: UnitRecord, dataset: str, cache: dict,
+                 data_dir: str | None = None) -> str | None:
     """Why this installation disagrees with a published unit's split / data / protocol, or
     None.  Recomputes the split of (dataset, problem, seed, rep) through the dataset plugin and
     :func:`mtlbench.protocol.make_split`."""
@@ -261,7 +301,7 @@ def _local_check(unit: dict[str, Any], cache: dict, data_dir: str | None = None)
     from ..protocol import (PROTOCOL_VERSION, ProtocolConfig, config_json, evaluable_tasks,
                             make_split, restrict_tasks)
 
-    proto = unit.get("protocol") or {}
+    proto = unit.protocol or {}
     if proto.get("protocol_version") != PROTOCOL_VERSION:
         return (f"protocol version {proto.get('protocol_version')!r} differs from this "
                 f"installation's {PROTOCOL_VERSION}")
@@ -270,21 +310,27 @@ def _local_check(unit: dict[str, Any], cache: dict, data_dir: str | None = None)
         cfg = ProtocolConfig(**{k: v for k, v in proto.items() if k in fields})
     except (ConfigError, TypeError, ValueError) as exc:
         return f"its protocol {proto} is not valid here: {exc}"
-    extra = {k: v for k, v in proto.items() if k not in fields and k != "protocol_version"}
+    from ..search import searcher_version
+
+    if "search_version" in proto and str(proto["search_version"]) != searcher_version(cfg.search):
+        return (f"it was searched by version {proto['search_version']} of the {cfg.search!r} "
+                f"rule; this installation's is version {searcher_version(cfg.search)}")
+    extra = {k: v for k, v in proto.items()
+             if k not in fields and k not in ("protocol_version", "search_version")}
     if extra:
         return f"its protocol has settings this installation does not know: {sorted(extra)}"
     local_proto = {**cfg.split_settings(), "reps": cfg.reps}
     for k, v in local_proto.items():
         if k in proto and proto[k] != v:
             return f"protocol setting {k} = {proto[k]!r} is {v!r} here"
-    dataset, problem = unit["dataset"], unit["problem"]
+    problem = unit.problem
     name = problem.split("/", 1)[1] if "/" in problem else problem
-    ck = (dataset, name, config_json(unit.get("dataset_params")))
+    ck = (dataset, name, config_json(unit.dataset_params))
     if ck not in cache:
         try:
             ds = get_registry().dataset(dataset)
-            if config_json(ds.params()) != config_json(unit.get("dataset_params") or {}):
-                cache[ck] = (None, f"dataset parameters {unit.get('dataset_params')} differ from "
+            if config_json(ds.params()) != config_json(unit.dataset_params or {}):
+                cache[ck] = (None, f"dataset parameters {unit.dataset_params} differ from "
                                    f"this installation's {ds.params()}")
             else:
                 tasks = ds.load(name, data_dir=Path(data_dir) if data_dir else None)
@@ -295,13 +341,13 @@ def _local_check(unit: dict[str, Any], cache: dict, data_dir: str | None = None)
     tasks, why = cache[ck]
     if tasks is None:
         return why
-    if tasks.fingerprint() != unit.get("data_fingerprint"):
+    if tasks.fingerprint() != unit.data_fingerprint:
         return (f"the data fingerprint of {problem} differs (published "
-                f"{str(unit.get('data_fingerprint'))[:12]}…, here {tasks.fingerprint()[:12]}…)")
-    fp = make_split(tasks, cfg, int(unit["rep"])).fingerprint()
-    if fp != unit.get("split_fingerprint"):
-        return (f"the split of {problem} repetition {unit['rep']} differs (published "
-                f"{str(unit.get('split_fingerprint'))[:12]}…, here {fp[:12]}…)")
+                f"{str(unit.data_fingerprint)[:12]}…, here {tasks.fingerprint()[:12]}…)")
+    fp = make_split(tasks, cfg, int(unit.rep)).fingerprint()
+    if fp != unit.split_fingerprint:
+        return (f"the split of {problem} repetition {unit.rep} differs (published "
+                f"{str(unit.split_fingerprint)[:12]}…, here {fp[:12]}…)")
     return None
 
 
@@ -322,19 +368,18 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print,
             "mtlbench-leaderboard/"):
         raise ConfigError(f"{str(path)!r} is not a published mtlbench leaderboard "
                           "(no 'format': 'mtlbench-leaderboard/...')")
-    units = data.get("units")
-    if not isinstance(units, list) or not units:
+    if not isinstance(data.get("units"), list) or not data["units"]:
         raise ConfigError(f"{str(path)!r} carries no per-unit results (published before "
                           "units were included); republish it with this mtlbench version")
+    units = [UnitRecord.from_json(u) for u in data["units"]]
     names = data.get("task_names") or {}
+    dataset = data["dataset"]
     cache: dict = {}
     problems: dict[str, list[str]] = {}
     for u in units:
-        u = {**u, "dataset": data["dataset"]}
-        why = _local_check(u, cache, data_dir)
+        why = _local_check(u, dataset, cache, data_dir)
         if why:
-            problems.setdefault(why, []).append(
-                f"{u.get('model')} {u.get('problem')} rep {u.get('rep')}")
+            problems.setdefault(why, []).append(f"{u.model} {u.problem} rep {u.rep}")
     if problems:
         parts = [f"{who[0]}" + (f" (and {len(who) - 1} more unit(s))" if len(who) > 1 else "")
                  + f": {why}" for why, who in list(problems.items())[:3]]
@@ -346,20 +391,21 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print,
 
     n = 0
     for u in units:
-        row = {c: u.get(c) for c in UNIT_COLUMNS}
-        row["dataset"] = data["dataset"]
-        trace = u.get("trace") or []
-        info = u.get("search") or {}
+        row = {c: getattr(u, c, None) for c in UNIT_COLUMNS}
+        row["dataset"] = dataset
+        trace = u.trace or []
+        info = u.search or {}
         row["grid"] = ({"fits": trace, **{k: v for k, v in info.items() if k != "n_fits"}}
                        if info and set(info) - {"n_fits"} else trace)
-        row["host"] = u.get("host") or f"imported from {path.name}"
-        tnames = u.get("task_names") or names.get(u["problem"], [])
+        row["host"] = u.host or f"imported from {path.name}"
+        tnames = u.task_names or names.get(u.problem, [])
         scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
-                  for i, (a, m) in enumerate(zip(u.get("task_auc") or [], u.get("n_test") or []))]
+                  for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
         store.write_unit(row, scores)
         n += 1
     log(f"imported {n} unit(s) of {data['dataset']} from {path} into {store.path}")
     return n
 
 
-__all__ = ["publish", "import_results", "is_generated", "store_fingerprint", "MANIFEST"]
+__all__ = ["publish", "import_results", "read_published", "is_generated", "store_fingerprint",
+           "MANIFEST", "SUMMARY_PAGE"]

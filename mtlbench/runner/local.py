@@ -37,7 +37,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .unit import UnitResult, UnitSpec, failed_result, timeout_message
 
-__all__ = ["local_results", "grace_seconds", "death_cause", "worker_context", "prestart"]
+__all__ = ["local_results", "grace_seconds", "death_cause", "worker_context", "prestart",
+           "die_with_parent"]
 
 POLL_SECONDS = 0.5
 
@@ -65,7 +66,7 @@ def death_cause(exitcode: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------- the worker
-def _die_with_parent(client_pid: int) -> None:
+def die_with_parent(client_pid: int) -> None:
     """Exit when the process that started us (the supervisor, or the forkserver it started)
     exits: SIGKILL from the kernel on Linux, and a watcher thread everywhere."""
     parent = os.getppid()
@@ -105,7 +106,7 @@ def _die_with_parent(client_pid: int) -> None:
 def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
                  environ: dict[str, str] | None = None, cwd: str | None = None) -> None:
     """Run units received on ``conn`` until None or EOF; answer ("start",) then ("done", r)."""
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if environ is not None:  # the supervisor's environment now, not the forkserver's
         os.environ.clear()
