@@ -8,8 +8,6 @@ reported once per outer iteration, and the fitted model runs on the simulated da
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from mtlbench import TaskSet
 from mtlbench_models._prox import ksupport_norm

@@ -141,15 +141,15 @@ def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarr
             rise = 1.0 / z                                           # inf for zero entries
         kinks = np.concatenate([rise, rise * ((1.0 + lt) / lt)])
         order = np.argsort(kinks, axis=0)
-        u = np.take_along_axis(kinks, order, axis=0)
+        cols = np.arange(n)
+        u = kinks[order, cols]
         b = np.cumsum(order < p, axis=0)                             # nonzero after the kink
         a = np.arange(1, 2 * p + 1)[:, None] - b                     # saturated after it
-        S = np.take_along_axis(prefix, b, axis=0) - np.take_along_axis(prefix, a, axis=0)
+        S = prefix[b, cols] - prefix[a, cols]                        # sum of the rising |v|
         with np.errstate(invalid="ignore"):
             budget = a + lt * (u * S - (b - a))                      # sum of theta at the kink
-        budget[~np.isfinite(u)] = np.inf
+        budget[np.isinf(u)] = np.inf
         j = np.argmax(budget >= k, axis=0)          # exists: the budget reaches nnz > k
-        cols = np.arange(n)
         jm = np.maximum(j - 1, 0)                   # the segment (u_{j-1}, u_j]
         aj, bj, Sj = a[jm, cols], b[jm, cols], S[jm, cols]
         with np.errstate(divide="ignore", invalid="ignore"):
