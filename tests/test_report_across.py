@@ -144,6 +144,10 @@ def test_summary_across_from_leaderboards_and_the_api(store):
     assert api.friedman.statistic == pytest.approx(s.friedman.statistic)
     focus = summary_across(boards, focus=["b"], bayes_samples=200)
     assert focus.roles["b"] == "focus" and focus.headline[0].focus["b"].model == "b"
+    # without the Bayesian view: the same summary, its equivalence list empty
+    bare = summary_across(boards, bayes_samples=1000, equivalence=False)
+    assert s.equivalence and bare.equivalence == []
+    assert {**bare.to_json(), "equivalence": None} == {**s.to_json(), "equivalence": None}
 
 
 def test_publish_writes_the_summary_page_linked_from_the_index(store, tmp_path):

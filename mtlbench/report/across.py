@@ -253,7 +253,8 @@ def nemenyi(scores: np.ndarray, models: Sequence[str], alpha: float = ALPHA) -> 
     pv = {a: {b: float(p.iloc[i, j]) for j, b in enumerate(models)}
           for i, a in enumerate(models)}
     q = float(studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
-    return Posthoc(test=POSTHOC, alpha=alpha, critical_difference=q * math.sqrt(k * (k + 1) / (6 * n)),
+    return Posthoc(test=POSTHOC, alpha=alpha,
+                   critical_difference=q * math.sqrt(k * (k + 1) / (6 * n)),
                    p_values=pv, not_separated=_cliques(models, pv, alpha))
 
 
@@ -321,10 +322,13 @@ def _equivalence(b: _Block, rope: float, samples: int, seed: int) -> list[Equiva
 # ================================================================================ summary
 def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str] | None = None,
                    focus: Sequence[str] | None = None, alpha: float = ALPHA, rope: float = ROPE,
-                   bayes_samples: int = BAYES_SAMPLES, bayes_seed: int = BAYES_SEED) -> Summary:
+                   bayes_samples: int = BAYES_SAMPLES, bayes_seed: int = BAYES_SEED,
+                   equivalence: bool = True) -> Summary:
     """The summary of several data sets' leaderboards (module docstring).  ``blocks``: None
     (independent blocks, the default rule), ``"all"``, or block / data set labels; ``focus``:
-    models shown in their own column (default: :func:`focus_models`)."""
+    models shown in their own column (default: :func:`focus_models`); ``equivalence=False``
+    leaves the Bayesian signed-rank view out (``equivalence`` empty; it is most of the run
+    time) for callers that only read the headline and the ranks."""
     used, left_out, rule = choose_blocks(boards, blocks)
     focus = list(focus) if focus is not None else focus_models(boards)
     baselines = sorted({lb.baseline for lb in boards if lb.baseline})
@@ -353,8 +357,8 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
         headline=[_headline(b, focus, roles) for b in used], ranked_models=list(avg),
         not_ranked=not_ranked, average_ranks=avg, friedman=fried, posthoc=posthoc, rope=rope,
         bayes_test=BAYES_TEST, bayes_samples=bayes_samples, bayes_seed=bayes_seed,
-        equivalence=[e for b in used for e in _equivalence(b, rope, bayes_samples, bayes_seed)],
-        notes=notes)
+        equivalence=[e for b in used for e in _equivalence(b, rope, bayes_samples, bayes_seed)]
+        if equivalence else [], notes=notes)
 
 
 def summarize_store(store, *, blocks: str | Sequence[str] | None = None,

@@ -39,11 +39,12 @@ Dask retries a unit whose worker died on other workers, then reports ``KilledWor
 that were merely queued on a dying worker can get that answer too, so a ``KilledWorker`` unit
 is resubmitted once: a healthy unit then finishes, the unit that kills its worker dies again
 and is recorded as failed with its model named.  If the connection to the scheduler is lost
-for ``SCHEDULER_LOST_SECONDS``, the run ends with a clear error (finished units are stored).  If dying workers took every copy of the shipped problem, or a finished
-result the client had not fetched yet, the unit comes back cancelled: the client ships the
-problem again and resubmits it; only losses while the unit itself was running count
-(``MAX_RESUBMITS``; losses while queued are bounded by ``MAX_QUEUED_LOSSES``), so a healthy
-unit beside a unit that kills workers is not recorded as failed.
+for ``SCHEDULER_LOST_SECONDS``, the run ends with a clear error (finished units are stored).  If
+dying workers took every copy of the shipped problem, or a finished result the client had not
+fetched yet, the unit comes back cancelled: the client ships the problem again and resubmits it;
+only losses while the unit itself was running count (``MAX_RESUBMITS``; losses while queued are
+bounded by ``MAX_QUEUED_LOSSES``), so a healthy unit beside a unit that kills workers is not
+recorded as failed.
 """
 from __future__ import annotations
 
