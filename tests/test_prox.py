@@ -1,10 +1,13 @@
-"""Oracles for the k-support-norm and l_{1,inf} helpers of _prox.py (cvxpy / brute force)."""
+"""Oracles for the k-support-norm and l_{1,inf} helpers of _prox.py (cvxpy / brute force /
+the Fenchel-Young optimality certificate)."""
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mtlbench_models._prox import (ksupport_norm, project_l1_ball_rows, prox_ksupport_sq,
-                                   prox_l1inf_rows)
+from mtlbench_models._prox import (ksupport_norm, ksupport_sq, project_l1_ball_rows,
+                                   prox_ksupport_sq, prox_l1inf_rows)
 
 
 def _ksupport_sq_cvx(v, k):
@@ -65,6 +68,91 @@ def test_prox_ksupport_sq_matches_cvxpy(seed):
     assert f(ours) <= f(w.value) + 1e-7
 
 
+def _topk_sq(U, k):
+    """||u||_(k)^2 per column: the sum of the k largest u_i^2 (the squared dual norm)."""
+    return -np.sort(-(U * U), axis=0)[:k].sum(axis=0)
+
+
+def _prox_optimality_residual(V, lam, k, W):
+    """Fenchel-Young: W = prox of phi = lam/2 ksup^2 at V iff
+    phi(W) + phi*(V - W) - <W, V - W> = 0 (>= 0 for every W), phi*(u) = ||u||_(k)^2 / (2 lam).
+    Returned relative to ||V||^2 per column."""
+    R = V - W
+    gap = (lam / 2 * ksupport_sq(W, k) + _topk_sq(R, k) / (2 * lam)
+           - np.einsum("ij,ij->j", W, R))
+    return gap / np.maximum(np.einsum("ij,ij->j", V, V), 1e-300)
+
+
+def _tricky_columns(draw_seed, p, m):
+    """Columns with zeros, exact ties (also across signs), entries 1e-18 of the others and a
+    dynamic range of 1e+-6: the inputs where the earlier implementations failed."""
+    rng = np.random.default_rng(draw_seed)
+    V = rng.standard_normal((p, m)) * 10.0 ** rng.uniform(-6, 6, m)
+    V[rng.random((p, m)) < 0.3] = 0.0
+    V[rng.random((p, m)) < 0.2] *= 1e-18
+    if p > 2:
+        V[1] = V[0]
+    if p > 3:
+        V[2, ::2] = -V[0, ::2]
+    return V
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 25), st.integers(1, 30), st.integers(1, 8), st.integers(0, 10 ** 9))
+def test_prox_ksupport_sq_certified_by_fenchel_young(p, k, m, seed):
+    """The prox is exact on every input, certified by the Fenchel-Young equality (an exact
+    optimality condition, no solver tolerance involved)."""
+    V = _tricky_columns(seed, p, m)
+    lam = 10.0 ** np.random.default_rng(seed + 1).uniform(-4, 4, m)
+    W = prox_ksupport_sq(V, lam, k)
+    assert np.all(np.abs(_prox_optimality_residual(V, lam, k, W)) <= 1e-11)
+    assert np.all(np.abs(W) <= np.abs(V) * (1 + 1e-15))            # a shrinkage, signs kept
+    assert np.all(W * V >= 0)
+
+
+def test_prox_ksupport_sq_tiny_entry_regression():
+    """A column with three O(0.01) entries and one of 3e-18, k = 3: the correct prox scales the
+    three by 1/(1+lam) (at most k entries are effectively nonzero); the earlier O(p log p)
+    version, accumulating slope x width products up to kinks at 1e17, returned 0."""
+    v = np.array([4.9834e-02, -1.1340e-02, -1.1500e-02, 0, 0, 0, 0, 0, 0, -3.4716e-18])
+    lam = 0.09006505
+    w = prox_ksupport_sq(v, lam, 3)
+    np.testing.assert_allclose(w[:3], v[:3] / (1 + lam), rtol=1e-12)
+    assert abs(w[-1]) <= 1e-17
+    assert abs(_prox_optimality_residual(v[:, None], np.array([lam]), 3, w[:, None])[0]) <= 1e-12
+
+
+def test_ksupport_sq_exact_ties_regression():
+    """Four nonzeros (three tied) and k = 4: the norm is the l2 norm.  The earlier formula
+    searched the r whose two strict inequalities hold; rounding of the tied average broke both
+    for the right r and the fallback r = k-1 returned (sum |w|)^2 / k, 16% too small."""
+    w = np.array([-54.008091526253835, -54.008091526253835, 54.008091526253835, 0.0, 0.0,
+                  -125.28468793363798])
+    assert ksupport_sq(w, 4) == pytest.approx(float(w @ w), rel=1e-14)
+    assert ksupport_norm(w, 4) == pytest.approx(np.linalg.norm(w), rel=1e-14)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 20), st.integers(1, 25), st.integers(1, 6), st.integers(0, 10 ** 9))
+def test_ksupport_sq_bounds_continuity_and_columns(p, k, m, seed):
+    """l2 <= ksup <= l1 (= l2 when at most k entries are nonzero), 1-Lipschitz in l2-norm
+    perturbations below the l1 bound |N(a) - N(b)| <= N(a - b) <= ||a - b||_1 (the tie cases
+    the earlier formula got wrong jump by far more), and the vectorised columns equal the
+    per-vector values."""
+    V = _tricky_columns(seed, p, m)
+    sq = ksupport_sq(V, k)
+    l2, l1 = np.sqrt(np.einsum("ij,ij->j", V, V)), np.abs(V).sum(axis=0)
+    tol = 1e-12 * np.maximum(l1, 1e-300)
+    assert np.all(np.sqrt(sq) >= l2 - tol) and np.all(np.sqrt(sq) <= l1 + tol)
+    few = np.count_nonzero(V, axis=0) <= k
+    np.testing.assert_allclose(sq[few], (l2 ** 2)[few], rtol=1e-12)
+    D = 1e-9 * np.random.default_rng(seed).standard_normal(V.shape) * np.maximum(l1, 1e-300)
+    moved = np.sqrt(ksupport_sq(V + D, k))
+    assert np.all(np.abs(moved - np.sqrt(sq)) <= np.abs(D).sum(axis=0) * (1 + 1e-9) + tol)
+    for j in range(m):
+        assert ksupport_sq(V[:, j], k) == pytest.approx(sq[j], rel=1e-15, abs=1e-300)
+
+
 def test_prox_ksupport_sq_columnwise_and_limits():
     rng = np.random.default_rng(7)
     V = rng.standard_normal((6, 5))
@@ -99,3 +187,20 @@ def test_project_l1_ball_rows():
     np.testing.assert_allclose(P[0], x.value, atol=1e-6)
     small = V * 0.01
     np.testing.assert_allclose(project_l1_ball_rows(small, 10.0), small)
+
+
+def test_project_l1_ball_rows_per_row_radius_and_zero():
+    """Per-row radii, and radius 0 projects onto {0} (the sort rule alone needs radius > 0;
+    the l_inf prox of a row with weight 0 is the identity)."""
+    rng = np.random.default_rng(10)
+    V = rng.standard_normal((4, 6)) * 2
+    r = np.array([0.0, 0.5, 3.0, 100.0])
+    P = project_l1_ball_rows(V, r)
+    np.testing.assert_array_equal(P[0], 0.0)
+    for i in (1, 2):
+        x = cp.Variable(6)
+        cp.Problem(cp.Minimize(cp.sum_squares(x - V[i])), [cp.norm1(x) <= r[i]]).solve(
+            solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        np.testing.assert_allclose(P[i], x.value, atol=1e-6)
+    np.testing.assert_allclose(P[3], V[3])
+    np.testing.assert_allclose(prox_l1inf_rows(V, r)[0], V[0])

@@ -43,46 +43,78 @@ def prox_trace(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
 #     (||w||_k^sp)^2 = min { sum_i w_i^2 / theta_i : 0 < theta_i <= 1, sum_i theta_i <= k }.
 # ---------------------------------------------------------------------------------------------
 
-def ksupport_norm(w: np.ndarray, k: int) -> float:
-    """k-support norm of a vector (Argyriou et al. 2012, Prop. 2.1).
+def ksupport_sq(V: np.ndarray, k: int) -> np.ndarray | float:
+    """(||v||_k^sp)^2 of every column of V (a 1-d V is one vector; returns a float then).
 
-    With z = |w| sorted decreasingly (z_0 = +inf), r in {0, ..., k-1} is the unique integer with
-    z_{k-r-1} > (1/(r+1)) sum_{i>=k-r} z_i >= z_{k-r}, and
-    ||w||^sp_k = ( sum_{i<k-r} z_i^2 + (sum_{i>=k-r} z_i)^2 / (r+1) )^{1/2}   (1-based indices).
-    k >= len(w) gives the l2 norm, k = 1 the l1 norm.
+    Argyriou et al. (2012), Prop. 2.1: with z = |v| sorted decreasingly and r in {0, ..., k-1},
+    the box-form point theta = 1 on the k-r-1 largest entries and theta_i = (r+1) z_i / T_r on
+    the rest (T_r = the sum of the rest) gives the value
+
+        val_r = sum_{i < k-r} z_i^2 + T_r^2 / (r+1)     (1-based indices),
+
+    and is feasible (theta <= 1) iff z_{k-r} <= T_r / (r+1).  Every feasible value is >= the
+    norm^2 (it is the box-form objective at a feasible theta) and the optimal theta is one of
+    them (the r of Prop. 2.1), so norm^2 = min of val_r over the feasible r.  Taking the minimum
+    instead of searching for the r whose two strict inequalities hold keeps exact ties (equal
+    |v_i|) exact: there rounding can break both inequalities of the right r, and falling back to
+    r = k-1 returned (sum z)^2 / k, too small (the earlier implementations did).  k >= len(v) is
+    the squared l2 norm, k = 1 the squared l1 norm.  O(p log p) per column.
     """
-    z = np.sort(np.abs(np.asarray(w, dtype=np.float64).ravel()))[::-1]
-    d = z.size
+    V = np.asarray(V, dtype=np.float64)
+    one_d = V.ndim == 1
+    M = V[:, None] if one_d else V
+    p, m = M.shape
     k = int(k)
     if k < 1:
-        raise ValueError(f"ksupport_norm: k must be >= 1, got {k}")
-    if k >= d:
-        return float(np.sqrt(z @ z))
-    tail = np.cumsum(z[::-1])[::-1]           # tail[j] = sum_{i>=j} z_i (0-based)
-    for r in range(k):
-        j = k - r - 1                          # 0-based index of z_{k-r}
-        avg = tail[j] / (r + 1)
-        upper = np.inf if j == 0 else z[j - 1]
-        if upper > avg >= z[j] or r == k - 1:
-            return float(np.sqrt(z[:j] @ z[:j] + tail[j] ** 2 / (r + 1)))
-    raise AssertionError("unreachable")  # pragma: no cover
+        raise ValueError(f"ksupport_sq: k must be >= 1, got {k}")
+    Z = -np.sort(-np.abs(M), axis=0)
+    if k >= p:
+        out = np.einsum("ij,ij->j", Z, Z)
+    else:
+        Zk = Z[:k]                                                     # z_{k-r} for r = k-1 .. 0
+        tail = np.cumsum(Z[::-1], axis=0)[::-1][:k]                    # T_r = sum_{i >= k-r} z_i
+        head = np.zeros((k, m))
+        np.cumsum(Zk[:-1] ** 2, axis=0, out=head[1:])                  # sum_{i < k-r} z_i^2
+        cnt = (k - np.arange(k, dtype=np.float64))[:, None]            # r + 1
+        feasible = Zk * cnt <= tail * (1.0 + 1e-12)
+        out = np.where(feasible, head + tail * tail / cnt, np.inf).min(axis=0)
+    return float(out[0]) if one_d else out
+
+
+def ksupport_norm(w: np.ndarray, k: int) -> float:
+    """k-support norm of a vector: sqrt(``ksupport_sq``).  k >= len(w) gives the l2 norm, k = 1
+    the l1 norm."""
+    return float(np.sqrt(ksupport_sq(np.asarray(w, dtype=np.float64).ravel(), k)))
 
 
 def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarray:
     """argmin_W 1/2 ||W - V||^2 + lam/2 (||W||_k^sp)^2, column by column (a 1-d V is one column).
 
-    ``lam`` may be a scalar or one value per column.  Exact, O(p^2) per column of length p
-    (fine for the short columns VSTG-MTL needs; p = number of latent bases).
+    ``lam`` >= 0 may be a scalar or one value per column.  Exact, O(p log p) per column of
+    length p (one sort), vectorised over columns.
 
     Derivation (box-norm form above): for fixed theta the minimiser is
-    w_i = v_i theta_i / (theta_i + lam); what remains, sum_i lam v_i^2 / (2 (theta_i + lam)),
-    is convex in theta and its KKT conditions give theta_i = clip(s |v_i| - lam, 0, 1) with the
-    scalar s > 0 such that sum_i theta_i = k (the budget binds unless at most k entries are
-    nonzero, where theta_i = 1 and W = V / (1 + lam)).  sum_i theta_i(s) is piecewise linear and
-    nondecreasing in s with kinks at lam / |v_i| and (1 + lam) / |v_i|: we evaluate it at every
-    kink and interpolate linearly inside the bracketing segment.  This is the same solution as
-    Algorithm 1 of Argyriou et al. (2012) (top entries scaled by 1/(1+lam), middle entries
-    shifted by a common amount, the rest set to 0).
+    w_i = v_i theta_i / (theta_i + lam); what remains, sum_i lam v_i^2 / (2 (theta_i + lam)), is
+    convex in theta and its KKT conditions give theta_i = clip(lam (|v_i| / tau - 1), 0, 1) with
+    the scalar tau > 0 such that sum_i theta_i = k (the budget binds unless at most k entries
+    are nonzero; then theta_i = 1 and W = V / (1 + lam), tau = 0).  Substituting theta,
+
+        w_i = sign(v_i) min( |v_i| / (1 + lam), max(|v_i| - tau, 0) ):
+
+    entries with |v_i| >= (1 + lam) tau / lam are scaled by 1/(1+lam), the next ones
+    soft-thresholded by tau, the rest set to 0 -- Algorithm 1 of Argyriou et al. (2012).
+
+    Finding tau: with u = 1/tau, the budget sum_i theta_i(u) is continuous, piecewise linear and
+    nondecreasing in u, with kinks where an entry starts rising (u = 1/|v_i|) or saturates
+    (u = (1 + lam) / (lam |v_i|)).  The kinks are sorted once; at every kink the counts of
+    saturated (a) and nonzero (b) entries are exact integer cumulative counts, and the sum S of
+    the rising entries is a difference of prefix sums of the sorted |v|, so the budget there,
+    a + lam (u S - (b - a)), carries no accumulated rounding (an earlier version accumulated
+    slope x width products, which broke down when tiny entries put kinks at 1e17).  The root
+    lies in the first segment whose right end reaches k, where tau = lam S / (k - a + lam (b - a))
+    in closed form; a segment with no rising entry (the budget flat at k) gives tau = its right
+    kink.  Checked against the box-norm problem solved by cvxpy and against a brute-force
+    evaluation of the budget at every kink (tests/test_prox.py).
     """
     V = np.asarray(V, dtype=np.float64)
     one_d = V.ndim == 1
@@ -95,33 +127,47 @@ def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarr
     if np.any(lam < 0):
         raise ValueError("prox_ksupport_sq: lam must be >= 0")
     A = np.abs(M)
-    out = M / (1.0 + lam)                      # the case "at most k nonzeros" (and k >= p)
-    nnz = np.count_nonzero(A, axis=0)
-    todo = np.flatnonzero((nnz > k) & (lam > 0))
-    if todo.size:                               # vectorised over columns: O(p^2) work per column
-        a, l = A[:, todo], lam[todo]
+    tau = np.zeros(m)
+    binding = (np.count_nonzero(A, axis=0) > k) & (lam > 0)
+    if binding.any():
+        every = bool(binding.all())
+        todo = np.flatnonzero(binding)
+        z = np.sort(A if every else A[:, todo], axis=0)[::-1]        # decreasing, p x n
+        lt = lam if every else lam[todo]
+        n = z.shape[1]
+        prefix = np.zeros((p + 1, n))
+        np.cumsum(z, axis=0, out=prefix[1:])
         with np.errstate(divide="ignore"):
-            kinks = np.concatenate([l / a, (1.0 + l) / a], axis=0)         # (2p, m'), inf at zeros
-        finite = np.isfinite(kinks)
-        big = 2.0 * np.where(finite, kinks, 0.0).max(axis=0) + 1.0
-        kinks = np.sort(np.where(finite, kinks, big), axis=0)
-        theta_sum = np.clip(kinks[:, None, :] * a[None, :, :] - l, 0.0, 1.0).sum(axis=1)
-        i = np.argmax(theta_sum >= k, axis=0)   # first kink with sum >= k (max sum = nnz > k)
-        cols = np.arange(todo.size)
-        s1, f1 = kinks[i, cols], theta_sum[i, cols]
-        im1 = np.maximum(i - 1, 0)
-        s0 = np.where(i > 0, kinks[im1, cols], 0.0)
-        f0 = np.where(i > 0, theta_sum[im1, cols], 0.0)
+            rise = 1.0 / z                                           # inf for zero entries
+        kinks = np.concatenate([rise, rise * ((1.0 + lt) / lt)])
+        order = np.argsort(kinks, axis=0)
+        cols = np.arange(n)
+        u = kinks[order, cols]
+        b = np.cumsum(order < p, axis=0)                             # nonzero after the kink
+        a = np.arange(1, 2 * p + 1)[:, None] - b                     # saturated after it
+        S = prefix[b, cols] - prefix[a, cols]                        # sum of the rising |v|
+        with np.errstate(invalid="ignore"):
+            budget = a + lt * (u * S - (b - a))                      # sum of theta at the kink
+        budget[np.isinf(u)] = np.inf
+        j = np.argmax(budget >= k, axis=0)          # exists: the budget reaches nnz > k
+        jm = np.maximum(j - 1, 0)                   # the segment (u_{j-1}, u_j]
+        aj, bj, Sj = a[jm, cols], b[jm, cols], S[jm, cols]
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(f1 > f0, s0 + (k - f0) * (s1 - s0) / (f1 - f0), s1)
-        theta = np.clip(s * a - l, 0.0, 1.0)
-        out[:, todo] = M[:, todo] * theta / (theta + l)
+            t = np.where((j > 0) & (Sj > 0), lt * Sj / (k - aj + lt * (bj - aj)), 1.0 / u[j, cols])
+        if every:
+            tau = t
+        else:
+            tau[todo] = t
+    out = np.minimum(A / (1.0 + lam), A - tau)
+    np.maximum(out, 0.0, out=out)
+    out *= np.sign(M)
     return out[:, 0] if one_d else out
 
 
 def project_l1_ball_rows(V: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
-    """Euclidean projection of every row of V onto the l1 ball of the given radius
-    (Duchi et al., ICML 2008, sort-based, vectorised over rows)."""
+    """Euclidean projection of every row of V onto the l1 ball of the given radius (>= 0;
+    a scalar or one per row; Duchi et al., ICML 2008, sort-based, vectorised over rows).
+    Radius 0 projects onto {0}."""
     V = np.asarray(V, dtype=np.float64)
     n, m = V.shape
     radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,))
@@ -134,16 +180,19 @@ def project_l1_ball_rows(V: np.ndarray, radius: float | np.ndarray) -> np.ndarra
     rho = m - 1 - np.argmax(cond[:, ::-1], axis=1)   # last index where cond holds
     tau = css[np.arange(n), rho] / (rho + 1)
     tau = np.where(inside, 0.0, np.maximum(tau, 0.0))
+    tau = np.where(radius > 0, tau, A.max(axis=1, initial=0.0))   # the sort rule needs radius > 0
     return np.sign(V) * np.maximum(A - tau[:, None], 0.0)
 
 
-def prox_l1inf_rows(V: np.ndarray, tau: float) -> np.ndarray:
-    """Penalty sum_i ||X[i, :]||_inf (the l_{1,inf} norm over rows).
+def prox_l1inf_rows(V: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
+    """Penalty sum_i tau_i ||X[i, :]||_inf (the l_{1,inf} norm over rows; ``tau`` >= 0, a scalar
+    or one weight per row).
 
     Moreau decomposition: prox_{tau ||.||_inf}(v) = v - P_{tau B_1}(v), with P the projection
     onto the l1 ball of radius tau (the dual-norm ball)."""
     V = np.asarray(V, dtype=np.float64)
-    if tau <= 0:
+    tau = np.asarray(tau, dtype=np.float64)
+    if np.all(tau <= 0):
         return V.copy()
     return V - project_l1_ball_rows(V, tau)
 
