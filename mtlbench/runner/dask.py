@@ -90,6 +90,29 @@ def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
     return execute_unit(spec, data_dir, timeout, tasks=tasks)
 
 
+def check_scheduler_address(address: str) -> None:
+    """Raise :class:`ConfigError` unless ``address`` is a Dask address this installation can
+    connect to in principle (a known scheme, a host and a numeric port): checked before any
+    data is loaded, and before a ``Client`` exists (one that fails to start hangs in its
+    finaliser)."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError("--scheduler needs Dask's distributed package: "
+                          "pip install 'mtlbench[dask]'") from None
+    from distributed.comm import registry
+    from distributed.comm.addressing import get_address_host_port, parse_address
+
+    try:
+        scheme, _ = parse_address(address, strict=False)
+        registry.get_backend(scheme)
+        if scheme != "inproc":
+            get_address_host_port(address)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"--scheduler {address}: not a Dask scheduler address ({exc}); "
+                          "expected e.g. tcp://10.0.0.5:8786 (see docs/scaling.md)") from None
+
+
 def _connect(scheduler: Any):
     from distributed import Client
 
@@ -97,13 +120,28 @@ def _connect(scheduler: Any):
         if hasattr(scheduler, "submit"):
             return scheduler, False
         scheduler = getattr(scheduler, "scheduler_address", scheduler)
+    else:
+        check_scheduler_address(scheduler)
+    client = Client.__new__(Client)
     try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False), True
-    except (OSError, TimeoutError, ValueError) as exc:
+        client.__init__(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        return client, True
+    except Exception as exc:  # noqa: BLE001 - any failure to start is the same to the user
+        _discard(client)
         raise ConfigError(
             f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}. Start one with "
             "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
             "(see docs/scaling.md), or run without --scheduler.") from None
+
+
+def _discard(client: Any) -> None:
+    """Forget a ``Client`` whose start failed: its finaliser would otherwise try to close
+    the connection that never opened (a 40 s wait, then a traceback at exit)."""
+    client.status = "closed"
+    try:
+        client._loop_runner.stop()
+    except Exception:  # noqa: BLE001 - best effort: its loop thread is a daemon anyway
+        pass
 
 
 def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | None,
@@ -348,4 +386,4 @@ def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
     return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}{hint}", tb)
 
 
-__all__ = ["dask_results", "grace_seconds", "START_TOPIC", "MAX_RESUBMITS", "SchedulerLost"]
+__all__ = ["dask_results", "check_scheduler_address", "grace_seconds", "START_TOPIC", "MAX_RESUBMITS", "SchedulerLost"]

@@ -12,7 +12,8 @@ from typing import Any, Mapping, Sequence
 
 from ..data import TaskSet
 from ..dataset import problems_of
-from ..errors import ConfigError, DatasetUnavailableError, UnknownNameError
+from ..errors import (ConfigError, DatasetUnavailableError, DataValidationError,
+                      MTLBenchError, UnknownNameError)
 from ..model import param_problems
 from ..plugins import Registry, unknown_name_message
 from ..protocol import MIN_PER_CLASS, ProtocolConfig, config_json
@@ -77,12 +78,24 @@ def plan_units(registry: Registry, selections: Sequence[ModelSelection],
 
 def check_problems_load(registry: Registry, problems: Sequence[tuple[str, str]],
                         data_dir: str | None) -> dict[str, TaskSet]:
-    """Load every problem once up front so that missing or bad data fails fast and clearly."""
+    """Load every problem once up front so that missing or bad data fails fast and clearly.
+
+    A dataset plugin's own errors (:class:`~mtlbench.errors.MTLBenchError`) pass as they are;
+    anything else it raises (e.g. numpy refusing a parameter: ``simulated[seed=-1]``) becomes
+    one :class:`~mtlbench.errors.DataValidationError` naming the dataset and problem."""
     out = {}
     for ds_name, prob in problems:
         ds = registry.dataset(ds_name)
-        out[problem_id(ds_name, prob)] = load_problem(ds_name, prob, data_dir,
-                                                      config_json(ds.params()))
+        try:
+            out[problem_id(ds_name, prob)] = load_problem(ds_name, prob, data_dir,
+                                                          config_json(ds.params()))
+        except MTLBenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug or a value it rejects
+            raise DataValidationError(
+                f"dataset {ds_name!r} cannot load problem {prob!r}: {type(exc).__name__}: "
+                f"{exc} (a dataset parameter it rejects, or a bug in the dataset plugin)"
+            ) from None
     return out
 
 
