@@ -39,7 +39,7 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -260,6 +260,18 @@ class ResultStore:
             out.update(dict(self._conn.execute(q, chunk).fetchall()))
         return out
 
+    def unit_states(self, keys: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """(status, finished_at) of each key that is in the store (what
+        :meth:`claim_units` compares with, to see whether another run wrote a unit since)."""
+        keys = list(keys)
+        out: dict[str, tuple[str, str | None]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            q = (f"SELECT key, status, finished_at FROM units WHERE key IN "
+                 f"({', '.join('?' * len(chunk))})")
+            out.update({r[0]: (r[1], r[2]) for r in self._conn.execute(q, chunk)})
+        return out
+
     def units(self, *, problems: Iterable[str] | None = None, models: Iterable[str] | None = None,
               status: str | None = None, keys: Iterable[str] | None = None) -> pd.DataFrame:
         """Unit rows as a DataFrame (JSON columns decoded); ``keys`` restricts to those units."""
@@ -292,27 +304,42 @@ class ResultStore:
         return df.drop(columns=["model_config"])
 
     # ------------------------------------------------------------------ claims
-    def claim_units(self, keys: Iterable[str]) -> set[str]:
-        """Claim ``keys`` for this process; returns those now claimed by it (the others are
-        being computed by another live run).  Claims of a dead owner on this host, or past
-        their lease (another host), are taken over."""
+    def claim_units(self, keys: Iterable[str], seen: Mapping[str, tuple] | None = None
+                    ) -> tuple[set[str], set[str]]:
+        """Claim ``keys`` for this process, in one transaction that also re-reads the units:
+        returns (the keys now claimed by it, the keys another run wrote meanwhile).
+
+        ``seen`` is what the caller read when it chose the keys (:meth:`unit_states`; a key
+        absent from it was not in the store).  A key whose stored (status, finished_at) is no
+        longer what the caller saw was written by another run since (finished, or recomputed
+        by another ``--rerun``): it is not claimed.  Nor is a key another live run holds.  So
+        two runs on one store never compute the same unit.  Claims of a dead owner on this
+        host, or past their lease (another host), are taken over."""
         keys = list(keys)
         if self.readonly or not keys:
-            return set(keys)
+            return set(keys), set()
+        seen = seen or {}
         host, now = socket.gethostname(), time.time()
         mine: set[str] = set()
         alive: dict[int, bool] = {}
         try:
             with self._conn:
                 self._conn.execute("BEGIN IMMEDIATE")
-                held = {}
+                held, status = {}, {}
                 for i in range(0, len(keys), 500):
                     chunk = keys[i:i + 500]
+                    marks = ", ".join("?" * len(chunk))
                     held.update({r[0]: r[1:] for r in self._conn.execute(
                         f"SELECT key, owner, host, pid, expires FROM claims WHERE key IN "
-                        f"({', '.join('?' * len(chunk))})", chunk)})
+                        f"({marks})", chunk)})
+                    status.update({r[0]: tuple(r[1:]) for r in self._conn.execute(
+                        f"SELECT key, status, finished_at FROM units WHERE key IN ({marks})",
+                        chunk)})
+                finished = {k for k in keys if status.get(k) != seen.get(k)}
                 rows = []
                 for k in keys:
+                    if k in finished:
+                        continue
                     h = held.get(k)
                     if h is not None and h[0] != self.owner and h[3] > now:
                         if h[1] != host:

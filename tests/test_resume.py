@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 
 import pytest
@@ -195,3 +196,56 @@ def test_two_runs_on_one_store_do_not_compute_a_unit_twice(tmp_path):
     assert "ran 0 unit(s)" in text2, text2
     assert "2 unit(s) are being computed by another run on this store" in text2
     assert _finished(store) == 2 and _claims(store) == 0
+
+
+TWO_RUNS = '''
+import sys, time
+from pathlib import Path
+
+import mtlbench
+
+role, root, trials, reps = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for t in range(trials):
+    (root / f"ready-{role}-{t}").touch()
+    while not (root / f"go-{role}-{t}").exists():
+        time.sleep(0.005)
+    res = mtlbench.compare(datasets=["tiny"], models=["f-good"], reps=reps, jobs=2,
+                           store=str(root / f"s{t}.sqlite"))
+    (root / f"ran-{role}-{t}").write_text(str(res.report.ran))
+'''
+
+
+@pytest.mark.slow
+def test_two_runs_started_while_units_finish_never_compute_a_unit_twice(tmp_path):
+    """Issue 28, case 4: run B starts while run A is finishing units (B reads the store, A
+    writes a unit and releases its claim, B claims): before, B then computed that unit a
+    second time (2 of 11 trials).  Two processes call ``compare`` on one store per trial, B
+    once A has stored a tenth of its units (A then writes a unit every few milliseconds: units
+    of one fit on 5 x 40 samples); the units computed twice are counted."""
+    trials, reps = 6, 300
+    root = fault_plugins.install(tmp_path / "dist")
+    env = fault_plugins.subprocess_env(root)
+    work = tmp_path / "runs"
+    work.mkdir()
+    procs = {role: subprocess.Popen([sys.executable, "-c", TWO_RUNS, role, str(work),
+                                     str(trials), str(reps)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for role in ("a", "b")}
+    twice = []
+    try:
+        for t in range(trials):
+            ready = lambda: all((work / f"ready-{r}-{t}").exists() for r in procs)  # noqa: E731
+            assert _wait_for(ready), {r: p.poll() for r, p in procs.items()}
+            (work / f"go-a-{t}").touch()
+            assert _wait_for(lambda: _finished(str(work / f"s{t}.sqlite")) >= reps // 10)
+            (work / f"go-b-{t}").touch()
+            done = lambda: all((work / f"ran-{r}-{t}").exists() for r in procs)  # noqa: E731
+            assert _wait_for(done), {r: p.poll() for r, p in procs.items()}
+            ran = {r: int((work / f"ran-{r}-{t}").read_text()) for r in procs}
+            assert _finished(str(work / f"s{t}.sqlite")) == reps
+            twice.append(ran["a"] + ran["b"] - reps)
+    finally:
+        for p in procs.values():
+            out, _ = p.communicate(timeout=60)
+            assert p.returncode == 0, out
+    assert twice == [0] * trials, f"units computed twice per trial: {twice}"

@@ -137,15 +137,37 @@ def test_read_only_open_never_writes(tmp_path):
 def test_claims_keep_a_second_run_off_units_the_first_computes(tmp_path):
     path = tmp_path / "c.sqlite"
     a, b = ResultStore(path), ResultStore(path)
-    assert a.claim_units(["u1", "u2"]) == {"u1", "u2"}
-    assert b.claim_units(["u1", "u2", "u3"]) == {"u3"}  # a's owner (this pid) is alive
+    assert a.claim_units(["u1", "u2"]) == ({"u1", "u2"}, set())
+    # a's owner (this pid) is alive
+    assert b.claim_units(["u1", "u2", "u3"]) == ({"u3"}, set())
     a.release_claims(["u1"])
-    assert b.claim_units(["u1"]) == {"u1"}
+    assert b.claim_units(["u1"]) == ({"u1"}, set())
     con = sqlite3.connect(path)  # a claim of a dead process on this host is taken over
     con.execute("UPDATE claims SET pid = 2147483646 WHERE key = 'u2'")
     con.commit()
     con.close()
-    assert b.claim_units(["u2"]) == {"u2"}
+    assert b.claim_units(["u2"]) == ({"u2"}, set())
+    a.close()
+    b.close()
+
+
+@pytest.mark.parametrize("rerun", [False, True], ids=["new", "rerun"])
+def test_a_unit_written_between_reading_and_claiming_is_not_claimed(tmp_path, rerun):
+    """Issue 28, case 4: run B read the store (u1 not finished, or finished at t0 for a
+    --rerun), run A then finished u1 and released its claim; B's claim must see that in the
+    same transaction and leave u1 alone (before, B claimed and computed it a second time)."""
+    path = tmp_path / "race.sqlite"
+    a, b = ResultStore(path), ResultStore(path)
+    if rerun:
+        a.write_unit({**_row("u1"), "finished_at": "t0"})
+    seen_by_b = b.unit_states(["u1", "u2"])
+    assert a.claim_units(["u1"], seen=a.unit_states(["u1"])) == ({"u1"}, set())
+    a.write_unit({**_row("u1"), "finished_at": "t1"})
+    a.release_claims(["u1"])
+    assert b.claim_units(["u1", "u2"], seen=seen_by_b) == ({"u2"}, {"u1"})
+    # what B saw is still true of u2: claimed; a rerun of u1 by B after reading again: claimed
+    b.release_claims()
+    assert b.claim_units(["u1"], seen=b.unit_states(["u1"])) == ({"u1"}, set())
     a.close()
     b.close()
 
