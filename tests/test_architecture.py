@@ -124,7 +124,8 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 #: The core's layers, lowest first: a module may import modules of its own or a lower layer,
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
-    {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress"},
+    {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
+     "mtlbench._forkserver"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.searcher", "mtlbench.synthetic",
      "mtlbench.fetch"},

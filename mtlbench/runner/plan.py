@@ -108,11 +108,12 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
     against the model's declared ``search_space`` and ``param_constraints``
     (:func:`mtlbench.model.param_problems`), without running plugin code beyond ``__init__``.
     Values of parameters the model declares no kind or bounds for (nothing, or a plain list)
-    are tried by fitting once on a
-    probe of the first problem (3 labels per class per task; at most 10 s, or ``timeout``)
-    in an isolated worker process, like units: a ``ValueError``/``TypeError`` naming the
-    parameter becomes a :class:`ConfigError`; anything else (even a crash of that process)
-    is left to the units to record."""
+    are tried by fitting once on a probe of the first problem (3 labels per class per task)
+    in a supervised process, like units: each fit gets min(10 s, ``timeout``), enforced
+    inside the process and, for a fit that swallows that limit, from outside (the process is
+    killed a grace later); Ctrl-C stops it.  A ``ValueError``/``TypeError`` naming the
+    parameter becomes a :class:`ConfigError`; anything else (a crash, a fit stopped from
+    outside) is left to the units to record."""
     undeclared: list[tuple[str, dict, str, Any]] = []
     for sel in selections:
         cls = registry.model_class(sel.name)
@@ -136,24 +137,19 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
 
 
 def _probe_isolated(items: list, tasks: TaskSet, seconds: float) -> list[tuple]:
-    """Fit each (model, fixed, key, value) once on a probe of ``tasks`` in a worker process;
-    the parameter errors found (nothing if that process dies)."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .local import worker_context
+    """Fit each (model, fixed, key, value) once on a probe of ``tasks`` in a process
+    supervised like a unit's (:func:`~.local.run_supervised`: each fit is stopped from
+    outside ``seconds`` + a grace after it starts, the process dies with ``compare``); the
+    parameter errors found (those of the fits before a crash or a stopped fit)."""
+    from .local import run_supervised
 
     probe = _probe_taskset(tasks)
     if probe is None:
         return []
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=worker_context()) as pool:
-            return pool.submit(_probe_fits, items, probe, seconds).result(
-                timeout=30 + seconds * len(items))
-    except Exception:  # noqa: BLE001 - a crash or hang of a probe is recorded by the units
-        return []
+    return run_supervised(_probe_fits, (items, probe, seconds), seconds)
 
 
-def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
+def _probe_fits(items: list, probe: TaskSet, seconds: float, emit) -> None:
     import warnings
 
     from threadpoolctl import threadpool_limits
@@ -163,9 +159,9 @@ def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
     from ..plugins import get_registry
     from .unit import time_limit
 
-    out = []
     reg = get_registry()
     for name, fixed, key, value in items:
+        emit(None)  # a fit starts: the supervisor's clock for it
         try:
             with warnings.catch_warnings(), time_limit(seconds), threadpool_limits(limits=1):
                 warnings.simplefilter("ignore")
@@ -173,10 +169,9 @@ def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
         except (ValueError, TypeError) as exc:
             data_error = isinstance(exc, MTLBenchError) and not isinstance(exc, ConfigError)
             if not data_error and key in str(exc):
-                out.append((name, key, value, str(exc)))
+                emit((name, key, value, str(exc)))
         except BaseException:  # noqa: BLE001 - only parameter errors matter here
             pass
-    return out
 
 
 def _probe_taskset(tasks: TaskSet, per_class: int = MIN_PER_CLASS) -> TaskSet | None:
