@@ -7,7 +7,9 @@ units
     ("ok" or "failed"), chosen hyperparameters, the validation grid, mean validation and test
     AUC, times, iterations, convergence histories, diagnostics, split/data fingerprints, the
     protocol settings, package versions, seed, host and timestamps; failed units keep the error
-    message and traceback.
+    message and traceback.  ``origin`` is empty for a unit computed into this store, and
+    "imported" / "verified" for one imported from a published file (``import-results``;
+    "verified": recomputed here and found equal, :mod:`mtlbench.report.imported`).
 task_scores
     One row per (unit, task) with the test AUC and the number of test labels.
 arrays
@@ -46,8 +48,9 @@ import pandas as pd
 
 from .errors import ConfigError, MTLBenchError
 
-SCHEMA_VERSION = 2
-"""1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``."""
+SCHEMA_VERSION = 3
+"""1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``;
+3: + ``origin`` column."""
 CLAIM_LEASE_SECONDS = 3600.0
 
 
@@ -86,7 +89,8 @@ CREATE TABLE IF NOT EXISTS units (
     traceback TEXT,
     started_at TEXT,
     finished_at TEXT,
-    provenance TEXT
+    provenance TEXT,
+    origin TEXT
 );
 CREATE INDEX IF NOT EXISTS units_by_problem ON units(problem, model);
 CREATE TABLE IF NOT EXISTS task_scores (
@@ -118,7 +122,7 @@ UNIT_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status", "
                 "time_total", "time_select", "time_fit", "n_iter", "history", "diagnostics",
                 "split_fingerprint", "data_fingerprint", "protocol", "dataset_params",
                 "versions", "host", "message", "traceback", "started_at", "finished_at",
-                "provenance")
+                "provenance", "origin")
 JSON_COLUMNS = ("best_params", "model_config", "grid", "dropped_tasks", "history",
                 "diagnostics", "protocol", "dataset_params", "versions", "provenance")
 _COLUMN_TYPES = {"rep": "INTEGER", "seed": "INTEGER", "n_tasks": "INTEGER",

@@ -142,7 +142,7 @@ CORE_LAYERS = [
      "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
      "mtlbench.report.stats", "mtlbench.report.roles", "mtlbench.report.render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
-     "mtlbench.report.publish", "mtlbench.scaffold"},
+     "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.scaffold"},
     {"mtlbench.api"},
     CLI,
 ]

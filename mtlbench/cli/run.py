@@ -350,18 +350,33 @@ def _stale_note(store) -> str:
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
                    "the data and split fingerprints of real datasets.")
+@click.option("--verify", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Recompute this many units drawn at random from the file here, and refuse "
+                   "the import unless they agree (bit-identical where the code is the same).")
+@click.option("--verify-seed", type=int, default=0, show_default=True,
+              help="Seed of the random draw of --verify.")
 @user_errors
-def import_results(file: str, store: str, data_dir: str | None) -> None:
+def import_results(file: str, store: str, data_dir: str | None, verify: int,
+                   verify_seed: int) -> None:
     """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
     that 'compare --models mine' computes only your model and 'leaderboard' shows all.
-    Refused when splits, data or protocol differ from this installation's."""
+
+    Every unit is checked first (types, test AUC = mean of the per-task AUCs, keys,
+    fingerprints) and refused when splits, data or protocol differ from this installation's;
+    one problem refuses the whole file and nothing is written.  Imported units are marked
+    as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
-    from ..report.publish import import_results as import_units
+    from ..report.publish import read_published, write_published
 
     ddir = resolve_data_dir(data_dir)
+
+    def log(text: str) -> None:
+        console.print(escape(text), soft_wrap=True)
+
+    checked = read_published(file, data_dir=str(ddir) if ddir else None, verify=verify,
+                             verify_seed=verify_seed, log=log)
     rs = open_store(store, must_exist=False)
     try:
-        import_units(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True),
-                     data_dir=str(ddir) if ddir else None)
+        write_published(checked, rs, log=log)
     finally:
         rs.close()

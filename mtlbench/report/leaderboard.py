@@ -224,6 +224,10 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
             "mean_test_auc_x100": mean_all,
             "near_chance": mean_all is not None and abs(mean_all - 50.0) <= CHANCE_MARGIN,
             "win_tie_loss": wtl[m], "time_total_s": float(um["time_total"].fillna(0).sum()),
+            # units imported from published files (import-results), and those of them
+            # recomputed here and found equal (--verify)
+            "imported_units": int(um["origin"].isin(["imported", "verified"]).sum()),
+            "verified_units": int((um["origin"] == "verified").sum()),
             "plugin": _short(v.get("plugin") for v in vers),
             "cells": cells[m],
         })
@@ -240,6 +244,13 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
         notes.append(f"Ranks use the {len(piv)} (problem, repetition) blocks in which every "
                      "ranked model finished.")
 
+    imported = [r for r in rows if r["imported_units"]]
+    if imported:
+        notes.append("ⁱ after a model: units imported from a published file (import-results), "
+                     "not computed in this store; ✓: some of them recomputed here and found "
+                     "equal (import-results --verify): " + ", ".join(
+                         f"{r['model']} ({r['imported_units']} imported, {r['verified_units']} "
+                         "verified)" for r in imported) + ".")
     chance = [r["model"] for r in rows if r["near_chance"]]
     if chance:
         notes.append(f"≈ after a model: its mean test AUC is within {CHANCE_MARGIN:g} points of "
@@ -320,7 +331,7 @@ UNIT_FIELDS = ("key", "model", "problem", "rep", "seed", "status", "best_params"
                "test_auc", "n_tasks", "dropped_tasks", "split_fingerprint", "data_fingerprint",
                "protocol", "dataset_params", "model_config", "versions", "n_iter", "time_total",
                "time_select", "time_fit", "diagnostics", "message", "started_at", "finished_at",
-               "host", "provenance")
+               "host", "provenance", "origin")
 
 
 def unit_records(store, units: pd.DataFrame) -> list[dict[str, Any]]:

@@ -112,7 +112,9 @@ def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
     body = []
     for r in lb["rows"]:
         name = (_esc(r["model"]) + (" ⚠" if r["fewer_reps"] else "")
-                + (" ≈" if r.get("near_chance") else ""))
+                + (" ≈" if r.get("near_chance") else "")
+                + (" ⁱ" + ("✓" if r.get("verified_units") else "")
+                   if r.get("imported_units") else ""))
         w = r["win_tie_loss"]
         s = r.get("search") or {}
         body.append([name] + [cell_text(r["cells"][p], lb["reps_differ"]) for p in lb["problems"]]
