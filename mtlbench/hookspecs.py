@@ -48,5 +48,7 @@ def register_commands(cli):
 def register_searchers(register):
     """Register hyperparameter search strategies: call ``register(cls)`` for each
     :class:`mtlbench.search.Searcher` subclass; ``cls.name`` is what users type
-    (``mtlbench compare --search NAME``).  The built-ins ``grid`` and ``adaptive`` register
-    through this hook too."""
+    (``mtlbench compare --search NAME``).  The protocol builds one per unit as
+    ``cls(space, context)`` (``context``: the training problem's dimensions ``d``, ``T``,
+    ``n_min``, ``n_max`` and the model's fixed hyperparameters, which bound expressions may
+    read).  The built-ins ``grid`` and ``adaptive`` register through this hook too."""

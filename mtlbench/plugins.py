@@ -11,8 +11,13 @@ Two plugins registering the same name: only that name becomes unusable (using it
 :class:`~mtlbench.errors.PluginConflictError` naming both distributions; ``mtlbench plugins``
 lists the clash); every other name keeps working.  A model whose ``search_space`` or
 ``param_constraints`` is malformed (a parameter ``__init__`` does not take, a declaration that
-is not a Param or a list, a starting value outside its own bounds) is recorded like a plugin
-failure (stage ``validate``) and is unusable; the rest of its plugin is not affected.
+is not a Param or a list, a starting value outside its own bounds, an ordered parameter
+without a start range of two distinct values, a bound expression naming something unknown)
+is recorded like a plugin failure (stage ``validate``) and is unusable; the rest of its
+plugin is not affected.  A search space written as plain lists (the first release's form) is
+accepted and searched under the same rule and budget as declared ranges
+(:func:`mtlbench.space.list_to_param`), with a :class:`PluginMigrationWarning` naming the
+model and the declaration to write instead.
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameE
                      unknown_name_message)
 from .model import MTLModel
 from .searcher import Searcher
-from .space import as_param
+from .space import as_param, list_to_param, space_problems
 from .syntax import parse_selector
 
 ENTRY_POINT_GROUP = "mtlbench"
@@ -73,6 +78,11 @@ class Registered:
 
 class PluginWarning(UserWarning):
     """A plugin failed to load; the others keep working."""
+
+
+class PluginMigrationWarning(UserWarning):
+    """A plugin works but uses a form its author should migrate (e.g. a plain-list search
+    space); the message says what to write instead."""
 
 
 def _strict() -> bool:
@@ -206,6 +216,10 @@ class Registry:
                     self._fail(PluginFailure(info.name, info.distribution, info.version,
                                              "validate", msg))
                     return
+                for note in model_declaration_notices(obj):
+                    warnings.warn(f"mtlbench plugin {info.name!r} (distribution "
+                                  f"{info.distribution} {info.version}): model {key!r}: {note}",
+                                  PluginMigrationWarning, stacklevel=2)
             table[key] = Registered(obj, info)
             getattr(info, kind + "s").append(key)
 
@@ -312,7 +326,10 @@ class Registry:
 def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     """Why ``cls``'s ``search_space`` / ``param_constraints`` are malformed (empty if fine):
     an entry naming no ``__init__`` parameter, an entry that is not a Param or a non-empty
-    list, a starting-grid value its own declaration rejects."""
+    list, a starting-grid value its own declaration rejects, a bound expression in
+    ``param_constraints`` (only searched parameters have them), and what
+    :func:`mtlbench.space.space_problems` finds in the search space (an ordered parameter
+    without a start range, an unknown name in a bound expression, circular bounds)."""
     try:
         sig = inspect.signature(cls.__init__)
         params = {p.name for p in sig.parameters.values()
@@ -338,10 +355,47 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
             except ConfigError as exc:
                 out.append(f"{attr}[{key!r}]: {exc}")
                 continue
+            if attr == "param_constraints" and not par.static:
+                out.append(f"{attr}[{key!r}]: bounds of a parameter that is not searched must "
+                           f"be numbers, got low={par.low!r}, high={par.high!r} (an "
+                           f"expression needs the problem: declare it in search_space)")
             for v in par.grid:
                 why = par.check(v)
                 if why:
                     out.append(f"{attr}[{key!r}] starting value {v!r} {why}")
+    space = getattr(cls, "search_space", None) or {}
+    if isinstance(space, Mapping):
+        try:
+            out += [f"search_space: {p}" for p in space_problems(space)]
+        except ConfigError:  # an entry that is no declaration: reported above
+            pass
+    return out
+
+
+def model_declaration_notices(cls: type[MTLModel]) -> list[str]:
+    """What an author should migrate in ``cls.search_space`` (the model works as it is): each
+    plain-list entry, with the declaration it is read as and the one to write."""
+    out = []
+    for key, decl in (getattr(cls, "search_space", None) or {}).items():
+        if not isinstance(decl, (list, tuple)) or not decl:
+            continue
+        par = list_to_param(decl)
+        kind = type(par).__name__
+        if par.ordered:
+            lo, hi = par.start_range
+            out.append(f"search_space[{key!r}] = {list(decl)!r} is a plain list, searched as "
+                       f"the range {par} under the same rule and budget as declared ranges "
+                       f"(12 design points spread from {lo:g} to {hi:g}, then extension and "
+                       f"refinement: docs/tuning.md); declare it with the model's real "
+                       f"bounds, e.g. {key!r}: {kind}({list(decl)!r}, low=..., high=...)")
+        elif len(decl) == 1 and isinstance(decl[0], (int, float)) \
+                and not isinstance(decl[0], bool):
+            v = decl[0]
+            example = (f"Log([{v / 10:g}, {v * 10:g}], low=..., high=...)" if v > 0 else
+                       f"Linear([{v - 1:g}, {v + 1:g}], low=..., high=...)")
+            out.append(f"search_space[{key!r}] = {list(decl)!r} holds one value, so it is not "
+                       f"searched; make it the __init__ default (or a param_constraints "
+                       f"entry), or declare a range, e.g. {key!r}: {example}")
     return out
 
 

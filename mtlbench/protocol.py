@@ -36,7 +36,8 @@ from .data import TaskSet
 from .errors import ConfigError, DataValidationError, ModelContractError
 from .metrics import auc_score
 from .model import MTLModel, clone
-from .search import DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report, get_searcher_class
+from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
+                     get_searcher_class, problem_context, resolved_bounds)
 from .space import space_from_json
 
 PROTOCOL_VERSION = 1
@@ -44,6 +45,12 @@ MIN_PER_CLASS = 3  # one per class in each of train, validation and test
 #: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
 #: faulty searcher cannot loop forever.
 MAX_FITS = 10000
+#: A task's scores are constant when max - min <= CONSTANT_RTOL * (1 + max |s|): the model
+#: ranks nothing (w_t = 0 or equivalent; AUC 0.5 by ties).
+CONSTANT_RTOL = 1e-12
+#: A selected fit with at least this share of tasks at constant validation scores is flagged
+#: ``degenerate`` in the search summary.
+DEGENERATE_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -202,13 +209,24 @@ def parameter_grid(space: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 def mean_auc(model: MTLModel, tasks: TaskSet) -> tuple[float, np.ndarray]:
     """Mean over tasks of the per-task AUC of ``model`` on ``tasks``; raises on bad scores."""
+    per_task, _ = task_scores(model, tasks)
+    return float(per_task.mean()), per_task
+
+
+def task_scores(model: MTLModel, tasks: TaskSet) -> tuple[np.ndarray, np.ndarray]:
+    """``(auc, constant)``: per-task AUC (T,) of ``model`` on ``tasks`` and whether each
+    task's scores are constant (T,) bool, max - min <= :data:`CONSTANT_RTOL` (1 + max |s|);
+    raises on bad scores."""
     per_task = np.empty(tasks.T)
+    constant = np.zeros(tasks.T, dtype=bool)
     for t in range(tasks.T):
         X = tasks.X(t)
         s = checked_scores(model.decision_function(X, t), X.shape[0], tasks.task_names[t],
                            who=_model_name(model))
         per_task[t] = auc_score(tasks.y(t), s)
-    return float(per_task.mean()), per_task
+        if s.size:
+            constant[t] = s.max() - s.min() <= CONSTANT_RTOL * (1.0 + np.abs(s).max())
+    return per_task, constant
 
 
 def checked_scores(raw: Any, n_rows: int, task_name: str, *, who: str = "",
@@ -298,7 +316,8 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     t1 = time.perf_counter()
     check_fit_returned(final.fit(trainval), final)
     fit_time = time.perf_counter() - t1
-    test_auc, per_task = mean_auc(final, test)
+    per_task, constant = task_scores(final, test)
+    test_auc = float(per_task.mean())
 
     # Every fitted ``<name>_history_`` (one value per iteration) is stored as ``<name>``.
     history = {attr[:-len("_history_")]: jsonable(val) for attr, val in sorted(vars(final).items())
@@ -307,6 +326,9 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     diagnostics.update(jsonable(getattr(final, "diagnostics_", None) or {}))
     summary["selected_converged"] = trace[b].get("converged")
     summary["refit_converged"] = _bool_or_none(getattr(final, "converged_", None))
+    summary["selected_constant_share"] = trace[b]["constant_share"]
+    summary["refit_constant_share"] = float(constant.mean())
+    summary["degenerate"] = trace[b]["constant_share"] >= DEGENERATE_SHARE
     diagnostics["search"] = summary
     arrays = {}
     if keep_arrays:
@@ -339,17 +361,28 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
     on ``val``.  A trace entry holds ``params``, ``phase`` (start / extend / refine),
     ``val_auc`` (absent with ``error`` for a failed fit), ``converged`` (``converged_`` of the
-    fitted model, None if it does not say) and ``n_iter``; the trace is a pure function of
-    data, seed and settings.  The summary holds ``fit_times`` (seconds per fit, aligned with
-    the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
+    fitted model, None if it does not say), ``n_iter`` and ``constant_share`` (the share of
+    tasks whose validation scores are constant: :func:`task_scores`); the trace is a pure
+    function of data, seed and settings.  The summary holds ``fit_times`` (seconds per fit,
+    aligned with the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
     ``budget_exhausted`` (the budget -- for a searcher that ``extends_past_budget``, the
     budget plus as many extension fits again -- ran out while the searcher still wanted to
-    extend past an edge; ``n_fits`` above the budget counts the extension fits past it) and
+    extend past an edge; ``n_fits`` above the budget counts the extension fits past it),
     ``start_exceeds_budget`` (the starting design alone is larger than the budget; it is
-    fitted in full).
+    fitted in full), ``problem_dims`` (the dimensions bound expressions read: ``d``, ``T``,
+    ``n_min``, ``n_max`` of ``train``) and ``bounds`` (``{param: {"low", "high"}}``, the
+    numeric bounds at the selected point).
+
+    The searcher receives the problem's dimensions and ``base``'s fixed numeric
+    hyperparameters (a bound such as ``high="1/k"`` may read a parameter the user fixed).
     """
     space = space_from_json(space)
-    searcher = get_searcher_class(searcher_name)(space)
+    dims = problem_context(train)
+    fixed = {k: v for k, v in base.get_params(deep=False).items()
+             if k not in space and isinstance(v, (int, float, np.integer, np.floating))
+             and not isinstance(v, (bool, np.bool_))}
+    context = {**fixed, **dims}
+    searcher = get_searcher_class(searcher_name)(space, context)
     cap = MAX_FITS
     start_exceeds = False
     if searcher.uses_budget:
@@ -386,11 +419,13 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
         phase, batch = searcher.propose(trace)
         exhausted = phase == "extend" and bool(batch)
     b = best_index(trace)
-    at_bound, at_edge = edge_report(space, trace, trace[b]["params"]) if b is not None else ([], [])
+    selected = trace[b]["params"] if b is not None else {}
+    at_bound, at_edge = edge_report(space, trace, selected, context) if b is not None else ([], [])
     summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
                "n_fits": len(trace), "at_bound": at_bound, "at_edge": at_edge,
                "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
-               "warm_start": warm, "fit_times": fit_times}
+               "warm_start": warm, "fit_times": fit_times, "problem_dims": dims,
+               "bounds": resolved_bounds(space, selected, context) if b is not None else {}}
     return trace, summary
 
 
@@ -416,13 +451,14 @@ def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: Tas
     try:
         fitted = model.fit(train, init=init)
         check_fit_returned(fitted, model)
-        score, _ = mean_auc(model, val)
+        per_task, constant = task_scores(model, val)
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
         entry["error"] = f"{type(exc).__name__}: {exc}"
         return entry, None
-    entry["val_auc"] = score
+    entry["val_auc"] = float(per_task.mean())
     entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
     entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
+    entry["constant_share"] = float(constant.mean())
     return entry, model
 
 
@@ -477,5 +513,6 @@ def _int_or_none(v: Any) -> int | None:
 
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
            "MIN_PER_CLASS", "class_counts", "class_counts_ok", "checked_scores",
-           "parameter_grid", "mean_auc", "run_protocol", "search", "check_fit_returned", "UnitOutcome",
+           "parameter_grid", "mean_auc", "task_scores", "CONSTANT_RTOL", "DEGENERATE_SHARE",
+           "run_protocol", "search", "check_fit_returned", "UnitOutcome",
            "structure_recovery", "config_json"]

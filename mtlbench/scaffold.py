@@ -73,7 +73,9 @@ MODULE = '''\
 
 Replace the model below with yours; keep the contract (see mtlbench's docs/plugins.md):
 hyperparameters are ``__init__`` keyword arguments stored unchanged; ``fit(tasks, init=None)``
-sets ``coef_`` (d x T) and returns self; ``search_space`` is the default grid.
+sets ``coef_`` (d x T) and returns self; ``search_space`` declares each searched parameter's
+start range and real bounds (docs/tuning.md: every model's search starts from the same
+12-point design over the declared ranges).
 
 Template model: ridge towards the pooled model (two stages, each exact).
 
@@ -82,13 +84,19 @@ Template model: ridge towards the pooled model (two stages, each exact).
                                     = w0 + (X_t^T X_t + lam I)^{{-1}} X_t^T (y_t - X_t w0)
 
 lam -> 0 gives independent least squares, lam -> inf the pooled model.
+
+Search space: ``lam`` Log, start range [0.1, 100] (a decade grid: the search's extension
+step is 10), low 0 (every lam > 0 is a model; neither end is reached at a finite value, so
+no other bound).  Replace the range by one from your model's math or from design data no
+published table uses (``mtlbench compare --datasets "simulated[seed=101]"``), and say
+which in this docstring.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import LinearMTLModel, Log, TaskSet, hookimpl
 
 __version__ = "0.1.0"
 
@@ -110,7 +118,8 @@ class {cls}(LinearMTLModel):
 
     name = "{name}"
     paper = "Template model of mtlbench new-plugin (ridge towards the pooled model)"
-    search_space = {{"lam": [0.1, 1.0, 10.0, 100.0]}}
+    # start range [0.1, 100]; low=0.0: every positive value (see the module docstring)
+    search_space = {{"lam": Log([0.1, 1.0, 10.0, 100.0], low=0.0, high=None)}}
 
     def __init__(self, lam: float = 1.0, lam0: float = 1.0):
         self.lam = lam
@@ -168,7 +177,7 @@ search space and beats chance on a small simulated problem.
 ## Benchmark
 
     mtlbench compare --models {name},stl,lasso --datasets simulated --reps 3 --store results.sqlite
-    mtlbench compare -m "{name}[lam=[1.0,10.0]]" --reps 3 --store results.sqlite   # other grid
+    mtlbench compare -m "{name}[lam=[1.0,10.0]]" --reps 3 --store results.sqlite   # other start range
     mtlbench leaderboard --dataset simulated --store results.sqlite
 
 ## Publish

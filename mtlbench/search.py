@@ -14,21 +14,27 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
     first release's search; with list-style spaces it reproduces the old tables bit for bit).
     The budget is ignored: the whole grid is fitted.
 
-``adaptive`` (default)
-    1. *start*: the Cartesian product of the starting grids;
+``adaptive`` (default; the rule of ``docs/tuning.md``, version 4)
+    1. *start*: the space-filling starting design over the declared start ranges, 12 points
+       for every model (:mod:`mtlbench.design`);
     2. *extend*: while the best point so far (ties: the earlier point) sits, for an ordered
        parameter with at least two values tried, at the lowest or highest value tried and that
-       value is not a declared bound, step out (``Param.step_out``) from the best point in
-       that direction, one coordinate at a time; repeated after every batch;
-    3. *refine*: around the best point, coordinate-wise midpoints (``Param.between``) with the
-       nearest tried value below and above, and for a parameter with a single value tried,
-       one step out each way; one point at a time, the parameter with the fewest values tried
-       first (ties: sorted-key order); until the budget is used or nothing new is left.
+       value is not a bound, step out (``Param.step_out``) from the best point in that
+       direction, one coordinate at a time; repeated after every batch;
+    3. *refine*: around the best point, coordinate-wise: for each ordered parameter and each
+       side, the nearest value tried (by any point) on that side, at best's other
+       coordinates if that point is new, else the midpoint (``Param.between``) of the two
+       values; for a parameter with a single value tried, one step out each way; one point at
+       a time, the parameter with the fewest values tried first, then the wider interval
+       (ties: sorted-key order); until the budget is used or nothing new is left.
     Extension always has priority over refinement: the rule is re-read after every
     refinement fit and after every batch of extensions.  When the budget is used while the
     rule still asks to extend (the best point sits at a non-bound edge), extension goes on
     past the budget, for at most the budget again in extra fits (version 3): the search ends
-    interior or says ``budget_exhausted``.
+    interior or says ``budget_exhausted``.  Bounds (numbers, or expressions over the
+    problem's dimensions and the other parameters) are evaluated at each point, and every
+    proposed point is clipped to them: a design point or a step past a bound becomes the
+    bound, never a fit the model refuses.
 
 Write your own: subclass :class:`Searcher`, implement :meth:`Searcher.propose`, and register
 it from a plugin::
@@ -39,17 +45,21 @@ it from a plugin::
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Sequence
 
+from .design import START_DESIGN_SIZE, space_filling_design
 from .hookspecs import hookimpl
 from .plugins import get_registry
 from .searcher import Searcher
-from .space import Log, Param, as_param, space_from_json, space_json
+from .space import (PROBLEM_NAMES, Log, Param, normalise_space, resolve, space_from_json,
+                    space_json)
 
 __all__ = ["Searcher", "GridSearcher", "AdaptiveSearcher", "DEFAULT_SEARCH", "DEFAULT_BUDGET",
-           "BUILTIN_SEARCHERS", "space_from_json", "space_json", "best_index", "edge_report",
-           "get_searcher_class"]
+           "BUILTIN_SEARCHERS", "START_DESIGN_SIZE", "space_from_json", "space_json",
+           "best_index", "edge_report", "resolved_bounds", "problem_context",
+           "get_searcher_class", "searcher_version"]
 
 DEFAULT_SEARCH = "adaptive"
 DEFAULT_BUDGET = 20
@@ -71,7 +81,7 @@ class GridSearcher(Searcher):
 
 
 class AdaptiveSearcher(Searcher):
-    """Start grid, extension past every non-bound edge, coordinate-wise refinement."""
+    """Space-filling start, extension past every non-bound edge, coordinate-wise refinement."""
 
     name = "adaptive"
     uses_budget = True
@@ -79,12 +89,25 @@ class AdaptiveSearcher(Searcher):
     #: 3: extension goes on past the budget (at most the budget again) while the best point
     #: sits at a non-bound edge.  Identical to 2 for every unit whose version-2 search did not
     #: end with the budget exhausted.
-    version = "3"
+    #: 4: the start is the 12-point space-filling design over the declared start ranges
+    #: (instead of the Cartesian product of the grids); bounds may be expressions of the
+    #: problem and the other parameters, and every point is clipped to them; refinement
+    #: first tries the neighbouring values of the design at the best point's coordinates
+    #: (with a Cartesian start they were all tried there: the same as version 3).
+    version = "4"
     extends_past_budget = True
-    description = ("starting grid, then geometric extension past any best-at-edge value that "
-                   "is not a declared bound, then coordinate refinement; stops at the budget, "
-                   "unless the best point is at a non-bound edge (then extension goes on, for "
-                   "at most the budget again)")
+    description = ("12-point space-filling design over the declared start ranges, then "
+                   "geometric extension past any best-at-edge value that is not a bound, then "
+                   "coordinate refinement; stops at the budget, unless the best point is at a "
+                   "non-bound edge (then extension goes on, for at most the budget again)")
+
+    @functools.cached_property
+    def _design(self) -> list[dict[str, Any]]:
+        return space_filling_design(self.space, self.context)
+
+    def start(self) -> list[dict[str, Any]]:
+        """The space-filling starting design (:func:`mtlbench.design.space_filling_design`)."""
+        return [dict(p) for p in self._design]
 
     def propose(self, trace):
         design = self.start()
@@ -116,9 +139,15 @@ class AdaptiveSearcher(Searcher):
     def _values(self, key: str, tried: Sequence[Mapping[str, Any]]) -> list:
         return sorted({_clean(t[key]) for t in tried if key in t and _is_num(t[key])})
 
+    def _moved(self, best: dict, key: str, par: Param, value: Any) -> dict:
+        """``best`` with ``key`` moved to ``value`` (rounded, a bound kept exact), every
+        coordinate then clipped to its bounds at the new point."""
+        return self.clip({**best, key: _snap(par, value)})
+
     def _extend(self, best: dict, tried) -> list[dict]:
         out = []
-        for key, par in self.space.items():
+        for key in self.space:
+            par = self.bounded(key, best)
             if not par.ordered or not _is_num(best.get(key)):
                 continue
             vals = self._values(key, tried)
@@ -128,19 +157,22 @@ class AdaptiveSearcher(Searcher):
             if v <= vals[0] and not par.at_low(v):
                 new = par.step_out(v, -1)
                 if new is not None:
-                    out.append({**best, key: _snap(par, new)})
+                    out.append(self._moved(best, key, par, new))
             if v >= vals[-1] and not par.at_high(v):
                 new = par.step_out(v, +1)
                 if new is not None:
-                    out.append({**best, key: _snap(par, new)})
+                    out.append(self._moved(best, key, par, new))
         return out
 
     def _refine(self, best: dict, tried) -> list[tuple[str, dict, float]]:
-        """Refinement candidates ``(key, point, width)``: ``width`` is the distance (in the
-        parameter's own scale: log for :class:`Log`) from the best value to the tried value the
-        midpoint splits the interval with; ``inf`` for a step out of a single-valued parameter."""
+        """Refinement candidates ``(key, point, width)``, per ordered parameter and side of the
+        best value: the nearest value tried on that side (by any point) moved to best's other
+        coordinates, if that point is new, else the midpoint between the two values; ``width``
+        is the distance (in the parameter's own scale: log for :class:`Log`) between best's
+        value and that neighbour; ``inf`` for a step out of a single-valued parameter."""
         out = []
-        for key, par in self.space.items():
+        for key in self.space:
+            par = self.bounded(key, best)
             if not par.ordered or not _is_num(best.get(key)):
                 continue
             vals = self._values(key, tried)
@@ -149,14 +181,19 @@ class AdaptiveSearcher(Searcher):
                 for direction in (-1, +1):
                     new = par.step_out(v, direction)
                     if new is not None:
-                        out.append((key, {**best, key: _snap(par, new)}, math.inf))
+                        out.append((key, self._moved(best, key, par, new), math.inf))
                 continue
             below = [x for x in vals if x < v]
             above = [x for x in vals if x > v]
             for other in ([below[-1]] if below else []) + ([above[0]] if above else []):
-                mid = par.between(v, other)
-                if mid is not None:
-                    out.append((key, {**best, key: _snap(par, mid)}, _width(par, v, other)))
+                # A value tried only at other coordinates (a design point elsewhere) is first
+                # tried on best's line; bisecting towards it would never reach it.
+                point = self._moved(best, key, par, other)
+                if _seen(point, tried):
+                    mid = par.between(v, other)
+                    point = None if mid is None else self._moved(best, key, par, mid)
+                if point is not None:
+                    out.append((key, point, _width(par, v, other)))
         return out
 
 
@@ -168,6 +205,18 @@ def register_searchers(register):
     """The built-in searchers register through the same hook as third-party ones."""
     for cls in BUILTIN_SEARCHERS.values():
         register(cls)
+
+
+def searcher_version(name: Any) -> str:
+    """The rule version of searcher ``name`` (``Searcher.version``; "1" for an unknown name,
+    which fails later with its own message): part of every unit's key and of its stored
+    ``protocol`` settings."""
+    if not name:
+        return "1"
+    try:
+        return str(getattr(get_searcher_class(str(name)), "version", "1"))
+    except Exception:  # noqa: BLE001 - an unknown searcher fails later with its own message
+        return "1"
 
 
 def get_searcher_class(name: str) -> type[Searcher]:
@@ -192,16 +241,19 @@ def best_index(trace: Sequence[Mapping[str, Any]]) -> int | None:
 
 
 def edge_report(space: Mapping[str, Any], trace: Sequence[Mapping[str, Any]],
-                selected: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+                selected: Mapping[str, Any], context: Mapping[str, Any] | None = None
+                ) -> tuple[list[str], list[str]]:
     """``(at_bound, at_edge)`` of the selected point: parameters whose selected value equals a
-    declared bound, and ordered parameters whose selected value is the lowest or highest value
-    tried (with >= 2 values tried) without being a declared bound."""
+    bound (evaluated at the selected point within ``context``, the problem's dimensions and
+    fixed parameters), and ordered parameters whose selected value is the lowest or highest
+    value tried (with >= 2 values tried) without being a bound."""
     at_bound, at_edge = [], []
-    params = {k: as_param(space[k], k) for k in sorted(space)}
-    for key, par in params.items():
+    params = normalise_space(space)
+    for key, declared in params.items():
         v = selected.get(key)
-        if not par.ordered or not _is_num(v):
+        if not declared.ordered or not _is_num(v):
             continue
+        par = resolve(declared, selected, context or {})
         if par.at_low(v) or par.at_high(v):
             at_bound.append(key)
             continue
@@ -210,6 +262,26 @@ def edge_report(space: Mapping[str, Any], trace: Sequence[Mapping[str, Any]],
         if len(vals) >= 2 and _clean(v) in (vals[0], vals[-1]):
             at_edge.append(key)
     return at_bound, at_edge
+
+
+def resolved_bounds(space: Mapping[str, Any], point: Mapping[str, Any],
+                    context: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """``{param: {"low", "high"}}``: the numeric bounds of every ordered parameter at ``point``
+    (expressions evaluated within ``context``; None = unbounded; a Log's 0 = every positive
+    value), as stored in a unit's search summary."""
+    out = {}
+    for key, declared in normalise_space(space).items():
+        if declared.ordered:
+            par = resolve(declared, point, context or {})
+            out[key] = {"low": par.low, "high": par.high}
+    return out
+
+
+def problem_context(train: Any) -> dict[str, int]:
+    """The problem's dimensions a bound expression may read (:data:`PROBLEM_NAMES`): ``d``,
+    ``T`` and the fewest and most rows of a task of ``train`` (the training TaskSet)."""
+    sizes = [int(n) for n in train.sizes()]
+    return dict(zip(PROBLEM_NAMES, (int(train.d), int(train.T), min(sizes), max(sizes))))
 
 
 # ------------------------------------------------------------------ small helpers

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, ClassVar, Mapping, Sequence
 
-from .space import Param, as_param
+from .space import Param, clip_point, normalise_space, resolve
 
 __all__ = ["Searcher"]
 
@@ -33,6 +33,12 @@ class Searcher:
         Whether the search goes on past the budget while :meth:`propose` asks to *extend*
         (its best point sits at a non-bound edge of what was tried), up to the budget again
         in extra fits; a selection at such an edge is a defect of the search, not a result.
+
+    A searcher is built for one unit: ``Searcher(space, context)``, ``space`` the declared
+    search space, ``context`` what its bound expressions may read besides the searched
+    parameters: the training problem's dimensions ``d``, ``T``, ``n_min``, ``n_max``
+    (:data:`mtlbench.space.PROBLEM_NAMES`) and the model's fixed hyperparameters.
+    :meth:`bounded` and :meth:`clip` evaluate the bounds at a point.
     """
 
     name: ClassVar[str] = ""
@@ -41,14 +47,24 @@ class Searcher:
     version: ClassVar[str] = "1"
     extends_past_budget: ClassVar[bool] = False
 
-    def __init__(self, space: Mapping[str, Any]) -> None:
-        self.space: dict[str, Param] = {k: as_param(space[k], k) for k in sorted(space)}
+    def __init__(self, space: Mapping[str, Any],
+                 context: Mapping[str, Any] | None = None) -> None:
+        self.space: dict[str, Param] = normalise_space(space)
+        self.context: dict[str, Any] = dict(context or {})
 
     def start(self) -> list[dict[str, Any]]:
         """The starting design: the Cartesian product of the starting grids (sorted keys)."""
         keys = list(self.space)
         return [dict(zip(keys, vals))
                 for vals in itertools.product(*(self.space[k].grid for k in keys))]
+
+    def bounded(self, key: str, point: Mapping[str, Any]) -> Param:
+        """The declaration of ``key`` with its bounds evaluated at ``point`` (numbers)."""
+        return resolve(self.space[key], point, self.context)
+
+    def clip(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """``point`` with every ordered coordinate moved into its bounds at that point."""
+        return clip_point(self.space, point, self.context)
 
     def propose(self, trace: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         """``(phase, points)``: the next points to fit given ``trace`` (a list of dicts with

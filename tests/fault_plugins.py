@@ -62,7 +62,7 @@ class _Mean(LinearMTLModel):
 
 class Raises(_Mean):
     name = "fail-raise"
-    search_space = {"a": [1, 2]}
+    search_space = {"a": Int([1, 2], low=1)}
 
     def __init__(self, a=1):
         self.a = a

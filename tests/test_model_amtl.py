@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mtlbench import TaskSet
-from mtlbench.space import Param, normalise_space
+from mtlbench.space import Param, normalise_space, space_problems
 from mtlbench_models._taskgram import TaskSpectra
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -140,14 +140,16 @@ def test_declared_space_validates_and_is_non_convex():
     assert AMTL.convex is False and AMTL.supports_warm_start is False
     space = normalise_space(AMTL.search_space)
     assert set(space) == {"lam", "mu"} and all(isinstance(p, Param) for p in space.values())
-    assert np.prod([len(p.grid) for p in space.values()]) <= 9
-    assert space["mu"].high == 1.0 and space["lam"].high is None
+    assert space_problems(space) == []
+    # issue 24: mu = 1 (mu_max) is no limit of the model, so mu has no upper bound
+    assert space["mu"].high is None and space["lam"].high is None
     AMTL().check_params()
     for name, p in space.items():
         for v in p.grid:
             AMTL(**{name: v}).check_params()
+    AMTL(mu=2.0).check_params()
     with pytest.raises(ValueError, match="amtl: mu"):
-        AMTL(mu=2.0).check_params()
+        AMTL(mu=-1.0).check_params()
     with pytest.raises(ValueError, match="amtl: max_iter"):
         AMTL(max_iter=0).check_params()
 

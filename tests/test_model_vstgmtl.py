@@ -189,13 +189,15 @@ def test_stopping_rule_and_converged_flag():
 
 
 def test_declared_space_validates_and_is_non_convex():
-    from mtlbench.space import Param, normalise_space
+    from mtlbench.space import Param, normalise_space, space_problems
     assert VSTGMTL.convex is False and VSTGMTL.supports_warm_start is False
     space = normalise_space(VSTGMTL.search_space)
     assert set(space) == {"gamma1", "gamma2", "mu", "n_bases", "k"}
     assert all(isinstance(p, Param) for p in space.values())
     assert space["n_bases"].kind == "int" and space["k"].kind == "int" and space["k"].low == 1
-    assert np.prod([len(p.grid) for p in space.values()]) <= 9
+    # what the fit clips to is declared as a bound: K <= min(d, T), k <= K
+    assert space["n_bases"].high == "min(d, T)" and space["k"].high == "n_bases"
+    assert space_problems(space) == []
     VSTGMTL().check_params()
     for name, p in space.items():
         for v in p.grid:

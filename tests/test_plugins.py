@@ -10,11 +10,11 @@ from plugin_fixtures import activate, write_distribution
 
 GOOD = """
 import numpy as np
-from mtlbench import LinearMTLModel, hookimpl
+from mtlbench import LinearMTLModel, Log, hookimpl
 
 class Mean(LinearMTLModel):
     name = "tp-mean"
-    search_space = {"lam": [1.0]}
+    search_space = {"lam": Log([0.1, 1.0], low=0.0)}
     def __init__(self, lam=1.0):
         self.lam = lam
     def fit(self, tasks, init=None):
@@ -126,7 +126,7 @@ from mtlbench import LinearMTLModel, Log, hookimpl
 
 class Typo(LinearMTLModel):
     name = "tp-typo"
-    search_space = {"lamda": Log([1.0], low=0.0)}
+    search_space = {"lamda": Log([0.1, 1.0], low=0.0)}
     def __init__(self, lam=1.0):
         self.lam = lam
     def fit(self, tasks, init=None):
@@ -135,7 +135,7 @@ class Typo(LinearMTLModel):
 
 class Fine(Typo):
     name = "tp-fine"
-    search_space = {"lam": Log([1.0], low=0.0)}
+    search_space = {"lam": Log([0.1, 1.0], low=0.0)}
 
 @hookimpl
 def register_models(register):
@@ -159,6 +159,74 @@ def test_a_misspelled_search_space_is_a_plugin_failure(tmp_path, monkeypatch):
         reg.model_class("tp-typo")
     res = CliRunner().invoke(cli, ["plugins"])
     assert res.exit_code == 0 and "validate" in res.output
+
+
+RANGES = """
+import numpy as np
+from mtlbench import Int, LinearMTLModel, Log, hookimpl
+
+class Base(LinearMTLModel):
+    def __init__(self, lam=1.0, k=2):
+        self.lam = lam
+        self.k = k
+    def fit(self, tasks, init=None):
+        self.coef_ = np.column_stack([tasks.X(t).T @ tasks.y(t) for t in range(tasks.T)])
+        return self
+
+class OneValue(Base):
+    name = "tp-one"
+    search_space = {"lam": Log([1e-3], low=0.0), "k": Int([2, 8], low=1)}
+
+class UnknownName(Base):
+    name = "tp-unknown"
+    search_space = {"lam": Log([0.1, 1.0], low=0.0, high="1/kk"), "k": Int([2, 8], low=1)}
+
+class Ranged(Base):
+    name = "tp-ranged"
+    search_space = {"lam": Log([0.1, 1.0], low=0.0, high="1/k"),
+                    "k": Int([2, 8], low=1, high="min(d, T)")}
+
+class OldList(Base):
+    name = "tp-oldlist"
+    search_space = {"lam": [0.1, 1.0, 10.0, 100.0], "k": [2, 4]}
+
+@hookimpl
+def register_models(register):
+    for cls in (OneValue, UnknownName, Ranged, OldList):
+        register(cls)
+"""
+
+
+def test_a_parameter_without_a_start_range_or_with_an_unknown_bound_name_is_refused(
+        tmp_path, monkeypatch):
+    """Issue 24: every ordered parameter declares a start range (two distinct values) and a
+    bound expression names only problem dimensions and searched parameters; checked at
+    registration for third-party models, reported like a plugin failure naming the model,
+    the parameter and the fix; the plugin's other models keep working."""
+    from mtlbench.plugins import PluginMigrationWarning
+
+    write_distribution(tmp_path / "site", "tp-ranges", "1.0", {"tp_ranges": RANGES},
+                       {"tp-ranges": "tp_ranges"})
+    activate(monkeypatch, tmp_path / "site")
+    with pytest.warns(UserWarning) as caught:
+        reg = Registry().load_entry_points()
+    assert {"tp-ranged", "tp-oldlist"} <= set(reg.model_names)
+    assert not {"tp-one", "tp-unknown"} & set(reg.model_names)
+    errors = {f.error.split("'")[1]: f.error for f in reg.failures if f.stage == "validate"}
+    assert "lam = Log([0.001], low=0, high=None) starts from one value; declare a start range " \
+           "of at least two distinct values, e.g. Log([0.0001, 0.01]" in errors["tp-one"]
+    assert "lam: bound high='1/kk' uses 'kk', which is neither a problem dimension" \
+        in errors["tp-unknown"]
+    with pytest.raises(PluginError, match="tp-one.*starts from one value"):
+        reg.model_class("tp-one")
+    # the old list form works, with a warning naming the model and the migration
+    notes = [str(w.message) for w in caught if issubclass(w.category, PluginMigrationWarning)]
+    assert len(notes) == 2 and all("model 'tp-oldlist'" in n for n in notes)
+    assert any("searched as the range Log([0.1, 1, 10, 100], low=0, high=None) under the same "
+               "rule and budget" in n and "'lam': Log([0.1, 1.0, 10.0, 100.0], low=..., "
+               "high=...)" in n for n in notes)
+    res = CliRunner().invoke(cli, ["plugins"])
+    assert res.exit_code == 0 and "starts from one value" in " ".join(res.output.split())
 
 
 def test_builtins_are_registered_through_entry_points():

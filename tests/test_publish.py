@@ -141,6 +141,8 @@ def test_import_published_results_then_compute_only_the_new_model(tmp_path):
     (lambda u: u.update(split_fingerprint="0" * 64), "the split of simulated repetition 0"),
     (lambda u: u.update(data_fingerprint="0" * 64), "data fingerprint of simulated differs"),
     (lambda u: u["protocol"].update(protocol_version=99), "protocol version 99"),
+    (lambda u: u["protocol"].update(search_version="3"), "searched by version 3 of the "
+                                                          "'adaptive' rule"),
     (lambda u: u["protocol"].update(test_fraction=0.3), None),
     (lambda u: u.update(dataset_params={"seed": 3}), "dataset parameters"),
 ])

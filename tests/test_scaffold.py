@@ -26,6 +26,9 @@ def test_new_plugin_writes_the_package(tmp_path):
     assert "from mtlbench.testing import ModelConformance" in \
         (root / "tests/test_my_ridge.py").read_text()
     assert "mtlbench leaderboard" in (root / "README.md").read_text()
+    # issue 26 (a): the template declares a start range, not a plain list
+    assert '{"lam": Log([0.1, 1.0, 10.0, 100.0], low=0.0, high=None)}' in \
+        (root / "mtlbench_my_ridge.py").read_text()
 
 
 @pytest.mark.parametrize("bad", ["Bad", "9lives", "with space", "", "class"])

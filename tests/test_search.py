@@ -117,21 +117,26 @@ def test_a_single_valued_parameter_whose_step_out_wins_is_extended_within_the_bu
 
 def test_refinement_splits_the_wider_side_first_and_reaches_both_sides():
     space = {"lam": Log([0.1, 1.0, 10.0], low=0.0)}
-    trace = _drive(AdaptiveSearcher(space), lambda p: -abs(math.log10(p["lam"])), 7)
+    # version 4: 12 design points, then 4 refinement fits
+    trace = _drive(AdaptiveSearcher(space), lambda p: -abs(math.log10(p["lam"])), 16)
     refined = [t["params"]["lam"] for t in trace if t["phase"] == "refine"]
     assert any(v < 1.0 for v in refined) and any(v > 1.0 for v in refined)
 
 
 def test_every_trace_entry_has_the_documented_fields():
-    out = _run(FarOptimum(), budget=3)
+    out = _run(FarOptimum(), budget=12)
     s = out.diagnostics["search"]
     for e in out.grid:
-        assert set(e) == {"params", "phase", "val_auc", "converged", "n_iter"}
-        assert e["converged"] is True and e["n_iter"] == 1
+        assert set(e) == {"params", "phase", "val_auc", "converged", "n_iter", "constant_share"}
+        assert e["converged"] is True and e["n_iter"] == 1 and e["constant_share"] == 0.0
     assert len(s["fit_times"]) == len(out.grid) and min(s["fit_times"]) >= 0
     assert s["selected_converged"] is True and s["refit_converged"] is True
-    # 3 + 3 extension fits are too few to reach 1e4 from [0.1, 1, 10]: the edge is recorded
-    assert s["n_fits"] == 6 and s["budget_exhausted"] and s["at_edge"] == ["lam"]
+    assert s["selected_constant_share"] == 0.0 and s["refit_constant_share"] == 0.0
+    assert s["degenerate"] is False
+    assert s["problem_dims"] == {"d": 2, "T": 3, "n_min": 109, "n_max": 109}
+    assert s["bounds"] == {"lam": {"low": 0.0, "high": None}}
+    # 12 design points (0.1 .. 10), then extension past the budget to 1e5: interior at 1e4
+    assert s["n_fits"] == 16 and not s["budget_exhausted"] and s["at_edge"] == []
 
 
 def test_models_with_different_starting_grids_get_the_same_number_of_fits():
@@ -165,13 +170,14 @@ def test_bounds_are_respected_and_a_selection_at_a_bound_is_reported():
 
 def test_non_convex_models_are_never_handed_init_and_convex_ones_are():
     NonConvexWarm.inits = []
-    _run(NonConvexWarm(), budget=8)
-    assert len(NonConvexWarm.inits) == 9 and all(i is None for i in NonConvexWarm.inits)
+    out = _run(NonConvexWarm(), budget=14)
+    n = len(out.grid)
+    assert len(NonConvexWarm.inits) == n + 1 and all(i is None for i in NonConvexWarm.inits)
     ConvexWarm.inits = []
-    _run(ConvexWarm(), budget=8)
-    grid_inits = ConvexWarm.inits[:8]
+    _run(ConvexWarm(), budget=14)
+    grid_inits = ConvexWarm.inits[:n]
     assert grid_inits[0] is None and all(isinstance(i, ConvexWarm) for i in grid_inits[1:])
-    assert ConvexWarm.inits[8] is None  # the refit on train+validation is always cold
+    assert ConvexWarm.inits[n] is None  # the refit on train+validation is always cold
 
 
 def test_the_search_is_deterministic():
@@ -200,8 +206,8 @@ def test_every_fit_of_a_search_uses_the_same_train_object():
             tasks.memo(("gram",), lambda: computed.append(id(tasks)) or 1)
             return super().fit(tasks, init)
 
-    out = _run(Memo(), budget=10)
-    assert len(out.grid) == 10
+    out = _run(Memo(), budget=14)
+    assert len(out.grid) >= 14
     assert len(computed) == 2  # the train object of the search, the train+val of the refit
 
 
@@ -244,20 +250,21 @@ def test_space_json_round_trip():
        high=st.one_of(st.none(), st.floats(1e3, 1e5)))
 def test_adaptive_properties(grid, peak, budget, high):
     """Whatever the grid, peak, budget and bound: at most ``budget`` fits (unless the start
-    is larger), no point twice, every point within bounds, no selection at a non-bound edge
-    unless the budget ran out."""
+    is larger: it is fitted in full, as by the protocol), no point twice, every point within
+    bounds, no selection at a non-bound edge unless the budget ran out."""
     space = {"lam": Log(sorted(grid), low=0.0, high=high)}
     s = AdaptiveSearcher(space)
+    cap = max(budget, len(s.start()))
     trace: list = []
-    while len(trace) < budget:
+    while len(trace) < cap:
         phase, batch = s.propose(trace)
         if not batch:
             break
-        for p in batch[: budget - len(trace)]:
+        for p in batch[: cap - len(trace)]:
             val = -abs(math.log10(p["lam"]) - peak)
             trace.append({"params": p, "val_auc": val, "phase": phase})
     lams = [t["params"]["lam"] for t in trace]
-    assert len(trace) <= budget
+    assert len(trace) <= cap
     assert len({round(math.log(v), 9) for v in lams}) == len(lams)
     assert all(v > 0 and (high is None or v <= high) for v in lams)
     phase, batch = s.propose(trace)
@@ -333,15 +340,16 @@ def test_compare_end_to_end_stores_the_trace(tmp_path, monkeypatch):
     activate(monkeypatch, tmp_path / "site")
     store = tmp_path / "r.sqlite"
     res = CliRunner().invoke(cli, ["compare", "--models", "tp-far", "--reps", "1",
-                                   "--budget", "12", "--store", str(store)])
+                                   "--budget", "20", "--store", str(store)])
     assert res.exit_code == 0, res.output
-    assert "search adaptive (budget 12 fits per unit)" in " ".join(res.output.split())
+    assert "search adaptive (budget 20 fits per unit)" in " ".join(res.output.split())
     rs = ResultStore(str(store))
     (u,) = rs.units().to_dict("records")
     rs.close()
     s = u["diagnostics"]["search"]
-    assert s["n_fits"] == len(u["grid"]) == 12 and s["search"] == "adaptive"
-    assert u["protocol"]["search"] == "adaptive" and u["protocol"]["budget"] == 12
+    assert s["n_fits"] == len(u["grid"]) == 20 and s["search"] == "adaptive"
+    assert u["protocol"]["search"] == "adaptive" and u["protocol"]["budget"] == 20
+    assert u["protocol"]["search_version"] == AdaptiveSearcher.version == "4"
     assert math.isclose(u["best_params"]["lam"], 1e4, rel_tol=1e-9)
     assert s["at_edge"] == [] and s["selected_converged"] is True
     assert u["model_config"]["space"]["lam"] == {"kind": "log", "grid": [0.1, 1.0, 10.0],
@@ -375,12 +383,13 @@ def test_adaptive_properties_int_and_linear(kind, start, peak, budget, high):
     grid = sorted(start) if kind == "int" else sorted(float(v) for v in start)
     space = {"x": cls(grid, low=1, high=high)}
     s = AdaptiveSearcher(space)
+    cap = max(budget, len(s.start()))  # the start is fitted in full, as by the protocol
     trace: list = []
-    while len(trace) < budget:
+    while len(trace) < cap:
         phase, batch = s.propose(trace)
         if not batch:
             break
-        for p in batch[: budget - len(trace)]:
+        for p in batch[: cap - len(trace)]:
             trace.append({"params": p, "val_auc": -abs(p["x"] - peak), "phase": phase})
     xs = [t["params"]["x"] for t in trace]
     assert len(set(xs)) == len(xs)
@@ -464,22 +473,24 @@ def _search_trace(budget, monkeypatch, past_budget):
 
 
 def test_extension_goes_on_past_the_budget_until_the_best_is_interior(monkeypatch):
-    """Version 3: with 6 fits the far optimum (lam = 1e4, start 0.1-10) is still at the edge;
-    the search extends on, for at most the budget again, and ends interior."""
-    old, s_old = _search_trace(6, monkeypatch, past_budget=False)
-    new, s_new = _search_trace(6, monkeypatch, past_budget=True)
-    assert s_old["budget_exhausted"] and s_old["at_edge"] == ["lam"] and len(old) == 6
-    assert not s_new["budget_exhausted"] and s_new["at_edge"] == [] and 6 < len(new) <= 12
-    assert new[:6] == old                                   # the same search up to the budget
-    assert all(phase == "extend" for phase, _, _ in new[6:])  # past it: extension only
+    """Version 3: with 12 fits (the design) the far optimum (lam = 1e4, start 0.1-10) is
+    still at the edge; the search extends on, for at most the budget again, and ends
+    interior."""
+    old, s_old = _search_trace(12, monkeypatch, past_budget=False)
+    new, s_new = _search_trace(12, monkeypatch, past_budget=True)
+    assert s_old["budget_exhausted"] and s_old["at_edge"] == ["lam"] and len(old) == 12
+    assert not s_new["budget_exhausted"] and s_new["at_edge"] == [] and 12 < len(new) <= 24
+    assert new[:12] == old                                   # the same search up to the budget
+    assert all(phase == "extend" for phase, _, _ in new[12:])  # past it: extension only
     best = max(new, key=lambda e: e[2])[1]["lam"]
     assert math.isclose(best, OPT, rel_tol=1e-9)
 
 
-def test_past_the_budget_the_search_stops_at_twice_the_budget_and_says_so(monkeypatch):
-    new, s_new = _search_trace(3, monkeypatch, past_budget=True)
-    assert len(new) == 6 and s_new["n_fits"] == 6 and s_new["budget_exhausted"]
-    assert s_new["at_edge"] == ["lam"]
+def test_past_the_budget_the_search_stops_at_the_budget_again_and_says_so(monkeypatch):
+    # a budget of 2 below the 12-point design: the design in full, then 2 extension fits
+    new, s_new = _search_trace(2, monkeypatch, past_budget=True)
+    assert len(new) == 14 and s_new["n_fits"] == 14 and s_new["budget_exhausted"]
+    assert s_new["start_exceeds_budget"] and s_new["at_edge"] == ["lam"]
 
 
 @pytest.mark.parametrize("budget", [10, 14, 20, 30])

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from mtlbench import Dataset, LinearMTLModel, TaskSet
+from mtlbench import Dataset, LinearMTLModel, Log, TaskSet
 from mtlbench.testing import (ConformanceError, DataNotAvailable, check_dataset, check_model,
                               run_model_check)
 from mtlbench_models.stl import STL, ridge_solve
@@ -71,6 +71,11 @@ class EmptySpace(GoodRidge):
     search_space = {"lam": []}
 
 
+class OneStartValue(GoodRidge):
+    name = "onestart"
+    search_space = {"lam": Log([1.0], low=0.0)}
+
+
 class RejectsGridValue(GoodRidge):
     name = "rejects"
     search_space = {"lam": [1.0, -1.0]}
@@ -114,6 +119,8 @@ class KeepsFirstFit(GoodRidge):
     (WrongShape, "fit_shapes", r"decision_function returned shape \(9, 1, 6\)"),
     (BadSpace, "search_space", "'alpha' is not an __init__ parameter"),
     (EmptySpace, "search_space", "is empty"),
+    (OneStartValue, "search_space", r"lam = Log\(\[1\].*starts from one value; declare a start "
+                                    r"range of at least two distinct values"),
     (RejectsGridValue, "search_space", r"lam=-1.0.*lam must be > 0"),
     (Flipped, "beats_chance", "mean test AUC"),
     (Increasing, "objective_history", "objective increased at iteration 2"),

@@ -136,22 +136,27 @@ def test_accelerated_and_plain_reach_the_same_objective(loss):
 
 
 def test_declared_space():
-    from mtlbench.space import Int, Log
+    from mtlbench.space import Int, Log, space_problems
 
     for cls in (TFCL, TFCLNoAUC):
         sp = cls.search_space
-        assert isinstance(sp["k"], Int) and sp["k"].low == 2
-        assert isinstance(sp["lam_group"], Log) and sp["lam_group"].high == 0.5
-        n = 1
-        for p in sp.values():
-            n *= len(p.grid)
-        assert n <= 9
+        assert isinstance(sp["k"], Int) and sp["k"].low == 2 and sp["k"].high == "d + T"
+        # version 4 of the search rule: W = 0 at lam_group >= 1/k is a joint bound
+        assert isinstance(sp["lam_group"], Log) and sp["lam_group"].high == "1/k"
+        assert space_problems(sp) == []   # every parameter declares a start range
     with pytest.raises(ValueError, match="tfcl: k must be >= 2"):
         TFCL(k=1).fit(random_tasks(0))
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_lam_group_past_its_bound_1_over_k_gives_w_zero(k):
+    """The declared joint bound high="1/k" is where W = 0 begins (module docstring; at 1/k
+    itself the two sides of the threshold agree only up to rounding)."""
+    assert TFCL(lam_group=0.5 / k, k=k).fit(random_tasks(0)).coef_.any()
+    assert not TFCL(lam_group=(1 + 1e-9) / k, k=k).fit(random_tasks(0)).coef_.any()
+
+
 @pytest.mark.parametrize("kw,msg", [({"lam_group": -1}, "lam_group"), ({"k": 0}, "k must"),
-                                    ({"lam_group": 0.7}, "lam_group must be <= 0.5"),
                                     ({"loss": "hinge"}, "loss must"), ({"c_factor": 1.0}, "c_factor"),
                                     ({"k": 10_000}, "k must"),
                                     ({"lam_scale": "x"}, "lam_scale")])

@@ -94,12 +94,12 @@ def test_accelerated_and_plain_reach_the_same_objective(cls):
 
 
 def test_declared_spaces():
-    from mtlbench.space import Int
+    from mtlbench.space import Int, space_problems
 
     for cls in (TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc):
-        n = 1
-        for p in cls.search_space.values():
-            n *= len(p.grid)
-        assert n <= 9
+        assert space_problems(cls.search_space) == []   # every parameter has a start range
     assert TFCLQ.search_space["k"].low == 2 and TFCLCoc.search_space["k"].low == 1
+    # the largest k each fit accepts is the declared bound the search clips to
+    assert TFCLQ.search_space["k"].high == "d + T"
+    assert TFCLCoc.search_space["k"].high == "min(d, T)"
     assert isinstance(TFCLCoc.search_space["k"], Int)

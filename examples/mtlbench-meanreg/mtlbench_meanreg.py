@@ -27,13 +27,20 @@ exact up to Cholesky round-off, so ``objective_history_`` holds the single optim
 ``n_iter_`` is 1.
 
 Hyperparameters: ``lam1`` > 0 (coupling to the mean), ``lam2`` > 0 (ridge on the mean).
+
+Search space (mtlbench's rule: every model starts from the same 12-point design over the
+declared start ranges): ``lam1`` Log, start range [0.1, 100], ``lam2`` Log, start range
+[0.1, 10], both with low 0 and no upper bound -- every positive weight is a different model
+and the limits above (independent least squares, one pooled model, per-task ridge) are never
+reached at a finite value.  The ranges are this example's choice, decades around 1 in the
+units of the squared loss; the decade grids set the search's extension step (10).
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from mtlbench import LinearMTLModel, TaskSet, hookimpl
+from mtlbench import LinearMTLModel, Log, TaskSet, hookimpl
 
 __version__ = "0.1.0"
 
@@ -43,7 +50,8 @@ class MeanRegularizedMTL(LinearMTLModel):
 
     name = "meanreg"
     paper = "Evgeniou & Pontil, Regularized multi-task learning, KDD 2004"
-    search_space = {"lam1": [0.1, 1.0, 10.0, 100.0], "lam2": [0.1, 10.0]}
+    search_space = {"lam1": Log([0.1, 1.0, 10.0, 100.0], low=0.0, high=None),
+                    "lam2": Log([0.1, 1.0, 10.0], low=0.0, high=None)}
     monotone_objective = True  # a closed form: the history is one value
 
     def __init__(self, lam1: float = 1.0, lam2: float = 1.0):

@@ -63,7 +63,7 @@ def _plugin_commands(reg) -> dict[tuple[str, str], list[str]]:
 @user_errors
 def models(fmt: str) -> None:
     """List available models with their search spaces and plugin distribution."""
-    from ..space import space_json
+    from ..space import normalise_space, space_json
 
     reg = registry()
     rows = []
@@ -73,8 +73,8 @@ def models(fmt: str) -> None:
         space = dict(cls.search_space)
         rows.append({"name": name, "class": cls.__name__, "distribution": info.distribution,
                      "version": info.version,
-                     "search_space": (space_json(space) if fmt != "table"
-                                      else "; ".join(f"{k}={v}" for k, v in space.items())),
+                     "search_space": (space_json(space) if fmt != "table" else "; ".join(
+                         f"{k}={p}" for k, p in normalise_space(space).items())),
                      "paper": cls.paper})
     cols = ["name", "class", "distribution", "version", "search_space", "paper"]
     if fmt == "table":

@@ -272,7 +272,13 @@ def _local_check(unit: dict[str, Any], cache: dict, data_dir: str | None = None)
         cfg = ProtocolConfig(**{k: v for k, v in proto.items() if k in fields})
     except (ConfigError, TypeError, ValueError) as exc:
         return f"its protocol {proto} is not valid here: {exc}"
-    extra = {k: v for k, v in proto.items() if k not in fields and k != "protocol_version"}
+    from ..search import searcher_version
+
+    if "search_version" in proto and str(proto["search_version"]) != searcher_version(cfg.search):
+        return (f"it was searched by version {proto['search_version']} of the {cfg.search!r} "
+                f"rule; this installation's is version {searcher_version(cfg.search)}")
+    extra = {k: v for k, v in proto.items()
+             if k not in fields and k not in ("protocol_version", "search_version")}
     if extra:
         return f"its protocol has settings this installation does not know: {sorted(extra)}"
     local_proto = {**cfg.split_settings(), "reps": cfg.reps}

@@ -37,6 +37,7 @@ from ..data import TaskSet
 from ..errors import ConfigError, MTLBenchError
 from ..plugins import get_registry
 from ..protocol import PROTOCOL_VERSION, ProtocolConfig, config_json, run_protocol
+from ..search import searcher_version
 
 BLAS_THREADS_PER_UNIT = 1
 
@@ -89,20 +90,10 @@ def protocol_key_settings(config: ProtocolConfig) -> dict[str, Any]:
     # A searcher whose rule changed declares a new ``version``: its units get new keys, so a
     # store never serves a result of the old rule as the current one.  Version "1" adds
     # nothing (keys of earlier stores stay valid).
-    version = _searcher_version(out.get("search"))
+    version = searcher_version(out.get("search"))
     if version != "1":
         out["search_version"] = version
     return out
-
-
-def _searcher_version(name: Any) -> str:
-    if not name:
-        return "1"
-    from ..search import get_searcher_class
-    try:
-        return str(getattr(get_searcher_class(str(name)), "version", "1"))
-    except Exception:  # noqa: BLE001 - an unknown searcher fails later with its own message
-        return "1"
 
 
 @dataclass
@@ -222,7 +213,9 @@ def _base_row(spec: UnitSpec) -> dict[str, Any]:
         "rep": spec.rep, "seed": spec.protocol.seed,
         "model_config": {"name": spec.model, "fixed": json.loads(spec.fixed_json),
                          "space": json.loads(spec.space_json)},
+        # the searcher's version (its rule) beside its name: also part of the key
         "protocol": {**spec.protocol.split_settings(), **spec.protocol.selection_settings(),
+                     "search_version": searcher_version(spec.protocol.search),
                      "reps": spec.protocol.reps},
         "dataset_params": json.loads(spec.dataset_params_json),
         "provenance": json.loads(spec.provenance_json) if spec.provenance_json else None,

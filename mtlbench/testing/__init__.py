@@ -22,9 +22,13 @@ Model checks (why each matters for the benchmark):
   ``__init__`` with defaults for every parameter and no ``*args``/``**kwargs``;
 * ``check_clone`` - scikit-learn ``clone`` and a ``get_params``/``set_params`` round trip keep
   every hyperparameter unchanged (the protocol clones a model for every grid point);
-* ``check_search_space`` - every key is an ``__init__`` parameter, every entry a non-empty list
-  of distinct JSON-able values (they are stored with results), at most ``max_grid`` grid points,
-  and the first and last value of each list are accepted by ``fit``;
+* ``check_search_space`` - every key is an ``__init__`` parameter, every entry a declaration
+  or a non-empty list of distinct JSON-able values (they are stored with results), every
+  ordered parameter with a start range of two or more distinct values and bound expressions
+  naming only problem dimensions and searched parameters (the registration check), and both
+  ends of each start range accepted by ``fit``; the adaptive search starts every model from
+  the same 12-point design (``max_grid``, if set, limits the Cartesian product of the grids
+  that ``--search grid`` fits);
 * ``check_fit_shapes`` - on tasks of different sizes (fewer and more samples than features),
   ``fit`` returns ``self``, leaves hyperparameters and the data untouched, and
   ``decision_function`` returns finite float scores of shape (n,) for every task (also for a
@@ -43,7 +47,7 @@ Model checks (why each matters for the benchmark):
   non-increasing (relative tolerance 1e-8) when the model declares ``monotone_objective = True``;
 * ``check_beats_chance`` - mean per-task test AUC > ``min_auc`` (0.6) on a small version of the
   paper's simulated problem, with the default hyperparameters or, failing that, the model's
-  own search space under the benchmark protocol.
+  own search (its 12-point starting design) under the benchmark protocol.
 
 A model may declare ``kit_params`` (a dict of constructor overrides, e.g. fewer iterations)
 that the kit uses instead of the defaults to keep the checks fast.

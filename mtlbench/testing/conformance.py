@@ -42,14 +42,16 @@ class ModelConformance:
     params : constructor keyword arguments used by every check (default: the class's
         optional ``kit_params``, else the defaults)
     min_auc : threshold of ``beats_chance`` (0.6)
-    max_grid : largest allowed grid (24)
+    max_grid : None (default), or the largest Cartesian product of the declared grids (what
+        ``--search grid`` fits); the adaptive search starts every model from the same
+        12-point design whatever the grids
     monotone_objective : None (use the class's ``monotone_objective``) or a bool
     """
 
     model_class: Any = None
     params: Mapping[str, Any] | None = None
     min_auc: float = 0.6
-    max_grid: int = 24
+    max_grid: int | None = None
     monotone_objective: bool | None = None
 
     def _run(self, name: str) -> Any:

@@ -18,7 +18,9 @@ from mtlbench.errors import ModelContractError
 from mtlbench.model import MTLModel
 from mtlbench.protocol import (ProtocolConfig, checked_scores, make_split, mean_auc,
                                run_protocol)
-from mtlbench.space import Param
+from mtlbench.design import START_DESIGN_SIZE
+from mtlbench.search import problem_context
+from mtlbench.space import Param, normalise_space, resolve, space_problems
 
 from ._common import MONOTONE_RTOL, _NAME_RE, ConformanceError, _fail, _label
 from .problems import _problem
@@ -196,24 +198,34 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def check_search_space(model_class: type, params: Mapping[str, Any] | None = None,
-                       max_grid: int = 24, fit_values: str | bool = "extremes") -> None:
-    """The declared grid is usable: keys are ``__init__`` parameters, lists are non-empty with
-    distinct JSON-able values, the grid has at most ``max_grid`` points, and values are accepted by
-    ``fit`` (one parameter at a time, the others at their defaults): the first and last value
-    of each list (``fit_values="extremes"``), every value (``"all"``) or none (False)."""
+                       max_grid: int | None = None, fit_values: str | bool = "extremes") -> None:
+    """The declared search space is usable under the search rule (``docs/tuning.md``): keys
+    are ``__init__`` parameters; every entry is a declaration (``Log``, ``Linear``, ``Int``,
+    ``Categorical``) or a non-empty list of distinct JSON-able values; every ordered
+    parameter declares a start range of at least two distinct values and its bound
+    expressions name only problem dimensions and other searched parameters
+    (:func:`mtlbench.space.space_problems`, the check made at registration); and ``fit``
+    accepts values of it (one parameter at a time, the others at their defaults): both ends
+    of each start range, clipped to the bounds evaluated on the kit's small problem
+    (``fit_values="extremes"``), every grid value (``"all"``) or none (False).
+
+    The adaptive search starts every model from the same 12-point design
+    (:data:`mtlbench.design.START_DESIGN_SIZE`), whatever the grids; ``max_grid``, when
+    given, also limits the Cartesian product of the grids, which only ``--search grid``
+    fits."""
     check = "search_space"
     who = _label(model_class)
-    space = dict(model_class.search_space)
+    declared = dict(model_class.search_space)
     init_names = set(_init_signature(model_class))
     size = 1
-    space = {k: (list(v.grid) if isinstance(v, Param) else v) for k, v in space.items()}
-    for key, values in space.items():
+    for key, decl in declared.items():
         if key not in init_names:
             raise _fail(who, check, f"search_space key {key!r} is not an __init__ parameter "
                                     f"(parameters: {sorted(init_names)})")
+        values = list(decl.grid) if isinstance(decl, Param) else decl
         if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
-            raise _fail(who, check, f"search_space[{key!r}] must be a list of values, "
-                                    f"got {values!r}")
+            raise _fail(who, check, f"search_space[{key!r}] must be a declaration (Log, Linear, "
+                                    f"Int, Categorical) or a list of values, got {values!r}")
         if len(values) == 0:
             raise _fail(who, check, f"search_space[{key!r}] is empty")
         if len({json.dumps(v, sort_keys=True, default=repr) for v in values}) != len(values):
@@ -222,18 +234,27 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
             raise _fail(who, check, f"search_space[{key!r}] values must be JSON-able "
                                     f"(they are stored with results), got {values!r}")
         size *= len(values)
-    if size > max_grid:
-        raise _fail(who, check, f"the grid has {size} points (> {max_grid}); every point is "
-                                "fitted for every repetition: keep it small (typically <= 12)")
+    problems = space_problems(declared)
+    if problems:
+        raise _fail(who, check, "; ".join(problems))
+    if max_grid is not None and size > max_grid:
+        raise _fail(who, check, f"the Cartesian product of the grids (what --search grid "
+                                f"fits) has {size} points (> {max_grid})")
     if not fit_values:
         return
     tasks = _problem("small")
+    context = problem_context(tasks)
     defaults = _make(model_class, params, check).get_params(deep=False)
-    for key, values in space.items():
+    for key, par in normalise_space(declared).items():
         if params and key in params:
             continue  # fixed by the author for the kit
-        chosen = list(values) if fit_values == "all" else list(values)[::max(len(values) - 1, 1)]
-        for v in chosen:
+        if fit_values == "all" or not par.ordered:
+            chosen = list(par.grid) if fit_values == "all" else [par.grid[0], par.grid[-1]]
+        else:
+            chosen = list(par.start_range)
+        for v in dict.fromkeys(chosen):
+            if par.ordered:
+                v = resolve(par, {**defaults, key: v}, context).clip(v)
             where = f"{check} ({key}={v!r})"
             if _equal(defaults.get(key), v):
                 model = _fitted(model_class, params, "small", where)
@@ -435,8 +456,10 @@ def check_beats_chance(model_class: type, params: Mapping[str, Any] | None = Non
     then, if that is not enough, with the model's search space.  Returns the best test AUC."""
     check = "beats_chance"
     tasks = tasks if tasks is not None else _problem("small60")
-    # the starting grid only (the fallback below), to keep the kit fast
-    config = ProtocolConfig(reps=1, seed=0, test_fraction=0.25, val_fraction=0.25, search="grid")
+    # the fallback below: the model's own starting design (12 fits; more only while the best
+    # point sits at an edge), to keep the kit fast
+    config = ProtocolConfig(reps=1, seed=0, test_fraction=0.25, val_fraction=0.25,
+                            budget=START_DESIGN_SIZE)
     who = _label(model_class)
     try:  # defaults: one fit on train+validation, scored on test
         split = make_split(tasks, config, rep=0)
@@ -453,20 +476,20 @@ def check_beats_chance(model_class: type, params: Mapping[str, Any] | None = Non
         return auc
     tried = [f"defaults: {auc:.3f}"]
     space = {k: v for k, v in dict(model_class.search_space).items() if k not in (params or {})}
-    if space:  # the model's own grid under the protocol (validation-based selection)
+    if space:  # the model's own search under the protocol (validation-based selection)
         try:
             out = run_protocol(_make(model_class, params, check), space, tasks, config, rep=0)
         except Exception as exc:  # noqa: BLE001
             raise _fail(who, check, f"the protocol failed on the small simulated problem: "
                                     f"{type(exc).__name__}: {exc}") from exc
-        tried.append(f"grid: {out.test_auc:.3f}")
+        tried.append(f"search: {out.test_auc:.3f}")
         if out.test_auc > min_auc:
             return out.test_auc
     raise _fail(who, check,
                 f"mean test AUC <= {min_auc} on a small simulated problem ({tasks.T} tasks, "
                 f"{tasks.d} features, {tasks.sizes()[0]} samples per task) where ridge "
                 f"regression scores > 0.9 ({'; '.join(tried)}); is decision_function's sign "
-                "or task index wrong, or is the grid too strong for small problems?")
+                "or task index wrong, or are the start ranges too strong for small problems?")
 
 
 #: Model checks in the order :func:`check_model` runs them.
@@ -485,7 +508,8 @@ MODEL_CHECKS: dict[str, Callable[..., Any]] = {
 
 
 def check_model(model_class: type, params: Mapping[str, Any] | None = None, *,
-                min_auc: float = 0.6, max_grid: int = 24, monotone: bool | None = None,
+                min_auc: float = 0.6, max_grid: int | None = None,
+                monotone: bool | None = None,
                 checks: Iterable[str] | None = None) -> dict[str, Any]:
     """Run every model check (or those named in ``checks``); raise on the first failure.
 
@@ -503,7 +527,7 @@ def check_model(model_class: type, params: Mapping[str, Any] | None = None, *,
 
 
 def run_model_check(name: str, model_class: type, params: Mapping[str, Any] | None = None, *,
-                    min_auc: float = 0.6, max_grid: int = 24,
+                    min_auc: float = 0.6, max_grid: int | None = None,
                     monotone: bool | None = None) -> Any:
     """Run one model check by name with the options that apply to it.
 

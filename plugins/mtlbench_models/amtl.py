@@ -28,20 +28,26 @@ Hyperparameters (how the two weights are expressed; the objective is exactly the
 
   (the 1e-9 margin keeps rounding from leaving a single transfer at mu = mu_max).
 
-  ``mu`` >= 1 is therefore plain ridge regression (no transfer): the declared upper bound
-  ``high = 1`` is a real limit of the model, and ``mu`` in (0, 1) is the transfer regime.
-  (The B-penalty multiplies an unnormalised sum loss, so the paper's raw mu has no
-  data-independent useful range; the ratio gives it one.  Issue 12: the old raw grid mu in
-  {0.01, 0.1, 1} selected a B = 0 refit.)
+  ``mu`` = 1 is a reference point of the scale, not a limit of the model: B = 0 is a
+  stationary point there, but block-coordinate descent from a start with transfers can reach
+  a lower objective with transfers at ``mu`` >= 1, so no upper bound is declared (the earlier
+  ``high = 1`` rested on the fit switching its initialisation to W0 at ``mu`` >= 1, which made
+  every such fit ridge; issue 24).  (The B-penalty multiplies an unnormalised sum loss, so the
+  paper's raw mu has no data-independent useful range; the ratio gives it one.  Issue 12: the
+  old raw grid mu in {0.01, 0.1, 1} selected a B = 0 refit.)
 
-Starting grid, designed (docs/tuning.md procedure) on simulated data of generator seed 101
-(``make_simulated(seed=101)``, protocol split rep 0; never the published seed 0 or the real
-data): ``lam`` in {0.3, 1} x ``mu`` in {0.5, 0.9}.  Validation AUC there (x100), fits
-started as below: lam = 0.3: mu = 0.5 -> 86.7, 0.9 -> 86.0; lam = 1: mu = 0.5 -> 84.8,
-0.9 -> 87.9 (293 transfers), 1 (ridge, B = 0) -> 81.9; lam = 3: mu = 0.5 -> 83.2, 0.9 -> 85.1,
-1 -> 80.9; lam = 10, mu = 1 -> 80.2.  So the transfer regime beats every ridge point by about
-6 points and the optimum lies inside the lam range, below the mu bound.  (Small mu with large
-lam is the slow corner of the solver: a thousand or more transfers, hundreds of outer
+Declared space (docs/tuning.md, rule version 4: a 12-point design over the start ranges):
+``lam`` Log([0.3, 1.0], low 0), start range designed on the data below; ``mu``
+Log([0.3, 1.0, 3.0], low 0, no upper bound), start range from the math: ``mu`` is in units
+of mu_max(lam), so the range is half a decade on each side of the scale's reference point 1
+(the grid's ratio 3.3 is the search's extension step).  Design data (docs/tuning.md
+procedure) on simulated data of generator seed 101 (``make_simulated(seed=101)``, protocol
+split rep 0; never the published seed 0 or the real data), validation AUC (x100), fits
+started as the earlier release did: lam = 0.3: mu = 0.5 -> 86.7, 0.9 -> 86.0; lam = 1:
+mu = 0.5 -> 84.8, 0.9 -> 87.9 (293 transfers), 1 (ridge, B = 0) -> 81.9; lam = 3: mu = 0.5
+-> 83.2, 0.9 -> 85.1, 1 -> 80.9; lam = 10, mu = 1 -> 80.2.  So the transfer regime beats every
+ridge point by about 6 points and the optimum lies inside the lam range.  (Small mu with
+large lam is the slow corner of the solver: a thousand or more transfers, hundreds of outer
 iterations; (lam = 3, mu = 0.5) did not converge within 500 outer iterations on seed 101, so
 lam = 3 is left to the search's extension step, which goes there only if validation asks.)
 
@@ -268,7 +274,7 @@ class AMTL(LinearMTLModel):
     name = "amtl"
     paper = "Lee, Yang & Hwang, Asymmetric Multi-task Learning Based on Task Relatedness and Loss, ICML 2016"
     search_space = {"lam": Log([0.3, 1.0], low=0.0, high=None),
-                    "mu": Log([0.5, 0.9], low=0.0, high=1.0)}
+                    "mu": Log([0.3, 1.0, 3.0], low=0.0, high=None)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
                          "max_iter": Int([2000], low=1), "cg_tol": Linear([1e-6], low=0.0),
                          "cg_max_iter": Int([2], low=1), "b_passes": Int([2], low=1),

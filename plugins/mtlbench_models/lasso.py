@@ -10,9 +10,10 @@ objective is (1/(2 n_t)) ||y - X w||^2 + a ||w||_1, so a = rho / n_t gives the s
 ``rho = rho_ratio * rho_max`` with rho_max = max_t ||X_t^T y_t||_inf, the smallest rho for
 which W = 0 is optimal: the grid is then scale-free across datasets.
 
-Search space: ``rho_ratio`` is log-scaled, starting at the first release's grid
-{0.003, 0.01, 0.03, 0.1, 0.3} (unchanged, so ``--search grid`` reproduces the published
-numbers bit for bit); bounds: rho_ratio > 0, and ``high = 1``: at rho_ratio >= 1 the penalty
+Search space: ``rho_ratio`` is log-scaled; its start range [0.003, 0.3] is the first
+release's grid {0.003, 0.01, 0.03, 0.1, 0.3} (unchanged, so ``--search grid`` reproduces the
+published numbers bit for bit; docs/tuning.md, rule version 4 spreads 12 design points over
+the range); bounds: rho_ratio > 0, and ``high = 1``: at rho_ratio >= 1 the penalty
 is >= rho_max and W = 0 is optimal for every task (every larger value is the same model).
 
 Convergence: scikit-learn's coordinate descent stops when, after a sweep whose largest

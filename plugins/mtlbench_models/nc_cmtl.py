@@ -54,9 +54,11 @@ Hyperparameters -> paper symbols: ``mu`` = mu (regularisation weight, the only o
 authors' demo searches {1e-3, ..., 1e3}); ``q`` = q (loss power, 1 = calibrated square-root
 loss); ``s`` = s (smoothing in W W^T + s I; 10 in the authors' code).
 
-Declared search space: ``mu`` Log, starting grid {1, 10, 100}, bounds (0, inf): every mu > 0 is
+Declared search space: ``mu`` Log, start range [1, 100] (grid {1, 10, 100}: docs/tuning.md,
+rule version 4 spreads 12 design points over the range; the grid ratio 10 is the extension
+step), bounds (0, inf): every mu > 0 is
 a valid model (mu -> 0 is per-task least squares, mu -> inf shrinks W to 0; neither end is a
-point where the model stops changing, so no finite bound is declared).  The starting grid was
+point where the model stops changing, so no finite bound is declared).  The start range was
 chosen on simulated data of generator seed 101 (``make_simulated(seed=101)``, protocol split
 rep 0; never the published seed 0 or the real data): validation AUC over mu in {0.1, 1, 10, 100, 1e3, 1e4}
 was 77.2, 78.8, 83.5, 80.9, 80.0, 79.8 (every fit converged in <= 8 MM steps), i.e. an

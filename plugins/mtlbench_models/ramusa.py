@@ -73,7 +73,9 @@ Declared space: both Log with bounds (0, 1].  lam_ratio = 1: W = 0 (stage 1 is z
 singular value is 0 <= theta and no later stage runs).  theta_ratio = 1 (checked in ``fit``:
 theta and the first linearisation come from the same SVD of W^(1)): no singular value of W^(1)
 exceeds theta, so the fit is the plain trace-norm solution W^(1) -- the convex special case;
-larger theta_ratio is the same model.  Starting grid lam_ratio in {0.1, 0.2, 0.4},
+larger theta_ratio is the same model.  Start ranges (docs/tuning.md, rule version 4: 12
+design points spread over them; the grid ratio 2 is the extension step): grids lam_ratio
+{0.1, 0.2, 0.4},
 theta_ratio in {0.25, 0.5, 1.0}, designed on the training/validation splits (reps 0, 1) of
 ``make_simulated(seed=101)`` (no published table uses it): validation AUC peaked at
 (0.2, 0.6) (0.909), interior in lam_ratio; lam_ratio <= 0.03 was worse (<= 0.83) and slow,

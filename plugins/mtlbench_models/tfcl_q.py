@@ -76,18 +76,33 @@ With lam_personal >= 1 the first column-group step from 0 is empty for the Jacob
 (for Gauss-Seidel, after the theta_c step, approximately so): lam_personal < 1 lets the users
 with the largest gradients get a personal column.  The alphas used are ``alpha_`` (and
 ``diagnostics_["alpha"]``).  None of these thresholds is exact for (Q) beyond the first step,
-so no lam_* of TFCL-Q has a declared upper bound.
+so no lam_* of TFCL-Q has a declared upper bound.  In particular lam_group >= 1/k, where
+problem (P) has W = 0, is no limit here: theta_c and theta_p change the gradient the
+co-grouping block sees, and W = theta_c + theta_p stays a model even when theta_g = 0.
 
-Search spaces (``mtlbench.space``; Log parameters are > 0, "low 0" = every positive value):
-    tfcl-q        lam_group [0.02, 0.05, 0.12], k Int [2, 4, 8] (low 2, as in tfcl.py),
-                  lam_common [10.0], lam_personal [1.0], lam_ridge [1e-3]
-    tfcl-q-noauc  lam_group [0.05, 0.08, 0.13], k [2, 4, 8], the others as tfcl-q
-    tfcl-q-nog    lam_common [0.003, 0.03, 0.3], lam_personal [0.03, 0.1, 0.3]
-    tfcl-coc      lam_group [0.01, 0.1, 1.0], k Int [2, 4, 8] (low 1: the co-cluster term
-                  sum_{i>k} sigma_i^2 is a real restriction for every k < min(d, T)),
-                  lam_common [0.1], lam_personal [0.3], lam_ridge [1e-3]
-A single starting value is still searched (one step out each way around the best point).
-Design (the written procedure; ``tfcl.py`` "Search spaces"): simulated data of generator
+Search spaces (``mtlbench.space``; Log parameters are > 0, "low 0" = every positive value;
+the adaptive search, rule version 4 of docs/tuning.md, starts from a 12-point design over the
+start ranges, every parameter taking about 12 values):
+    tfcl-q, tfcl-q-noauc
+                  lam_group Log([0.004, 0.02, 0.1]), k Int([2, 8]) (low 2, high d + T, as in
+                  tfcl.py), lam_common Log([0.1, 1, 10, 100]), lam_personal
+                  Log([0.03, 0.1, 0.3, 1]), lam_ridge Log([1e-3, 1e-2, 1e-1, 1])
+    tfcl-q-nog    lam_common Log([0.003, 0.03, 0.3]), lam_personal Log([0.03, 0.1, 0.3])
+    tfcl-coc      lam_group Log([0.01, 0.1, 1]), k Int([2, 8]) (low 1, high min(d, T): the
+                  co-cluster term sum_{i>k} sigma_i^2 is a real restriction for every
+                  k < min(d, T), is identically 0 at k = min(d, T), and ``fit`` refuses more,
+                  so the search clips there), lam_common, lam_personal and lam_ridge as tfcl-q
+Sources of the ranges:
+  * from the math: lam_group's range as in tfcl.py (lam_group * k in [0.008, 0.8] over k's
+    range); lam_personal's top 1, where the first personal step is empty (above), and one
+    and a half decades of personal columns below it, down to 0.03, the low end the design
+    data below bracketed (tfcl-q-nog); lam_ridge from its curvature units, as in tfcl.py
+    (1e-3: barely regularising, 1: as strong as the loss's curvature, for n_t >> d and
+    n_t ~ d alike);
+  * from the design data below: k's range, lam_group for tfcl-coc, lam_common (1-100 good
+    for tfcl-q and tfcl-q-noauc, 0.1 as good as 1 for tfcl-coc: one range [0.1, 100] for the
+    three), and tfcl-q-nog's two ranges.
+Design data (the written procedure; ``tfcl.py`` "Search spaces"): simulated data of generator
 seed 101, protocol split seed 0 rep 0, training part fitted, mean validation AUC only.
   tfcl-q: lam_common 1 and 10 beat 0.1 by 8 points at (lam_group 0.05, k 4) (96.0 vs 87.9);
           optimum 97.4 at (0.05, k 5) with lam_common 1; worse at 0.03 / 0.07 and k 4;
@@ -96,8 +111,7 @@ seed 101, protocol split seed 0 rep 0, training part fitted, mean validation AUC
   then one adaptive search per label on the same split (``mtlbench compare --datasets
           "simulated[seed=101]" --reps 1``, validation only): with lam_common starting at 1,
           tfcl-q-noauc rose from 81.1 to 92.0 at lam_common 10 (92.0 at 100) and tfcl-q chose
-          10 (96.06), so lam_common starts at 10 for both (theta_c is then nearly 0: the
-          users' shared part is carried by theta_g);
+          10 (96.06) (theta_c is then nearly 0: the users' shared part is carried by theta_g);
   tfcl-q-nog: lam_personal 0.1 best (88.8), 0.03 / 0.3 worse by 1.6 / 1.3-3.5; lam_common
           0.01-10 within 1 point;
   tfcl-coc: 93.8 at (lam_group 0.1, k 4), worse at 0.01 / 1 and k 2 / 8; lam_common 0.1 and 1
@@ -127,26 +141,25 @@ from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, check_common, check
                          tfcl_wstep, validate_declared)
 from ._tfcl.ustep import DEFAULT_EIG_RTOL, groups_from_embedding, ustep, ustep_diff_norm
 
-# Declared search spaces (lam_scale="data"; bounds and starting grids: module docstring).
+# Declared search spaces (lam_scale="data"; bounds and sources of the start ranges: module
+# docstring, "Search spaces").
 SPACE_Q = {
-    "lam_group": Log([0.02, 0.05, 0.12], low=0.0),
-    "k": Int([2, 4, 8], low=2),
-    "lam_personal": Log([1.0], low=0.0),
-    "lam_common": Log([10.0], low=0.0),
-    "lam_ridge": Log([1e-3], low=0.0),
+    "lam_group": Log([0.004, 0.02, 0.1], low=0.0),
+    "k": Int([2, 8], low=2, high="d + T"),
+    "lam_personal": Log([0.03, 0.1, 0.3, 1.0], low=0.0),
+    "lam_common": Log([0.1, 1.0, 10.0, 100.0], low=0.0),
+    "lam_ridge": Log([1e-3, 1e-2, 1e-1, 1.0], low=0.0),
 }
-# The squared loss has its own scale of the group weight; everything else as TFCL-Q.
-SPACE_Q_NOAUC = {**SPACE_Q, "lam_group": Log([0.05, 0.08, 0.13], low=0.0)}
+# The same ranges for the squared loss (the scales of every weight are the loss's own).
+SPACE_Q_NOAUC = dict(SPACE_Q)
 SPACE_Q_NOG = {
     "lam_common": Log([0.003, 0.03, 0.3], low=0.0),
     "lam_personal": Log([0.03, 0.1, 0.3], low=0.0),
 }
 SPACE_COC = {
+    **SPACE_Q,
     "lam_group": Log([0.01, 0.1, 1.0], low=0.0),
-    "k": Int([2, 4, 8], low=1),
-    "lam_personal": Log([0.3], low=0.0),
-    "lam_common": Log([0.1], low=0.0),
-    "lam_ridge": Log([1e-3], low=0.0),
+    "k": Int([2, 8], low=1, high="min(d, T)"),
 }
 
 
