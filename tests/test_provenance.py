@@ -137,12 +137,12 @@ def test_verify_of_units_made_by_other_code_refits_at_their_hyperparameters(
                                    "--store", str(mine), "--verify", "1"],
                              env={"COLUMNS": "200"})
     out = " ".join(res.output.split())
-    assert "computed by other code" in out or "(computed by other code" in out, out
+    assert "made by other code or search rule" in out and "model code" in out, out
     if agrees:
         assert res.exit_code == 0, out
         assert "refitted here at its published hyperparameters" in out
         assert "(1 of them verified by recomputing them here)" in out
     else:
         assert res.exit_code == 2 and "Nothing was imported" in out, out
-        assert "at the published hyperparameters {} (computed by other code" in out
+        assert "at the published hyperparameters {} (made by other code" in out
         assert not mine.exists()

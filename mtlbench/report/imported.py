@@ -30,11 +30,12 @@ fingerprints and protocol: :func:`mtlbench.report.publish.read_published`.)
 **--verify N** (:func:`verify_units`) recomputes N "ok" units drawn at random (seeded) from the
 file, on this machine, in supervised worker processes, and refuses the file unless they agree:
 
-* where the unit's code fingerprints equal this installation's (its key is the key this
-  installation computes for it), the whole unit is recomputed — search, refit, test — and
+* where the unit's code fingerprints and search rule are this installation's (its key is the
+  key this installation computes for it), the whole unit is recomputed — search, refit, test — and
   its per-task test AUCs, test AUC and selected hyperparameters must be **bit-identical**;
-* otherwise (the unit was computed by other code: an older solver, another plugin version)
-  bit-identity is not to be expected, and the selection itself may legitimately move; the
+* otherwise (the unit was made by other code — an older solver, another plugin version — or
+  searched by another version of its searcher's rule) bit-identity is not to be expected, and
+  the selection itself may legitimately move; the
   model is fitted with this installation's code at the **published hyperparameters** (its
   overrides plus ``best_params``, nothing searched) on the same split, and its validation
   AUC and test AUC must be within :data:`OTHER_CODE_TOLERANCE` of the published ones (the
@@ -62,7 +63,7 @@ __all__ = ["check_published", "check_keys", "published_spec", "problem_name", "v
 #: in another order; the published files agree to 1e-15)
 TEST_AUC_TOLERANCE = 1e-12
 #: |published - recomputed| allowed for validation and test AUC when --verify refits a unit
-#: computed by other code at its published hyperparameters (0.5 AUC points)
+#: made by other code or search rule at its published hyperparameters (0.5 AUC points)
 OTHER_CODE_TOLERANCE = 0.005
 #: values of the store's ``origin`` column for units that came from a published file
 IMPORTED, VERIFIED = "imported", "verified"
@@ -209,18 +210,34 @@ def check_published(data: Any, where: str) -> None:
         seen.add(u["key"])
 
 
+def search_versions(unit: Mapping[str, Any]) -> list[str]:
+    """The versions of its searcher's rule a published unit may have been searched by: the
+    one its protocol records, or (published before the version was recorded) any up to the
+    installed one."""
+    from ..search import searcher_version
+
+    recorded = unit["protocol"].get("search_version")
+    if recorded is not None:
+        return [str(recorded)]
+    installed = searcher_version(unit["protocol"].get("search"))
+    return [str(v) for v in range(1, int(installed) + 1)] if installed.isdigit() \
+        else [installed]
+
+
 def check_keys(data: Mapping[str, Any], where: str) -> None:
     """Refuse a file in which a unit's key is not the hash of its identity (an identity
     field was edited, or the key): run after the installation's checks, so that a unit of
     other data or settings is refused with that reason first."""
     for i, u in enumerate(data["units"]):
-        key = published_spec(u, data["dataset"]).key
-        if key != u["key"]:
+        spec = published_spec(u, data["dataset"])
+        keys = [spec.key_under(v) for v in search_versions(u)]
+        if u["key"] not in keys:
             raise ConfigError(
                 f"refusing to import {where}: {_describe(i, u)}: field 'key' {u['key']} is not "
                 "the hash of the unit's identity (model, overrides, search space, problem, "
-                f"dataset parameters, repetition, protocol, code provenance), which is {key}: "
-                "one of them was edited. Nothing was imported.")
+                "dataset parameters, repetition, protocol and search rule version, code "
+                f"provenance), which is {keys[-1]}: one of them was edited. Nothing was "
+                "imported.")
 
 
 def problem_name(dataset: str, problem: str) -> str:
@@ -261,6 +278,26 @@ def _codes(prov: Mapping[str, Any] | None) -> str:
         code = ((prov or {}).get(part) or {}).get("code")
         parts.append(f"{part} {code[:12]}…" if isinstance(code, str) else f"{part} unrecorded")
     return ", ".join(parts)
+
+
+def _differences(unit: Mapping[str, Any], here: Mapping[str, Any]) -> str:
+    """What made a published unit other than this installation would: code (fingerprint,
+    plugin version) of its model and dataset, and the version of its searcher's rule."""
+    from ..search import searcher_version
+
+    out = []
+    theirs = unit.get("provenance") or {}
+    for part in ("model", "dataset"):
+        a, b = theirs.get(part) or {}, here.get(part) or {}
+        for field, what in (("code", "code"), ("version", "plugin version")):
+            if a.get(field) != b.get(field):
+                out.append(f"{part} {what} {str(a.get(field))[:12]} in the file, "
+                           f"{str(b.get(field))[:12]} here")
+    installed = searcher_version(unit["protocol"].get("search"))
+    versions = search_versions(unit)
+    if installed not in versions:
+        out.append(f"search rule version {'/'.join(versions)} in the file, {installed} here")
+    return "; ".join(out) or "its key differs"
 
 
 def verify_units(data: Mapping[str, Any], n: int, seed: int, data_dir: str | None,
@@ -332,12 +369,12 @@ def _compare(u: Mapping[str, Any], result: Any, same: bool, here: Mapping[str, A
     val, test = result.row["val_auc"], result.row["test_auc"]
     for name, a, b in (("validation AUC", val, u["val_auc"]), ("test AUC", test, u["test_auc"])):
         if abs(a - b) > OTHER_CODE_TOLERANCE:
-            raise refuse(f"at the published hyperparameters {u['best_params']} (computed by "
-                         f"other code: fingerprints {_codes(u.get('provenance'))} in the file, "
-                         f"{_codes(here)} here) got a {name} of {a:.4f}, the file says "
-                         f"{b:.4f} (tolerance {OTHER_CODE_TOLERANCE:g})")
-    return (f"verified {_unit_text(u)} within {OTHER_CODE_TOLERANCE:g}: it was computed by other "
-            f"code (fingerprints {_codes(u.get('provenance'))} in the file, {_codes(here)} "
-            "here), refitted here at its published hyperparameters: "
+            raise refuse(f"at the published hyperparameters {u['best_params']} (made by "
+                         f"other code or search rule: {_differences(u, here)}) got a {name} "
+                         f"of {a:.4f}, the file says {b:.4f} (tolerance "
+                         f"{OTHER_CODE_TOLERANCE:g})")
+    return (f"verified {_unit_text(u)} within {OTHER_CODE_TOLERANCE:g}: it was made by other "
+            f"code or search rule ({_differences(u, here)}), refitted here at its published "
+            "hyperparameters: "
             f"validation AUC {val:.4f} (file {u['val_auc']:.4f}), test AUC {test:.4f} (file "
             f"{u['test_auc']:.4f}), largest per-task difference {diffs[worst]:.4f}")
