@@ -245,7 +245,7 @@ def test_two_runs_started_while_units_finish_never_compute_a_unit_twice(tmp_path
     second time (2 of 11 trials).  Two processes call ``compare`` on one store per trial, B
     once A has stored a tenth of its units (A then writes a unit every few milliseconds: units
     of one fit on 5 x 40 samples); the units computed twice are counted."""
-    trials, reps = 6, 300
+    trials, reps = 4, 300
     root = fault_plugins.install(tmp_path / "dist")
     env = fault_plugins.subprocess_env(root)
     work = tmp_path / "runs"

@@ -52,12 +52,12 @@ import dataclasses
 import math
 import random
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, MTLBenchError
 
-__all__ = ["check_published", "check_keys", "published_spec", "problem_name", "verify_units", "TEST_AUC_TOLERANCE",
-           "OTHER_CODE_TOLERANCE", "IMPORTED", "VERIFIED"]
+__all__ = ["check_published", "check_keys", "published_spec", "problem_name", "search_versions",
+           "verify_units", "TEST_AUC_TOLERANCE", "OTHER_CODE_TOLERANCE", "IMPORTED", "VERIFIED"]
 
 #: |test_auc - mean(task_auc)| allowed in a published unit (float64 rounding of a mean taken
 #: in another order; the published files agree to 1e-15)

@@ -18,9 +18,14 @@ The supervisor (this process) watches each worker's pipe and its process sentine
   worker and records the unit as timed out.
 
 Workers die with the supervisor: on Linux each asks the kernel for ``SIGKILL`` when its parent
-exits (``prctl(PR_SET_PDEATHSIG)``), and every worker also watches its parent's pid, so
-``kill -9`` of ``compare`` leaves no process computing.  Workers ignore ``SIGINT``; Ctrl-C
-reaches the supervisor, which stops them.
+exits (``prctl(PR_SET_PDEATHSIG)``; the forkserver does the same from its first moments,
+:mod:`mtlbench._forkserver`), and every worker also watches its parent's pid, so ``kill -9`` of
+``compare`` leaves no process behind.  Workers ignore ``SIGINT``; Ctrl-C (and SIGTERM, which
+the command line turns into it) reaches the supervisor, which stops them; a worker whose
+supervisor is gone exits quietly when it next writes to it.
+
+:func:`run_supervised` runs other plugin code the same way (the override probe of
+:mod:`.plan`: a fit bounded from outside).
 """
 from __future__ import annotations
 
@@ -265,9 +270,9 @@ def _caller_script_hidden() -> Any:
 
 
 # ---------------------------------------------------------------------------- the supervisor
-PRELOAD = ["mtlbench._forkserver", "mtlbench.runner.local", "mtlbench.runner.unit", "mtlbench.protocol", "sklearn.base",
-           "scipy.linalg", "scipy.sparse", "threadpoolctl", "mtlbench_models",
-           "mtlbench_datasets"]
+PRELOAD = ["mtlbench._forkserver", "mtlbench.runner.local", "mtlbench.runner.unit",
+           "mtlbench.protocol", "sklearn.base", "scipy.linalg", "scipy.sparse", "threadpoolctl",
+           "mtlbench_models", "mtlbench_datasets"]
 
 
 def worker_context() -> Any:
