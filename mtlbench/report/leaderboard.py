@@ -226,8 +226,10 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
             "win_tie_loss": wtl[m], "time_total_s": float(um["time_total"].fillna(0).sum()),
             # units imported from published files (import-results), and those of them
             # recomputed here and found equal (--verify)
-            "imported_units": int(um["origin"].isin(["imported", "verified"]).sum()),
-            "verified_units": int((um["origin"] == "verified").sum()),
+            "imported_units": int(um.get("origin", pd.Series(dtype=object))
+                                  .isin(["imported", "verified"]).sum()),
+            "verified_units": int((um.get("origin", pd.Series(dtype=object))
+                                   == "verified").sum()),
             "plugin": _short(v.get("plugin") for v in vers),
             "cells": cells[m],
         })
