@@ -280,9 +280,10 @@ def _codes(prov: Mapping[str, Any] | None) -> str:
     return ", ".join(parts)
 
 
-def _differences(unit: Mapping[str, Any], here: Mapping[str, Any]) -> str:
+def _differences(unit: Mapping[str, Any], here: Mapping[str, Any], dataset: str) -> str:
     """What made a published unit other than this installation would: code (fingerprint,
-    plugin version) of its model and dataset, and the version of its searcher's rule."""
+    plugin version) of its model and dataset, and the version of its searcher's rule (the
+    one its key was made with)."""
     from ..search import searcher_version
 
     out = []
@@ -294,9 +295,10 @@ def _differences(unit: Mapping[str, Any], here: Mapping[str, Any]) -> str:
                 out.append(f"{part} {what} {str(a.get(field))[:12]} in the file, "
                            f"{str(b.get(field))[:12]} here")
     installed = searcher_version(unit["protocol"].get("search"))
-    versions = search_versions(unit)
-    if installed not in versions:
-        out.append(f"search rule version {'/'.join(versions)} in the file, {installed} here")
+    spec = published_spec(unit, dataset)
+    used = [v for v in search_versions(unit) if spec.key_under(v) == unit["key"]]
+    if used and installed not in used:
+        out.append(f"search rule version {used[0]} in the file, {installed} here")
     return "; ".join(out) or "its key differs"
 
 
@@ -334,7 +336,7 @@ def verify_units(data: Mapping[str, Any], n: int, seed: int, data_dir: str | Non
             raise ConfigError(f"refusing to import {where}: --verify could not recompute "
                               f"{_unit_text(u)} here: {result.row.get('message')}. Nothing "
                               "was imported.")
-        log(_compare(u, result, same, here, where))
+        log(_compare(u, result, same, here, dataset, where))
     return {u["key"] for u, *_ in plans}
 
 
@@ -343,7 +345,7 @@ def _unit_text(u: Mapping[str, Any]) -> str:
 
 
 def _compare(u: Mapping[str, Any], result: Any, same: bool, here: Mapping[str, Any],
-             where: str) -> str:
+             dataset: str, where: str) -> str:
     """The line saying how a recomputed unit agrees with the published one, or raise."""
     mine = [float(a) for _, _, a, _ in result.task_scores]
     theirs = [float(a) for a in u["task_auc"]]
@@ -364,17 +366,16 @@ def _compare(u: Mapping[str, Any], result: Any, same: bool, here: Mapping[str, A
         if result.row["best_params"] != u["best_params"]:
             raise refuse(f"with the same code selected {result.row['best_params']}, the file "
                          f"says {u['best_params']}")
-        return (f"verified {_unit_text(u)}: recomputed with the same code (fingerprints "
-                f"{_codes(here)}): {len(mine)} per-task test AUCs bit-identical")
+        return (f"verified {_unit_text(u)}: recomputed with the same code and search rule "
+                f"(fingerprints {_codes(here)}): {len(mine)} per-task test AUCs bit-identical")
     val, test = result.row["val_auc"], result.row["test_auc"]
+    made = _differences(u, here, dataset)
     for name, a, b in (("validation AUC", val, u["val_auc"]), ("test AUC", test, u["test_auc"])):
         if abs(a - b) > OTHER_CODE_TOLERANCE:
             raise refuse(f"at the published hyperparameters {u['best_params']} (made by "
-                         f"other code or search rule: {_differences(u, here)}) got a {name} "
-                         f"of {a:.4f}, the file says {b:.4f} (tolerance "
-                         f"{OTHER_CODE_TOLERANCE:g})")
+                         f"other code or search rule: {made}) got a {name} of {a:.4f}, the "
+                         f"file says {b:.4f} (tolerance {OTHER_CODE_TOLERANCE:g})")
     return (f"verified {_unit_text(u)} within {OTHER_CODE_TOLERANCE:g}: it was made by other "
-            f"code or search rule ({_differences(u, here)}), refitted here at its published "
-            "hyperparameters: "
+            f"code or search rule ({made}), refitted here at its published hyperparameters: "
             f"validation AUC {val:.4f} (file {u['val_auc']:.4f}), test AUC {test:.4f} (file "
             f"{u['test_auc']:.4f}), largest per-task difference {diffs[worst]:.4f}")
