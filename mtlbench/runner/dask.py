@@ -27,7 +27,7 @@ Timeouts (``--timeout``)
   with the message and traceback;
 * **on the client** (backstop, for a unit stuck in one long C call or ``sleep`` that the
   injected exception cannot interrupt): each worker reports when a unit starts (a Dask event
-  ``mtlbench-unit-start``); a unit still running ``timeout + grace`` seconds after the start
+  ``mtlbench-unit``); a unit still running ``timeout + grace`` seconds after the start
   of its current attempt (``grace = 2 s + 10 %``, clocked on the client) on the worker that
   reported it (asked of the scheduler) is recorded as failed, its future cancelled and its
   worker's process killed through its nanny, which starts a new one (the client does not
@@ -37,14 +37,16 @@ Timeouts (``--timeout``)
 
 Dead workers, no workers, a dead scheduler
 ------------------------------------------
-Start events are subscribed to in every run: they say which units were seen running.
+Workers report when a unit starts and when it ends (events subscribed to in every run): they
+say which units were running when a worker died.
 
 * A unit whose worker died while it ran is rerun by Dask on other workers, then given up
   (``KilledWorker``, after ``distributed.scheduler.allowed-failures`` deaths); if the problem
-  shipped to the workers died with them, it comes back cancelled.  Every start of a unit
-  whose future then ended without a result counts as a worker that died while it ran (one
-  thread per worker: nothing else ran there).  At two, the unit is recorded as failed with
-  its cause ("killed its Dask worker process every time it ran").
+  shipped to the workers died with them, it comes back cancelled.  Every attempt of a unit
+  that started, never reported its end, and whose future then ended without a result counts
+  as a worker that died while it ran (one thread per worker: nothing else ran there).  At
+  two, the unit is recorded as failed with its cause ("killed its Dask worker process every
+  time it ran").
 * Any other unit that comes back without a result — queued on a dying worker (Dask can give
   those up too), or whose finished result died with its worker before the client fetched it
   (future status ``lost``), or whose shipped problem died with the workers another unit
@@ -71,7 +73,7 @@ from .unit import (BLAS_THREADS_PER_UNIT, UnitResult, UnitSpec, execute_unit, fa
 if TYPE_CHECKING:  # pragma: no cover
     from ..data import TaskSet
 
-START_TOPIC = "mtlbench-unit-start"
+EVENT_TOPIC = "mtlbench-unit"
 START_SEND_SECONDS = 0.05
 CONNECT_TIMEOUT = 20.0
 POLL_SECONDS = 0.1
@@ -84,8 +86,8 @@ def grace_seconds(timeout: float) -> float:
 
 def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
                    tasks: "TaskSet", run_token: str) -> UnitResult:
-    """The Dask task: announce the start (for the client: deadlines, who kills workers), then
-    run the unit."""
+    """The Dask task: announce the unit's start (for the client: deadlines, which units were
+    running when a worker died), run it, announce its end."""
     from threadpoolctl import threadpool_limits
 
     # Process-wide, not a context: several worker threads must not restore each other's limits.
@@ -93,18 +95,26 @@ def _run_on_worker(spec: UnitSpec, data_dir: str | None, timeout: float | None,
     from ..plugins import get_registry
 
     get_registry()  # load plugins before the clock starts (the timeout excludes it)
+    # Let the worker's event loop send the start (batched every 2 ms) before the model runs:
+    # a unit that kills its process at once would take the event with it.
+    if _announce(run_token, "start"):
+        time.sleep(START_SEND_SECONDS)
+    result = execute_unit(spec, data_dir, timeout, tasks=tasks)
+    _announce(run_token, "done")
+    return result
+
+
+def _announce(run_token: str, phase: str) -> bool:
+    """Send the client a unit event (``phase`` "start" or "done"); False if it cannot."""
     try:
         from distributed import get_worker
 
         worker = get_worker()
-        worker.log_event(START_TOPIC, {"key": worker.get_current_task(), "run": run_token,
-                                       "worker": worker.address})
-        # Let the worker's event loop send the event (batched every 2 ms) before the model
-        # runs: a unit that kills its process at once would take the event with it.
-        time.sleep(START_SEND_SECONDS)
-    except Exception:  # noqa: BLE001 - the announcement only feeds the client's bookkeeping
-        pass
-    return execute_unit(spec, data_dir, timeout, tasks=tasks)
+        worker.log_event(EVENT_TOPIC, {"key": worker.get_current_task(), "run": run_token,
+                                       "worker": worker.address, "phase": phase})
+        return True
+    except Exception:  # noqa: BLE001 - the events only feed the client's bookkeeping
+        return False
 
 
 def check_scheduler_address(address: str) -> None:
@@ -184,7 +194,7 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
     client, own = _connect(scheduler)
     run = _DaskRun(client, problems, data_dir, timeout)
     try:
-        client.subscribe_topic(START_TOPIC, run.on_start)
+        client.subscribe_topic(EVENT_TOPIC, run.on_event)
         yield from run.results(todo)
     except (OSError, TimeoutError) as exc:
         if getattr(client, "status", "running") != "running":  # the scheduler went away
@@ -196,7 +206,7 @@ def dask_results(todo: Sequence[UnitSpec], *, scheduler: Any, data_dir: str | No
             "the same command again to resume.") from None
     finally:
         try:
-            client.unsubscribe_topic(START_TOPIC)
+            client.unsubscribe_topic(EVENT_TOPIC)
         except Exception:  # noqa: BLE001
             pass
         if own:
@@ -243,25 +253,31 @@ class _DaskRun:
         self.attempts: dict[str, int] = {}   # unit key -> futures submitted for it
         self.crashes: dict[str, int] = {}    # unit key -> its workers that died while it ran
         self.losses: dict[str, int] = {}     # unit key -> resubmissions after other losses
-        # Per future key, from the workers' start events: the client clock at the start of
-        # its current attempt (Dask reruns a task whose worker died: each run is an attempt),
-        # the worker running it, and how many times it started.
+        # Per future key, from the workers' events: the client clock at the start of its
+        # current attempt (Dask reruns a task whose worker died: each run is an attempt),
+        # the worker running it, how many times it started and how many of those ended.
         self.started: dict[str, float] = {}
         self.where: dict[str, str] = {}
         self.starts: dict[str, int] = {}
+        self.done: dict[str, int] = {}       # attempts that ran to their end
         self.lost_since: float | None = None
         self.no_workers_since: float | None = None
         self.workers_checked = 0.0
         self.nannies: set[str] = set()
 
-    def on_start(self, event: Any) -> None:
+    def on_event(self, event: Any) -> None:
         _, msg = event
-        if isinstance(msg, dict) and msg.get("run") == self.token:
-            key = msg["key"]
-            self.started[key] = time.monotonic()
-            self.starts[key] = self.starts.get(key, 0) + 1
-            if msg.get("worker"):
-                self.where[key] = msg["worker"]
+        if not (isinstance(msg, dict) and msg.get("run") == self.token):
+            return
+        key = msg["key"]
+        if msg.get("phase") == "done":  # that attempt is over; its result waits on the worker
+            self.done[key] = self.done.get(key, 0) + 1
+            self.started.pop(key, None)
+            return
+        self.started[key] = time.monotonic()
+        self.starts[key] = self.starts.get(key, 0) + 1
+        if msg.get("worker"):
+            self.where[key] = msg["worker"]
 
     def restart_worker(self, key: str) -> str:
         """Have the nanny of the worker stuck in a unit kill its process (the nanny starts a
@@ -355,17 +371,17 @@ class _DaskRun:
         """The unit's record, or None when it is to be submitted again.
 
         A future that ended without a result (cancelled, lost, given up by Dask with
-        ``KilledWorker``) ended with its worker's death; each time it had been seen starting
-        in it, its worker died while it ran (one thread per worker: nothing else ran there).
-        Seen so twice, the unit is the cause and is recorded as failed.  Otherwise it was
-        queued on a dying worker, or its result or its data died with a worker another unit
-        killed: it is resubmitted (bounded)."""
+        ``KilledWorker``) ended with a worker's death; each attempt of it that started and
+        never reported its end was running when its worker died (one thread per worker:
+        nothing else ran there).  Seen so twice, the unit is the cause and is recorded as
+        failed.  Otherwise it was queued on a dying worker, or its result or its data died
+        with a worker another unit killed: it is resubmitted (bounded)."""
         result = _result_of(fut, spec)
         killed = _killed_worker(fut)
         if result is not None and not killed:
             return result
-        if fut.status != "lost":  # a finished result that died with its worker: not its doing
-            self.crashes[spec.key] = self.crashes.get(spec.key, 0) + self.starts.get(fut.key, 0)
+        unfinished = self.starts.get(fut.key, 0) - self.done.get(fut.key, 0)
+        self.crashes[spec.key] = self.crashes.get(spec.key, 0) + max(0, unfinished)
         crashes = self.crashes.get(spec.key, 0)
         tb = result.row.get("traceback", "") if result is not None else ""
         if crashes >= 2:
@@ -514,5 +530,5 @@ def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
     return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}{hint}", tb)
 
 
-__all__ = ["dask_results", "check_scheduler_address", "grace_seconds", "START_TOPIC",
+__all__ = ["dask_results", "check_scheduler_address", "grace_seconds", "EVENT_TOPIC",
            "MAX_RESUBMITS", "MAX_LOSSES", "SchedulerLost", "NoWorkers"]
