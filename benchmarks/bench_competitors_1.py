@@ -102,7 +102,8 @@ def objective(name: str, m, tasks: TaskSet) -> float:
     if name == "lasso":
         return float(SquaredLoss(tasks).value(m.coef_) + m.rho_ * np.abs(m.coef_).sum())
     if name == "rmtfl":
-        return float(m.objective(tasks))
+        # fitted_objective since the race contract; objective in older trees (--ref)
+        return float((getattr(m, "fitted_objective", None) or m.objective)(tasks))
     if name == "ramusa":
         return float(m.capped_objective(tasks))
     if name == "nc-cmtl":

@@ -18,11 +18,19 @@
    (TFCL-Q <= 15 s, the others <= 30 s), iterations, converged and the time split.
 3. Micro-benchmarks: the partial-spectrum U-step vs dense eigh at d = 2048, T = 250; the
    O(n d) squared AUC loss vs brute-force pairs.
+4. ``--paper-scale``: one fit per label and point on the training split of
+   ``synthetic-attributes`` attr0 (seed 0 split, rep 0: 192 tasks x 34 rows x 100 features, the
+   paper's Shoes scale), old (``--old-ref``, default ``main`` at the time of the polish) vs new
+   at the same absolute alphas, over points from today's starting grids to 10-100x beyond
+   them (``PAPER_POINTS``): CPU seconds, iterations, converged, the final objectives' relative
+   difference (new - old) / max(1, |old|) (negative: new lower), and per label the median
+   ratio of times and the spread of the differences.
 
 ``--design`` prints the validation sweep the starting grids were designed from (simulated
 seed 101 only; module docstrings of ``tfcl.py`` / ``tfcl_q.py``).
 
 Run: python benchmarks/bench_tfcl.py [--reps 3] [--skip-sun] [--only-sun] [--design]
+     python benchmarks/bench_tfcl.py --paper-scale [--old-ref main] [--labels tfcl,tfcl-q]
 """
 from __future__ import annotations
 
@@ -59,14 +67,16 @@ def old_package():
     tmp = Path(tempfile.mkdtemp(prefix="tfcl_old_"))
     pkg = tmp / "mtlbench_models_old"
     pkg.mkdir()
-    files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", OLD_REF,
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "--name-only", OLD_REF,
                             "plugins/mtlbench_models/"], capture_output=True, text=True,
                            check=True).stdout.split()
     for f in files:
         if f.endswith(".py"):
             src = subprocess.run(["git", "-C", str(ROOT), "show", f"{OLD_REF}:{f}"],
                                  capture_output=True, text=True, check=True).stdout
-            (pkg / Path(f).name).write_text(src)
+            dest = pkg / Path(f).relative_to("plugins/mtlbench_models")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(src)
     sys.path.insert(0, str(tmp))
     return (importlib.import_module("mtlbench_models_old.tfcl"),
             importlib.import_module("mtlbench_models_old.tfcl_q"))
@@ -228,6 +238,63 @@ def bench_micro(reps: int) -> None:
           f"max|dgrad| {np.abs(g1[:, 0] - g2).max():.1e}")
 
 
+# label -> points (beyond the starting grids: lam_group / lam_ridge / lam_common 10-100x weaker
+# and stronger, large k); new units (lam_scale="data")
+PAPER_POINTS = {
+    "tfcl": [dict(lam_group=g, k=k, lam_ridge=r) for g, k, r in [
+        (0.02, 2, 1e-3), (0.05, 4, 1e-3), (0.12, 8, 1e-3), (0.005, 2, 1e-3), (0.02, 16, 1e-2),
+        (0.002, 32, 1e-3), (0.05, 2, 1e-5), (0.02, 4, 1.0), (0.01, 64, 1e-3)]],
+    "tfcl-noauc": [dict(lam_group=g, k=k, lam_ridge=r) for g, k, r in [
+        (0.05, 2, 1e-3), (0.08, 4, 1e-3), (0.13, 8, 1e-3), (0.01, 2, 1e-3), (0.02, 16, 1e-2),
+        (0.005, 32, 1e-4), (0.05, 2, 1.0)]],
+    "tfcl-q": [dict(lam_group=g, k=k, lam_ridge=r, lam_common=c, lam_personal=p)
+               for g, k, r, c, p in [(0.02, 2, 1e-3, 10, 1), (0.05, 4, 1e-3, 10, 1),
+                                     (0.12, 8, 1e-3, 1, 1), (0.12, 4, 1e-3, 0.01, 0.1),
+                                     (0.005, 16, 1e-2, 0.1, 0.3), (0.05, 2, 1e-5, 100, 10)]],
+    "tfcl-coc": [dict(lam_group=g, k=k, lam_ridge=r, lam_common=c, lam_personal=p)
+                 for g, k, r, c, p in [(0.01, 2, 1e-3, 0.1, 0.3), (0.1, 4, 1e-3, 0.1, 0.3),
+                                       (1, 8, 1e-3, 0.1, 0.3), (0.1, 1, 1e-3, 10, 0.3),
+                                       (0.001, 16, 1e-2, 1, 0.03), (10, 2, 1e-5, 0.01, 3)]],
+    "tfcl-q-nog": [dict(lam_common=c, lam_personal=p) for c, p in [
+        (0.003, 0.03), (0.03, 0.1), (0.3, 0.3), (0.0003, 0.01), (3, 1), (0.03, 3)]],
+}
+PAPER_POINTS["tfcl-q-noauc"] = PAPER_POINTS["tfcl-q"]
+
+
+def bench_paper_scale(labels) -> None:
+    import pickle
+
+    from mtlbench.plugins import get_registry
+    from mtlbench.protocol import ProtocolConfig, evaluable_tasks, make_split, restrict_tasks
+
+    old = old_package()
+    new = new_classes()
+    ts = get_registry().dataset("synthetic-attributes").load("attr0")
+    ts = restrict_tasks(ts, evaluable_tasks(ts)[0])
+    sp = make_split(ts, ProtocolConfig(), 0)
+    train = ts.subset(sp.train, name="attr0[train]", meta={})
+    pickle.dumps(train)                          # (the same object for old and new)
+    print(f"4. One fit per point, synthetic-attributes attr0 training split ({train.T} tasks x "
+          f"~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS thread; old = {OLD_REF}")
+    print(f"{'label':<13} {'point':<58} {'old s':>6} {'it':>5} {'conv':>5} | {'new s':>6} "
+          f"{'it':>4} {'conv':>5} | {'old/new':>7} | {'dF rel':>9}")
+    for label in labels:
+        ratios, diffs = [], []
+        for params in PAPER_POINTS[label]:
+            _, c_new, m_new = timed_fit(new[label](**params), train)
+            _, c_old, m_old = timed_fit(old_model(old, label, m_new), train)
+            f_new, f_old = m_new.objective_history_[-1], m_old.objective_history_[-1]
+            dF = (f_new - f_old) / max(1.0, abs(f_old))
+            ratios.append(c_old / c_new)
+            diffs.append(dF)
+            point = ", ".join(f"{k}={v:g}" for k, v in params.items())
+            print(f"{label:<13} {point:<58} {c_old:6.2f} {m_old.n_iter_:5d} "
+                  f"{str(conv_of(m_old)):>5} | {c_new:6.3f} {m_new.n_iter_:4d} "
+                  f"{str(m_new.converged_):>5} | {c_old / c_new:6.1f}x | {dF:9.1e}", flush=True)
+        print(f"{label:<13} median old/new {np.median(ratios):.1f}x; dF from {min(diffs):.1e} "
+              f"to {max(diffs):.1e} (median {np.median(diffs):.1e})", flush=True)
+
+
 def design() -> None:
     """The validation sweep on simulated seed 101 the starting grids were designed from."""
     from mtlbench.protocol import mean_auc
@@ -264,11 +331,18 @@ if __name__ == "__main__":
     ap.add_argument("--only-sun", action="store_true")
     ap.add_argument("--sun-labels", default=",".join(SELECTED))
     ap.add_argument("--design", action="store_true")
+    ap.add_argument("--paper-scale", action="store_true")
+    ap.add_argument("--old-ref", default=OLD_REF)
+    ap.add_argument("--labels", default=",".join(SELECTED))
     args = ap.parse_args()
+    OLD_REF = args.old_ref
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with threadpool_limits(limits=1):
         if args.design:
             design()
+            sys.exit(0)
+        if args.paper_scale:
+            bench_paper_scale(args.labels.split(","))
             sys.exit(0)
         if not args.only_sun:
             bench_simulated(args.reps)

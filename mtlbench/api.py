@@ -10,6 +10,7 @@
     res.to_frame(level="task")   # one row per (unit, task) with the task's test AUC
     res.summary()                # mean ± std test AUC per (problem, model)
     res.leaderboard()            # the leaderboard table of the dataset (ranks, tests, W/T/L)
+    res.summary_across()         # across data sets: Friedman, ranks, CD, equivalence
 
     old = mtlbench.load_results("results/mtlbench.sqlite")   # everything a store holds
 
@@ -36,6 +37,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:  # heavy modules are imported where they are used
     import pandas as pd
 
+    from .report.across import Summary
     from .runner import RunReport, UnitResult, UnitSpec
 
 DEFAULT_STORE = "results/mtlbench.sqlite"
@@ -461,6 +463,28 @@ class Results:
         if not frames:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
+
+    def summary_across(self, *, blocks: str | Sequence[str] | None = None,
+                       focus: Sequence[str] | None = None, rope: float = 0.5,
+                       figures_dir: str | os.PathLike | None = None) -> "Summary":
+        """The judgement across every data set of the store, exactly as ``mtlbench
+        leaderboard --all`` prints it: the headline table, the Friedman test with average
+        ranks, the Nemenyi post-hoc test and its critical difference, and per data set the
+        Bayesian signed-rank probabilities of every model against the best (``rope``: region
+        of practical equivalence in test AUC x 100 points).  ``blocks``: which data sets
+        count as independent blocks (None: the default rule, named in ``.blocks_rule``;
+        ``"all"``; or labels).  ``figures_dir``: also draw the critical-difference diagram
+        and the equivalence figure there.  Returns a
+        :class:`mtlbench.report.across.Summary` (``.to_json()``; ``.average_ranks``,
+        ``.friedman``, ``.posthoc``, ``.equivalence``, ``.headline``)."""
+        from .report.across import summarize_store
+        from .report.across_render import summary_figures
+
+        with self._open() as rs:
+            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope)
+        if figures_dir is not None:
+            summary_figures(summary, figures_dir)
+        return summary
 
     def __len__(self) -> int:
         return len(self.keys) if self.keys is not None else len(self.to_frame())

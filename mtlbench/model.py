@@ -29,6 +29,21 @@ A model is a scikit-learn style estimator over a :class:`~mtlbench.data.TaskSet`
 * precomputation shared across a unit's search: ``tasks.memo(key, compute)``
   (:meth:`mtlbench.data.TaskSet.memo`).
 
+Optional, for the solver race (``mtlbench race``, ``docs/race.md``); none of it is needed to be
+benchmarked, and none of it costs anything in a benchmark unit:
+
+* progress: ``report_progress(iteration, objective, certificate=None)`` once per solver
+  iteration (:mod:`mtlbench.progress`);
+* ``fitted_objective(tasks)`` (method of a fitted model): the objective ``fit`` minimises,
+  evaluated from scratch at the fitted state on the tasks it was fitted on (a float).  The race
+  compares solvers at this value; without it the last ``objective_history_`` value is used;
+* ``solvers`` (class attribute): alternative solvers of the same objective, ``{name: cls}``,
+  each ``cls`` a subclass of the model that overrides ``fit`` only (same hyperparameters, same
+  objective, same fitted attributes); read from the class itself, never inherited by a
+  subclass model (an ablation has another objective); ``solver_name`` names the solver of
+  the model's own ``fit``; ``solver_agreement_rtol`` is the relative tolerance within which the solvers'
+  final objectives must agree at the model's default tolerances.
+
 A minimal linear model only needs ``fit`` to set ``coef_``: :class:`LinearMTLModel` provides
 ``decision_function``.
 """
@@ -71,6 +86,14 @@ class MTLModel(BaseEstimator):
         that model); the reports draw each full model with its ablations side by side.
     ablation_label : str
         Short description of what the ablation removes (e.g. ``"w/o AUC loss"``), for figures.
+    solver_name : str
+        Name of the solver that ``fit`` implements (the race shows it beside the model).
+    solvers : dict[str, type]
+        Alternative solvers of the same objective raced beside ``fit`` (``mtlbench race``):
+        name -> subclass of this model overriding ``fit`` only.
+    solver_agreement_rtol : float
+        Relative tolerance within which the final objectives of the model's solvers agree
+        (at default tolerances); the race checks it before comparing their times.
     """
 
     name: ClassVar[str] = ""
@@ -82,6 +105,9 @@ class MTLModel(BaseEstimator):
     is_baseline: ClassVar[bool] = False
     ablation_of: ClassVar[str | None] = None
     ablation_label: ClassVar[str] = ""
+    solver_name: ClassVar[str] = "default"
+    solvers: ClassVar[Mapping[str, type]] = {}
+    solver_agreement_rtol: ClassVar[float] = 1e-6
 
     def check_params(self) -> None:
         """Raise ``ValueError("NAME: param ...")`` for a hyperparameter outside its declared

@@ -12,13 +12,16 @@ Arguments: ``iteration`` (int, 1 for the first iteration; 0 may report the start
 ``objective`` (the model's objective at the current iterate, a float -- or a zero-argument
 callable returning it, for a solver that does not compute the objective anyway), and the
 optional ``certificate`` (an upper bound of objective - optimum, e.g. a duality gap; ``None``
-where the model has none, e.g. a non-convex problem).
+where the model has none, e.g. a non-convex problem; also a float or a zero-argument callable,
+for a solver whose stopping rule does not compute it at every iteration).
 
 **It costs nothing when unused.**  Outside a race (every fit of a benchmark unit) nothing
-listens, and the call is one global read and a return; a callable ``objective`` is then never
-called.  Inside a race, the listener measures the solver's own time: time spent inside the
-listener (including evaluating a callable ``objective``) is subtracted from the clock, so a
-solver that reports an objective it would not otherwise compute is not charged for it.
+listens, and the call is one global read and a return; a callable ``objective`` or
+``certificate`` is then never called.  Inside a race, the listener measures the solver's own
+time: time spent inside the listener (including evaluating a callable ``objective`` or
+``certificate``) is subtracted from the clock, so a solver that reports a value it would not
+otherwise compute is not charged for it.  A callable is called at once, before the solver
+resumes (it may read the solver's current state).
 
 Reporting is optional in the model contract: a model that never calls it still races, with
 its final point only (``docs/race.md``).
@@ -33,13 +36,14 @@ from typing import Callable, Iterator, Union
 __all__ = ["report_progress", "progress_active", "listen", "ProgressRecorder", "ProgressPoint"]
 
 Objective = Union[float, Callable[[], float]]
+Certificate = Union[float, None, Callable[[], "float | None"]]
 
 #: The active listener, or None (the common case: one global read per report).
-_listener: "Callable[[int, Objective, float | None], None] | None" = None
+_listener: "Callable[[int, Objective, Certificate], None] | None" = None
 
 
 def report_progress(iteration: int, objective: Objective,
-                    certificate: float | None = None) -> None:
+                    certificate: Certificate = None) -> None:
     """Report one iteration of a running ``fit`` to the active listener, if any (see the
     module docstring)."""
     listener = _listener
@@ -53,7 +57,7 @@ def progress_active() -> bool:
 
 
 @contextmanager
-def listen(callback: Callable[[int, Objective, "float | None"], None]) -> Iterator[None]:
+def listen(callback: Callable[[int, Objective, Certificate], None]) -> Iterator[None]:
     """Make ``callback(iteration, objective, certificate)`` receive every report of the fits
     run inside the ``with`` block (one listener at a time: the previous one is restored)."""
     global _listener
@@ -94,13 +98,14 @@ class ProgressRecorder:
     _paused: float = 0.0
     _stop: float | None = None
 
-    def __call__(self, iteration: int, objective: Objective, certificate: float | None) -> None:
+    def __call__(self, iteration: int, objective: Objective, certificate: Certificate) -> None:
         entered = time.perf_counter()
         t = entered - self._start - self._paused
         value = objective() if callable(objective) else objective
+        cert = certificate() if callable(certificate) else certificate
         self.points.append(ProgressPoint(
             time=t, iteration=int(iteration), objective=float(value),
-            certificate=None if certificate is None else float(certificate)))
+            certificate=None if cert is None else float(cert)))
         self._paused += time.perf_counter() - entered
 
     @contextmanager

@@ -19,6 +19,12 @@ claims
     Units a running ``compare`` is computing (owner host, pid, lease), so a second run on the
     same store skips them; a claim of a dead owner (same host, pid gone) or past its lease is
     taken over.
+races
+    One row per solver run of ``mtlbench race`` (model selection, solver, role; problem,
+    repetition, seed, split and data fingerprints): its objective-against-time curve, final
+    objective, convergence, iterations, certificate, the reference optimum and the solvers'
+    agreement of its model, the times to reach each suboptimality level, and provenance
+    like units (versions, code fingerprints, host, dates).  :mod:`mtlbench.race`.
 
 Every finished unit is written in one transaction as soon as it finishes (SQLite's journal
 makes the write all-or-nothing, so a killed run never leaves a half-written unit).
@@ -48,9 +54,10 @@ import pandas as pd
 
 from .errors import ConfigError, MTLBenchError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``;
-3: + ``origin`` column."""
+3: + ``races``; 4: + ``origin`` column.  One migration path from any of them: missing columns
+and tables are added, then the version is set."""
 CLAIM_LEASE_SECONDS = 3600.0
 
 
@@ -114,6 +121,43 @@ CREATE TABLE IF NOT EXISTS claims (
     pid INTEGER NOT NULL,
     expires REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS races (
+    key TEXT PRIMARY KEY,
+    race TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    rep INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    model_name TEXT NOT NULL,
+    solver TEXT NOT NULL,
+    role TEXT NOT NULL,
+    variant TEXT,
+    params TEXT,
+    origin TEXT,
+    status TEXT NOT NULL,
+    message TEXT,
+    curve TEXT,
+    elapsed REAL,
+    final_objective REAL,
+    objective_source TEXT,
+    converged INTEGER,
+    n_iter INTEGER,
+    certificate REAL,
+    levels TEXT,
+    reference TEXT,
+    agreement TEXT,
+    split_fingerprint TEXT,
+    data_fingerprint TEXT,
+    dataset_params TEXT,
+    protocol TEXT,
+    versions TEXT,
+    provenance TEXT,
+    host TEXT,
+    started_at TEXT,
+    finished_at TEXT
+);
+CREATE INDEX IF NOT EXISTS races_by_problem ON races(problem, model);
 """
 REQUIRED_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status")
 
@@ -125,6 +169,14 @@ UNIT_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status", "
                 "provenance", "origin")
 JSON_COLUMNS = ("best_params", "model_config", "grid", "dropped_tasks", "history",
                 "diagnostics", "protocol", "dataset_params", "versions", "provenance")
+RACE_COLUMNS = ("key", "race", "dataset", "problem", "rep", "seed", "model", "model_name",
+                "solver", "role", "variant", "params", "origin", "status", "message", "curve",
+                "elapsed", "final_objective", "objective_source", "converged", "n_iter",
+                "certificate", "levels", "reference", "agreement", "split_fingerprint",
+                "data_fingerprint", "dataset_params", "protocol", "versions", "provenance",
+                "host", "started_at", "finished_at")
+RACE_JSON_COLUMNS = ("params", "origin", "curve", "levels", "reference", "agreement",
+                     "dataset_params", "protocol", "versions", "provenance")
 _COLUMN_TYPES = {"rep": "INTEGER", "seed": "INTEGER", "n_tasks": "INTEGER",
                  "n_iter": "INTEGER", "val_auc": "REAL", "test_auc": "REAL",
                  "time_total": "REAL", "time_select": "REAL", "time_fit": "REAL"}
@@ -191,8 +243,10 @@ class ResultStore:
                     "another --store PATH.")
             missing_cols = [c for c in UNIT_COLUMNS if c not in have]
         self.columns = [c for c in UNIT_COLUMNS if c not in missing_cols]
+        self.has_races = "races" in tables
         needs = version < SCHEMA_VERSION or missing_cols or not {"units", "task_scores",
-                                                                "arrays", "claims"} <= tables
+                                                                "arrays", "claims",
+                                                                "races"} <= tables
         if not needs:
             return
         if self.readonly:  # read what is there; missing columns read as empty
@@ -205,6 +259,7 @@ class ResultStore:
             con.executescript(SCHEMA)
             con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.columns = list(UNIT_COLUMNS)
+        self.has_races = True
 
     def close(self) -> None:
         self._conn.close()
@@ -306,6 +361,54 @@ class ResultStore:
             "WHERE status = 'ok' AND time_total IS NOT NULL", self._conn)
         df["model_name"] = [_name_of(v, m) for v, m in zip(df.model_config, df.model)]
         return df.drop(columns=["model_config"])
+
+    # ------------------------------------------------------------------ races
+    def write_race(self, rows: Iterable[dict[str, Any]]) -> None:
+        """Insert or replace the rows of one race (:data:`RACE_COLUMNS`), in one transaction."""
+        values = []
+        for row in rows:
+            vals = []
+            for col in RACE_COLUMNS:
+                v = row.get(col)
+                if col in RACE_JSON_COLUMNS and v is not None:
+                    v = json.dumps(v, sort_keys=True, default=repr)
+                elif col == "converged" and v is not None:
+                    v = int(bool(v))
+                vals.append(v)
+            values.append(vals)
+        try:
+            if self.readonly:
+                raise sqlite3.OperationalError("the store was opened read-only")
+            with self._conn:
+                self._conn.executemany(
+                    f"INSERT OR REPLACE INTO races ({', '.join(RACE_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * len(RACE_COLUMNS))})", values)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the race to the results store "
+                             f"{str(self.path)!r}: {exc}. Choose a writable --store PATH.") \
+                from None
+
+    def races(self, *, problems: Iterable[str] | None = None,
+              datasets: Iterable[str] | None = None) -> pd.DataFrame:
+        """Race rows as a DataFrame (JSON columns decoded; missing numbers and ``converged``
+        as None), oldest first; empty for a store of an older layout opened read-only."""
+        if not self.has_races:
+            return pd.DataFrame(columns=list(RACE_COLUMNS))
+        q, args = "SELECT * FROM races WHERE 1=1", []
+        for col, vals in (("problem", problems), ("dataset", datasets)):
+            if vals is not None:
+                vals = list(vals)
+                q += f" AND {col} IN ({', '.join('?' * len(vals))})"
+                args += vals
+        df = pd.read_sql_query(q + " ORDER BY finished_at, problem, model, solver", self._conn,
+                               params=args)
+        for col in RACE_JSON_COLUMNS:
+            df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+        for col, kind in (("converged", bool), ("n_iter", int), ("elapsed", float),
+                          ("final_objective", float), ("certificate", float)):
+            df[col] = pd.Series([None if v is None or v != v else kind(v) for v in df[col]],
+                                index=df.index, dtype=object)
+        return df
 
     # ------------------------------------------------------------------ claims
     def claim_units(self, keys: Iterable[str], seen: Mapping[str, tuple] | None = None

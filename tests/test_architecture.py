@@ -119,7 +119,7 @@ def test_core_imports_no_plugin():
 #: the command line, the top layer
 CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.cli._ui",
        "mtlbench.cli._options", "mtlbench.cli._progress", "mtlbench.cli.info", "mtlbench.cli.run",
-       "mtlbench.cli.report", "mtlbench.cli.new_plugin"}
+       "mtlbench.cli.report", "mtlbench.cli.new_plugin", "mtlbench.cli.race"}
 
 #: The core's layers, lowest first: a module may import modules of its own or a lower layer,
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
@@ -141,8 +141,10 @@ CORE_LAYERS = [
     {"mtlbench.runner", "mtlbench.runner.unit", "mtlbench.runner.plan", "mtlbench.runner.local",
      "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
      "mtlbench.report.stats", "mtlbench.report.roles", "mtlbench.report.render",
+     "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
-     "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.scaffold"},
+     "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.report.race_figures",
+     "mtlbench.race", "mtlbench.scaffold"},
     {"mtlbench.api"},
     CLI,
 ]

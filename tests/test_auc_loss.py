@@ -69,27 +69,10 @@ def test_definition_as_double_sum():
     assert np.isclose(SquaredAUCLoss(ts).value(w), expect)
 
 
-@pytest.mark.parametrize("chunk", [50, 1 << 22])
-def test_vectorised_over_tasks_matches_per_task(monkeypatch, chunk):
-    """value_and_grad (tasks stacked, chunked) equals the per-task formulas."""
-    import mtlbench_models._losses as losses
-
-    monkeypatch.setattr(losses, "_CHUNK_ELEMS", chunk)
-    rng = np.random.default_rng(3)
-    Xs = [rng.standard_normal((int(rng.integers(5, 40)), 7)) for _ in range(20)]
-    ys = [np.where(np.arange(len(X)) % 3 == 0, 1.0, -1.0) for X in Xs]
-    J = losses.SquaredAUCLoss(TaskSet.from_arrays("v", Xs, ys))
-    W = rng.standard_normal((7, 20))
-    v, G = J.value_and_grad(W)
-    parts = [J._task(t, W[:, t], True) for t in range(20)]
-    assert abs(v - sum(p[0] for p in parts)) <= 1e-12 * max(1.0, abs(v))
-    np.testing.assert_allclose(G, np.column_stack([p[1] for p in parts]), atol=1e-12)
-
-
-@pytest.mark.parametrize("pad_ratio", [0.0, 1e9])
-def test_padded_batched_form_matches_per_task(monkeypatch, pad_ratio):
-    """The zero-padded batched evaluation (tasks of similar sizes) and the stacked form both
-    equal the per-task formulas, and brute-force pairs."""
+@pytest.mark.parametrize("pad_ratio", [1.0, 1e9])
+def test_bucketed_batched_form_matches_bruteforce(monkeypatch, pad_ratio):
+    """Tasks of unequal sizes: one zero-padded bucket per size (pad ratio 1) or all in one
+    bucket give the same value and gradient as brute-force pairs, task by task."""
     import mtlbench_models._losses as losses
 
     monkeypatch.setattr(losses, "_PAD_RATIO", pad_ratio)
@@ -97,11 +80,45 @@ def test_padded_batched_form_matches_per_task(monkeypatch, pad_ratio):
     Xs = [rng.standard_normal((int(rng.integers(6, 30)), 5)) for _ in range(12)]
     ys = [np.where(np.arange(len(X)) % 4 == 0, 1.0, -1.0) for X in Xs]
     J = losses.SquaredAUCLoss(TaskSet.from_arrays("p", Xs, ys))
-    assert (J._padded is not None) == (pad_ratio > 1)
+    sizes = {len(X) for X in Xs}
+    assert len(J.buckets) == (1 if pad_ratio > 1 else len(sizes))
     W = rng.standard_normal((5, 12))
     v, G = J.value_and_grad(W)
-    parts = [J._task(t, W[:, t], True) for t in range(12)]
-    assert abs(v - sum(p[0] for p in parts)) <= 1e-12 * max(1.0, abs(v))
-    np.testing.assert_allclose(G, np.column_stack([p[1] for p in parts]), atol=1e-12)
-    vb = sum(squared_auc_bruteforce(Xs[t], ys[t], W[:, t])[0] for t in range(12))
+    vb = 0.0
+    for t in range(12):
+        val, g = squared_auc_bruteforce(Xs[t], ys[t], W[:, t])
+        vb += val
+        np.testing.assert_allclose(G[:, t], g, rtol=1e-10, atol=1e-10)
     assert abs(v - vb) <= 1e-10 * max(1.0, abs(vb))
+
+
+def test_shift_by_a_shared_vector_matches_forward():
+    ts = make_tasks(3, T=5)
+    J = SquaredAUCLoss(ts)
+    rng = np.random.default_rng(1)
+    W, v = rng.standard_normal((ts.d, ts.T)), rng.standard_normal(ts.d)
+    for a, b in zip(J.shift(J.forward(W), v), J.forward(W + v[:, None])):
+        np.testing.assert_allclose(a, b, atol=1e-12)
+
+
+def test_columns_constant_within_every_task_are_free():
+    """A column constant within each task (its constant may differ between tasks, like a
+    bias or a school-level feature) gets an exactly zero column of Z_t: exactly zero gradient
+    row for every W, and listed in ``free_columns``; a column constant in some tasks only is
+    not free."""
+    rng = np.random.default_rng(2)
+    Xs, ys = [], []
+    for t in range(4):
+        X = rng.standard_normal((15, 5))
+        X[:, 0] = 1.0                     # bias
+        X[:, 3] = 0.1 * (t + 1) / 3.0     # task-level feature (not exactly representable)
+        if t == 0:
+            X[:, 4] = 7.0                 # constant in one task only
+        y = np.where(np.arange(15) % 3 == 0, 1.0, -1.0)
+        Xs.append(X)
+        ys.append(y)
+    J = SquaredAUCLoss(TaskSet.from_arrays("c", Xs, ys))
+    assert list(J.free_columns) == [0, 3]
+    G = J.grad(rng.standard_normal((5, 4)))
+    assert np.all(G[[0, 3]] == 0.0) and np.all(G[[1, 2]] != 0.0)
+    assert G[4, 0] == 0.0 and np.all(G[4, 1:] != 0.0)   # zero in the task where constant

@@ -1,32 +1,108 @@
-"""LASSO against an exact cvxpy solve of the same objective."""
+"""LASSO: the batched homotopy against an exact cvxpy solve and against scikit-learn's
+coordinate descent (the alternative solver), on both data representations (padded rows when
+n_t < d, Gram matrices when n_t > d) and on degenerate integer designs."""
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from mtlbench_models.lasso import LASSO, lasso_objective
+from mtlbench import TaskSet
+from mtlbench.progress import ProgressRecorder
+from mtlbench_models.lasso import LASSO, LASSOSklearnCD, _lasso_data, lasso_objective
 
 from conftest import small_problem
 
 
-@pytest.mark.parametrize("seed, ratio", [(0, 0.05), (1, 0.2), (2, 0.01)])
-def test_lasso_objective_matches_cvxpy(seed, ratio):
-    ts = small_problem(T=3, n=25, d=6, seed=seed)
-    model = LASSO(rho_ratio=ratio).fit(ts)
-    rho = model.rho_
+def _cvxpy_optimum(ts, rho):
     W = cp.Variable((ts.d, ts.T))
     loss = sum(0.5 * cp.sum_squares(ts.y(t) - ts.X(t) @ W[:, t]) for t in range(ts.T))
     prob = cp.Problem(cp.Minimize(loss + rho * cp.sum(cp.abs(W))))
     prob.solve(solver=cp.CLARABEL)
-    ours = lasso_objective(ts, model.coef_, rho)
-    assert ours == pytest.approx(prob.value, rel=1e-6)
-    np.testing.assert_allclose(model.coef_, W.value, atol=1e-4)
+    return prob.value, W.value
 
 
-def test_lasso_warm_start_gives_the_same_solution():
-    ts = small_problem(T=3, n=25, d=6)
-    a = LASSO(rho_ratio=0.05).fit(ts)
-    b = LASSO(rho_ratio=0.05).fit(ts, init=LASSO(rho_ratio=0.2).fit(ts))
-    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-7)
+def _tasks(T, n, d, seed):
+    """Tasks of n_t = n + t rows (uneven: padding is exercised)."""
+    rng = np.random.default_rng(seed)
+    Xs = [rng.standard_normal((n + t, d)) for t in range(T)]
+    ys = [np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(X.shape[0]) > 0,
+                   1.0, -1.0) for X in Xs]
+    for y in ys:
+        y[:2] = [1.0, -1.0]
+    return TaskSet.from_arrays("t", Xs, ys)
+
+
+@pytest.mark.parametrize("seed, ratio, n, d", [(0, 0.05, 25, 6), (1, 0.2, 25, 6),
+                                               (2, 0.01, 25, 6), (3, 0.01, 8, 20),
+                                               (4, 0.003, 10, 40)])
+def test_lasso_objective_matches_cvxpy(seed, ratio, n, d):
+    ts = _tasks(3, n, d, seed)
+    model = LASSO(rho_ratio=ratio).fit(ts)
+    assert _lasso_data(ts).mode == ("gram" if d < n + 2 else "rows")
+    ref, W = _cvxpy_optimum(ts, model.rho_)
+    ours = lasso_objective(ts, model.coef_, model.rho_)
+    assert model.converged_
+    # the homotopy is exact: it is never above the conic solver's optimum by more than that
+    # solver's own accuracy, and its certified gap is at rounding level
+    assert ours <= ref * (1 + 1e-7)
+    assert ours == pytest.approx(ref, rel=1e-6)
+    assert model.diagnostics_["max_relative_gap"] < 1e-12
+    assert model.fitted_objective(ts) == pytest.approx(model.objective_history_[-1], rel=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), ratio=st.floats(0.002, 0.9),
+       shape=st.sampled_from([(6, 30), (40, 12), (15, 15)]))
+def test_homotopy_and_coordinate_descent_agree(seed, ratio, shape):
+    n, d = shape
+    ts = _tasks(4, n, d, seed)
+    h = LASSO(rho_ratio=ratio).fit(ts)
+    s = LASSOSklearnCD(rho_ratio=ratio, max_iter=100_000).fit(ts)
+    assert h.converged_
+    Fh, Fs = h.fitted_objective(ts), s.fitted_objective(ts)
+    # both certify a gap <= 1e-8 ||y_t||^2 per task: their objectives differ by less
+    total_yy = sum(ts.y(t) @ ts.y(t) for t in range(ts.T))
+    assert abs(Fh - Fs) <= 1e-8 * total_yy
+    assert Fh <= Fs + 1e-12 * abs(Fs)
+
+
+def test_degenerate_plus_minus_one_design_with_ties_and_duplicated_columns():
+    """Integer +-1 designs (conjoint data) tie events; a duplicated and a zero column lie in
+    the span of any support containing their twin: the fit still certifies every task."""
+    rng = np.random.default_rng(5)
+    Xs, ys = [], []
+    for t in range(8):
+        X = rng.choice([-1.0, 1.0], size=(12, 10))
+        X = np.column_stack([X, X[:, 0], np.zeros(12)])
+        y = np.where(X @ rng.standard_normal(12) > 0, 1.0, -1.0)
+        y[:2] = [1.0, -1.0]
+        Xs.append(X), ys.append(y)
+    ts = TaskSet.from_arrays("pm1", Xs, ys)
+    for ratio in (0.3, 0.03, 0.003, 0.0005):
+        m = LASSO(rho_ratio=ratio).fit(ts)
+        assert m.converged_, (ratio, m.diagnostics_)
+        assert np.all(m.coef_[-1] == 0)
+        ref, _ = _cvxpy_optimum(ts, m.rho_)
+        assert m.fitted_objective(ts) <= ref * (1 + 1e-6)
+
+
+def test_warm_start_along_a_path_gives_the_cold_solution():
+    ts = _tasks(5, 20, 30, 7)
+    prev = None
+    for ratio in (0.3, 0.003, 0.05, 0.01):
+        warm = LASSO(rho_ratio=ratio).fit(ts, init=prev)
+        cold = LASSO(rho_ratio=ratio).fit(ts)
+        assert warm.diagnostics_["warm_started_tasks"] == (0 if prev is None else ts.T)
+        np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-10)
+        prev = warm
+
+
+def test_a_warm_start_from_other_data_is_not_trusted():
+    """init fitted on other tasks fails the optimality check and the fit starts cold."""
+    ts, other = _tasks(3, 20, 10, 1), _tasks(3, 20, 10, 2)
+    m = LASSO(rho_ratio=0.05).fit(ts, init=LASSO(rho_ratio=0.1).fit(other))
+    assert m.diagnostics_["warm_started_tasks"] == 0
+    np.testing.assert_allclose(m.coef_, LASSO(rho_ratio=0.05).fit(ts).coef_, atol=1e-12)
 
 
 def test_lasso_rejects_bad_hyperparameter():
@@ -34,8 +110,25 @@ def test_lasso_rejects_bad_hyperparameter():
         LASSO(rho_ratio=-1).fit(small_problem())
 
 
-def test_lasso_converged_flag():
-    ts = small_problem(T=3, n=25, d=6)
-    assert LASSO(rho_ratio=0.05).fit(ts).converged_
+def test_converged_flag_is_the_certified_gap():
+    ts = _tasks(3, 8, 40, 3)
     capped = LASSO(rho_ratio=0.001, tol=1e-14, max_iter=1).fit(ts)
+    assert capped.converged_ == (capped.diagnostics_["max_relative_gap"] <= 1e-14)
     assert not capped.converged_ and capped.diagnostics_["unconverged_tasks"] >= 1
+    sk = LASSOSklearnCD(rho_ratio=0.001, tol=1e-14, max_iter=1).fit(ts)
+    assert not sk.converged_ and sk.diagnostics_["unconverged_tasks"] >= 1
+
+
+@pytest.mark.parametrize("cls", [LASSO, LASSOSklearnCD])
+def test_progress_reports_end_at_the_fitted_objective_with_its_gap(cls):
+    ts = _tasks(3, 10, 25, 4)
+    rec = ProgressRecorder()
+    with rec.recording():
+        m = cls(rho_ratio=0.01).fit(ts)
+    assert len(rec.points) >= 2
+    last = rec.points[-1]
+    assert last.objective == pytest.approx(m.fitted_objective(ts), rel=1e-12)
+    assert last.certificate is not None and 0 <= last.certificate <= 1e-8 * sum(
+        ts.y(t) @ ts.y(t) for t in range(ts.T))
+    # no listener: the same fit, bit for bit
+    np.testing.assert_array_equal(cls(rho_ratio=0.01).fit(ts).coef_, m.coef_)

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from mtlbench import TaskSet
 from mtlbench.model import param_problems
 from mtlbench.space import Param, normalise_space, space_problems
-from mtlbench_models._linalg import TaskQuadratic, ridge_solve
+from mtlbench_models._linalg import BatchedTaskQuadratic, TaskQuadratic, ridge_solve
 from mtlbench_models._losses import SquaredLoss
 from mtlbench_models.cocmtl import CoCMTL
 from mtlbench_models.lasso import LASSO
@@ -115,3 +115,35 @@ def test_lasso_and_stl_keep_their_published_grids():
     """``--search grid`` must reproduce the published LASSO and STL numbers."""
     assert normalise_space(LASSO.search_space)["rho_ratio"].grid == (0.003, 0.01, 0.03, 0.1, 0.3)
     assert normalise_space(STL.search_space)["lam"].grid == (0.1, 1.0, 10.0, 100.0, 1e3, 1e4)
+
+
+@given(seed=st.integers(0, 10_000), T=st.integers(1, 6), d=st.integers(1, 12),
+       n_lo=st.integers(2, 9), spread=st.integers(0, 5))
+@settings(max_examples=40, deadline=None)
+def test_batched_task_quadratic_matches_squared_loss_with_unequal_sizes(seed, T, d, n_lo, spread):
+    """The zero-padded stack gives each task's exact J and grad J (tasks of unequal sizes)."""
+    rng = np.random.default_rng(seed)
+    ns = rng.integers(n_lo, n_lo + spread + 1, size=T)
+    Xs = [rng.standard_normal((int(n), d)) for n in ns]
+    ys = [np.where(np.arange(int(n)) % 2 == 0, 1.0, -1.0) for n in ns]   # both classes
+    tasks = TaskSet.from_arrays("padded", Xs, ys)
+    loss, quad = SquaredLoss(tasks), BatchedTaskQuadratic(tasks)
+    W = rng.standard_normal((d, T))
+    S = quad.forward(W)
+    assert quad.value(S) == pytest.approx(loss.value(W), rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(quad.grad(S), loss.grad(W), rtol=1e-10, atol=1e-10)
+    assert quad.lipschitz == pytest.approx(loss.lipschitz, rel=1e-12)
+    # the state is linear in W: combine gives the state of W1 + beta (W1 - W0)
+    W0 = rng.standard_normal((d, T))
+    np.testing.assert_allclose(quad.combine(S, quad.forward(W0), 0.7),
+                               quad.forward(W + 0.7 * (W - W0)), rtol=1e-10, atol=1e-10)
+
+
+def test_batched_task_quadratic_gradient_by_finite_differences():
+    tasks = _tasks(3, T=4, d=7, n=5)
+    quad = BatchedTaskQuadratic(tasks)
+    rng = np.random.default_rng(0)
+    W, V = rng.standard_normal((7, 4)), rng.standard_normal((7, 4))
+    h = 1e-6
+    fd = (quad.value(quad.forward(W + h * V)) - quad.value(quad.forward(W - h * V))) / (2 * h)
+    assert fd == pytest.approx(float(np.sum(quad.grad(quad.forward(W)) * V)), rel=1e-7)

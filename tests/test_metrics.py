@@ -35,3 +35,15 @@ def test_auc_rejects_bad_scores():
         auc_score(np.array([1, -1.0]), np.array([np.nan, 0.0]))
     with pytest.raises(DataValidationError, match="shapes"):
         auc_score(np.array([1, -1.0]), np.array([0.0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-4, 4) | st.floats(-1e3, 1e3, allow_nan=False), min_size=1,
+                max_size=80))
+def test_average_ranks_reproduce_scipy_rankdata_exactly(values):
+    from scipy.stats import rankdata
+
+    from mtlbench.metrics import average_ranks
+
+    s = np.array(values, dtype=np.float64)
+    np.testing.assert_array_equal(average_ranks(s), rankdata(s))

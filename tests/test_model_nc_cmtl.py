@@ -164,3 +164,13 @@ def test_batched_push_through_step_equals_per_task_closed_form(d, n):
                         a, P, delta)
         for t, (X, y) in enumerate(zip(Xs, ys))])
     np.testing.assert_allclose(m.coef_, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_report_progress_once_per_mm_step():
+    from mtlbench.progress import listen
+    tasks = _tasks(8, d=30, n=12)          # push-through side, unequal task sizes (padding)
+    seen = []
+    with listen(lambda i, obj, cert: seen.append((i, obj() if callable(obj) else obj, cert))):
+        m = NCCMTL(mu=2.0).fit(tasks)
+    assert [i for i, _, _ in seen] == list(range(0, m.n_iter_ + 1))
+    np.testing.assert_allclose([v for _, v, _ in seen], m.objective_history_, rtol=1e-12)

@@ -44,7 +44,7 @@ def test_rmtfl_objective_matches_cvxpy(seed, r1, r2):
     tasks = _tasks(seed)
     m = RMTFL(lam1_ratio=r1, lam2_ratio=r2, tol=1e-11, max_iter=50000).fit(tasks)
     ref = _cvxpy_objective(tasks, m.lam1_, m.lam2_)
-    ours = m.objective(tasks)
+    ours = m.fitted_objective(tasks)
     assert ours == pytest.approx(m.objective_history_[-1], rel=1e-12)
     assert abs(ours - ref) <= 1e-5 * abs(ref), (ours, ref)
     np.testing.assert_allclose(m.coef_, m.P_ + m.Q_)
@@ -81,7 +81,7 @@ def test_rmtfl_warm_start_and_validation():
     a = RMTFL(lam1_ratio=0.05, lam2_ratio=0.25, tol=1e-9).fit(tasks)
     b = RMTFL(lam1_ratio=0.05, lam2_ratio=0.25, tol=1e-9).fit(tasks, init=a)
     assert b.n_iter_ <= 3
-    assert b.objective(tasks) == pytest.approx(a.objective(tasks), rel=1e-8)
+    assert b.fitted_objective(tasks) == pytest.approx(a.fitted_objective(tasks), rel=1e-8)
     with pytest.raises(ValueError, match="rmtfl: lam1_ratio"):
         RMTFL(lam1_ratio=-0.1).fit(tasks)
     with pytest.raises(ValueError, match="rmtfl: max_iter"):
@@ -95,7 +95,7 @@ def test_rmtfl_stops_on_its_relative_duality_gap():
     tasks = _tasks(11, T=7, d=9, n=15)
     m = RMTFL(lam1_ratio=0.1, lam2_ratio=0.3, tol=1e-6).fit(tasks)
     loss = SquaredLoss(tasks)
-    F = m.objective(tasks)
+    F = m.fitted_objective(tasks)
     gap = rmtfl_gap(m.coef_, loss.grad(m.coef_), 2 * loss.value(m.coef_),
                     rmtfl_penalty(m.P_, m.Q_, m.lam1_, m.lam2_), m.lam1_, m.lam2_)
     assert m.converged_ and m.diagnostics_["converged"]
@@ -114,7 +114,7 @@ def test_rmtfl_gap_is_an_upper_bound_anywhere(seed, r1, r2, scale):
     from mtlbench_models.rmtfl import rmtfl_gap, rmtfl_penalty
     tasks = _tasks(seed % 7)
     opt = RMTFL(lam1_ratio=r1, lam2_ratio=r2, tol=1e-12, max_iter=50000).fit(tasks)
-    F_opt = opt.objective(tasks)
+    F_opt = opt.fitted_objective(tasks)
     rng = np.random.default_rng(seed)
     P = opt.P_ + scale * rng.standard_normal(opt.P_.shape)
     Q = opt.Q_ + scale * rng.standard_normal(opt.Q_.shape)

@@ -142,3 +142,48 @@ def test_protocol_stores_embeddings_of_repetition_0():
     out = run_protocol(Emb(), {}, tasks, ProtocolConfig(reps=1), 0, keep_arrays=True)
     assert out.arrays["embeddings"].shape == (3, 7, 2)
     assert "embeddings" not in run_protocol(Emb(), {}, tasks, ProtocolConfig(reps=1), 0).arrays
+
+
+def _label_boxes(ax):
+    """Window extents of the x tick labels that are drawn (major and minor)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    lo, hi = sorted(ax.get_xlim())
+    boxes = []
+    for which in ("major", "minor"):
+        ticks = ax.xaxis.get_major_ticks() if which == "major" else ax.xaxis.get_minor_ticks()
+        for tick in ticks:
+            lab = tick.label1
+            if lab.get_visible() and lab.get_text() and lo <= tick.get_loc() <= hi:
+                boxes.append((lab.get_text(), lab.get_window_extent(renderer)))
+    return boxes
+
+
+@pytest.mark.parametrize("values, integer", [
+    ([0.05, 0.1, 0.2, 0.3, 0.5], False),                  # under a decade and a half
+    ([0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0], False),
+    ([1e-6, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 3.0], False),     # many decades
+    ([0.3, 1, 3, 10, 30, 100, 300], False),
+    ([2, 3, 4, 5, 6, 8, 10, 12, 16], True),               # a rank k
+    ([1, 2, 4, 8, 16, 32, 64, 128, 256], True),
+])
+def test_log_axis_tick_labels_never_overlap(values, integer):
+    """Issue 26 item 7: the tuning figure's log-axis labels overlapped (minor ticks labelled
+    in a larger font when a range spans under two decades)."""
+    from matplotlib.figure import Figure
+
+    from mtlbench.report.plots import TUNING_DPI, log_x_axis
+
+    fig = Figure(figsize=(3.3, 2.5), dpi=TUNING_DPI, layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.scatter(values, np.arange(len(values)))
+    log_x_axis(ax, np.asarray(values, dtype=float), integer)
+    ax.tick_params(labelsize=7)
+    boxes = _label_boxes(ax)
+    assert len(boxes) >= 2, boxes   # the axis is labelled at all
+    boxes.sort(key=lambda b: b[1].x0)
+    for (ta, a), (tb, b) in zip(boxes, boxes[1:]):
+        assert a.x1 < b.x0, f"labels {ta!r} and {tb!r} overlap"

@@ -56,3 +56,21 @@ def test_listeners_nest_and_restore():
         report_progress(3, 3.0)
     assert [a[0] for a in outer] == [1, 3] and [a[0] for a in inner] == [2]
     assert not progress_active()
+
+
+def test_a_callable_certificate_is_evaluated_only_when_listening_and_not_charged():
+    def boom():
+        raise AssertionError("evaluated without a listener")
+
+    report_progress(1, 1.0, certificate=boom)   # nothing listens: nothing happens
+    rec = ProgressRecorder()
+
+    def slow_gap():
+        time.sleep(0.05)
+        return 0.25
+
+    with rec.recording():
+        for it in range(3):
+            report_progress(it, 2.0, slow_gap)
+    assert [p.certificate for p in rec.points] == [0.25] * 3
+    assert rec.elapsed < 0.05

@@ -40,7 +40,8 @@ def test_publish_into_a_folder_of_another_store_needs_force(tmp_path):
     one = _store(tmp_path / "one.sqlite", datasets=("toy", "old"))
     publish(one, out, figures=False, log=quiet)
     manifest = json.loads((out / MANIFEST).read_text())
-    assert set(manifest["files"]) == {"toy.md", "toy.json", "old.md", "old.json", "README.md"}
+    assert set(manifest["files"]) == {"toy.md", "toy.json", "old.md", "old.json", "README.md",
+                                      "summary.md", "summary.json"}  # across data sets
     (out / "notes.md").write_text("# by hand\n")
     readme = (out / "README.md").read_text().replace(
         "<!-- hand-written:end -->", "these runs took a day\n<!-- hand-written:end -->")

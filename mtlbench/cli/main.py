@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                        "Import a published leaderboard's units into a store."),
     "leaderboard": ("report", "leaderboard",
                     "Leaderboard of one dataset (ranks, significance, provenance)."),
+    "race": ("race", "race",
+             "Race each model's solvers: objective against time to a certified optimum."),
     "publish": ("report", "publish",
                 "Write leaderboards/<dataset>.md and .json, figures and an index."),
     "new-plugin": ("new_plugin", "new_plugin",

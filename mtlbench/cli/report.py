@@ -11,13 +11,17 @@ from pathlib import Path
 import click
 
 from ._options import csv_list, models_option, open_store, seed_option, store_option
-from ._ui import console, escape, user_errors
+from ._ui import console, err_console, escape, user_errors
 
 __all__ = ["leaderboard", "publish"]
 
 
 @click.command("leaderboard")
-@click.option("--dataset", required=True, help="Dataset whose results to tabulate.")
+@click.option("--dataset", default=None, help="Dataset whose results to tabulate.")
+@click.option("--all", "across", is_flag=True,
+              help="Every data set of the store: headline table, Friedman test with average "
+                   "ranks, Nemenyi post-hoc and critical-difference diagram, practical "
+                   "equivalence (Bayesian signed-rank).")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json", "csv"]),
               default="markdown", show_default=True)
 @store_option
@@ -26,21 +30,46 @@ __all__ = ["leaderboard", "publish"]
 @click.option("--baseline", default=None,
               help="Label of the win/tie/loss baseline (default: the model that declares "
                    "itself the baseline, e.g. stl).")
+@click.option("--blocks", default=None,
+              help="With --all: comma-separated data sets / blocks that count as independent "
+                   "blocks, or 'all' (default: every data set, variants name[...] of one "
+                   "generator counted once; the output says which).")
+@click.option("--focus", default=None,
+              help="With --all: comma-separated models shown in their own headline column "
+                   "(default: the models others declare themselves ablations of).")
+@click.option("--rope", type=float, default=0.5, show_default=True,
+              help="With --all: region of practical equivalence, test AUC x 100 points.")
+@click.option("--figures-dir", type=click.Path(file_okay=False), default=None,
+              help="With --all: folder for the CD diagram and the equivalence figure "
+                   "(default: the folder of --output, else the current folder).")
+@click.option("--no-figures", is_flag=True, help="With --all: draw no figures.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of standard output.")
 @user_errors
-def leaderboard(dataset: str, fmt: str, store: str, models_: str | None,
-                seed: int | None, baseline: str | None, output: str | None) -> None:
-    """Leaderboard of one dataset: mean ± std test AUC, ranks, significance, the search,
-    planned vs finished units, provenance."""
-    from ..report.leaderboard import build_leaderboard
-    from ..report.render import render
-
+def leaderboard(dataset: str | None, across: bool, fmt: str, store: str, models_: str | None,
+                seed: int | None, baseline: str | None, blocks: str | None, focus: str | None,
+                rope: float, figures_dir: str | None, no_figures: bool,
+                output: str | None) -> None:
+    """Leaderboard of one dataset (--dataset): mean ± std test AUC, ranks, significance, the
+    search, planned vs finished units, provenance; or the judgement across every data set of
+    the store (--all)."""
+    if bool(dataset) == across:
+        raise click.UsageError("give --dataset NAME for one data set's table, or --all for "
+                               "the summary across data sets")
     rs = open_store(store, readonly=True)
     try:
         models = csv_list(models_)
-        text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
-                                        expected=models, baseline=baseline), fmt)
+        if across:
+            text = _summary_text(rs, fmt, seed, models, blocks, focus, rope,
+                                 None if no_figures or fmt != "markdown" else
+                                 Path(figures_dir or (Path(output).parent if output else ".")),
+                                 Path(output).parent if output else None)
+        else:
+            from ..report.leaderboard import build_leaderboard
+            from ..report.render import render
+
+            text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
+                                            expected=models, baseline=baseline), fmt)
     finally:
         rs.close()
     if output:
@@ -48,6 +77,23 @@ def leaderboard(dataset: str, fmt: str, store: str, models_: str | None,
         console.print(f"wrote {output}")
     else:
         click.echo(text, nl=False)
+
+
+def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
+                  blocks: str | None, focus: str | None, rope: float,
+                  figures_dir: Path | None, rel_to: Path | None) -> str:
+    from ..report.across import summarize_store
+    from ..report.across_render import render_summary, summary_figures
+
+    chosen = "all" if blocks == "all" else csv_list(blocks)
+    summary, _ = summarize_store(rs, blocks=chosen, focus=csv_list(focus), rope=rope,
+                                 seed=seed, models=models)
+    figures = {}
+    if figures_dir is not None:
+        figures = summary_figures(summary, figures_dir, rel_to=rel_to)
+        for path in filter(None, figures.values()):
+            err_console.print(f"wrote {escape(path)}")
+    return render_summary(summary, fmt, figures)
 
 
 @click.command("publish")

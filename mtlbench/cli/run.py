@@ -366,17 +366,17 @@ def import_results(file: str, store: str, data_dir: str | None, verify: int,
     one problem refuses the whole file and nothing is written.  Imported units are marked
     as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
-    from ..report.publish import read_published, write_published
+    from ..report.publish import check_import, write_import
 
     ddir = resolve_data_dir(data_dir)
 
     def log(text: str) -> None:
         console.print(escape(text), soft_wrap=True)
 
-    checked = read_published(file, data_dir=str(ddir) if ddir else None, verify=verify,
-                             verify_seed=verify_seed, log=log)
+    checked = check_import(file, data_dir=str(ddir) if ddir else None, verify=verify,
+                          verify_seed=verify_seed, log=log)
     rs = open_store(store, must_exist=False)
     try:
-        write_published(checked, rs, log=log)
+        write_import(checked, rs, log=log)
     finally:
         rs.close()

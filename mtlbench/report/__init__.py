@@ -4,9 +4,12 @@
 module             what
 =================  ===========================================================================
 ``select``         the one rule choosing which stored units a table counts (``select_units``)
+``schema``         the leaderboard as typed records (``Leaderboard``): the published JSON
 ``stats``          Holm, Wilcoxon signed-rank, Friedman, block ranks
-``leaderboard``    ``build_leaderboard``: the leaderboard as one JSON-able dict
+``leaderboard``    ``build_leaderboard``: a dataset's ``Leaderboard`` from the store
 ``render``         its markdown / JSON / CSV
+``across``         ``summary_across``: the judgement across data sets (ranks, CD, equivalence)
+``across_render``  its markdown / JSON / CSV and figures
 ``plots``          the figures (matplotlib, imported lazily)
 ``figures``        ``make_figures``: every figure a store allows, or why not
 ``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
@@ -27,7 +30,8 @@ _WHERE = {
     "search_summary": "leaderboard", "to_csv": "render", "to_json": "render",
     "to_markdown": "render", "import_results": "publish", "publish": "publish",
     "Selection": "select", "select_units": "select", "results_frame": "select",
-    "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats", "make_figures": "figures",
+    "Leaderboard": "schema", "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats",
+    "make_figures": "figures", "summary_across": "across", "read_published": "publish",
 }
 
 

@@ -7,6 +7,7 @@ note saying why it was not drawn.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,29 @@ def _rep0(units: pd.DataFrame, model: str, problem: str) -> pd.Series | None:
     return None if u.empty else u.iloc[0]
 
 
+@dataclass
+class _Drawn:
+    """The figures drawn so far into ``outdir`` (paths relative to ``rel_to`` when given)."""
+
+    dataset: str
+    outdir: Path
+    rel_to: Path | None
+    fmt: str
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, kind: str, title: str, path: Path | None, caption: str = "",
+            note: str = "") -> None:
+        rel = None
+        if path is not None:
+            rel = str(path.relative_to(self.rel_to)) if self.rel_to is not None else str(path)
+        self.results.append({"kind": kind, "title": title, "path": rel, "caption": caption,
+                             "note": note if path is None else ""})
+
+    def fname(self, kind: str, problem: str | None = None) -> Path:
+        stem = self.dataset if problem is None or problem == self.dataset else problem
+        return self.outdir / f"{file_stem(stem)}-{kind}.{self.fmt}"
+
+
 def make_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | None = None,
                  fmt: str = "png", selection=None) -> list[dict[str, Any]]:
     """Draw every figure that the stored results of ``dataset`` allow.
@@ -63,124 +87,136 @@ def make_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
     given; None when not drawn), ``caption`` and ``note`` (why a figure was not drawn).
     ``selection``: a :class:`~mtlbench.report.select.Selection` already made for the table.
     """
-    from .roles import ablation_groups, ablation_label
     from .select import select_units
 
-    outdir = Path(outdir)
     sel = selection or select_units(store, dataset)
     units = sel.units[sel.units["dataset"] == dataset]
     problems = sorted(units["problem"].unique())
     models = _order(units)
-    results: list[dict[str, Any]] = []
-
-    def add(kind: str, title: str, path: Path | None, caption: str = "", note: str = "") -> None:
-        rel = None
-        if path is not None:
-            rel = str(path.relative_to(rel_to)) if rel_to is not None else str(path)
-        results.append({"kind": kind, "title": title, "path": rel, "caption": caption,
-                        "note": note if path is None else ""})
-
-    def fname(kind: str, problem: str | None = None) -> Path:
-        stem = dataset if problem is None or problem == dataset else problem
-        return outdir / f"{file_stem(stem)}-{kind}.{fmt}"
-
-    add("box", "Test AUC per repetition", box_plot(units, fname("box"), f"{dataset}: test AUC"),
-        "Test AUC x 100 of each repetition: box = median and quartiles, whiskers = min-max, "
-        "points = repetitions, diamond = mean.")
-    p = per_user_plot(units, store.task_scores(keys=units["key"]), fname("per-user"),
-                      f"{dataset}: per-user test AUC")
-    add("per_user", "Per-user test AUC", p,
-        "Distribution over users of the per-user test AUC (averaged over repetitions).",
-        "no per-task scores")
-    add("tuning", "Tuning curves", tuning_plot(units, fname("tuning"),
-                                               f"{dataset}: validation AUC along the search"),
-        "Validation AUC x 100 against each searched hyperparameter (one row per model): every "
-        "fit of every repetition, the best fit per value averaged over repetitions, and the "
-        "selected values (stars). An optimum inside the searched range shows as a peak.",
-        "no stored search trace with a parameter that took two or more values")
-
+    out = _Drawn(dataset, Path(outdir), Path(rel_to) if rel_to is not None else None, fmt)
+    _dataset_figures(store, units, out)
     for prob in problems:
         suffix = "" if len(problems) == 1 else f" ({prob})"
-        # heat maps: only where structure recovery was measured (data with a true W)
-        has_truth = any(isinstance(d, dict) and "support_precision" in d
-                        for d in units[units.problem == prob]["diagnostics"])
-        meta, why = (_ground_truth(units, dataset, prob) if has_truth
-                     else (None, "no ground-truth W for this dataset (real data)"))
-        if meta is not None:
-            coefs = {}
-            for m in models:
-                r = _rep0(units, m, prob)
-                if r is not None:
-                    W = store.array(r["key"], "coef")
-                    if W is not None and W.shape == np.shape(meta["true_W"]):
-                        coefs[m] = W
-            path = heatmaps(coefs, np.asarray(meta["true_W"]), fname("heatmaps", prob),
-                            f"{prob}: |W| learned (repetition 0) and ground truth")
-            missing = [m for m in models if m not in coefs]
-            add("heatmaps", "Learned W and ground truth" + suffix, path,
-                "|W| of each model's final refit in repetition 0 (x = users, y = features), each "
-                "scaled to its maximum (colour bar), beside the true W." +
-                (f" No stored W for: {', '.join(missing)}." if missing else ""))
-        else:
-            add("heatmaps", "Learned W and ground truth" + suffix, None, note=why)
+        meta = _heatmap_figure(store, units, models, prob, suffix, out)
+        _convergence_figure(units, models, prob, suffix, out)
+        _embeddings_figure(store, units, models, prob, suffix, meta, out)
+    _ablation_figure(units, models, out)
+    return out.results
 
-        hist = {}
-        for m in models:
-            r = _rep0(units, m, prob)
-            if r is not None and isinstance(r["history"], dict) \
-                    and len(r["history"].get("objective") or []) > 1 \
-                    and len(r["history"]) > 1:
-                hist[m] = r["history"]
-        path = convergence_plot(hist, fname("convergence", prob),
-                                f"{prob}: convergence (repetition 0, final refit)")
-        add("convergence", "Convergence" + suffix, path,
+
+def _dataset_figures(store, units: pd.DataFrame, out: _Drawn) -> None:
+    """Box plot, per-user violins and tuning curves (all problems in one figure each)."""
+    ds = out.dataset
+    out.add("box", "Test AUC per repetition", box_plot(units, out.fname("box"),
+                                                        f"{ds}: test AUC"),
+            "Test AUC x 100 of each repetition: box = median and quartiles, whiskers = min-max, "
+            "points = repetitions, diamond = mean.")
+    p = per_user_plot(units, store.task_scores(keys=units["key"]), out.fname("per-user"),
+                      f"{ds}: per-user test AUC")
+    out.add("per_user", "Per-user test AUC", p,
+            "Distribution over users of the per-user test AUC (averaged over repetitions).",
+            "no per-task scores")
+    out.add("tuning", "Tuning curves",
+            tuning_plot(units, out.fname("tuning"), f"{ds}: validation AUC along the search"),
+            "Validation AUC x 100 against each searched hyperparameter (one row per model): "
+            "every fit of every repetition, the best fit per value averaged over repetitions, "
+            "and the selected values (stars). An optimum inside the searched range shows as a "
+            "peak.", "no stored search trace with a parameter that took two or more values")
+
+
+def _heatmap_figure(store, units: pd.DataFrame, models: list[str], prob: str, suffix: str,
+                    out: _Drawn) -> dict | None:
+    """Learned |W| beside the ground truth, where structure recovery was measured; returns
+    the ground truth's meta (None: no ground truth)."""
+    has_truth = any(isinstance(d, dict) and "support_precision" in d
+                    for d in units[units.problem == prob]["diagnostics"])
+    meta, why = (_ground_truth(units, out.dataset, prob) if has_truth
+                 else (None, "no ground-truth W for this dataset (real data)"))
+    if meta is None:
+        out.add("heatmaps", "Learned W and ground truth" + suffix, None, note=why)
+        return None
+    coefs = {}
+    for m in models:
+        r = _rep0(units, m, prob)
+        if r is not None:
+            W = store.array(r["key"], "coef")
+            if W is not None and W.shape == np.shape(meta["true_W"]):
+                coefs[m] = W
+    path = heatmaps(coefs, np.asarray(meta["true_W"]), out.fname("heatmaps", prob),
+                    f"{prob}: |W| learned (repetition 0) and ground truth")
+    missing = [m for m in models if m not in coefs]
+    out.add("heatmaps", "Learned W and ground truth" + suffix, path,
+            "|W| of each model's final refit in repetition 0 (x = users, y = features), each "
+            "scaled to its maximum (colour bar), beside the true W." +
+            (f" No stored W for: {', '.join(missing)}." if missing else ""))
+    return meta
+
+
+def _convergence_figure(units: pd.DataFrame, models: list[str], prob: str, suffix: str,
+                        out: _Drawn) -> None:
+    hist = {}
+    for m in models:
+        r = _rep0(units, m, prob)
+        if r is not None and isinstance(r["history"], dict) \
+                and len(r["history"].get("objective") or []) > 1 \
+                and len(r["history"]) > 1:
+            hist[m] = r["history"]
+    path = convergence_plot(hist, out.fname("convergence", prob),
+                            f"{prob}: convergence (repetition 0, final refit)")
+    out.add("convergence", "Convergence" + suffix, path,
             "Objective and the change of the iterates per iteration of the final refit of "
             f"repetition 0, for the models that store them ({', '.join(hist) or 'none'}).",
             "no model with a stored convergence history (objective and iterate changes)")
 
-        emb_model, emb = None, None
-        for m in models:
-            r = _rep0(units, m, prob)
-            if r is None:
-                continue
-            e = store.array(r["key"], "embeddings")
-            if e is not None:
-                emb_model, emb = m, e
-                break
-        if emb is not None:
-            d = None
-            fg = tg = None
-            if meta is not None:
-                d = int(np.shape(meta["true_W"])[0])
-                fg, tg = meta.get("feature_groups"), meta.get("task_groups")
-            else:
-                r = _rep0(units, emb_model, prob)
-                W = store.array(r["key"], "coef") if r is not None else None
-                d = None if W is None else int(W.shape[0])
-            path = embeddings_plot(emb, fname("embeddings", prob), d, fg, tg,
-                                   f"{prob}: {emb_model} spectral embeddings, first iterations")
-            add("embeddings", f"Spectral embeddings ({emb_model})" + suffix, path,
-                "The d + T rows of the spectral embedding (one per feature, one per task) in the "
-                "first iterations of the final refit of repetition 0 of the best-ranked model "
-                "that stores them, projected on their two leading principal axes; circles = "
-                "features, triangles = tasks" +
-                ("; colour = true group (legend)." if fg is not None else "."))
-        else:
-            add("embeddings", "Spectral embeddings" + suffix, None,
+
+def _embeddings_figure(store, units: pd.DataFrame, models: list[str], prob: str, suffix: str,
+                       meta: dict | None, out: _Drawn) -> None:
+    """The spectral embeddings of the best-ranked model that stores them (repetition 0)."""
+    emb_model, emb = None, None
+    for m in models:
+        r = _rep0(units, m, prob)
+        if r is None:
+            continue
+        e = store.array(r["key"], "embeddings")
+        if e is not None:
+            emb_model, emb = m, e
+            break
+    if emb is None:
+        out.add("embeddings", "Spectral embeddings" + suffix, None,
                 note="no model stored spectral embeddings (array 'embeddings' of repetition 0)")
+        return
+    fg = tg = None
+    if meta is not None:
+        d = int(np.shape(meta["true_W"])[0])
+        fg, tg = meta.get("feature_groups"), meta.get("task_groups")
+    else:
+        r = _rep0(units, emb_model, prob)
+        W = store.array(r["key"], "coef") if r is not None else None
+        d = None if W is None else int(W.shape[0])
+    path = embeddings_plot(emb, out.fname("embeddings", prob), d, fg, tg,
+                           f"{prob}: {emb_model} spectral embeddings, first iterations")
+    out.add("embeddings", f"Spectral embeddings ({emb_model})" + suffix, path,
+            "The d + T rows of the spectral embedding (one per feature, one per task) in the "
+            "first iterations of the final refit of repetition 0 of the best-ranked model "
+            "that stores them, projected on their two leading principal axes; circles = "
+            "features, triangles = tasks" +
+            ("; colour = true group (legend)." if fg is not None else "."))
+
+
+def _ablation_figure(units: pd.DataFrame, models: list[str], out: _Drawn) -> None:
+    from .roles import ablation_groups, ablation_label
 
     groups = ablation_groups(models, units)
     labels = {m: ablation_label(m, units).replace("\n", " ") for g in groups.values() for m in g}
-    path = ablation_plot(units, fname("ablation"), f"{dataset}: ablations", groups=groups,
-                         labels=labels) if groups else None
-    add("ablation", "Ablations", path,
-        "Mean ± std over repetitions of the test AUC x 100 of each full model beside the "
-        "models that declare themselves its ablations (" +
-        "; ".join(f"{k}: {', '.join(v[1:])}" for k, v in groups.items()) + "); the y axis "
-        "starts near the data (break marked).",
-        "no model of these results declares itself an ablation (ablation_of) of another "
-        "model present")
-    return results
+    path = ablation_plot(units, out.fname("ablation"), f"{out.dataset}: ablations",
+                         groups=groups, labels=labels) if groups else None
+    out.add("ablation", "Ablations", path,
+            "Mean ± std over repetitions of the test AUC x 100 of each full model beside the "
+            "models that declare themselves its ablations (" +
+            "; ".join(f"{k}: {', '.join(v[1:])}" for k, v in groups.items()) + "); the y axis "
+            "starts near the data (break marked).",
+            "no model of these results declares itself an ablation (ablation_of) of another "
+            "model present")
 
 
 __all__ = ["make_figures"]

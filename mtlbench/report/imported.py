@@ -25,7 +25,7 @@ with one line naming the unit and the field):
   :attr:`mtlbench.runner.UnitSpec.key` hashes), so an edited identity field shows.
 
 (The caller then checks that this installation computes the same data and split
-fingerprints and protocol: :func:`mtlbench.report.publish.read_published`.)
+fingerprints and protocol: :func:`mtlbench.report.publish.check_import`.)
 
 **--verify N** (:func:`verify_units`) recomputes N "ok" units drawn at random (seeded) from the
 file, on this machine, in supervised worker processes, and refuses the file unless they agree:
@@ -156,6 +156,8 @@ def _check_unit(u: Any, task_names: Mapping[str, Any]) -> None:
         _need(u, f, lambda v: isinstance(v, list), "a list", optional=True)
     for f in ("message", "host", "started_at", "finished_at"):
         _need(u, f, lambda v: isinstance(v, str), "a string", optional=True)
+    _need(u, "origin", lambda v: v in (IMPORTED, VERIFIED), f"{IMPORTED!r} or {VERIFIED!r}",
+          optional=True)
     if status == "failed":
         if u.get("test_auc") is not None or u.get("task_auc"):
             raise _Bad("test_auc", "is given for a failed unit")

@@ -380,6 +380,35 @@ def _num_value(v: Any) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
 
 
+def log_x_axis(ax, values: np.ndarray, integer: bool = False, max_labels: int = 5) -> None:
+    """A log x axis whose tick labels cannot overlap: at most ``max_labels`` labelled ticks,
+    none on minor ticks.  Integers (e.g. a rank k) are labelled with their own values, thinned
+    to ``max_labels``; other ranges get decades, or 1-2-5 steps when they span less than two
+    decades (matplotlib's default labels minor ticks then, in a larger font, and they collide)."""
+    from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatterSciNotation,
+                                   LogLocator, NullFormatter)
+
+    ax.set_xscale("log")
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if integer:
+        ticks = sorted({int(v) for v in np.asarray(values).ravel()})
+        step = int(np.ceil(len(ticks) / max_labels))
+        ax.xaxis.set_major_locator(FixedLocator(ticks[::step]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    else:
+        decades = np.log10(hi) - np.log10(lo)
+        if decades < 2:
+            major = [v for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+                     for v in (10.0 ** e, 2 * 10.0 ** e, 5 * 10.0 ** e) if lo <= v <= hi]
+            step = int(np.ceil(len(major) / max_labels)) or 1
+            ax.xaxis.set_major_locator(FixedLocator(major[::step]))
+        else:
+            ax.xaxis.set_major_locator(LogLocator(base=10, numticks=max_labels + 1))
+        ax.xaxis.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
+    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=12))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None:
     """Validation AUC against each searched hyperparameter, one row of panels per model.
 
@@ -439,9 +468,10 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
                 if xv is not None and xv in prof.index:
                     ax.scatter([xv], [prof.loc[xv]], marker="*", s=70, color="tab:red",
                                zorder=4)
+            integer = numeric and all(isinstance(v, int) for _, _, v, _ in pts)
             if numeric and np.all(xs > 0) and xs.max() / xs.min() >= 10:
-                ax.set_xscale("log")
-            if numeric and all(isinstance(v, int) for _, _, v, _ in pts):
+                log_x_axis(ax, xs, integer)
+            elif integer:
                 from matplotlib.ticker import MaxNLocator
 
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -460,5 +490,65 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
     return _save(fig, path, dpi=TUNING_DPI)
 
 
+def cd_diagram(average_ranks: dict[str, float], p_values: dict[str, dict[str, float]],
+               critical_difference: float, path: Path, alpha: float = 0.05,
+               title: str = "") -> Path | None:
+    """The critical-difference diagram (Demšar 2006): average ranks on an axis (1 = best),
+    bars joining models that the post-hoc test cannot separate, the critical difference
+    above; drawn by ``scikit_posthocs.critical_difference_diagram``."""
+    Figure = _mpl()
+    import scikit_posthocs as sp
+
+    if len(average_ranks) < 2:
+        return None
+    models = list(average_ranks)
+    sig = pd.DataFrame([[p_values[a][b] for b in models] for a in models], index=models,
+                       columns=models)
+    fig = Figure(figsize=(8.0, 1.2 + 0.22 * len(models)), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    sp.critical_difference_diagram(pd.Series(average_ranks), sig, ax=ax, alpha=alpha,
+                                   cd=critical_difference if math.isfinite(critical_difference)
+                                   and critical_difference < len(models) - 1 else None,
+                                   label_props={"fontsize": 8})
+    ax.set_title(title or "Average rank across data sets (1 = best)", fontsize=10)
+    return _save(fig, path)
+
+
+def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list[str],
+                     path: Path, rope: float, title: str = "") -> Path | None:
+    """Per block, one stacked horizontal bar per model against the block's best:
+    P(best better by more than the ROPE) / P(practically equivalent) / P(model better)."""
+    Figure = _mpl()
+    if not rows:
+        return None
+    rows_by = {(r["block"], r["model"]): r for r in rows}
+    cols = len(blocks)
+    fig = Figure(figsize=(2.3 * cols + 1.6, 0.5 + 0.2 * len(models)), layout="constrained")
+    colours = ("tab:red", "0.75", "tab:green")
+    labels = (f"best better by > {rope:g}", f"equivalent (±{rope:g})", f"model better by > {rope:g}")
+    for i, block in enumerate(blocks):
+        ax = fig.add_subplot(1, cols, i + 1)
+        y = np.arange(len(models))
+        left = np.zeros(len(models))
+        for key, colour, label in zip(("p_best_better", "p_equivalent", "p_model_better"),
+                                      colours, labels):
+            vals = np.array([rows_by.get((block, m), {}).get(key) or 0.0 for m in models])
+            ax.barh(y, vals, left=left, color=colour, label=label if i == 0 else None,
+                    height=0.7)
+            left += vals
+        best = next((r["best"] for r in rows if r["block"] == block), None)
+        ax.set_yticks(y)
+        ax.set_yticklabels(models if i == 0 else [], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(f"{block}\n(best: {best})", fontsize=8)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=7)
+    fig.suptitle(title or f"Against the best of each data set (ROPE ±{rope:g} AUC points)",
+                 fontsize=10)
+    return _save(fig, path)
+
+
 __all__ = ["box_plot", "per_user_plot", "heatmaps", "convergence_plot", "embeddings_plot",
-           "ablation_plot", "tuning_plot", "HISTORY_LABELS"]
+           "ablation_plot", "tuning_plot", "log_x_axis", "cd_diagram", "equivalence_plot",
+           "HISTORY_LABELS"]

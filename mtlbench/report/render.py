@@ -1,10 +1,10 @@
-"""Rendering of a leaderboard dict (:func:`mtlbench.report.leaderboard.build_leaderboard`)
-as markdown (tabulate, pipe format), strict JSON, and CSV (one row per model x problem).
+"""Rendering of a :class:`~mtlbench.report.schema.Leaderboard`
+(:func:`mtlbench.report.leaderboard.build_leaderboard`) as markdown (tabulate, pipe format),
+strict JSON, and CSV (one row per model x problem).
 
-The markdown is rendered from the very dict the JSON holds, so they always agree."""
+The markdown is rendered from the very object the JSON holds, so they always agree."""
 from __future__ import annotations
 
-import io
 import json
 import math
 from typing import Any, Sequence
@@ -14,6 +14,7 @@ import pandas as pd
 from .._json import jsonable
 from ..errors import ConfigError
 from ..protocol import config_json
+from .schema import Cell, Leaderboard, Machine, Row, SearchSummary
 
 _canon = config_json
 
@@ -35,46 +36,47 @@ def _num(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f}"
 
 
-def cell_text(cell: dict[str, Any], reps_differ: bool) -> str:
+def cell_text(cell: Cell, reps_differ: bool) -> str:
     """The markdown text of one cell (also used by tests to check markdown against JSON)."""
-    if cell["n"] == 0:
+    if cell.n == 0:
         core = "—"
-    elif cell["std"] is None:
-        core = _num(cell["mean"])
+    elif cell.std is None:
+        core = _num(cell.mean)
     else:
-        core = f"{_num(cell['mean'])} ± {_num(cell['std'])}"
-    if cell["best"] and cell["n"]:
+        core = f"{_num(cell.mean)} ± {_num(cell.std)}"
+    if cell.best and cell.n:
         core = f"**{core}**"
-    if cell.get("significantly_worse"):
+    if cell.significantly_worse:
         core += " †"
     extra = []
     if reps_differ:
-        extra.append(f"n={cell['n']}")
-    if cell["failed"]:
-        extra.append(f"{cell['failed']} failed")
+        extra.append(f"n={cell.n}")
+    if cell.failed:
+        extra.append(f"{cell.failed} failed")
     return core + (f" ({', '.join(extra)})" if extra else "")
 
 
-def _machines_text(machines: Sequence[dict[str, Any]], units: bool = True) -> str:
+def _machines_text(machines: Sequence[Machine], units: bool = True,
+                   platform: bool = True) -> str:
     parts = []
     for m in machines:
-        cpus = ("CPU count not recorded" if m["cpu_count"] in (None, "not recorded", "None")
-                else f"{m['cpu_count']} CPUs")
-        plat = "" if m["platform"] in (None, "not recorded") else f", {m['platform']}"
-        n = f"; {m['units']} units" if units and len(machines) > 1 else ""
-        parts.append(f"{m['host']} ({cpus}{plat}{n})")
+        cpus = ("CPU count not recorded" if m.cpu_count in (None, "not recorded", "None")
+                else f"{m.cpu_count} CPUs")
+        plat = "" if not platform or m.platform in (None, "not recorded") else f", {m.platform}"
+        n = f"; {m.units} units" if units and len(machines) > 1 else ""
+        parts.append(f"{m.host} ({cpus}{plat}{n})")
     return "; ".join(parts) or "unknown"
 
 
-def _budget_text(s: dict[str, Any] | None) -> str:
+def _budget_text(s: SearchSummary | None) -> str:
     """``20`` (every unit used its budget of 20 fits), ``20 (12-20 used)``, or the fits used."""
-    if not s or not s["units"]:
+    if not s or not s.units:
         return "—"
-    lo, hi = s["fits_min"], s["fits_max"]
+    lo, hi = s.fits_min, s.fits_max
     used = f"{lo}" if lo == hi else f"{lo}-{hi}"
-    if not s["budget"]:
+    if not s.budget:
         return f"{used} fits"
-    b = "/".join(map(str, s["budget"]))
+    b = "/".join(map(str, s.budget))
     return b if used == b else f"{b} ({used} used)"
 
 
@@ -84,194 +86,260 @@ def _count_text(n: int | None, of: int, params: Sequence[str] = ()) -> str:
     return f"{n}/{of}" + (f" ({', '.join(params)})" if n and params else "")
 
 
-def _conv_text(s: dict[str, Any]) -> str:
-    units, unknown = s.get("units", 0), s.get("converged_unknown", 0)
-    if units and unknown == units:
-        return "not recorded"
-    return (_count_text(s.get("not_converged"), units)
-            + (f" ({unknown} not recorded)" if unknown else ""))
+def _flag_text(hits: int | None, unknown: int | None, units: int) -> str:
+    """``2/15``, ``2/15 (3 not recorded)``, or ``not recorded`` when no unit recorded the
+    flag (a unit stored before it existed, a model that does not report it)."""
+    if hits is None or (units and unknown == units):
+        return "not recorded" if units else "—"
+    return _count_text(hits, units) + (f" ({unknown} not recorded)" if unknown else "")
 
 
-def _baseline_name(lb: dict[str, Any]) -> str:
-    return lb.get("baseline") or "baseline"
+def _failed_fits_text(s: SearchSummary) -> str:
+    if not s.units or s.failed_fits is None:
+        return "—"
+    return str(s.failed_fits) + (f" in {len(s.failed_fit_units)}/{s.units} units"
+                                 if s.failed_fits else "")
 
 
 def _esc(s: str) -> str:
     return str(s).replace("|", "\\|")
 
 
-def to_markdown(lb: dict[str, Any], figures: Sequence[dict[str, Any]] = (),
+# =============================================================================== markdown
+def to_markdown(lb: Leaderboard, figures: Sequence[dict[str, Any]] = (),
                 generated_by: str = "mtlbench leaderboard") -> str:
+    """The leaderboard as a markdown page: summary line, table, how to read it, Friedman
+    tests, figures (``figures`` as returned by :func:`mtlbench.report.figures.make_figures`)
+    and provenance."""
+    return "".join([_heading(lb, generated_by), _table(lb) + "\n\n", _how_to_read(lb),
+                    _friedman_text(lb), _figures_text(figures), _provenance_text(lb)])
+
+
+def _heading(lb: Leaderboard, generated_by: str) -> str:
+    prov = lb.provenance
+    out = [f"{GENERATED_MARKER} ({generated_by}) from a results store; regenerate, do not "
+           "edit -->\n", f"# Leaderboard: {lb.dataset}\n\n",
+           f"Test AUC x 100 (mean over users of the per-user AUC), mean ± std over repetitions. "
+           f"**Run time:** {_fmt_seconds(prov.time_total_s)} (sum of the {prov.units} unit "
+           f"times, hyperparameter search included; units ran one BLAS thread each) on "
+           f"{_machines_text(prov.machines)}; runs from {prov.first_started_at} to "
+           f"{prov.last_finished_at}.\n\n"]
+    if not lb.complete or lb.absent_models:
+        missing = sum(r.missing_units for r in lb.rows)
+        planned = sum(r.planned_units for r in lb.rows)
+        out.append(f"**Incomplete run:** {planned - missing} of {planned} planned units of the "
+                   f"models shown have a result ({missing} missing, "
+                   f"{sum(r.failed for r in lb.rows)} failed; {lb.planned_reps} planned "
+                   "repetitions per problem)")
+        if lb.absent_models:
+            out.append(f"; models without any unit: {', '.join(map(_esc, lb.absent_models))}")
+        out.append(".\n\n")
+    return "".join(out)
+
+
+def _table_headers(lb: Leaderboard) -> list[str]:
+    return (["model"] + [_esc(p) for p in lb.problems]
+            + [SORT_HEADER, "reps", "units done/planned", "failed",
+               f"W/T/L vs {_esc(lb.baseline or 'baseline')} (tasks)", "budget (fits/unit)",
+               "at bound", "degenerate", "selected fit not converged", "refit not converged",
+               "failed search fits", "run time"])
+
+
+def _table_row(lb: Leaderboard, r: Row) -> list[str]:
+    name = (_esc(r.model) + (" ⚠" if r.fewer_reps else "") + (" ≈" if r.near_chance else "")
+            + (" ⁱ" + ("✓" if r.verified_units else "") if r.imported_units else ""))
+    w, s = r.win_tie_loss, r.search
+    if r.model == lb.baseline:
+        wtl = "baseline"
+    elif w is None or w.win + w.tie + w.loss == 0:
+        wtl = "—"
+    else:
+        wtl = f"{w.win}/{w.tie}/{w.loss}"
+    return ([name] + [cell_text(r.cells[p], lb.reps_differ) for p in lb.problems]
+            + ["—" if r.avg_rank is None else f"{r.avg_rank:.2f}", str(r.reps_finished),
+               f"{r.finished_units}/{r.planned_units or '?'}", str(r.failed), wtl,
+               _budget_text(s), _count_text(s.at_bound, s.units, s.at_bound_params),
+               _flag_text(s.degenerate, s.degenerate_unknown, s.units),
+               _flag_text(s.selected_not_converged, s.selected_converged_unknown, s.units),
+               _flag_text(s.refit_not_converged, s.refit_converged_unknown, s.units),
+               _failed_fits_text(s), _fmt_seconds(r.time_total_s)])
+
+
+def _table(lb: Leaderboard) -> str:
     from tabulate import tabulate
 
-    prov, tests = lb["provenance"], lb["tests"]
-    headers = (["model"] + [_esc(p) for p in lb["problems"]]
-               + [SORT_HEADER, "reps", "units done/planned", "failed",
-                  f"W/T/L vs {_esc(_baseline_name(lb))} (tasks)", "budget (fits/unit)",
-                  "at bound", "not converged", "run time"])
-    body = []
-    for r in lb["rows"]:
-        name = (_esc(r["model"]) + (" ⚠" if r["fewer_reps"] else "")
-                + (" ≈" if r.get("near_chance") else "")
-                + (" ⁱ" + ("✓" if r.get("verified_units") else "")
-                   if r.get("imported_units") else ""))
-        w = r["win_tie_loss"]
-        s = r.get("search") or {}
-        body.append([name] + [cell_text(r["cells"][p], lb["reps_differ"]) for p in lb["problems"]]
-                    + ["—" if r["avg_rank"] is None else f"{r['avg_rank']:.2f}",
-                       str(r["reps_finished"]),
-                       f"{r.get('finished_units', r['reps_finished'])}/"
-                       f"{r.get('planned_units') or '?'}",
-                       str(r["failed"]),
-                       "baseline" if r["model"] == lb["baseline"] else
-                       ("—" if w is None or w["win"] + w["tie"] + w["loss"] == 0
-                        else f"{w['win']}/{w['tie']}/{w['loss']}"),
-                       _budget_text(s),
-                       _count_text(s.get("at_bound"), s.get("units", 0),
-                                   s.get("at_bound_params", ())),
-                       _conv_text(s),
-                       _fmt_seconds(r["time_total_s"])])
-    table = tabulate(body, headers=headers, tablefmt="pipe", disable_numparse=True,
-                     colalign=["left"] + ["right"] * (len(headers) - 1))
+    headers = _table_headers(lb)
+    return tabulate([_table_row(lb, r) for r in lb.rows], headers=headers, tablefmt="pipe",
+                    disable_numparse=True, colalign=["left"] + ["right"] * (len(headers) - 1))
 
-    out = io.StringIO()
-    w = out.write
-    w(f"{GENERATED_MARKER} ({generated_by}) from a results store; regenerate, do not edit -->\n")
-    w(f"# Leaderboard: {lb['dataset']}\n\n")
-    machines = _machines_text(prov["machines"])
-    w(f"Test AUC x 100 (mean over users of the per-user AUC), mean ± std over repetitions. "
-      f"**Run time:** {_fmt_seconds(prov['time_total_s'])} (sum of the {prov['units']} unit "
-      f"times, hyperparameter search included; units ran one BLAS thread each) on {machines}; "
-      f"runs from {prov['first_started_at']} to {prov['last_finished_at']}.\n\n")
-    if not lb.get("complete", True) or lb.get("absent_models"):
-        missing = sum(r.get("missing_units", 0) for r in lb["rows"])
-        planned = sum(r.get("planned_units", 0) for r in lb["rows"])
-        w(f"**Incomplete run:** {planned - missing} of {planned} planned units of the models "
-          f"shown have a result ({missing} missing, "
-          f"{sum(r['failed'] for r in lb['rows'])} failed; {lb.get('planned_reps')} planned "
-          "repetitions per problem)")
-        if lb.get("absent_models"):
-            w(f"; models without any unit: {', '.join(map(_esc, lb['absent_models']))}")
-        w(".\n\n")
-    w(table + "\n\n")
-    w("**How to read this table**\n\n")
-    w("- **Bold**: the best mean in the column. † after a cell: significantly worse than the "
-      f"column's best model — {tests['pairwise_test']}, p-values corrected by "
-      f"{tests['correction']}, Holm-adjusted p < {tests['alpha']}. A cell without † is not "
-      "significantly different from the best at this level.\n")
-    for s in tests["small_n_columns"]:
-        who = ", ".join(f"{_esc(x['model'])} ({x['pairs']} pairs: min p = "
-                        f"{x['min_attainable_p']:.3g})" for x in s["models"])
+
+def _small_n_text(lb: Leaderboard) -> list[str]:
+    tests, out = lb.tests, []
+    for s in tests.small_n_columns:
+        who = ", ".join(f"{_esc(x.model)} ({x.pairs} pairs: min p = "
+                        f"{x.min_attainable_p:.3g})" for x in s.models)
         if who:
-            w(f"- Column {_esc(s['problem'])}: with n < 6 paired repetitions the two-sided "
-              f"Wilcoxon signed-rank test cannot reach p < {tests['alpha']} (smallest attainable "
-              "p = 2/2^n), so these comparisons can never be marked: " + who + ". At least 6 "
-              "repetitions are needed.\n")
-        if s["all"]:
-            w(f"- Column {_esc(s['problem'])}: **no cell of this column can be marked "
-              f"significant** with these repetitions: Holm over {s['comparisons']} comparison(s) "
-              f"needs a smallest p < {tests['alpha']}/{s['comparisons']}, below the smallest "
-              "attainable Wilcoxon p-value 2/2^n.\n")
-    if lb["reps_differ"]:
-        w("- Repetitions differ between cells: each cell states its n (finished repetitions).\n")
+            out.append(f"- Column {_esc(s.problem)}: with n < 6 paired repetitions the two-sided "
+                       f"Wilcoxon signed-rank test cannot reach p < {tests.alpha} (smallest "
+                       "attainable p = 2/2^n), so these comparisons can never be marked: " + who
+                       + ". At least 6 repetitions are needed.\n")
+        if s.all:
+            out.append(f"- Column {_esc(s.problem)}: **no cell of this column can be marked "
+                       f"significant** with these repetitions: Holm over {s.comparisons} "
+                       f"comparison(s) needs a smallest p < {tests.alpha}/{s.comparisons}, "
+                       "below the smallest attainable Wilcoxon p-value 2/2^n.\n")
+    return out
+
+
+def _how_to_read(lb: Leaderboard) -> str:
+    tests = lb.tests
+    out = ["**How to read this table**\n\n",
+           "- **Bold**: the best mean in the column. † after a cell: significantly worse than the "
+           f"column's best model — {tests.pairwise_test}, p-values corrected by "
+           f"{tests.correction}, Holm-adjusted p < {tests.alpha}. A cell without † is not "
+           "significantly different from the best at this level.\n"]
+    out += _small_n_text(lb)
+    if lb.reps_differ:
+        out.append("- Repetitions differ between cells: each cell states its n (finished "
+                   "repetitions).\n")
     else:
-        n = lb["reps_per_cell"][0] if lb["reps_per_cell"] else 0
-        w(f"- Every cell averages n = {n} finished repetitions.\n")
-    if any(r["fewer_reps"] for r in lb["rows"]):
-        w("- ⚠ after a model: fewer finished repetitions than the most complete model "
-          "(failed or not yet run); its mean is over fewer splits.\n")
-    w("- *failed*: units (model, problem, repetition) that raised, timed out or produced "
-      "non-finite scores; they are counted here, never dropped silently "
-      "(`mtlbench results --failures` lists their messages).\n")
-    w(f"- *{SORT_HEADER}*: rows are sorted by the mean rank (1 = best, ties averaged) over the "
-      f"{tests['friedman_over_problem_reps']['blocks']} (problem, repetition) blocks in which "
-      "every ranked model finished, not by a column's mean: a model can rank better while "
-      "its mean over repetitions is lower.\n")
-    w("- *units done/planned*: units (problem x repetition) with a result, of those the run "
-      "planned (the stored protocol's repetitions x the problems of this table).\n")
-    if lb["baseline"]:
-        w(f"- *W/T/L vs {_esc(lb['baseline'])}*: over (problem, repetition, user) pairs, how "
-          "often the model's per-user test AUC is higher / equal / lower than the baseline's "
-          "(the model that declares itself the baseline) on the same split.\n")
-    w("- *budget (fits/unit)*: hyperparameter fits of each unit's search (the refit on "
-      "train+validation not counted); the same for every model under one search rule, which "
-      "fits more (\"used\"; at most twice the budget) only to extend past a best value at an "
-      "edge that is not a declared bound.\n")
-    w("- *at bound*: units whose selected value of a searched hyperparameter equals a declared "
-      "bound of the model (a real limit, e.g. a penalty of 0), and which parameters.\n")
-    w("- *not converged*: units whose selected fit did not meet its solver's stated tolerance "
-      "(\"not recorded\": the model did not report it).\n")
-    edge = [(r["model"], r["search"]) for r in lb["rows"]
-            if (r.get("search") or {}).get("at_edge")]
+        n = lb.reps_per_cell[0] if lb.reps_per_cell else 0
+        out.append(f"- Every cell averages n = {n} finished repetitions.\n")
+    if any(r.fewer_reps for r in lb.rows):
+        out.append("- ⚠ after a model: fewer finished repetitions than the most complete model "
+                   "(failed or not yet run); its mean is over fewer splits.\n")
+    out.append("- *failed*: units (model, problem, repetition) that raised, timed out or "
+               "produced non-finite scores; they are counted here, never dropped silently "
+               "(`mtlbench results --failures` lists their messages).\n")
+    out.append(f"- *{SORT_HEADER}*: rows are sorted by the mean rank (1 = best, ties averaged) "
+               f"over the {tests.friedman_over_problem_reps.blocks} (problem, repetition) blocks "
+               "in which every ranked model finished, not by a column's mean: a model can rank "
+               "better while its mean over repetitions is lower.\n")
+    out.append("- *units done/planned*: units (problem x repetition) with a result, of those "
+               "the run planned (the stored protocol's repetitions x the problems of this "
+               "table).\n")
+    if lb.baseline:
+        out.append(f"- *W/T/L vs {_esc(lb.baseline)}*: over (problem, repetition, user) pairs, "
+                   "how often the model's per-user test AUC is higher / equal / lower than the "
+                   "baseline's (the model that declares itself the baseline) on the same "
+                   "split.\n")
+    out += _search_legend(lb)
+    out.append("- *run time*: sum of that model's unit times (search + refit).\n")
+    out += [f"- {note}\n" for note in lb.notes]
+    return "".join(out)
+
+
+def _search_legend(lb: Leaderboard) -> list[str]:
+    """The bullets explaining the search columns, and the selections at a non-bound edge."""
+    out = ["- *budget (fits/unit)*: hyperparameter fits of each unit's search (the refit on "
+           "train+validation not counted); the same for every model under one search rule, "
+           "which fits more (\"used\"; at most twice the budget) only to extend past a best "
+           "value at an edge that is not a declared bound.\n",
+           "- *at bound*: units whose selected value of a searched hyperparameter equals a "
+           "declared bound of the model (a real limit, e.g. a penalty of 0), and which "
+           "parameters.\n",
+           "- *degenerate*: units whose selected fit gives constant validation scores to at "
+           "least a quarter of the tasks (w_t = 0 or equivalent: AUC 0.5 for those users); "
+           "\"not recorded\": units stored before the search recorded it.\n",
+           "- *selected fit not converged*: units whose search fit at the selected "
+           "hyperparameters (the fit that chose them on validation data) did not meet its "
+           "solver's stated tolerance; *refit not converged*: the same for the refit on "
+           "train+validation that is scored on test (\"not recorded\": the model did not "
+           "report it).\n",
+           "- *failed search fits*: fits of the search that raised (the unit finished, with "
+           "fewer usable fits); `mtlbench results --failures` and the unit's trace give the "
+           "errors.\n"]
+    edge = [(r.model, r.search) for r in lb.rows if r.search.at_edge]
     if edge:
-        w("- **Selections at an edge of the searched range that is not a bound** (the optimum "
-          "may lie outside what was searched; the starting grid or budget is at fault): "
-          + "; ".join(f"{_esc(m)} {s['at_edge']}/{s['units']} ({', '.join(s['at_edge_params'])})"
-                      for m, s in edge) + ".\n")
-    w("- *run time*: sum of that model's unit times (search + refit).\n")
-    for note in lb["notes"]:
-        w(f"- {note}\n")
-    w("\n**Friedman test**\n\n")
-    for key, label in (("friedman_over_problem_reps", "over (problem, repetition) blocks"),
-                       ("friedman_over_problems", "across problems (per-problem means)")):
-        f = tests.get(key)
+        out.append("- **Selections at an edge of the searched range that is not a bound** (the "
+                   "optimum may lie outside what was searched; the starting grid or budget is at "
+                   "fault): " + "; ".join(f"{_esc(m)} {s.at_edge}/{s.units} "
+                                          f"({', '.join(s.at_edge_params)})" for m, s in edge)
+                   + ".\n")
+    degen = [(r.model, r.search) for r in lb.rows if r.search.degenerate]
+    if degen:
+        out.append("- **Degenerate selections**: " + "; ".join(
+            f"{_esc(m)} {s.degenerate}/{s.units} ({', '.join(s.degenerate_units)})"
+            for m, s in degen) + ".\n")
+    failed = [(r.model, r.search) for r in lb.rows if r.search.failed_fits]
+    if failed:
+        out.append("- **Search fits that raised** (fits per unit in brackets): " + "; ".join(
+            f"{_esc(m)} {s.failed_fits} ({', '.join(s.failed_fit_units)})"
+            for m, s in failed) + ".\n")
+    return out
+
+
+def _friedman_text(lb: Leaderboard) -> str:
+    out = ["\n**Friedman test**\n\n"]
+    for f, label in ((lb.tests.friedman_over_problem_reps, "over (problem, repetition) blocks"),
+                     (lb.tests.friedman_over_problems, "across problems (per-problem means)")):
         if f is None:
-            if key == "friedman_over_problems":
-                w(f"- {label}: not applicable ({lb['dataset']} has one problem).\n")
+            if label.startswith("across"):
+                out.append(f"- {label}: not applicable ({lb.dataset} has one problem).\n")
             continue
-        if f["p_value"] is None:
-            w(f"- {label}: not computed — {f.get('reason', 'n/a')}.\n")
+        if f.p_value is None:
+            out.append(f"- {label}: not computed — {f.reason or 'n/a'}.\n")
         else:
-            w(f"- {label}: χ² = {f['statistic']:.3f}, p = {f['p_value']:.3g} "
-              f"({f['models']} models, {f['blocks']} blocks; scipy.stats.friedmanchisquare).\n")
+            out.append(f"- {label}: χ² = {f.statistic:.3f}, p = {f.p_value:.3g} "
+                       f"({f.models} models, {f.blocks} blocks; "
+                       "scipy.stats.friedmanchisquare).\n")
+    return "".join(out)
 
-    if figures:
-        w("\n## Figures\n\n")
-        for fig in figures:
-            if fig.get("path"):
-                w(f"**{fig['title']}.** {fig.get('caption', '')}\n\n"
-                  f"![{fig['title']}]({fig['path']})\n\n")
-            else:
-                w(f"- *{fig['title']}*: not drawn — {fig.get('note', '')}\n")
-        w("\n")
 
-    w("\n## Provenance\n\n")
-    pv = [["dataset", prov["dataset"]],
-          ["dataset parameters", f"`{_canon(prov['dataset_params'])}`"],
-          ["protocol", f"`{_canon(prov['protocol'])}`"],
-          ["seed", str(prov["seed"])],
-          ["planned repetitions", str(lb.get("planned_reps") or
-                                      ", ".join(map(str, prov["planned_reps"])) or "—")],
-          ["left out by the selection rule", _left_text(lb.get("left_out") or {})],
-          ["split fingerprint digest", f"`{prov['split_digest']}` (sha256 over the per-"
+def _figures_text(figures: Sequence[dict[str, Any]]) -> str:
+    if not figures:
+        return ""
+    out = ["\n## Figures\n\n"]
+    for fig in figures:
+        if fig.get("path"):
+            out.append(f"**{fig['title']}.** {fig.get('caption', '')}\n\n"
+                       f"![{fig['title']}]({fig['path']})\n\n")
+        else:
+            out.append(f"- *{fig['title']}*: not drawn — {fig.get('note', '')}\n")
+    out.append("\n")
+    return "".join(out)
+
+
+def _provenance_text(lb: Leaderboard) -> str:
+    from tabulate import tabulate
+
+    prov = lb.provenance
+    pv = [["dataset", prov.dataset],
+          ["dataset parameters", f"`{_canon(prov.dataset_params)}`"],
+          ["protocol", f"`{_canon(prov.protocol)}`"],
+          ["seed", str(prov.seed)],
+          ["planned repetitions", str(lb.planned_reps or
+                                      ", ".join(map(str, prov.planned_reps)) or "—")],
+          ["left out by the selection rule", _left_text(lb.left_out or {})],
+          ["split fingerprint digest", f"`{prov.split_digest}` (sha256 over the per-"
            "(problem, repetition) split fingerprints; full list in the JSON)"],
-          ["same splits for every model", "yes" if prov["split_fingerprints_consistent"]
+          ["same splits for every model", "yes" if prov.split_fingerprints_consistent
            else "**NO — models saw different splits**"],
           ["data fingerprint(s)", ", ".join(f"{p}: `{', '.join(v)[:16]}`"
-                                            for p, v in prov["data_fingerprints"].items())],
-          ["mtlbench", ", ".join(prov["mtlbench_versions"])],
-          ["plugins", ", ".join(prov["plugin_versions"])],
-          ["numpy / scipy / python", f"{', '.join(prov['numpy_versions'])} / "
-           f"{', '.join(prov['scipy_versions'])} / {', '.join(prov['python_versions'])}"],
-          ["machine(s)", machines],
-          ["units", f"{prov['units']} ({prov['units_ok']} ok, {prov['units_failed']} failed)"],
-          ["total run time", f"{_fmt_seconds(prov['time_total_s'])} (sum of unit times)"],
-          ["runs", f"{prov['first_started_at']} → {prov['last_finished_at']}"],
-          ["table generated", prov["generated_at"]]]
-    w(tabulate(pv, headers=["", ""], tablefmt="pipe", disable_numparse=True) + "\n")
-    return out.getvalue()
+                                            for p, v in prov.data_fingerprints.items())],
+          ["mtlbench", ", ".join(prov.mtlbench_versions)],
+          ["plugins", ", ".join(prov.plugin_versions)],
+          ["numpy / scipy / python", f"{', '.join(prov.numpy_versions)} / "
+           f"{', '.join(prov.scipy_versions)} / {', '.join(prov.python_versions)}"],
+          ["machine(s)", _machines_text(prov.machines)],
+          ["units", f"{prov.units} ({prov.units_ok} ok, {prov.units_failed} failed)"],
+          ["total run time", f"{_fmt_seconds(prov.time_total_s)} (sum of unit times)"],
+          ["runs", f"{prov.first_started_at} → {prov.last_finished_at}"],
+          ["table generated", prov.generated_at]]
+    return ("\n## Provenance\n\n"
+            + tabulate(pv, headers=["", ""], tablefmt="pipe", disable_numparse=True) + "\n")
 
 
 def _left_text(left: dict[str, int]) -> str:
     return "; ".join(f"{n} unit(s) of {why}" for why, n in left.items()) or "nothing"
 
 
-def to_json(lb: dict[str, Any], *, compact: bool = False) -> str:
+def to_json(lb: Leaderboard, *, compact: bool = False) -> str:
     """The leaderboard as JSON: indented for reading, or ``compact`` (what ``publish`` writes):
     one line per top-level key and per element of a top-level list (one unit per line), no
     spaces -- about 35 % smaller than indented, and a republication's diff still shows which
     units changed.  Both parse to the same object."""
-    data = jsonable(lb, strict=True)
+    data = jsonable(lb.to_json(), strict=True)
     if not compact:
         return json.dumps(data, indent=1, sort_keys=False, allow_nan=False, default=repr) + "\n"
 
@@ -287,35 +355,38 @@ def to_json(lb: dict[str, Any], *, compact: bool = False) -> str:
     return "{\n" + ",\n".join(items) + "\n}\n"
 
 
-def to_csv(lb: dict[str, Any]) -> str:
+def to_csv(lb: Leaderboard) -> str:
+    """One row per model x problem: the cell, its test, the row's rank and search counts."""
     recs = []
-    for r in lb["rows"]:
-        for p in lb["problems"]:
-            c = r["cells"][p]
-            w = r["win_tie_loss"] or {}
-            wp = (w.get("per_problem") or {}).get(p, {})
-            recs.append({"dataset": lb["dataset"], "problem": p, "model": r["model"],
-                         "mean_auc_x100": c["mean"], "std_auc_x100": c["std"], "n": c["n"],
-                         "failed": c["failed"], "best": c["best"], "p_value": c["p_value"],
-                         "p_holm": c["p_holm"], "significantly_worse": c["significantly_worse"],
-                         "avg_rank": r["avg_rank"], "fewer_reps": r["fewer_reps"],
-                         "baseline": lb.get("baseline"),
-                         "win_vs_baseline": wp.get("win"), "tie_vs_baseline": wp.get("tie"),
-                         "loss_vs_baseline": wp.get("loss"),
-                         "planned_units": r.get("planned_units"),
-                         "finished_units": r.get("finished_units"),
-                         "at_bound": (r.get("search") or {}).get("at_bound"),
-                         "not_converged": (r.get("search") or {}).get("not_converged"),
-                         "fits_max": (r.get("search") or {}).get("fits_max"),
-                         "near_chance": r.get("near_chance"),
-                         "time_total_s": r["time_total_s"]})
+    for r in lb.rows:
+        for p in lb.problems:
+            c, s = r.cells[p], r.search
+            wp = r.win_tie_loss.per_problem.get(p) if r.win_tie_loss else None
+            recs.append({"dataset": lb.dataset, "problem": p, "model": r.model,
+                         "mean_auc_x100": c.mean, "std_auc_x100": c.std, "n": c.n,
+                         "failed": c.failed, "best": c.best, "p_value": c.p_value,
+                         "p_holm": c.p_holm, "significantly_worse": c.significantly_worse,
+                         "avg_rank": r.avg_rank, "fewer_reps": r.fewer_reps,
+                         "baseline": lb.baseline,
+                         "win_vs_baseline": wp.win if wp else None,
+                         "tie_vs_baseline": wp.tie if wp else None,
+                         "loss_vs_baseline": wp.loss if wp else None,
+                         "planned_units": r.planned_units,
+                         "finished_units": r.finished_units,
+                         "at_bound": s.at_bound, "degenerate": s.degenerate,
+                         "selected_fit_not_converged": s.selected_not_converged,
+                         "refit_not_converged": s.refit_not_converged,
+                         "failed_search_fits": s.failed_fits,
+                         "fits_max": s.fits_max, "near_chance": r.near_chance,
+                         "time_total_s": r.time_total_s})
     df = pd.DataFrame(recs)
-    for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline"):
+    for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline", "degenerate",
+                "selected_fit_not_converged", "refit_not_converged", "failed_search_fits"):
         df[col] = df[col].astype("Int64")
     return df.to_csv(index=False)
 
 
-def render(lb: dict[str, Any], fmt: str) -> str:
+def render(lb: Leaderboard, fmt: str) -> str:
     if fmt == "markdown":
         return to_markdown(lb)
     if fmt == "json":

@@ -119,111 +119,24 @@ def select_units(store, dataset: str | Sequence[str] | None = None, *, seed: int
     left, naming what the store holds."""
     df = store.units() if all_units is None else all_units
     present = sorted(set(df["dataset"])) if not df.empty else []
-    if dataset is None:
-        datasets = present
-    else:
-        datasets = [dataset] if isinstance(dataset, str) else list(dataset)
-        missing = [d for d in datasets if d not in present]
-        if missing:
-            d = missing[0]
-            raise ConfigError(f"no results for dataset {d!r} in the store {str(store.path)!r}; "
-                              f"datasets with results: {', '.join(present) or 'none'}. "
-                              f"Run 'mtlbench compare --datasets {d} --store ...' first.")
-    if not datasets:
-        raise ConfigError(f"the store {str(store.path)!r} holds no results; run 'mtlbench "
-                          "compare --store ...' first")
+    datasets = _datasets_asked(store, dataset, present)
     sel = Selection(units=df.iloc[0:0])
     left: Counter = Counter()
     kept, progress = [], []
     wanted = list(models) if models else None
     for ds in datasets:
-        d = df[df["dataset"] == ds]
-        if problems:
-            d = d[d["problem"].map(lambda p: any(p == q or p.startswith(q + "/") or q == ds
-                                                 for q in problems))]
-        if wanted:
-            n0 = len(d)
-            d = d[d["model"].map(lambda m: _model_matches(m, wanted))]
-            left["other models (not asked for)"] += n0 - len(d)
+        d = _filtered(df[df["dataset"] == ds], ds, problems, wanted, left)
         if d.empty:
             continue
-        # 2. one seed
-        if seed is not None:
-            other = d[d["seed"] != seed]
-            for s, n in Counter(other["seed"]).items():
-                sel.notes.append(f"{ds}: left out {n} unit(s) of seed {s} (shown with --seed {s}).")
-            left["other seeds"] += len(other)
-            d = d[d["seed"] == seed]
-            if d.empty:
-                continue
-        else:
-            chosen = _choose(d, "seed")
-            for s, n in sorted(Counter(d[d["seed"] != chosen]["seed"]).items()):
-                sel.notes.append(f"{ds}: left out {n} unit(s) of seed {s} (this table uses "
-                                 f"seed {chosen}; see them with --seed {s}).")
-                left["other seeds"] += n
-            d = d[d["seed"] == chosen]
-        sel.seeds[ds] = int(d["seed"].iloc[0])
-        # 3. one protocol setting
-        d = d.assign(_settings=d.apply(_settings, axis=1))
-        if d["_settings"].nunique() > 1:
-            chosen = _choose(d, "_settings")
-            n = int((d["_settings"] != chosen).sum())
-            sel.notes.append(f"{ds}: left out {n} unit(s) of other protocol settings or dataset "
-                             f"parameters (this table uses {json.loads(chosen)}).")
-            left["other protocol settings"] += n
-            d = d[d["_settings"] == chosen]
-        # 4. the latest code / configuration per model label
-        d = d.assign(_prov=d.apply(_provenance, axis=1))
-        parts = []
-        for label, g in d.groupby("model", sort=True):
-            if g["_prov"].nunique() > 1:
-                newest = g.sort_values("finished_at", na_position="first").iloc[-1]["_prov"]
-                n = int((g["_prov"] != newest).sum())
-                sel.notes.append(f"{ds}: left out {n} unit(s) of {label} from an older search "
-                                 "space, fixed parameters or code (the newest is shown).")
-                left["older configuration or code"] += n
-                g = g[g["_prov"] == newest]
-            parts.append(g)
-        d = pd.concat(parts) if parts else d
-        # 5. one unit per (label, problem, rep)
-        n0 = len(d)
-        d = (d.assign(_ok=(d["status"] == "ok").astype(int))
-             .sort_values(["_ok", "finished_at"], na_position="first")
-             .drop_duplicates(["model", "problem", "rep"], keep="last"))
-        if len(d) < n0:
-            left["duplicates"] += n0 - len(d)
-        # 6. planned repetitions
-        planned = [p for p in map(_planned, d["protocol"]) if p]
-        reps = max(planned) if planned else int(d["rep"].max()) + 1
-        beyond = d[d["rep"] >= reps]
-        if len(beyond):
-            sel.notes.append(f"{ds}: left out {len(beyond)} unit(s) beyond the planned "
-                             f"{reps} repetitions.")
-            left["beyond the planned repetitions"] += len(beyond)
-            d = d[d["rep"] < reps]
-        sel.planned_reps[ds] = reps
-        probs = sorted(d["problem"].unique())
-        sel.problems[ds] = probs
-        for label, g in d.groupby("model", sort=True):
-            ok = int((g["status"] == "ok").sum())
-            failed = int((g["status"] != "ok").sum())
-            planned_units = reps * len(probs)
-            progress.append({"dataset": ds, "model": label, "planned": planned_units,
-                             "finished": ok, "failed": failed,
-                             "missing": max(planned_units - ok - failed, 0)})
-        # absent models: planned (expected) or present for other datasets of this seed
-        here = set(d["model"])
-        others = df[(df["dataset"] != ds) & (df["seed"] == sel.seeds[ds])]
-        cand = set(expected or []) | set(others["model"])
-        if wanted:
-            cand = {m for m in cand if _model_matches(m, wanted)}
-        absent = sorted(m for m in cand if m not in here
-                        and not any(h.split("[", 1)[0] == m for h in here))
-        if absent:
-            sel.absent[ds] = absent
-            sel.notes.append(f"{ds}: no unit at all for {', '.join(absent)} (planned, or run on "
-                             "other datasets of this seed).")
+        d = _one_seed(d, ds, seed, sel, left)                               # 2.
+        if d.empty:
+            continue
+        d = _latest_code(_one_setting(d, ds, sel, left), ds, sel, left)     # 3. and 4.
+        d = _one_per_repetition(d, left)                                    # 5.
+        d = _planned_repetitions(d, ds, sel, left)                          # 6.
+        sel.problems[ds] = sorted(d["problem"].unique())
+        progress += _progress_rows(d, ds, sel.planned_reps[ds], len(sel.problems[ds]))
+        _name_absent(df, d, ds, sel, expected, wanted)
         kept.append(d.drop(columns=["_settings", "_prov", "_ok"]))
     if not kept:
         what = f" for models {', '.join(wanted)}" if wanted else ""
@@ -237,6 +150,143 @@ def select_units(store, dataset: str | Sequence[str] | None = None, *, seed: int
     sel.progress = pd.DataFrame(progress, columns=["dataset", "model", "planned", "finished",
                                                    "failed", "missing"])
     return sel
+
+
+def _datasets_asked(store, dataset: str | Sequence[str] | None, present: list[str]) -> list[str]:
+    if dataset is None:
+        datasets = present
+    else:
+        datasets = [dataset] if isinstance(dataset, str) else list(dataset)
+        missing = [d for d in datasets if d not in present]
+        if missing:
+            d = missing[0]
+            raise ConfigError(f"no results for dataset {d!r} in the store {str(store.path)!r}; "
+                              f"datasets with results: {', '.join(present) or 'none'}. "
+                              f"Run 'mtlbench compare --datasets {d} --store ...' first.")
+    if not datasets:
+        raise ConfigError(f"the store {str(store.path)!r} holds no results; run 'mtlbench "
+                          "compare --store ...' first")
+    return datasets
+
+
+def _filtered(d: pd.DataFrame, ds: str, problems: Sequence[str] | None,
+              wanted: list[str] | None, left: Counter) -> pd.DataFrame:
+    """1. the problems and models asked for."""
+    if problems:
+        d = d[d["problem"].map(lambda p: any(p == q or p.startswith(q + "/") or q == ds
+                                             for q in problems))]
+    if wanted:
+        n0 = len(d)
+        d = d[d["model"].map(lambda m: _model_matches(m, wanted))]
+        left["other models (not asked for)"] += n0 - len(d)
+    return d
+
+
+def _one_seed(d: pd.DataFrame, ds: str, seed: int | None, sel: Selection,
+              left: Counter) -> pd.DataFrame:
+    """2. the seed asked for, else the one with most units."""
+    if seed is not None:
+        other = d[d["seed"] != seed]
+        for s, n in Counter(other["seed"]).items():
+            sel.notes.append(f"{ds}: left out {n} unit(s) of seed {s} (shown with --seed {s}).")
+        left["other seeds"] += len(other)
+        d = d[d["seed"] == seed]
+        if d.empty:
+            return d
+    else:
+        chosen = _choose(d, "seed")
+        for s, n in sorted(Counter(d[d["seed"] != chosen]["seed"]).items()):
+            sel.notes.append(f"{ds}: left out {n} unit(s) of seed {s} (this table uses "
+                             f"seed {chosen}; see them with --seed {s}).")
+            left["other seeds"] += n
+        d = d[d["seed"] == chosen]
+    sel.seeds[ds] = int(d["seed"].iloc[0])
+    return d
+
+
+def _one_setting(d: pd.DataFrame, ds: str, sel: Selection, left: Counter) -> pd.DataFrame:
+    """3. one protocol setting and set of dataset parameters: the one with most units."""
+    d = d.assign(_settings=d.apply(_settings, axis=1))
+    if d["_settings"].nunique() > 1:
+        chosen = _choose(d, "_settings")
+        n = int((d["_settings"] != chosen).sum())
+        sel.notes.append(f"{ds}: left out {n} unit(s) of other protocol settings or dataset "
+                         f"parameters (this table uses {json.loads(chosen)}).")
+        left["other protocol settings"] += n
+        d = d[d["_settings"] == chosen]
+    return d
+
+
+def _latest_code(d: pd.DataFrame, ds: str, sel: Selection, left: Counter) -> pd.DataFrame:
+    """4. per model label, the configuration and code of its most recently finished unit."""
+    d = d.assign(_prov=d.apply(_provenance, axis=1))
+    parts = []
+    for label, g in d.groupby("model", sort=True):
+        if g["_prov"].nunique() > 1:
+            newest = g.sort_values("finished_at", na_position="first").iloc[-1]["_prov"]
+            n = int((g["_prov"] != newest).sum())
+            sel.notes.append(f"{ds}: left out {n} unit(s) of {label} from an older search "
+                             "space, fixed parameters or code (the newest is shown).")
+            left["older configuration or code"] += n
+            g = g[g["_prov"] == newest]
+        parts.append(g)
+    return pd.concat(parts) if parts else d
+
+
+def _one_per_repetition(d: pd.DataFrame, left: Counter) -> pd.DataFrame:
+    """5. one unit per (label, problem, repetition): an ok one if there is one, else the
+    newest."""
+    n0 = len(d)
+    d = (d.assign(_ok=(d["status"] == "ok").astype(int))
+         .sort_values(["_ok", "finished_at"], na_position="first")
+         .drop_duplicates(["model", "problem", "rep"], keep="last"))
+    if len(d) < n0:
+        left["duplicates"] += n0 - len(d)
+    return d
+
+
+def _planned_repetitions(d: pd.DataFrame, ds: str, sel: Selection,
+                         left: Counter) -> pd.DataFrame:
+    """6. the largest planned ``reps`` of the kept units; units beyond it are left out."""
+    planned = [p for p in map(_planned, d["protocol"]) if p]
+    reps = max(planned) if planned else int(d["rep"].max()) + 1
+    beyond = d[d["rep"] >= reps]
+    if len(beyond):
+        sel.notes.append(f"{ds}: left out {len(beyond)} unit(s) beyond the planned "
+                         f"{reps} repetitions.")
+        left["beyond the planned repetitions"] += len(beyond)
+        d = d[d["rep"] < reps]
+    sel.planned_reps[ds] = reps
+    return d
+
+
+def _progress_rows(d: pd.DataFrame, ds: str, reps: int, n_problems: int) -> list[dict[str, Any]]:
+    """Per model: planned / finished / failed / missing units."""
+    out = []
+    for label, g in d.groupby("model", sort=True):
+        ok = int((g["status"] == "ok").sum())
+        failed = int((g["status"] != "ok").sum())
+        planned_units = reps * n_problems
+        out.append({"dataset": ds, "model": label, "planned": planned_units, "finished": ok,
+                    "failed": failed, "missing": max(planned_units - ok - failed, 0)})
+    return out
+
+
+def _name_absent(df: pd.DataFrame, d: pd.DataFrame, ds: str, sel: Selection,
+                 expected: Sequence[str] | None, wanted: list[str] | None) -> None:
+    """Models planned (``expected``) or present for other datasets of this seed that have no
+    unit here."""
+    here = set(d["model"])
+    others = df[(df["dataset"] != ds) & (df["seed"] == sel.seeds[ds])]
+    cand = set(expected or []) | set(others["model"])
+    if wanted:
+        cand = {m for m in cand if _model_matches(m, wanted)}
+    absent = sorted(m for m in cand if m not in here
+                    and not any(h.split("[", 1)[0] == m for h in here))
+    if absent:
+        sel.absent[ds] = absent
+        sel.notes.append(f"{ds}: no unit at all for {', '.join(absent)} (planned, or run on "
+                         "other datasets of this seed).")
 
 
 def left_out_text(sel: Selection) -> str:
@@ -315,25 +365,64 @@ def row_search(row: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return fits, info
 
 
-def selected_converged(row: pd.Series) -> bool | None:
-    """Whether the unit's selected model converged: the refit's flag (the model scored on
-    test; ``refit_converged`` of the search summary) when stored, else the flag of the
-    search fit at the selected parameters; None when nothing was recorded."""
+def _search_info(row: pd.Series) -> dict[str, Any]:
+    """The unit's stored search summary (``diagnostics['search']`` and what the trace
+    column holds beside the fits)."""
+    return row_search(row)[1]
+
+
+def selected_fit_converged(row: pd.Series) -> bool | None:
+    """Whether the search fit at the selected parameters converged (the fit whose validation
+    AUC chose them): ``selected_converged`` of the stored search summary, else the trace
+    entry at the selected parameters; None when nothing was recorded."""
+    flag = _search_info(row).get("selected_converged")
+    if isinstance(flag, bool):
+        return flag
+    fits, _ = row_search(row)
+    best = row.get("best_params")
+    for f in fits:
+        if f.get("params") == best and isinstance(f.get("converged"), bool):
+            return f["converged"]
+    return None
+
+
+def refit_converged(row: pd.Series) -> bool | None:
+    """Whether the refit on train+validation (the model scored on test) converged:
+    ``refit_converged`` of the stored search summary, else the model's own
+    ``diagnostics_['converged']`` of that fit, else a unit-level ``converged`` column; None
+    when nothing was recorded."""
+    flag = _search_info(row).get("refit_converged")
+    if isinstance(flag, bool):
+        return flag
     diag = row.get("diagnostics")
     if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
         return diag["converged"]
     flag = row.get("converged")  # a unit-level column, if the store has one
     if flag is not None and not isinstance(flag, (dict, list, str)) and not pd.isna(flag):
         return bool(flag)
-    fits, info = row_search(row)
-    for k in ("refit_converged", "converged", "selected_converged"):
-        if isinstance(info.get(k), bool):
-            return info[k]
-    best = row.get("best_params")
-    for f in fits:
-        if f.get("params") == best and isinstance(f.get("converged"), bool):
-            return f["converged"]
     return None
+
+
+def degenerate(row: pd.Series) -> bool | None:
+    """Whether the selected fit is degenerate (the search summary's ``degenerate``: constant
+    validation scores on at least a quarter of the tasks); None for units stored before the
+    search recorded it."""
+    flag = _search_info(row).get("degenerate")
+    return flag if isinstance(flag, bool) else None
+
+
+def constant_share(row: pd.Series) -> float | None:
+    """Share of tasks with constant validation scores in the selected fit, when stored."""
+    share = _search_info(row).get("selected_constant_share")
+    return float(share) if isinstance(share, (int, float)) and not isinstance(share, bool) \
+        else None
+
+
+def failed_fits(row: pd.Series) -> int:
+    """Fits of the unit's search that raised (trace entries with an ``error``): the unit is
+    ok, but its search lost them."""
+    fits, _ = row_search(row)
+    return sum(1 for f in fits if f.get("error"))
 
 
 def at_bound(row: pd.Series) -> list[str] | None:
@@ -377,6 +466,7 @@ def budget(row: pd.Series) -> int | None:
         return None
 
 
-__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace", "row_search",
-           "selected_converged",
-           "at_bound", "at_edge", "n_fits", "budget", "CODE_WORDS"]
+__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace",
+           "row_search", "selected_fit_converged", "refit_converged", "degenerate",
+           "constant_share", "failed_fits", "at_bound", "at_edge", "n_fits", "budget",
+           "CODE_WORDS"]

@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, Sequence
 from .unit import UnitResult, UnitSpec, failed_result, timeout_message
 
 __all__ = ["local_results", "run_supervised", "grace_seconds", "death_cause", "worker_context",
-           "prestart"]
+           "prestart", "die_with_parent"]
 
 POLL_SECONDS = 0.5
 
@@ -71,7 +71,7 @@ def death_cause(exitcode: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------- the worker
-def _die_with_parent(client_pid: int) -> None:
+def die_with_parent(client_pid: int) -> None:
     """Exit when the process that started us (the supervisor, or the forkserver it started)
     exits: SIGKILL from the kernel on Linux, and a watcher thread everywhere."""
     parent = os.getppid()
@@ -111,7 +111,7 @@ def _die_with_parent(client_pid: int) -> None:
 def _worker_setup(parent_pid: int, environ: dict[str, str] | None, cwd: str | None) -> None:
     """What every supervised process does first: die with its supervisor, leave SIGINT and
     SIGTERM to it, take its environment and folder, one BLAS thread, load the plugins."""
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if environ is not None:  # the supervisor's environment now, not the forkserver's

@@ -12,6 +12,10 @@ or solves a per-task ridge problem; nothing here changes an objective.
 * :class:`TaskQuadratic` -- J through the per-task Gram matrices H_t = X_t^T X_t and
   b_t = X_t^T y_t (cached per TaskSet with ``tasks.memo``), or through stacked rows when the
   Gram matrices would cost more than the rows (``d >= 2 n_t``); the same interface for both.
+* :func:`stacked_task_rows` -- the tasks' rows zero-padded into one (T, n_max, d) array, so a
+  per-task product is one batched matmul instead of a Python loop over tasks.
+* :class:`BatchedTaskQuadratic` -- :class:`TaskQuadratic`'s row representation on the padded
+  stack (one batched product per pass; padding rows are zeros and contribute exact zeros).
 """
 from __future__ import annotations
 
@@ -20,7 +24,9 @@ from scipy.linalg import cho_factor, cho_solve
 
 from mtlbench.data import TaskSet
 
-__all__ = ["ridge_solve", "Residuals", "TaskQuadratic", "task_grams", "task_xty", "gram_lipschitz"]
+__all__ = ["ridge_solve", "Residuals", "TaskQuadratic", "BatchedTaskQuadratic", "task_grams",
+           "task_xty", "gram_lipschitz", "stacked_task_rows", "stacked_task_rows_t",
+           "stacked_predictions"]
 
 
 def ridge_solve(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
@@ -177,6 +183,74 @@ class TaskQuadratic:
 
     def value_grad(self, A: np.ndarray) -> tuple[float, np.ndarray]:
         return self.value(A), self.grad(A)
+
+    @staticmethod
+    def combine(A1: np.ndarray, A0: np.ndarray, beta: float) -> np.ndarray:
+        """State of W1 + beta (W1 - W0)."""
+        return A1 + beta * (A1 - A0)
+
+
+def stacked_task_rows(tasks: TaskSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X3, y3, n): X3[t, :n_t] = X_t, y3[t, :n_t] = y_t, zeros below (T, n_max, d) / (T, n_max).
+
+    Cached on ``tasks``.  Zero rows (with zero labels) change no product X_t w, X_t^T r, no
+    residual norm and no Gram matrix, so batched products over the stack give each task's
+    exact quantities; the padding costs T (n_max - n_t) d extra entries (nothing when the tasks
+    have equal sizes, as in the personalized-attribute data: every user labels 50 items)."""
+    def compute():
+        n = np.array([tasks.X(t).shape[0] for t in range(tasks.T)], dtype=int)
+        n_max = int(n.max()) if tasks.T else 0
+        X3 = np.zeros((tasks.T, n_max, tasks.d))
+        y3 = np.zeros((tasks.T, n_max))
+        for t in range(tasks.T):
+            X3[t, :n[t]] = tasks.X(t)
+            y3[t, :n[t]] = tasks.y(t)
+        return X3, y3, n
+    return tasks.memo(("stacked_task_rows",), compute)
+
+
+def stacked_task_rows_t(tasks: TaskSet) -> np.ndarray:
+    """The (T, d, n_max) transpose of :func:`stacked_task_rows`'s X3, contiguous and cached:
+    predictions X_t w_t for all tasks are then the row-vector product
+    ``np.matmul(W.T[:, None, :], X3t)[:, 0, :]`` (measured ~3x faster than X3 @ w_t)."""
+    return tasks.memo(("stacked_task_rows_t",), lambda: np.ascontiguousarray(
+        stacked_task_rows(tasks)[0].transpose(0, 2, 1)))
+
+
+def stacked_predictions(tasks: TaskSet, W: np.ndarray) -> np.ndarray:
+    """A[t, :n_t] = X_t w_t (zeros at the padding), shape (T, n_max), one batched product."""
+    return np.matmul(W.T[:, None, :], stacked_task_rows_t(tasks))[:, 0, :]
+
+
+class BatchedTaskQuadratic:
+    """J(W) = sum_t 1/2 ||y_t - X_t w_t||^2 with the interface of :class:`TaskQuadratic`
+    (``forward``, ``value``, ``grad``, ``combine``, ``lipschitz``), computed on the zero-padded
+    stack of :func:`stacked_task_rows`: the state of W is the flat concatenation of the
+    predictions A[t] = X_t w_t (T x n_max, zero at the padding) and the back-projections
+    X_t^T A[t] (T x d), each one batched product over all tasks (no Python loop over tasks).
+    Exact (float64) like the other representations; the order of the floating-point sums
+    inside the products may differ from theirs (last-bit differences)."""
+
+    def __init__(self, tasks: TaskSet) -> None:
+        self.d, self.T = tasks.d, tasks.T
+        _, self.y3, self.n = stacked_task_rows(tasks)
+        self.X3t = stacked_task_rows_t(tasks)
+        self.split = self.y3.size
+        self.lipschitz = float(gram_lipschitz(tasks).max()) if self.T else 0.0
+        self.B = task_xty(tasks)
+
+    def forward(self, W: np.ndarray) -> np.ndarray:
+        A = np.matmul(W.T[:, None, :], self.X3t)[:, 0, :]      # X_t w_t, (T, n_max)
+        # X_t^T a_t, (T, d): the column form over X3t (measured 2.5x faster than a_t^T X_t)
+        G = np.matmul(self.X3t, A[:, :, None])[:, :, 0]
+        return np.concatenate([A.ravel(), G.ravel()])
+
+    def value(self, S: np.ndarray) -> float:
+        r = S[:self.split] - self.y3.ravel()
+        return float(0.5 * (r @ r))
+
+    def grad(self, S: np.ndarray) -> np.ndarray:
+        return S[self.split:].reshape(self.T, self.d).T - self.B
 
     @staticmethod
     def combine(A1: np.ndarray, A0: np.ndarray, beta: float) -> np.ndarray:

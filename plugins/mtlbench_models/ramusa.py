@@ -19,50 +19,77 @@ U1, V1 are the singular vectors of W^(l-1) with sigma_i > theta.  Stage l solves
     W^(l) = argmin_W  J(W) + lam ||W||_* - lam <U1 V1^T, W>                         (stage)
 
 Stage 1 has no linear term (U1 V1^T = 0 before any solution): plain trace-norm MTL (MALSAR
-``Least_Trace``).  Because lam (||W||_* - <U1V1^T, W>) - lam h(W^(l-1)) + lam <U1V1^T, W^(l-1)>
-majorises the capped penalty and touches it at W^(l-1), F(W^(l)) <= F(W^(l-1)) as long as each
-stage does not end above its starting value -- guaranteed here (monotone APG, warm-started at
-W^(l-1)).  Stop when the set {i : sigma_i > theta} stops changing (same count and
-||U1V1^T_new - U1V1^T_old||_F <= subspace_tol sqrt(count), default 1e-2: the linear term, hence
-the next stage, barely moves), when F decreases by less than ``tol`` (relative), or after
-``max_stages`` (default 50; a cap of 10 stopped 17 of the 60 fits of the seed-101 design
-before their stopping rule, mostly at theta_ratio <= 0.3).
+``Least_Trace``); theta is defined from its solution W^(1) (below).
 
-Stage solver: accelerated proximal gradient (FISTA with backtracking and restart on objective
-increase), prox = singular value thresholding.  The step constant L is adaptive and never above
-Lip(grad J) = max_t ||X_t||_2^2: each iteration tries 0.8 x the last accepted L and doubles it
-until the descent-lemma test holds (always at Lip(grad J); no rounding slack below it); after
-a failed decrease L is kept for 10 iterations (a failed trial costs an SVT and a pass over the
-data).  At SUN scale the curvature along the steps is far below the global constant (on a
-100 x 1024 x 25 proxy of ``make_low_rank_tasks``: 391 iterations and 460 passes instead of 1200
-and 1200).  When the last accepted step kept at most min(d, T)/8 singular values, the SVT
+How we solve it (changed this round, issue 23): stage 1 exactly as the paper (APG to its
+stopping rule, :func:`stage_solve`); then, from W^(1), the proximal DC algorithm with
+extrapolation (:func:`pdca_solve`; Wen, Chen & Pong, "A proximal difference-of-convex algorithm
+with extrapolation", Comput. Optim. Appl. 2018): the same linearisation, refreshed at EVERY
+accelerated proximal-gradient step instead of once per stage solved to optimality.  Both are
+DC algorithms for the same objective with the same fixed points (W is a fixed point iff it
+minimises its own linearised stage objective, i.e. 0 in grad J(W) + lam d||W||_* -
+lam dh(W)); F never increases (extrapolated steps that would increase it are replaced by the
+plain pDCA step); every limit point is such a critical point (Wen, Chen & Pong, Thm. 4.1).
+Why: the stage sequence converged sublinearly at the paper's scale (``synthetic-attributes``
+attr0 training split, lam_ratio 0.1, theta_ratio 0.25: relative decrease per stage 8e-2,
+1e-2, 5e-3, ... still 2e-4 at the 50-stage cap, not converged, 3,861 APG iterations), each
+stage costing ~50 APG iterations to its tolerance.  The non-convex problem has several
+critical points, so the two schemes may end at different ones from W^(1).  Measured on that
+split (``benchmarks/bench_spectral.py --models ramusa``, old = the stage loop): over the 3 x 3
+starting grid pDCAe reached an objective lower by 0 to 7.6e-4 relative (equal at
+theta_ratio = 1, where no DC iteration runs), in 1/2 to 1/3.5 of the APG iterations.  Known
+gap: at (0.1, 0.25) pDCAe needs 9,438 iterations to its rule (F = 1436.86, 21% below the
+stage loop's unconverged 1816.56, which was still moving after 50 stages), so with the default
+``max_iter`` = 2000 that fit is NOT converged: a singular value crossing theta moves slowly.
+
+Stage solver: accelerated proximal gradient, prox = singular value thresholding, with the
+backtracking of Scheinberg, Goldfarb & Bai ("Fast first-order methods for composite convex
+optimization with backtracking", FoCM 2014, FISTA-BKTR): the step constant L is adaptive and
+never above Lip(grad J) = max_t ||X_t||_2^2; each iteration tries 0.8 x the last accepted L
+and doubles it until the descent-lemma test holds (always at Lip(grad J); no rounding slack
+below it); for every trial L the momentum t_k = (1 + sqrt(1 + 4 (L / L_{k-1}) t_{k-1}^2))/2
+and the extrapolated point are recomputed, which is what makes that paper's O(1/k^2) bound
+hold while L shrinks (the landed solver kept the plain FISTA sequence with a shrinking L, for
+which no rate is proven; issue 24 item 9).  After a failed decrease L is kept for 10
+iterations (a failed trial costs an SVT and a pass over the data).  Restart on increase: if
+the accelerated step increases the stage objective, the momentum is reset and a
+proximal-gradient step from the last iterate is taken, so the stage objective never
+increases; the rate bound then holds on each restart-free segment (not claimed across
+restarts).  When the last accepted step kept at most min(d, T)/8 singular values, the SVT
 computes only the Gram eigenpairs above tau^2 (LAPACK ``syevr`` value range; the same exact
-set).  SUN scale (``make_low_rank_tasks(0, T=250, d=2048, n=50, rank=5, noise=0.5)``,
-lam_ratio 0.2, theta_ratio 0.5): 1747 APG iterations over 26 stages (landed code with L only
-increasing from Lip(grad J): 6477), converged, capped objective 500.896 (landed: 500.934);
-271 s against 900 s on the 2-core machine at load ~8.  The 30 s target is not met: the time
-is ~55% data passes (one per APG trial, memory bound) and ~25% the SVT's T x T Gram matrix
-and its eigenpairs.  SVT needs only the singular values above
-lam/L and their right (or left) singular vectors: computed from the eigen-decomposition of the
-smaller Gram matrix (T x T when T <= d), X = V diag(max(1 - tau/sigma, 0)) V^T applied to W,
-~10x cheaper than a LAPACK SVD at SUN scale (d = 2048, T = 250); falls back to a full SVD when
-tau < 1e-6 sigma_1 (Gram precision).  J and grad J come from ``_linalg.TaskQuadratic`` (per-task
-Gram matrices cached on the TaskSet when d < 2 n_t, passes over the rows otherwise).
+set).  SVT needs only the singular values above lam/L and their right (or left) singular
+vectors: computed from the eigen-decomposition of the smaller Gram matrix, X = V diag(max(1 -
+tau/sigma, 0)) V^T applied to W, ~10x cheaper than a LAPACK SVD at SUN scale; falls back to a
+full SVD when tau < 1e-6 sigma_1 (Gram precision).  J and grad J come from
+``_linalg.TaskQuadratic`` (per-task Gram matrices cached on the TaskSet when d < 2 n_t) or,
+when d >= 2 n_t, from ``_linalg.BatchedTaskQuadratic`` (one batched product over the
+zero-padded task stack per pass instead of a Python loop over tasks).  SUN scale (landed
+solver, before this round): 1747 APG iterations over 26 stages, ~55% data passes, ~25% SVT.
 
 Stopping rules (stated tolerances):
-* each stage (convex): ||W_k - W_{k-1}||_F <= tol * max(1, ||W_k||_F), tol = 1e-6 -- for a
-  proximal-gradient step this is the gradient-mapping norm over L, a first-order optimality
-  residual (with an adaptive L <= Lip(grad J): ||G_L||/L is non-increasing in L, so the rule
-  at the step's L implies it at Lip(grad J)); a stage that reaches ``max_iter`` (2000) iterations is not converged;
-* the stage sequence (non-convex problem): the linearisation stops moving (above), or the
-  capped objective decreases by <= tol (relative) over a stage, or no singular value exceeds
-  theta.  ``converged_`` is True iff the sequence stopped by one of these rules (not by
-  ``max_stages``) and every stage met its own rule.
+* each stage (convex): an optimality residual.  The accepted step from Y with constant L
+  gives E = grad(W_k) - grad(Y) + L (Y - W_k), an element of the stage objective's
+  subdifferential at W_k (prox optimality); stop when ||E||_F <= tol * Lip(grad J) *
+  max(1, ||W_k||_F), tol = 1e-6, i.e. dist(0, dF_stage(W_k)) <= that.  (The landed rule
+  bounded the iterate change ||W_k - W_{k-1}||, which is not a residual of any point.)  A
+  stage that reaches ``max_iter`` (2000) iterations is not converged;
+* the DC iteration (non-convex problem, :func:`pdca_solve`): a DC-criticality residual, an
+  element R of grad J(W) + lam d||W||_* - lam dh(W) at the new iterate (from prox optimality
+  and the refreshed subgradient of h), with ||R||_F <= tol * Lip(grad J) * max(1, ||W||_F);
+  at most ``max_iter`` pDCA iterations.  ``converged_`` is True iff stage 1 and the DC
+  iteration each met their rule (a fit with no singular value of W^(1) above theta returns
+  W^(1), which is then DC-critical).
+
+Progress: ``report_progress(i, F)`` after every APG iteration i (stage 1, then pDCA, counted
+on): after stage 1 F is the capped objective; during stage 1, where theta is not yet defined,
+it is J + lam ||W||_* (the capped objective with theta = inf, an upper bound of it for any
+theta).  No certificate: the model's objective is non-convex, and a stage's residual bounds
+no distance to the capped problem's optimum.
 
 Convexity: the capped trace norm is non-convex (``convex = False``): a search fits every point
 cold.  ``fit(tasks, init=m)`` still starts stage 1 (convex) from m's stage-1 solution, which
-reaches the same stage-1 optimum up to the stage tolerance; the later stages are determined by
-W^(1), lam and theta as in a cold fit.
+reaches the same stage-1 optimum up to the stage tolerance; the DC iteration is then determined
+by W^(1), lam and theta as in a cold fit.
 
 Hyperparameters (scale-free):
     lam_ratio   -> lam = lam_ratio * ||grad J(0)||_2 (spectral norm; the smallest lam for which
@@ -70,12 +97,11 @@ Hyperparameters (scale-free):
     theta_ratio -> theta = theta_ratio * sigma_1(W^(1)), W^(1) the stage-1 (trace-norm)
                    solution                                        (paper's theta)
 Declared space: both Log with bounds (0, 1].  lam_ratio = 1: W = 0 (stage 1 is zero, so every
-singular value is 0 <= theta and no later stage runs).  theta_ratio = 1 (checked in ``fit``:
-theta and the first linearisation come from the same SVD of W^(1)): no singular value of W^(1)
-exceeds theta, so the fit is the plain trace-norm solution W^(1) -- the convex special case;
-larger theta_ratio is the same model.  Start ranges (docs/tuning.md, rule version 4: 12
-design points spread over them; the grid ratio 2 is the extension step): grids lam_ratio
-{0.1, 0.2, 0.4},
+singular value is 0 <= theta and no DC iteration runs).  theta_ratio = 1 (checked in ``fit``
+on the same singular values that define theta): no singular value of W^(1) exceeds theta, so
+the fit is the plain trace-norm solution W^(1) -- the convex special case; larger theta_ratio
+is the same model.  Start ranges (docs/tuning.md, rule version 4: 12 design points spread over
+them; the grid ratio 2 is the extension step): grids lam_ratio {0.1, 0.2, 0.4},
 theta_ratio in {0.25, 0.5, 1.0}, designed on the training/validation splits (reps 0, 1) of
 ``make_simulated(seed=101)`` (no published table uses it): validation AUC peaked at
 (0.2, 0.6) (0.909), interior in lam_ratio; lam_ratio <= 0.03 was worse (<= 0.83) and slow,
@@ -88,27 +114,31 @@ norm, the DC linearisation with U1V1^T and the trace-norm first stage follow the
 description ("a capped trace norm regularizer to minimize only the singular values smaller than
 an adaptively tuned threshold") and models.md; the paper's own grids are unknown (ours below).
 
-Fitted attributes: ``coef_``, ``theta_``, ``lam_``, ``objective_history_`` (F after every APG
-iteration, all stages), ``stage_objectives_`` (F at the end of each stage, non-increasing),
-``stage_bases_`` (per stage the (U1, V1) that defined its linear term; stage 1: empty),
-``rank_`` (numerical rank of W), ``n_iter_`` (total APG iterations), ``n_stages_``.
+Fitted attributes: ``coef_``, ``theta_``, ``lam_``, ``stage1_coef_`` (W^(1)),
+``objective_history_`` (F at W^(1), then after every pDCA iteration: non-increasing),
+``rank_`` (numerical rank of W), ``n_iter_`` (APG iterations, stage 1 plus pDCA);
+``diagnostics_`` has ``stage1_iter`` and ``dc_iter``.  (The multi-stage attributes
+``stage_objectives_``, ``stage_bases_``, ``n_stages_`` and the parameters ``max_stages``,
+``subspace_tol`` are gone with the stage loop.)
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import eigh
 
-from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._linalg import Residuals, TaskQuadratic, task_xty
+from ._linalg import BatchedTaskQuadratic, Residuals, TaskQuadratic, task_xty
 from ._losses import SquaredLoss
 from ._prox import prox_trace
 
 
-def svt(V: np.ndarray, tau: float, few: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def svt(V: np.ndarray, tau: float, few: bool = False, above: float | None = None):
     """Singular value thresholding argmin_X 1/2||X - V||_F^2 + tau ||X||_*.
 
-    Returns (X, singular values of X in descending order, length min(d, T)).  Uses the
+    Returns (X, singular values of X in descending order, length min(d, T)), and with
+    ``above`` given also U1 V1^T (d x T), U1, V1 the singular vectors of X whose singular
+    values exceed ``above`` (a subgradient of sum_i max(sigma_i(X) - above, 0) at X).  Uses the
     eigen-decomposition of the smaller Gram matrix (only the singular values above tau and
     their vectors matter); exact LAPACK fallback when tau is tiny relative to sigma_1.
     ``few=True`` (the caller expects few singular values above tau, e.g. the previous
@@ -118,8 +148,9 @@ def svt(V: np.ndarray, tau: float, few: bool = False) -> tuple[np.ndarray, np.nd
     d, T = V.shape
     m = min(d, T)
     right = T <= d
+    zero = np.zeros_like(V)
     if m == 0:
-        return np.zeros_like(V), np.zeros(0)
+        return (zero, np.zeros(0)) if above is None else (zero, np.zeros(0), zero)
     G = V.T @ V if right else V @ V.T
     if few:
         evals, evecs = eigh(G, subset_by_value=(tau * tau, np.inf), driver="evr",
@@ -132,16 +163,26 @@ def svt(V: np.ndarray, tau: float, few: bool = False) -> tuple[np.ndarray, np.nd
     evecs = evecs[:, ::-1]
     keep = sig > tau
     if not keep.any():
-        return np.zeros_like(V), np.zeros(m)
+        return (zero, np.zeros(m)) if above is None else (zero, np.zeros(m), zero)
     if tau < 1e-6 * sig[0]:
-        X, s = prox_trace(V, tau)
-        return X, s
+        if above is None:
+            return prox_trace(V, tau)
+        U, sv, Vt = np.linalg.svd(V, full_matrices=False)
+        s = np.maximum(sv - tau, 0.0)
+        pos, sel = s > 0, s > above
+        return (U[:, pos] * s[pos]) @ Vt[pos], s, U[:, sel] @ Vt[sel]
     sig, evecs = sig[keep], evecs[:, keep]
     B = evecs * (1.0 - tau / sig)
     X = (V @ B) @ evecs.T if right else B @ (evecs.T @ V)
     s = np.zeros(m)
     s[:sig.size] = sig - tau
-    return X, s
+    if above is None:
+        return X, s
+    sel = sig - tau > above
+    E, g = evecs[:, sel], sig[sel]
+    # the other side's singular vectors of X are those of V: V v_i / sigma_i (or V^T u_i / sigma_i)
+    M = ((V @ E) / g) @ E.T if right else E @ ((E.T @ V) / g[:, None])
+    return X, s, M
 
 
 DOWN = 0.8
@@ -159,8 +200,9 @@ def trace_lambda_max(loss) -> float:
 
 
 def _as_quad(loss):
-    """A :class:`TaskQuadratic`, or a SquaredLoss wrapped in the row-pass :class:`Residuals`."""
-    if isinstance(loss, TaskQuadratic):
+    """A :class:`TaskQuadratic` / :class:`BatchedTaskQuadratic`, or a SquaredLoss wrapped in the
+    row-pass :class:`Residuals`."""
+    if isinstance(loss, (TaskQuadratic, BatchedTaskQuadratic)):
         return loss
     R = Residuals(loss)
     R.lipschitz = loss.lipschitz
@@ -169,42 +211,59 @@ def _as_quad(loss):
 
 def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 tol: float = 1e-6, max_iter: int = 2000, theta: float | None = None,
-                down: float = DOWN, stats: dict | None = None, sv0: np.ndarray | None = None):
+                down: float = DOWN, stats: dict | None = None, sv0: np.ndarray | None = None,
+                progress=None):
     """APG for one stage: argmin_W J(W) - lam <M, W> + lam ||W||_*  (M = None: no linear term).
 
-    ``loss``: a :class:`TaskQuadratic` (Gram or row passes) or a ``SquaredLoss``.
-    Stopping rule: ||W_k - W_{k-1}||_F <= tol * max(1, ||W_k||_F) -- for a proximal-gradient
-    step this is the norm of the gradient mapping divided by the step's L, i.e. a first-order
-    optimality residual of the convex stage problem.
-    Monotone: an iterate is accepted only if the stage objective does not increase (otherwise
-    momentum is restarted and a plain proximal-gradient step is taken).  Returns
-    (W, stage objective history, capped objective history (if theta given), iterations,
-    converged) -- ``converged`` is False only when ``max_iter`` was reached.
+    ``loss``: a :class:`TaskQuadratic` / :class:`BatchedTaskQuadratic` or a ``SquaredLoss``.
+    FISTA with the backtracking of Scheinberg, Goldfarb & Bai (2014, FISTA-BKTR): each
+    iteration tries L = ``down`` x the last accepted L (never above Lip(grad J)), and for every
+    trial L the momentum t_k = (1 + sqrt(1 + 4 (L/L_prev) t_{k-1}^2))/2 and the extrapolated
+    point are recomputed, so the O(1/k^2) bound
+    F(W_k) - F* <= 2 L_max ||W0 - W*||^2 / (sum_i sqrt(L_max / L_i))^2 of that paper holds with a
+    step constant that may shrink.  Restart on increase: if the step from the extrapolated
+    point increases the stage objective, the momentum is reset and a proximal-gradient step
+    from the last iterate is taken (it never increases F by the descent lemma), so the stage
+    objective is non-increasing; the rate bound holds on each restart-free segment.
+    Stopping rule (an optimality residual, not the iterate change): the step from Y with
+    constant L gives the subgradient E = grad(W_k) - grad(Y) + L (Y - W_k) in dF_stage(W_k); stop
+    when ||E||_F <= tol * Lip(grad J) * max(1, ||W_k||_F), i.e. dist(0, dF_stage(W_k)) is at most
+    that.  Returns (W, stage objective history, capped objective history (if theta given),
+    iterations, converged) -- ``converged`` is False only when ``max_iter`` was reached.
+    ``progress(F)``: called once per iteration with the stage objective (see ``fit``).
     """
     R = _as_quad(loss)
     lin = (lambda W: 0.0) if M is None else (lambda W: -lam * float(np.sum(M * W)))
 
-    def step_from(Y, AY, L):
+    def grad_of(A):
+        G = R.grad(A)
+        return G if M is None else G - lam * M
+
+    def prox_step(Y, AY, L):
+        """Prox-gradient step from Y with constant L; doubles L until the descent lemma holds."""
         fY = R.value(AY) + lin(Y)
-        G = R.grad(AY)
-        if M is not None:
-            G = G - lam * M
+        G = grad_of(AY)
         while True:
-            Xn, s = svt(Y - G / L, lam / L, few=rank[0] <= few_max)
-            D = Xn - Y
-            An = R.forward(Xn)
-            if stats is not None:
-                stats["data_passes"] = stats.get("data_passes", 0) + 1
-            Jn = R.value(An)
-            fn = Jn + lin(Xn)
-            quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
-            # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
-            # wander at the stopping scale -- seen with CoCMTL's blocks)
-            if L >= L_max or fn <= quad:
-                rank[0] = int(np.count_nonzero(s))
-                return Xn, s, An, Jn, fn, L
+            Xn, s, An, fn, ok = _trial(Y, G, fY, L)
+            if ok:
+                return Xn, s, An, fn, L, G
             wait[0] = PATIENCE             # a failed decrease: keep L for PATIENCE iterations
             L = min(2.0 * L, L_max)
+
+    def _trial(Y, G, fY, L):
+        Xn, s = svt(Y - G / L, lam / L, few=rank[0] <= few_max)
+        D = Xn - Y
+        An = R.forward(Xn)
+        if stats is not None:
+            stats["data_passes"] = stats.get("data_passes", 0) + 1
+        fn = R.value(An) + lin(Xn)
+        quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
+        # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
+        # wander at the stopping scale -- seen with CoCMTL's blocks)
+        ok = L >= L_max or fn <= quad
+        if ok:
+            rank[0] = int(np.count_nonzero(s))
+        return Xn, s, An, fn, ok
 
     W = W0.copy()
     A = R.forward(W)
@@ -219,8 +278,8 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
     few_max = min(W0.shape) // 8
     rank = [min(W0.shape)]
     wait = [0]
-    L = L_max
-    Y, AY = W, A
+    L = L_acc = L_max                   # trial / last accepted step constant
+    W_prev, A_prev = W, A
     t_k = 1.0
     it = 0
     converged = False
@@ -229,50 +288,161 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
             wait[0] -= 1
         else:
             L = max(L * down, 1e-12 * L_max)
-        Wn, s, An, Jn, fn, L = step_from(Y, AY, L)
+        # FISTA-BKTR: the momentum and Y depend on the trial L (recomputed after each failure)
+        while True:
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+            Y = W + beta * (W - W_prev) if beta > 0 else W
+            AY = R.combine(A, A_prev, beta) if beta > 0 else A
+            fY = R.value(AY) + lin(Y)
+            GY = grad_of(AY)
+            Wn, s, An, fn, ok = _trial(Y, GY, fY, L)
+            if ok:
+                break
+            wait[0] = PATIENCE
+            L = min(2.0 * L, L_max)
         Fn = fn + lam * s.sum()
         if Fn > F:  # restart from the last accepted point
-            t_k = 1.0
-            Wn, s, An, Jn, fn, L = step_from(W, A, L)
+            t_next = 1.0
+            Y, AY = W, A
+            Wn, s, An, fn, L, GY = prox_step(W, A, L)
             Fn = fn + lam * s.sum()
             if Fn > F:  # no progress possible at machine precision: W is optimal to rounding
+                if progress is not None:
+                    progress(capped[-1] if theta is not None else float(F))
                 converged = True
                 break
-        step = np.linalg.norm(Wn - W)
-        t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-        beta = (t_k - 1.0) / t_next
-        Y = Wn + beta * (Wn - W)
-        AY = R.combine(An, A, beta)
+        L_acc = L
+        # an element of the stage objective's subdifferential at Wn (prox optimality at Y)
+        E = grad_of(An) - GY + L * (Y - Wn)
+        W_prev, A_prev = W, A
         W, A, F, t_k = Wn, An, Fn, t_next
         hist.append(float(F))
         if theta is not None:
-            capped.append(float(Jn + lam * capped_penalty(s, theta)))
-        if step <= tol * max(1.0, np.linalg.norm(W)):
+            capped.append(float(fn - lin(Wn) + lam * capped_penalty(s, theta)))
+        if progress is not None:
+            progress(capped[-1] if theta is not None else float(F))
+        if np.linalg.norm(E) <= tol * L_max * max(1.0, np.linalg.norm(W)):
             converged = True
             break
     return W, hist, capped, it, converged
 
 
+RESTART_EVERY = 200
+
+
+def pdca_solve(loss, lam: float, theta: float, W0: np.ndarray, tol: float = 1e-6,
+               max_iter: int = 2000, down: float = DOWN, stats: dict | None = None,
+               progress=None):
+    """Proximal DC algorithm with extrapolation (pDCAe; Wen, Chen & Pong, Comput. Optim. Appl.
+    2018) for the capped problem F(W) = J(W) + lam ||W||_* - lam h(W),
+    h(W) = sum_i max(sigma_i(W) - theta, 0), started at ``W0``.
+
+    Each iteration linearises h at the current iterate W_k (subgradient lam U1 V1^T, U1, V1 the
+    singular vectors of W_k with sigma > theta) and takes one accelerated proximal-gradient
+    step on the convex stage objective of that linearisation -- the multi-stage relaxation
+    with the linear term refreshed at every step instead of once per solved stage:
+
+        W_{k+1} = SVT(Y_k - (grad J(Y_k) - lam U1 V1^T) / L, lam / L),
+        Y_k = W_k + beta_k (W_k - W_{k-1}).
+
+    Step constant and momentum as in :func:`stage_solve` (Scheinberg-Goldfarb-Bai
+    backtracking, L <= Lip(grad J)); the momentum is reset every ``RESTART_EVERY`` iterations
+    (pDCAe's fixed restart, so sup beta_k < 1) and whenever the extrapolated step would
+    increase F, in which case the plain pDCA step from W_k is taken: it does not increase F
+    (descent lemma on J, convexity of h).  So F is non-increasing, and every limit point is a
+    critical point of the DC decomposition (Wen, Chen & Pong 2018, Thm. 4.1).
+    Stopping rule (DC-criticality residual): with E = grad(W_{k+1}) - grad(Y_k) + L (Y_k -
+    W_{k+1}) (prox optimality), R = E + lam (U1V1^T(W_k) - U1V1^T(W_{k+1})) is an element of
+    grad J(W_{k+1}) + lam d||W_{k+1}||_* - lam dh(W_{k+1}); stop when ||R||_F <= tol *
+    Lip(grad J) * max(1, ||W_{k+1}||_F).  Returns (W, F history, iterations, converged).
+    """
+    R = _as_quad(loss)
+    L_max = max(R.lipschitz, 1e-12)
+    W = W0.copy()
+    A = R.forward(W)
+    U, sv, Vt = np.linalg.svd(W, full_matrices=False)
+    big = sv > theta
+    M = U[:, big] @ Vt[big]
+    F = R.value(A) + lam * capped_penalty(sv, theta)
+    hist = [float(F)]
+    few_max = min(W0.shape) // 8
+    rank = int(np.count_nonzero(sv > 1e-12 * max(sv[0] if sv.size else 0.0, 1e-300)))
+    wait = 0
+    L = L_acc = L_max
+    W_prev, A_prev = W, A
+    t_k, since_restart = 1.0, 0
+    it, converged = 0, False
+    for it in range(1, max_iter + 1):
+        if wait > 0:
+            wait -= 1
+        else:
+            L = max(L * down, 1e-12 * L_max)
+        if since_restart >= RESTART_EVERY:
+            t_k, since_restart = 1.0, 0
+        momentum = True
+        while True:
+            if momentum:
+                t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+                beta = (t_k - 1.0) / t_next
+            else:
+                t_next, beta = 1.0, 0.0
+            Y = W + beta * (W - W_prev) if beta > 0 else W
+            AY = R.combine(A, A_prev, beta) if beta > 0 else A
+            GJ = R.grad(AY)
+            G = GJ - lam * M
+            fY = R.value(AY)
+            Wn, sn, Mn = svt(Y - G / L, lam / L, few=rank <= few_max, above=theta)
+            D = Wn - Y
+            An = R.forward(Wn)
+            if stats is not None:
+                stats["data_passes"] = stats.get("data_passes", 0) + 1
+            Jn = R.value(An)
+            if L >= L_max or Jn <= fY + float(np.vdot(GJ, D)) + 0.5 * L * float(np.vdot(D, D)):
+                Fn = Jn + lam * capped_penalty(sn, theta)
+                if Fn <= F or not momentum:
+                    break
+                momentum = False           # restart: the plain pDCA step from W_k
+                continue
+            wait = PATIENCE                # a failed decrease: keep L for PATIENCE iterations
+            L = min(2.0 * L, L_max)
+        if Fn > F:        # the plain step cannot decrease F at machine precision: W is critical
+            if progress is not None:
+                progress(float(F))
+            converged = True
+            break
+        rank = int(np.count_nonzero(sn))
+        residual = (R.grad(An) - lam * M) - G + L * (Y - Wn) + lam * (M - Mn)
+        W_prev, A_prev = W, A
+        W, A, F, M, L_acc = Wn, An, Fn, Mn, L
+        t_k = t_next
+        since_restart = since_restart + 1 if momentum else 0
+        hist.append(float(F))
+        if progress is not None:
+            progress(float(F))
+        if np.linalg.norm(residual) <= tol * L_max * max(1.0, np.linalg.norm(W)):
+            converged = True
+            break
+    return W, hist, it, converged
+
+
 class RAMUSA(LinearMTLModel):
-    """Capped-trace-norm MTL solved by multi-stage convex relaxation."""
+    """Capped-trace-norm MTL: trace-norm stage 1, then the proximal DC algorithm (pDCAe)."""
 
     name = "ramusa"
     paper = "Han & Zhang, Multi-Stage Multi-Task Learning with Reduced Rank, AAAI 2016"
     search_space = {"lam_ratio": Log([0.1, 0.2, 0.4], low=None, high=1.0),
                     "theta_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}
-    param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([2000], low=1),
-                         "max_stages": Int([50], low=1), "subspace_tol": Linear([1e-2], low=0.0)}
+    param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([2000], low=1)}
     convex = False
     supports_warm_start = False
 
     def __init__(self, lam_ratio: float = 0.2, theta_ratio: float = 0.5, tol: float = 1e-6,
-                 max_iter: int = 2000, max_stages: int = 50, subspace_tol: float = 1e-2):
+                 max_iter: int = 2000):
         self.lam_ratio = lam_ratio
         self.theta_ratio = theta_ratio
         self.tol = tol
         self.max_iter = max_iter
-        self.max_stages = max_stages
-        self.subspace_tol = subspace_tol
 
     def capped_objective(self, tasks: TaskSet, W: np.ndarray | None = None) -> float:
         """F(W) = J(W) + lam sum_i min(sigma_i(W), theta) (LAPACK singular values)."""
@@ -283,6 +453,8 @@ class RAMUSA(LinearMTLModel):
     def fit(self, tasks: TaskSet, init=None) -> "RAMUSA":
         self.check_params()
         quad = TaskQuadratic(tasks)
+        if quad.mode == "rows":      # d >= 2 n_t: one batched pass instead of a loop over tasks
+            quad = BatchedTaskQuadratic(tasks)
         lam = float(self.lam_ratio) * tasks.memo(
             ("trace_lambda_max",), lambda: float(np.linalg.norm(task_xty(tasks), 2)))
         self.lam_ = lam
@@ -293,73 +465,45 @@ class RAMUSA(LinearMTLModel):
             W0 = init.stage1_coef_
         # stage 1: trace-norm MTL; theta is defined from its solution
         stats = {"data_passes": 0}
+        counter = [0]
+
+        def progress(value):
+            counter[0] += 1
+            report_progress(counter[0], value)
+
         W, _, _, it, conv = stage_solve(quad, lam, None, W0, tol=tol, max_iter=max_iter,
-                                        stats=stats)
-        stages_converged = [conv]
+                                        stats=stats, progress=progress)
         self.stage1_coef_ = W.copy()
-        # one SVD serves theta and the first linearisation, so at theta_ratio = 1 no singular
-        # value is above theta (two LAPACK drivers may differ in the last bit of sigma_1)
-        U, s1, Vt = np.linalg.svd(W, full_matrices=False)
+        s1 = np.linalg.svd(W, compute_uv=False)
         theta = float(self.theta_ratio) * (float(s1[0]) if s1.size else 0.0)
         self.theta_ = theta
-        hist = [quad.value(quad.forward(W)) + lam * capped_penalty(s1, theta)]
-        stage_obj = [hist[-1]]
-        bases = [(np.zeros((tasks.d, 0)), np.zeros((tasks.T, 0)))]
-        total_it = it
-        M_old = None
-        n_stages = 1
-        outer_done = False
-        s = s1
-        while True:
-            if n_stages > 1:
-                U, s, Vt = svd_W          # of the last stage's W (also gave its F)
-            big = s > theta
-            r = int(big.sum())
-            M = U[:, big] @ Vt[big]
-            if M_old is not None and r == int(round(np.sum(M_old * M_old))) \
-                    and np.linalg.norm(M - M_old) <= self.subspace_tol * np.sqrt(max(r, 1)):
-                outer_done = True
-                break
-            if M_old is None and r == 0:
-                outer_done = True
-                break  # no singular value above theta: stage 2 would repeat stage 1
-            if n_stages >= int(self.max_stages):
-                break      # stopped by the cap while the linearisation still moves
-            W, _, capped, it, conv = stage_solve(quad, lam, M, W, tol=tol, max_iter=max_iter,
-                                                 theta=theta, stats=stats, sv0=s)
-            stages_converged.append(conv)
-            total_it += it
-            n_stages += 1
-            bases.append((U[:, big].copy(), Vt[big].T.copy()))
-            hist.extend(capped[1:])
-            # one SVD of the new W gives its capped objective and the next linearisation
-            svd_W = np.linalg.svd(W, full_matrices=False)
-            F = quad.value(quad.forward(W)) + lam * capped_penalty(svd_W[1], theta)
-            prev = stage_obj[-1]
-            stage_obj.append(F)
-            M_old = M
-            if prev - F <= tol * max(abs(F), 1e-12):
-                outer_done = True
-                break
+        stage1_iter = it
+        if np.any(s1 > theta):
+            W, hist, dc_iter, dc_conv = pdca_solve(quad, lam, theta, W, tol=tol,
+                                                   max_iter=max_iter, stats=stats,
+                                                   progress=progress)
+        else:
+            # no singular value above theta: W^(1) (the trace-norm optimum) is DC-critical,
+            # the convex special case (theta_ratio = 1 and above)
+            hist = [quad.value(quad.forward(W)) + lam * capped_penalty(s1, theta)]
+            dc_iter, dc_conv = 0, True
         self.coef_ = W
         self.objective_history_ = [float(v) for v in hist]
-        self.stage_objectives_ = [float(v) for v in stage_obj]
-        self.stage_bases_ = bases
-        self.n_iter_ = total_it
-        self.n_stages_ = n_stages
-        self.converged_ = bool(outer_done and all(stages_converged))
-        s = svd_W[1] if n_stages > 1 else s1       # singular values of the returned W
+        self.n_iter_ = stage1_iter + dc_iter
+        self.converged_ = bool(conv and dc_conv)
+        s = np.linalg.svd(W, compute_uv=False)
         self.rank_ = int(np.sum(s > 1e-8 * max(s[0] if s.size else 0.0, 1e-300)))
-        self.diagnostics_ = {"lam": lam, "theta": theta, "n_stages": n_stages,
-                             "rank": self.rank_, "n_above_theta": int(np.sum(s > theta)),
-                             "stage_objectives": self.stage_objectives_,
+        self.diagnostics_ = {"lam": lam, "theta": theta, "stage1_iter": stage1_iter,
+                             "dc_iter": dc_iter, "rank": self.rank_,
+                             "n_above_theta": int(np.sum(s > theta)),
                              "data_passes": stats["data_passes"],
                              "converged": self.converged_}
         return self
 
     def capped_value(self, loss, W: np.ndarray) -> float:
         s = np.linalg.svd(W, compute_uv=False)
-        return loss.value(loss.forward(W) if isinstance(loss, TaskQuadratic) else W) \
+        return loss.value(loss.forward(W) if isinstance(loss, (TaskQuadratic, BatchedTaskQuadratic))
+                          else W) \
             + self.lam_ * capped_penalty(s, self.theta_)
 
 

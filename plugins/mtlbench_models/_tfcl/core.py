@@ -12,8 +12,8 @@ import numpy as np
 from mtlbench import Int, Linear, Log, TaskSet
 from mtlbench.model import param_problems
 
-from .._losses import SquaredAUCLoss, SquaredLoss
-from .ustep import DEFAULT_EIG_RTOL
+from .._losses import SquaredAUCLoss, StackedLeastSquares
+from .ustep import DEFAULT_EIG_RTOL, UStep, groups_from_embedding
 
 _N_EMBED_ITERS = 5
 
@@ -28,14 +28,108 @@ def tfcl_wstep(W_tilde: np.ndarray, D: np.ndarray, lam_group: float, lam_ridge: 
 
 
 # ------------------------------------------------------------------ losses, checks, stopping
-def make_loss(tasks: TaskSet, loss: str, model_name: str):
-    """The loss object of ``tasks`` (built once per TaskSet object: ``tasks.memo``; it holds
-    only data-derived, read-only arrays such as class means and Lipschitz constants)."""
+def make_loss(tasks: TaskSet, loss: str, model_name: str) -> StackedLeastSquares:
+    """The loss of ``tasks`` as sum_t 1/2 ||Z_t w_t - c_t||^2 (``_losses.StackedLeastSquares``;
+    built once per TaskSet object: ``tasks.memo``; it holds only data-derived, read-only
+    arrays: the stacked Z_t, c_t, Lipschitz constants, the curvature scale, free columns)."""
     if loss == "auc":
-        return tasks.memo(("tfcl", "SquaredAUCLoss"), lambda: SquaredAUCLoss(tasks))
+        return tasks.memo(("tfcl", "SquaredAUCLoss", 2), lambda: SquaredAUCLoss(tasks))
     if loss == "squared":
-        return tasks.memo(("tfcl", "SquaredLoss"), lambda: SquaredLoss(tasks))
+        return tasks.memo(("tfcl", "squared", 2), lambda: StackedLeastSquares.squared(tasks))
     raise ValueError(f"{model_name}: loss must be 'auc' or 'squared', got {loss!r}")
+
+
+def graph_columns(J: StackedLeastSquares) -> np.ndarray | None:
+    """The features that are nodes of the task-feature graph: every column the loss depends
+    on (None: all of them).  A column with Z_t[:, i] = 0 in every task (under the AUC loss: a
+    feature constant within every task, such as a bias; under the squared loss: a column of
+    zeros) has an exactly zero gradient row for every W; from W^0 = 0 its row of W stays 0
+    (and it is 0 at every critical point, the ridge alpha_2 > 0 being its only term), so its
+    node is isolated for ever.  Such nodes are left out of the graph: kept, each would be one
+    more connected component, one more zero eigenvalue of L for every W, so that k <= c + 1
+    (c = their number) would make the regulariser identically 0 and k would act as k - c."""
+    if J.free_columns.size == 0:
+        return None
+    return np.setdiff1d(np.arange(J.d), J.free_columns)
+
+
+def ridge_scale(J: StackedLeastSquares) -> float:
+    """The data scale of every ridge-type weight: the mean per-feature curvature of the loss,
+    mean_t tr(H_t) / d_used (H_t = Z_t^T Z_t the Hessian of task t's loss, d_used the features
+    the loss depends on; ``StackedLeastSquares.curvature``).
+
+    alpha = lam * ridge_scale: lam = 1 is a ridge as strong as the loss's average curvature per
+    coordinate, whatever n_t / d is.  Why not the Lipschitz constant max_t ||H_t||_2 (the scale
+    until this version): the largest eigenvalue of a task's Hessian measures its single
+    stiffest direction, and its ratio to the average curvature grows as n_t approaches d
+    (for isotropic rows ~ (1 + sqrt(d / n_t))^2: ~2.3 at n_t = 136, d = 80; ~4 at n_t = d),
+    and the maximum over tasks is set by the one most extreme (smallest, or for the squared
+    loss largest) task, so the same lam_ridge meant a different ridge on every data set.  The
+    trace is a sum over all directions, the mean over tasks weighs every task alike, and both
+    scale exactly like the loss: multiplying all features by c multiplies the scale by c^2, so
+    the fit at a given lam_ridge becomes W / c (same groups, same scores).  Computed once per
+    training set (the loss object is ``TaskSet.memo``-ised)."""
+    return float(J.curvature) if J.curvature > 0 else 1.0
+
+
+class GraphView:
+    """The task-feature graph of a fit: its feature nodes are the ``cols`` of W the loss depends
+    on (``graph_columns``; None = every column).  Maps between W (d x T, all features) and the
+    graph (the U-step sees rows ``cols`` only); free rows get D = 0, group -1 and a zero row of
+    the spectral embedding (they have no node)."""
+
+    def __init__(self, d: int, cols: np.ndarray | None) -> None:
+        self.d, self.cols = d, cols
+
+    def rows(self, W: np.ndarray) -> np.ndarray:
+        return W if self.cols is None else W[self.cols]
+
+    def _full_rows(self, A: np.ndarray, fill: float) -> np.ndarray:
+        if self.cols is None:
+            return A
+        out = np.full((self.d,) + A.shape[1:], fill, dtype=A.dtype)
+        out[self.cols] = A
+        return out
+
+    def distances(self, u: UStep) -> np.ndarray:
+        """D (d x T) of Prop. sol."""
+        return self._full_rows(u.distances(), 0.0)
+
+    def embedding(self, u: UStep, k: int) -> np.ndarray:
+        """Spectral embedding rows f_1..f_{d+T} (features first)."""
+        E = u.embedding(k)
+        if self.cols is None:
+            return E
+        return np.vstack([self._full_rows(E[:u.d], 0.0), E[u.d:]])
+
+    def groups(self, u: UStep, k: int) -> tuple[np.ndarray, np.ndarray]:
+        fg, tg = groups_from_embedding(u, k)
+        return self._full_rows(fg, -1), tg
+
+
+class SpectralGroups:
+    """``feature_groups_`` / ``task_groups_`` of a fitted TFCL-family model, computed on first
+    access (k-means on the final spectral embedding, ``GraphView.groups``): a search fits ~20
+    points and reads the groups of none of them, so the k-means runs only for the fits whose
+    groups are asked for.  ``fit`` stores ``_group_state = (final UStep, k, GraphView)``;
+    without it (unfitted, or no co-grouping block) the attributes do not exist."""
+
+    def _spectral_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        state = self.__dict__.get("_group_state")
+        if state is None:
+            raise AttributeError("no spectral groups: not fitted, or no co-grouping block")
+        if "_group_cache" not in self.__dict__:
+            u, k, graph = state
+            self._group_cache = graph.groups(u, k)
+        return self._group_cache
+
+    @property
+    def feature_groups_(self) -> np.ndarray:
+        return self._spectral_groups()[0]
+
+    @property
+    def task_groups_(self) -> np.ndarray:
+        return self._spectral_groups()[1]
 
 
 def loss_at_zero(tasks: TaskSet, J, loss: str) -> np.ndarray:
@@ -43,16 +137,16 @@ def loss_at_zero(tasks: TaskSet, J, loss: str) -> np.ndarray:
     return tasks.memo(("tfcl", "grad0", loss), lambda: J.grad(np.zeros((tasks.d, tasks.T))))
 
 
-def group_scale(G0: np.ndarray) -> float:
-    """The data scale of the co-grouping weight: s = (d + T) ||grad J(0)||_inf / 2.
+def group_scale(G0: np.ndarray, n_nodes: int) -> float:
+    """The data scale of the co-grouping weight: s = N ||grad J(0)||_inf / 2, N = the number
+    of graph nodes (graph features + tasks).
 
     From W = 0 (where U = (k/N) I and D_ij = 2k/N) the W-step of Prop. sol returns W = 0
     exactly when alpha_1 2k/N >= ||grad J(0)||_inf, i.e. when alpha_1 >= s / k: with
     alpha_1 = lam_group * s, every lam_group >= 1/k gives W = 0 (a fixed point of Alg. 1).
     The scale does not depend on k, so k keeps its own effect (module docstring, "What k
     does")."""
-    d, T = G0.shape
-    return float((d + T) * np.max(np.abs(G0)) / 2.0) if G0.size else 1.0
+    return float(n_nodes * np.max(np.abs(G0)) / 2.0) if G0.size else 1.0
 
 
 def validate_declared(model) -> None:

@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from scipy.sparse.csgraph import connected_components
+
 from .eigen import _Component, _components, bipartite_laplacian
 
 DEFAULT_EIG_RTOL = 1e-8
 _DENSE_COMPONENT = 300     # components up to this many nodes: dense eigh
+# Every eigenvalue ``ustep`` computes is within _EIG_ERROR * rtol * 2 max_degree of the exact one
+# (the residual bound ``_Component.partial_eigs`` checks; dense eigh is far more accurate).
+_EIG_ERROR = 1e3
 
 
 def ustep_weights(lams: np.ndarray, k: int, tol: float) -> tuple[np.ndarray, int, int]:
@@ -75,7 +80,7 @@ class UStep:
     tol: float
     case: str
     stats: dict = field(default_factory=dict)
-    _eig_cache: list | None = None  # per-component eigenvectors for warm starts
+    _D: np.ndarray | None = None    # distances(), once computed
 
     @property
     def N(self) -> int:
@@ -94,7 +99,14 @@ class UStep:
         return U
 
     def distances(self) -> np.ndarray:
-        """D (d x T): D_ij = U_ii + U_{d+j,d+j} - 2 U_{i,d+j} = ||f_i - f_{d+j}||^2 (Prop. sol)."""
+        """D (d x T): D_ij = U_ii + U_{d+j,d+j} - 2 U_{i,d+j} = ||f_i - f_{d+j}||^2 (Prop. sol).
+        Computed once per UStep (read-only)."""
+        if self._D is None:
+            self._D = self._distances()
+            self._D.flags.writeable = False
+        return self._D
+
+    def _distances(self) -> np.ndarray:
         d = self.d
         G = self.V1 * np.sqrt(self.c1)
         Gf, Gt = G[:d], G[d:]
@@ -145,9 +157,18 @@ def _inner_same(a: UStep, b: UStep) -> float:
     return out
 
 
+def same_components_only(a: UStep, b: UStep) -> bool:
+    """Both U = c0 P0 over the same components (no eigenvectors): then they are equal."""
+    return (a.V1.shape[1] == 0 and b.V1.shape[1] == 0 and a.m == b.m
+            and (a.labels is b.labels or np.array_equal(a.labels, b.labels)))
+
+
 def ustep_diff_norm(a: UStep, b: UStep) -> float:
     """||U_a - U_b||_F without forming either matrix (Gram identity: absolute accuracy about
     sqrt(machine eps) * ||U||_F, enough for convergence histories)."""
+    if same_components_only(a, b):
+        # U_a - U_b = (c0_a - c0_b) P0: exact, and 0 when the U-step repeated itself
+        return abs(a.c0 - b.c0) * float(np.sqrt(a.m))
     val = a.frob_sq() + b.frob_sq() - 2.0 * _inner_same(a, b)
     return float(np.sqrt(max(val, 0.0)))
 
@@ -251,9 +272,137 @@ def ustep(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL,
     V1, c1, lams_sel = V1[:, srt], c1[srt], lams_sel[srt]
     lams = np.concatenate([np.zeros(m), lams_sel])
     stats = {"seconds": time.perf_counter() - t0, "components": m, "methods": methods,
-             "computed_pairs": int(sum(g[0].shape[0] for g in got))}
+             "computed_pairs": int(sum(g[0].shape[0] for g in got)),
+             # smallest computed non-zero eigenvalue, lambda_{m+1}(L) (UStepper's certificate)
+             "min_nonzero": float(nz.min()) if nz.size else float("inf"),
+             "eig_error": _EIG_ERROR * rtol * scale}
     return UStep(d=d, T=T, k=k, labels=labels, sizes=sizes, c0=c0, V1=V1, c1=c1,
                  lams=lams, p=p, q=q, tol=tol, case=ustep_case(p, q, k, N), stats=stats)
+
+
+class UStepper:
+    """The U-steps of one fit: ``stepper(W)`` is ``ustep(W, k, rtol, prev)`` (the same U, the
+    same p, q and case), skipping the eigensolver when the last one already proves the answer.
+
+    While the graph has m >= k connected components, Thm. eigsol gives U = (k/m) P0 (case 2b,
+    or 2d for W = 0) *unless* a non-zero eigenvalue lies within the tie tolerance
+    tol = rtol * 2 max_degree of lambda_k = 0; the components alone (a graph search, no
+    eigenvalues) then decide U.  ``ustep`` computes the smallest non-zero eigenvalues only to
+    rule that tie out.  Here the ruling is carried forward by Weyl's inequality: if a full
+    U-step at a reference point W_ref (m_ref components) found lambda_{m_ref+1}(L(W_ref)) >= ell
+    (its computed value less its error bound), then for any W with m >= m_ref components
+
+        lambda_{m+1}(L(W)) >= lambda_{m_ref+1}(L(W_ref)) - ||L(W) - L(W_ref)||_2
+                           >= ell - 2 max_node sum_j | |W| - |W_ref| |_node,j
+
+    (L is linear in |W|, and by Gershgorin the Laplacian of a signed weight matrix has norm at
+    most twice its largest absolute weighted degree).  When that bound exceeds tol the tie is
+    ruled out exactly and U = (k/m) P0 is returned without an eigensolver; otherwise (and
+    whenever m < k, where U needs eigenvectors) the full ``ustep`` runs and, if it lands in
+    the m >= k regime, becomes the new reference.  Before the eigensolver, a cheaper exact
+    certificate is tried: Cholesky factorisations of each component's Laplacian with one node
+    deleted (``_grounded_certificate``: interlacing).  The components are recomputed only when
+    the support of W changed.  ``stats["methods"]`` says which path was taken
+    ("weyl-certified", "grounded-cholesky" or the eigensolvers).
+    """
+
+    def __init__(self, k: int, rtol: float = DEFAULT_EIG_RTOL) -> None:
+        self.k, self.rtol = int(k), float(rtol)
+        self.prev: UStep | None = None
+        self._support = None            # (support of W, m, labels) of the last call
+        self._ref = None                # (|W_ref|, m_ref, lower bound of lambda_{m_ref+1})
+        self.calls = {"weyl-certified": 0, "grounded-cholesky": 0, "eigensolver": 0}
+
+    def __call__(self, W: np.ndarray) -> UStep:
+        W = np.asarray(W, dtype=np.float64)
+        d, T = W.shape
+        k = self.k
+        support = W != 0.0
+        if self._support is not None and np.array_equal(support, self._support[0]):
+            m, labels = self._support[1], self._support[2]
+        else:
+            m, labels = _support_components(support)
+            self._support = (support, m, labels)
+        if m >= k:
+            absW = np.abs(W)
+            scale = 2.0 * float(max(absW.sum(1).max(initial=0.0), absW.sum(0).max(initial=0.0)))
+            tol = self.rtol * scale
+            how = None
+            if self._ref is not None and m >= self._ref[1]:
+                change = np.abs(absW - self._ref[0])
+                drift = 2.0 * float(max(change.sum(1).max(initial=0.0),
+                                        change.sum(0).max(initial=0.0)))
+                if self._ref[2] - drift > tol:
+                    how = "weyl-certified"
+            if how is None:
+                # one Cholesky per component instead of its eigenpairs
+                if _grounded_certificate(absW, labels, m, tol):
+                    how = "grounded-cholesky"
+            if how is not None:
+                self.calls[how] += 1
+                u = _components_only(d, T, k, m, labels, tol)
+                u.stats["methods"] = {how: 1}
+                if self.prev is not None and same_components_only(u, self.prev):
+                    u._D = self.prev._D        # the same U: the same D
+                self.prev = u
+                return u
+        t0 = time.perf_counter()
+        u = ustep(W, k, self.rtol, prev=self.prev)
+        self.calls["eigensolver"] += 1
+        if u.m >= k and u.V1.shape[1] == 0:
+            self._ref = (np.abs(W), u.m, u.stats["min_nonzero"] - u.stats["eig_error"])
+        else:
+            self._ref = None
+        u.stats["seconds"] = time.perf_counter() - t0
+        self.prev = u
+        return u
+
+
+def _grounded_certificate(absW: np.ndarray, labels: np.ndarray, m: int, sigma: float) -> bool:
+    """True only if every connected component with >= 2 nodes has lambda_2 > sigma, i.e.
+    lambda_{m+1}(L(W)) > sigma.  Proof used: deleting one node v of a component leaves a
+    principal submatrix L_v of its Laplacian, and by Cauchy interlacing
+    lambda_1(L_v) <= lambda_2(L); so a successful Cholesky factorisation of L_v - sigma I
+    (lambda_1(L_v) > sigma) certifies lambda_2(L) > sigma.  v = the node of largest degree."""
+    d, T = absW.shape
+    sizes = np.bincount(labels, minlength=m)
+    for comp in np.flatnonzero(sizes >= 2):
+        nodes = np.flatnonzero(labels == comp)
+        fi, tj = nodes[nodes < d], nodes[nodes >= d] - d
+        Lc = bipartite_laplacian(absW[np.ix_(fi, tj)])
+        keep = np.arange(Lc.shape[0]) != int(np.argmax(np.diag(Lc)))
+        Lv = Lc[np.ix_(keep, keep)]
+        Lv[np.diag_indices_from(Lv)] -= sigma
+        try:
+            np.linalg.cholesky(Lv)
+        except np.linalg.LinAlgError:
+            return False
+    return True
+
+
+def _support_components(support: np.ndarray) -> tuple[int, np.ndarray]:
+    """Connected components of the bipartite graph with edges ``support`` (d x T booleans):
+    the same graph, hence the same labels, as ``eigen._components``."""
+    d, T = support.shape
+    cols = np.nonzero(support)[1]
+    indptr = np.empty(d + T + 1, dtype=np.int32)
+    indptr[0] = 0
+    np.cumsum(support.sum(1), out=indptr[1:d + 1])
+    indptr[d + 1:] = indptr[d]
+    G = sp.csr_matrix((np.ones(cols.size), (cols + d).astype(np.int32), indptr),
+                      shape=(d + T, d + T))
+    m, labels = connected_components(G, directed=False)
+    return int(m), labels
+
+
+def _components_only(d: int, T: int, k: int, m: int, labels: np.ndarray, tol: float) -> UStep:
+    """U = (k/m) P0 when m >= k and no non-zero eigenvalue ties with 0 (case 2b, or 2d)."""
+    N = d + T
+    return UStep(d=d, T=T, k=k, labels=labels, sizes=np.bincount(labels, minlength=m),
+                 c0=k / m, V1=np.zeros((N, 0)), c1=np.zeros(0), lams=np.zeros(m), p=0, q=m,
+                 tol=tol, case=ustep_case(0, m, k, N),
+                 stats={"components": m, "methods": {"weyl-certified": 1},
+                        "computed_pairs": 0})
 
 
 def ustep_dense(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL) -> UStep:

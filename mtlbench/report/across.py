@@ -1,0 +1,380 @@
+"""The judgement across data sets: headline table, Friedman test, post-hoc, equivalence.
+
+:func:`summary_across` reads the leaderboards of several data sets (built from a store, or
+read from published JSON) and returns a :class:`Summary`:
+
+* **blocks**: one per (data set, problem) of the leaderboards.  Data sets that are variants of
+  one generator (labels ``name[...]`` beside ``name``, e.g. ``simulated[seed=1]`` beside
+  ``simulated``) are not independent blocks: by default only the base label of such a family
+  counts, and the summary names those it left out; ``blocks`` chooses explicitly (``"all"`` or
+  a list of block labels).
+* **headline table**: per block the best model, each *focus* model (the full models that
+  other models declare themselves ablations of, e.g. the proposed method; or given), the best
+  *competitor* (a model that is neither the baseline, a focus model nor an ablation) and the
+  *baseline* (``is_baseline``), each with mean ± std, n and the leaderboard's Holm-adjusted
+  Wilcoxon p against the block's best (:func:`mtlbench.report.stats.wilcoxon_p`).
+* **Friedman test and average ranks** over the blocks (scores: each model's mean test AUC on the
+  block; only models with every planned repetition on every block), the **Nemenyi post-hoc
+  test** (``scikit_posthocs.posthoc_nemenyi_friedman``) with Demšar's critical difference
+  CD = q_alpha sqrt(k (k + 1) / (6 N)) (q_alpha: the studentized range quantile / sqrt 2), and
+  the cliques of models it cannot separate (drawn as the critical-difference diagram,
+  :func:`mtlbench.report.plots.cd_diagram`).
+* **practical equivalence**: per block, every model against the block's best, the Bayesian
+  signed-rank test of Benavoli et al. (JMLR 2017; ``baycomp.SignedRankTest``) on the paired
+  repetitions: P(best better by more than the ROPE), P(within the ROPE), P(model better by
+  more) -- the three sum to 1; seeded, so reproducible.
+
+Pure functions of leaderboards: no store, no printing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .schema import FriedmanResult, JsonRecord, Leaderboard
+from .stats import block_ranks, friedman
+
+SUMMARY_FORMAT = "mtlbench-summary/1"
+ALPHA = 0.05
+ROPE = 0.5          # region of practical equivalence, test AUC x 100 points
+BAYES_SAMPLES = 5_000   # Monte Carlo standard error of each probability <= 0.5 / sqrt(5000) = 0.007
+BAYES_SEED = 0
+POSTHOC = "Nemenyi (scikit_posthocs.posthoc_nemenyi_friedman)"
+BAYES_TEST = ("Bayesian signed-rank test (Benavoli et al., JMLR 2017; baycomp.SignedRankTest, "
+              "prior 0.5) on the paired repetitions")
+
+
+# ================================================================================ records
+@dataclass
+class HeadlineEntry(JsonRecord):
+    """One model on one block: test AUC x 100 and its test against the block's best."""
+
+    model: str
+    mean: float | None
+    std: float | None
+    n: int
+    p_holm: float | None
+    significantly_worse: bool | None
+    best: bool
+
+
+@dataclass
+class HeadlineRow(JsonRecord):
+    block: str
+    dataset: str
+    problem: str
+    best: HeadlineEntry
+    focus: dict[str, HeadlineEntry | None]
+    best_competitor: HeadlineEntry | None
+    baseline: HeadlineEntry | None
+
+
+@dataclass
+class Posthoc(JsonRecord):
+    """Pairwise post-hoc test after the Friedman test, and what it cannot separate."""
+
+    test: str
+    alpha: float
+    critical_difference: float
+    p_values: dict[str, dict[str, float]]
+    not_separated: list[list[str]]   # maximal cliques of models no pair of which differs
+
+
+@dataclass
+class Equivalence(JsonRecord):
+    """A model against its block's best: the Bayesian signed-rank probabilities (sum 1)."""
+
+    block: str
+    model: str
+    best: str
+    n_pairs: int
+    mean_difference: float | None    # best - model, test AUC x 100
+    p_best_better: float | None      # "left": best - model > rope
+    p_equivalent: float | None       # within the rope
+    p_model_better: float | None     # "right": model - best > rope
+    significantly_worse: bool | None  # the leaderboard's frequentist mark, beside
+
+
+@dataclass
+class Summary(JsonRecord):
+    """Everything ``mtlbench leaderboard --all`` shows (and ``publish``'s summary page)."""
+
+    format: str
+    blocks: list[str]
+    blocks_rule: str
+    left_out_blocks: dict[str, str]
+    focus_models: list[str]
+    baseline: str | None
+    roles: dict[str, str]               # model -> baseline / focus / ablation / competitor
+    block_means: dict[str, dict[str, float]]   # block -> model -> mean test AUC x 100
+    headline: list[HeadlineRow]
+    ranked_models: list[str]            # in the rank test: every planned repetition everywhere
+    not_ranked: dict[str, str]
+    average_ranks: dict[str, float]     # 1 = best, sorted
+    friedman: FriedmanResult
+    posthoc: Posthoc | None
+    rope: float
+    bayes_test: str
+    bayes_samples: int
+    bayes_seed: int
+    equivalence: list[Equivalence]
+    notes: list[str] = field(default_factory=list)
+
+
+# ================================================================================ blocks
+@dataclass(eq=False)
+class _Block:
+    label: str
+    lb: Leaderboard
+    problem: str
+
+
+def block_label(dataset: str, problem: str) -> str:
+    return dataset if problem == dataset else f"{dataset} / {problem}"
+
+
+def _all_blocks(boards: Sequence[Leaderboard]) -> list[_Block]:
+    return [_Block(block_label(lb.dataset, p), lb, p) for lb in boards for p in lb.problems
+            if any(r.cells[p].n for r in lb.rows)]
+
+
+def choose_blocks(boards: Sequence[Leaderboard], blocks: str | Sequence[str] | None
+                  ) -> tuple[list[_Block], dict[str, str], str]:
+    """(blocks used, {left-out block: why}, the rule in words)."""
+    everything = _all_blocks(boards)
+    if blocks == "all":
+        return everything, {}, "every data set of the store (--blocks all)"
+    if blocks:
+        wanted = list(blocks)
+        known = {b.label for b in everything} | {b.lb.dataset for b in everything}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"unknown block(s) {', '.join(unknown)}; blocks of these results: "
+                              f"{', '.join(b.label for b in everything)}")
+        used = [b for b in everything if b.label in wanted or b.lb.dataset in wanted]
+        left = {b.label: "not asked for (--blocks)" for b in everything if b not in used}
+        return used, left, f"the blocks asked for: {', '.join(wanted)}"
+    families: dict[str, list[str]] = {}
+    for lb in boards:
+        families.setdefault(lb.dataset.split("[", 1)[0], []).append(lb.dataset)
+    variants = {}
+    for base, members in families.items():
+        if len(members) > 1:
+            keep = base if base in members else sorted(members)[0]
+            variants.update({m: keep for m in members if m != keep})
+    used = [b for b in everything if b.lb.dataset not in variants]
+    left = {b.label: f"a variant of {variants[b.lb.dataset]} (same generator, other "
+                     "parameters): not an independent block" for b in everything
+            if b.lb.dataset in variants}
+    rule = ("one block per data set and problem; variants of one generator (name[...] beside "
+            "name) count once, by their base data set" if variants else
+            "one block per data set and problem")
+    return used, left, rule
+
+
+# ================================================================================ headline
+def focus_models(boards: Sequence[Leaderboard]) -> list[str]:
+    """The full models that other models of these results declare themselves ablations of."""
+    from .roles import model_class_of
+
+    labels = sorted({r.model for lb in boards for r in lb.rows})
+    parents = {getattr(model_class_of(m), "ablation_of", None) for m in labels} - {None}
+    return [m for m in labels if m in parents]
+
+
+def _role(label: str, focus: Sequence[str], baseline: str | None) -> str:
+    from .roles import model_class_of
+
+    if label == baseline:
+        return "baseline"
+    if label in focus:
+        return "focus"
+    cls = model_class_of(label)
+    if cls is not None and getattr(cls, "ablation_of", None):
+        return "ablation"
+    return "competitor"
+
+
+def _entry(lb: Leaderboard, model: str, problem: str) -> HeadlineEntry | None:
+    row = lb.row(model)
+    if row is None or not row.cells[problem].n:
+        return None
+    c = row.cells[problem]
+    return HeadlineEntry(model=model, mean=c.mean, std=c.std, n=c.n, p_holm=c.p_holm,
+                         significantly_worse=c.significantly_worse, best=c.best)
+
+
+def _headline(b: _Block, focus: Sequence[str], roles: dict[str, str]) -> HeadlineRow:
+    rows = [r for r in b.lb.rows if r.cells[b.problem].n]
+    best = next((r for r in rows if r.cells[b.problem].best),
+                max(rows, key=lambda r: r.cells[b.problem].mean))
+    comp = [r for r in rows if roles.get(r.model) == "competitor"]
+    top = max(comp, key=lambda r: r.cells[b.problem].mean) if comp else None
+    return HeadlineRow(
+        block=b.label, dataset=b.lb.dataset, problem=b.problem,
+        best=_entry(b.lb, best.model, b.problem),
+        focus={m: _entry(b.lb, m, b.problem) for m in focus},
+        best_competitor=_entry(b.lb, top.model, b.problem) if top else None,
+        baseline=_entry(b.lb, b.lb.baseline, b.problem) if b.lb.baseline else None)
+
+
+# ================================================================================ ranks
+def _rank_matrix(blocks: Sequence[_Block]) -> tuple[list[str], np.ndarray, dict[str, str]]:
+    """(models, blocks x models mean scores, {left-out model: why}): a model enters with
+    every planned repetition on every block."""
+    labels = sorted({r.model for b in blocks for r in b.lb.rows})
+    keep, why = [], {}
+    for m in labels:
+        cells = [(b, b.lb.row(m).cells[b.problem] if b.lb.row(m) else None) for b in blocks]
+        short = [b.label for b, c in cells if c is None or c.n < (b.lb.planned_reps or c.n)
+                 or not c.n]
+        if short:
+            why[m] = f"fewer than the planned repetitions on {', '.join(short)}"
+        else:
+            keep.append(m)
+    scores = np.array([[b.lb.row(m).cells[b.problem].mean for m in keep] for b in blocks],
+                      dtype=np.float64).reshape(len(blocks), len(keep))
+    return keep, scores, why
+
+
+def nemenyi(scores: np.ndarray, models: Sequence[str], alpha: float = ALPHA) -> Posthoc:
+    """Nemenyi's test after Friedman's on a (blocks x models) array, its critical difference
+    of average ranks (Demšar 2006, eq. 5) and the cliques it cannot separate."""
+    import scikit_posthocs as sp
+    from scipy.stats import studentized_range
+
+    n, k = scores.shape
+    p = sp.posthoc_nemenyi_friedman(scores)
+    pv = {a: {b: float(p.iloc[i, j]) for j, b in enumerate(models)}
+          for i, a in enumerate(models)}
+    q = float(studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
+    return Posthoc(test=POSTHOC, alpha=alpha, critical_difference=q * math.sqrt(k * (k + 1) / (6 * n)),
+                   p_values=pv, not_separated=_cliques(models, pv, alpha))
+
+
+def _cliques(models: Sequence[str], pv: dict[str, dict[str, float]], alpha: float
+             ) -> list[list[str]]:
+    """Maximal sets of models no two of which the post-hoc test separates (p >= alpha), in
+    the order given (Bron-Kerbosch without pivoting; k is small)."""
+    same = {a: {b for b in models if b != a and pv[a][b] >= alpha} for a in models}
+    out: list[list[str]] = []
+
+    def grow(r: set, p: set, x: set) -> None:
+        if not p and not x:
+            if len(r) > 1:
+                out.append([m for m in models if m in r])
+            return
+        for v in [m for m in models if m in p]:
+            grow(r | {v}, p & same[v], x & same[v])
+            p = p - {v}
+            x = x | {v}
+
+    grow(set(), set(models), set())
+    return sorted(out, key=lambda c: [models.index(m) for m in c])
+
+
+# ================================================================================ equivalence
+def bayes_signed_rank(best: Sequence[float], model: Sequence[float], rope: float = ROPE,
+                      samples: int = BAYES_SAMPLES, seed: int = BAYES_SEED
+                      ) -> tuple[float, float, float]:
+    """(P(best - model > rope), P(|best - model| <= rope), P(model - best > rope)) by the
+    Bayesian signed-rank test on paired scores; seeded, so the same inputs give the same
+    probabilities."""
+    from baycomp import SignedRankTest
+
+    left, equiv, right = SignedRankTest.probs(np.asarray(best, dtype=np.float64),
+                                              np.asarray(model, dtype=np.float64), rope=rope,
+                                              nsamples=samples, random_state=seed)
+    return float(left), float(equiv), float(right)
+
+
+def _equivalence(b: _Block, rope: float, samples: int, seed: int) -> list[Equivalence]:
+    rows = [r for r in b.lb.rows if r.cells[b.problem].n]
+    best = next((r for r in rows if r.cells[b.problem].best), None)
+    if best is None:
+        return []
+    bscore = dict(zip(best.cells[b.problem].reps, best.cells[b.problem].test_auc_x100))
+    out = []
+    for r in rows:
+        if r is best:
+            continue
+        c = r.cells[b.problem]
+        common = sorted(set(bscore) & set(c.reps))
+        mine = dict(zip(c.reps, c.test_auc_x100))
+        x, y = [bscore[k] for k in common], [mine[k] for k in common]
+        probs = bayes_signed_rank(x, y, rope, samples, seed) if len(common) >= 2 else \
+            (None, None, None)
+        out.append(Equivalence(block=b.label, model=r.model, best=best.model,
+                               n_pairs=len(common),
+                               mean_difference=float(np.mean(np.subtract(x, y))) if common
+                               else None, p_best_better=probs[0], p_equivalent=probs[1],
+                               p_model_better=probs[2],
+                               significantly_worse=c.significantly_worse))
+    return out
+
+
+# ================================================================================ summary
+def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str] | None = None,
+                   focus: Sequence[str] | None = None, alpha: float = ALPHA, rope: float = ROPE,
+                   bayes_samples: int = BAYES_SAMPLES, bayes_seed: int = BAYES_SEED,
+                   equivalence: bool = True) -> Summary:
+    """The summary of several data sets' leaderboards (module docstring).  ``blocks``: None
+    (independent blocks, the default rule), ``"all"``, or block / data set labels; ``focus``:
+    models shown in their own column (default: :func:`focus_models`); ``equivalence=False``
+    leaves the Bayesian signed-rank view out (``equivalence`` empty; it is most of the run
+    time) for callers that only read the headline and the ranks."""
+    used, left_out, rule = choose_blocks(boards, blocks)
+    focus = list(focus) if focus is not None else focus_models(boards)
+    baselines = sorted({lb.baseline for lb in boards if lb.baseline})
+    baseline = baselines[0] if len(baselines) == 1 else None
+    labels = sorted({r.model for lb in boards for r in lb.rows})
+    roles = {m: _role(m, focus, baseline) for m in labels}
+    models, scores, not_ranked = _rank_matrix(used)
+    fried = friedman(scores)
+    fried.blocks_are = "data sets / problems (each model's mean test AUC x 100 on the block)"
+    avg: dict[str, float] = {}
+    posthoc = None
+    if models and len(used):
+        ranks = block_ranks(scores).mean(axis=0)
+        order = np.argsort(ranks, kind="stable")
+        avg = {models[j]: float(ranks[j]) for j in order}
+        if fried.p_value is not None:
+            posthoc = nemenyi(scores[:, order], [models[j] for j in order], alpha)
+    notes = []
+    if len(baselines) > 1:
+        notes.append(f"The data sets declare different baselines ({', '.join(baselines)}).")
+    return Summary(
+        format=SUMMARY_FORMAT, blocks=[b.label for b in used], blocks_rule=rule,
+        left_out_blocks=left_out, focus_models=focus, baseline=baseline, roles=roles,
+        block_means={b.label: {r.model: r.cells[b.problem].mean for r in b.lb.rows
+                               if r.cells[b.problem].n} for b in used},
+        headline=[_headline(b, focus, roles) for b in used], ranked_models=list(avg),
+        not_ranked=not_ranked, average_ranks=avg, friedman=fried, posthoc=posthoc, rope=rope,
+        bayes_test=BAYES_TEST, bayes_samples=bayes_samples, bayes_seed=bayes_seed,
+        equivalence=[e for b in used for e in _equivalence(b, rope, bayes_samples, bayes_seed)]
+        if equivalence else [], notes=notes)
+
+
+def summarize_store(store, *, blocks: str | Sequence[str] | None = None,
+                    focus: Sequence[str] | None = None, rope: float = ROPE,
+                    seed: int | None = None, models: Sequence[str] | None = None,
+                    bayes_samples: int = BAYES_SAMPLES) -> tuple[Summary, list[Leaderboard]]:
+    """Build every data set's leaderboard of ``store`` (the one selection rule) and summarize
+    them; returns (summary, leaderboards)."""
+    from .leaderboard import build_leaderboard
+    from .select import select_units
+
+    sel = select_units(store, None, seed=seed, models=models)
+    boards = [build_leaderboard(store, ds, selection=sel) for ds in sel.problems]
+    return summary_across(boards, blocks=blocks, focus=focus, rope=rope,
+                          bayes_samples=bayes_samples), boards
+
+
+__all__ = ["Summary", "HeadlineRow", "HeadlineEntry", "Posthoc", "Equivalence",
+           "summary_across", "summarize_store", "choose_blocks", "focus_models", "nemenyi",
+           "bayes_signed_rank", "block_label", "SUMMARY_FORMAT", "ROPE", "ALPHA"]

@@ -1,0 +1,120 @@
+"""The figure of a solver race: relative suboptimality (log) against solver time (log).
+
+Drawn from race rows (:func:`mtlbench.race.race_rows`, the ``races`` table of the store): one
+panel per model selection, one curve per solver (solid, markers at reported iterations; a run
+that reported nothing is its final point alone), reference runs dashed.  Suboptimality is
+(F(t) - F_ref) / |F_ref| against the model's reference optimum (certified / independent solver
+/ best found, in the panel's title with the solvers' agreement); values at or below
+:data:`FLOOR` are drawn on the floor.  Dotted lines mark the table's levels 1e-2, 1e-4, 1e-6.
+
+:func:`race_figures` draws, for ``mtlbench publish``, the figure of every problem of a dataset
+that was raced, from the latest row of each (model, solver, role, variant) in the store.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..syntax import file_stem
+from .plots import _mpl, _panels, _save
+
+FLOOR = 1e-16
+LEVEL_LINES = (1e-2, 1e-4, 1e-6)
+
+
+def _suboptimality(objectives: Sequence[float], ref: float) -> list[float]:
+    scale = max(abs(ref), 1e-300)
+    return [max((f - ref) / scale, FLOOR) for f in objectives]
+
+
+def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") -> Path | None:
+    """Draw the race of ``rows`` (one race: any models, solvers and reference runs) into
+    ``path``; None when no run has a curve and a reference."""
+    panels: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        ref = (r.get("reference") or {}).get("value")
+        curve = r.get("curve") or {}
+        if r.get("status") == "ok" and ref is not None and curve.get("time"):
+            panels.setdefault(r["model"], []).append(r)
+    if not panels:
+        return None
+    Figure = _mpl()
+    from matplotlib.ticker import NullFormatter
+
+    nrows, ncols = _panels(len(panels), ncols=2)
+    fig = Figure(figsize=(6.0 * ncols, 3.9 * nrows))
+    for i, (label, runs) in enumerate(panels.items()):
+        ax = fig.add_subplot(nrows, ncols, i + 1)
+        ref = runs[0]["reference"]
+        for r in runs:
+            curve = r["curve"]
+            times = [max(float(t), 1e-6) for t in curve["time"]]
+            sub = _suboptimality(curve["objective"], ref["value"])
+            name = r["solver"] + (f" (reference: {r['variant']})" if r["role"] == "reference"
+                                  else "")
+            style = dict(ls="--", color="0.5", lw=1.0) if r["role"] == "reference" else \
+                dict(ls="-", lw=1.6, marker="o" if len(times) < 40 else None, ms=3)
+            ax.plot(times, sub, label=name, **style)
+        for lv in LEVEL_LINES:
+            ax.axhline(lv, color="0.8", lw=0.8, ls=":", zorder=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(FLOOR / 3, None)
+        ax.set_xlabel("solver time (s)")
+        ax.set_ylabel("(F - F_ref) / |F_ref|")
+        agr = runs[0].get("agreement") or {}
+        verdict = ""
+        if agr.get("ok") is not None:
+            verdict = "; solvers agree" if agr["ok"] else "; SOLVERS DISAGREE"
+        ax.set_title(f"{label}\nreference: {ref['kind']}{verdict}", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, Path(path))
+
+
+def latest_race_rows(store, dataset: str) -> dict[str, list[dict[str, Any]]]:
+    """Per problem of ``dataset``: the latest stored row of each (model, solver, role,
+    variant) of its races (one repetition and seed: those of the latest row)."""
+    df = store.races(datasets=[dataset])
+    out: dict[str, list[dict[str, Any]]] = {}
+    for problem, g in df.groupby("problem", sort=True):
+        last = g.iloc[-1]
+        g = g[(g["rep"] == last["rep"]) & (g["seed"] == last["seed"])]
+        g = g.drop_duplicates(subset=["model", "solver", "role", "variant"], keep="last")
+        out[str(problem)] = g.to_dict(orient="records")
+    return out
+
+
+def race_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | None = None,
+                 fmt: str = "png") -> list[dict[str, Any]]:
+    """The race figure of every raced problem of ``dataset``, as figure entries of
+    :func:`mtlbench.report.figures.make_figures` (``kind`` "race")."""
+    out = []
+    for problem, rows in latest_race_rows(store, dataset).items():
+        rep, seed = rows[0]["rep"], rows[0]["seed"]
+        dates = sorted(str(r["finished_at"]) for r in rows)
+        path = race_plot(rows, Path(outdir) / f"{file_stem(problem)}-race.{fmt}",
+                         f"{problem}: solver race (training split of repetition {rep}, "
+                         f"seed {seed})")
+        origins = sorted({o for r in rows for o in (r.get("origin") or {}).values()})
+        how = {"store": "selected by the stored units", "centre": "the starting-design centre",
+               "given": "given on the command line"}
+        chosen = ", ".join(how.get(o, o) for o in origins) or "the models' defaults"
+        rel = None
+        if path is not None:
+            rel = str(path.relative_to(rel_to)) if rel_to is not None else str(path)
+        out.append({
+            "kind": "race", "title": f"Solver race ({problem})", "path": rel,
+            "caption": ("Relative suboptimality (F - F_ref) / |F_ref| against solver time, one "
+                        f"panel per model (hyperparameters: {chosen}), one curve per solver "
+                        "(dashed: longer reference runs); F_ref is certified by a duality gap, "
+                        "confirmed by an independent solver, or the best found (panel title). "
+                        f"Raced {dates[0]} to {dates[-1]} by `mtlbench race`; see docs/race.md."),
+            "note": "" if path is not None else "no race run with a curve and a reference"})
+    return out
+
+
+__all__ = ["race_plot", "race_figures", "latest_race_rows", "FLOOR"]
