@@ -1,7 +1,9 @@
 """Start-up time of the command line: old tree (branch ``main``) vs this tree, side by side.
 
 Runs each command N times in fresh processes, alternating old and new, and prints the median
-wall time beside the 0.5 s target for ``--version`` and ``--help``.  The old tree is extracted
+wall time beside the 0.5 s target for ``--version`` and ``--help``.  ``plugins`` and ``models``
+load every plugin (the registration checks included); ``compare --dry-run`` also plans every
+model's units, which computes each model's code fingerprint.  The old tree is extracted
 with ``git archive main`` into a temporary folder and run with PYTHONPATH pointing at it (its
 package, built-in model and dataset plugins), so both use the same interpreter and packages.
 
@@ -19,7 +21,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = (["--version"], ["--help"], ["plugins"])
+COMMANDS = (["--version"], ["--help"], ["plugins"], ["models"],
+            ["compare", "--dry-run", "--reps", "1", "--store", "STORE"])
 TARGET_S = {"--version": 0.5, "--help": 0.5}
 
 
@@ -58,7 +61,8 @@ def main() -> None:
             floor.append(time.perf_counter() - t0)
         print(f"{'(python -c pass)':<20}{'':>8}{statistics.median(floor):8.3f}"
               "   <- interpreter + site start-up, the floor on this machine now")
-        for cmd in COMMANDS:
+        store = str(Path(tmp) / "dry-run.sqlite")
+        for cmd in ([store if a == "STORE" else a for a in c] for c in COMMANDS):
             times: dict[str, list[float]] = {"old": [], "new": []}
             _once(old, cmd), _once(ROOT, cmd)  # warm the file cache
             for _ in range(args.runs):
@@ -66,7 +70,8 @@ def main() -> None:
                     times[which].append(_once(tree, cmd))
             o, n = statistics.median(times["old"]), statistics.median(times["new"])
             target = TARGET_S.get(cmd[0])
-            print(f"{'mtlbench ' + ' '.join(cmd):<20}{o:8.3f}{n:8.3f}{o / n:8.1f}x"
+            label = "mtlbench " + " ".join(cmd[:2])
+            print(f"{label:<20}{o:8.3f}{n:8.3f}{o / n:8.1f}x"
                   f"{f'{target:.1f}' if target else '—':>8}")
 
 

@@ -1,8 +1,9 @@
 """mtlbench: benchmark linear multi-task learning models under one leak-free protocol.
 
-Public API for plugin authors::
+Public API for plugin authors (plugin API version ``PLUGIN_API_VERSION``; CHANGELOG.md)::
 
     from mtlbench import MTLModel, LinearMTLModel, Dataset, TaskSet, hookimpl
+    from mtlbench.datasets_api import DataFile, DataSource, locate   # dataset authors
 
 and for running and reading comparisons (notebooks, scripts)::
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from ._version import PLUGIN_API_VERSION, __version__
 
 #: public name -> module that defines it
 _LAZY = {
@@ -68,6 +69,7 @@ __all__ = [
     "MTLModel", "LinearMTLModel", "clone", "Dataset", "Task", "TaskSet", "hookimpl",
     "auc_score", "MTLBenchError", "DataValidationError", "DatasetUnavailableError",
     "PluginError", "PluginConflictError", "UnknownNameError", "ConfigError", "__version__",
+    "PLUGIN_API_VERSION",
     "Param", "Log", "Linear", "Int", "Categorical", "compare", "load_results", "Results",
     "report_progress", "progress_active",
 ]

@@ -28,7 +28,7 @@ in a temporary folder.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # heavy modules are imported where they are used
 
     from .report.across import Summary
     from .runner import RunReport, UnitResult, UnitSpec
+    from .runner.cost import Expected
 
 DEFAULT_STORE = "results/mtlbench.sqlite"
 DEFAULT_DATASETS = ("simulated",)
@@ -68,6 +69,7 @@ class Plan:
     stored_failed: int = 0
     estimate: "Estimate | None" = None
     rerun: tuple[str, ...] = ()
+    expected: dict[str, Any] = field(default_factory=dict)  # key -> runner.cost.Expected
 
     @property
     def labels(self) -> list[str]:
@@ -88,33 +90,50 @@ class Plan:
 
 @dataclass
 class Estimate:
-    """Expected wall time of the pending units, from unit times stored by earlier runs.
+    """Expected wall time of the pending units.
 
-    The time of a pending unit is the median ``time_total`` of finished units of the same
-    model label and problem in the store (other repetitions or seeds); units are spread over
-    ``workers`` processes longest first (each goes to the least loaded process), and the wall
-    time is the busiest process's total.  Units without a stored time are counted in
-    ``unknown`` and left out of ``seconds``."""
+    Every pending unit gets an expected time by the rule of
+    :func:`mtlbench.runner.cost.expected_unit_seconds` (stored time of the same model and
+    problem, else scaled from the model's times on other problems, else the model's
+    ``cost_hint``, else a default of 1 s); units are spread over ``workers`` processes longest
+    first (each goes to the least loaded process), and the wall time is the busiest process's
+    total.  ``by_source`` says how many units and seconds each kind of number contributed:
+    everything but ``stored`` is extrapolated."""
 
-    seconds: float | None        # None: no stored time for any pending unit
-    compute_seconds: float       # sum of the known unit times
-    known: int
-    unknown: int
+    seconds: float | None        # None: a Dask cluster of unknown size (see compute_seconds)
+    compute_seconds: float       # sum of the expected unit times
+    by_source: dict[str, tuple[int, float]]  # source -> (units, seconds)
     workers: int | None          # None: a Dask cluster of unknown size
 
+    @property
+    def units(self) -> int:
+        return sum(n for n, _ in self.by_source.values())
+
+    @property
+    def extrapolated_seconds(self) -> float:
+        return sum(t for src, (_, t) in self.by_source.items() if src != "stored")
+
     def text(self) -> str:
-        if self.known == 0 and self.unknown == 0:
+        if not self.units:
             return "nothing to run"
-        if self.known == 0:
-            return ("none (the store holds no finished unit of these models on these "
-                    "problems to time them by)")
         where = (f"over {self.workers} process(es)" if self.workers
                  else "on the cluster (wall time depends on its size)")
         txt = (f"about {_fmt_seconds(self.seconds if self.workers else self.compute_seconds)} "
-               f"{'wall time' if self.workers else 'of compute'} {where}, from stored unit "
-               f"times (compute {_fmt_seconds(self.compute_seconds)})")
-        if self.unknown:
-            txt += f"; {self.unknown} unit(s) have no stored time and are not counted"
+               f"{'wall time' if self.workers else 'of compute'} {where} "
+               f"(compute {_fmt_seconds(self.compute_seconds)})")
+        parts = []
+        for src, what in (("stored", "from stored times of the same model and problem"),
+                          ("scaled", "extrapolated from the model's times on other problems, "
+                                     "scaled by problem size"),
+                          ("hint", "extrapolated from the model's cost_hint"),
+                          ("default", "with no time or hint at all, counted as 1 s each")):
+            n, t = self.by_source.get(src, (0, 0.0))
+            if n:
+                parts.append(f"{n} unit(s) {what} ({_fmt_seconds(t)} of compute)")
+        share = self.extrapolated_seconds / self.compute_seconds if self.compute_seconds else 0
+        txt += ": " + "; ".join(parts)
+        if share:
+            txt += f"; {100 * share:.0f} % of the compute is extrapolated"
         return txt
 
 
@@ -138,35 +157,20 @@ def _workers(jobs: int, scheduler: str | None) -> int | None:
     return max(int(jobs), 1)
 
 
-def estimate_wall_time(todo: Sequence["UnitSpec"], unit_times: Mapping[tuple[str, str], float],
+def estimate_wall_time(todo: Sequence["UnitSpec"], expected: Mapping[str, "Expected"],
                        workers: int | None) -> Estimate:
-    """Longest-first spread of the known unit times over ``workers`` processes."""
-    import heapq
+    """Longest-first spread of the pending units' expected times (by key: ``expected``, from
+    :func:`mtlbench.runner.cost.expected_unit_seconds`) over ``workers`` processes."""
+    from .runner.cost import spread_longest_first
 
-    known = [unit_times[(s.label, s.problem)] for s in todo
-             if (s.label, s.problem) in unit_times]
-    unknown = len(todo) - len(known)
-    compute = float(sum(known))
-    if not known:
-        return Estimate(None, 0.0, 0, unknown, workers)
-    if not workers:
-        return Estimate(None, compute, len(known), unknown, None)
-    loads = [0.0] * workers
-    heapq.heapify(loads)
-    for t in sorted(known, reverse=True):
-        heapq.heappush(loads, heapq.heappop(loads) + t)
-    return Estimate(max(loads), compute, len(known), unknown, workers)
-
-
-def stored_unit_times(store, labels: Sequence[str], problems: Sequence[str]
-                      ) -> dict[tuple[str, str], float]:
-    """Median ``time_total`` of finished units per (model label, problem) in ``store``."""
-    df = store.units(models=labels, problems=problems, status="ok")
-    df = df[df["time_total"].notna()]
-    if df.empty:
-        return {}
-    med = df.groupby(["model", "problem"])["time_total"].median()
-    return {(str(m), str(p)): float(t) for (m, p), t in med.items()}
+    times = [expected[s.key] for s in todo]
+    by_source: dict[str, tuple[int, float]] = {}
+    for e in times:
+        n, t = by_source.get(e.source, (0, 0.0))
+        by_source[e.source] = (n + 1, t + e.seconds)
+    compute = float(sum(e.seconds for e in times))
+    wall = spread_longest_first([e.seconds for e in times], workers) if workers else None
+    return Estimate(wall, compute, by_source, workers)
 
 
 def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:
@@ -231,6 +235,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     settings; nothing runs."""
     from .dataset import resolve_data_dir
     from .plugins import get_registry
+    from .runner.cost import expected_unit_seconds, problem_size
+    from .runner.plan import cost_hint_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
                          resolve_problems)
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
@@ -283,15 +289,19 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     with ResultStore(store_path) as rs:
         todo = pending_units(specs, rs, retry_failed, rerun=rerun)
         status = rs.statuses(s.key for s in specs)
-        times = stored_unit_times(rs, labels, sorted({s.problem for s in specs}))
+        history = rs.unit_times()
+    summaries = {pid: ts.summary() for pid, ts in loaded.items()}
+    expected = expected_unit_seconds(
+        todo, history, {pid: problem_size(s) for pid, s in summaries.items()},
+        cost_hint_reader(reg))
     workers = _workers(jobs, scheduler)
     return Plan(specs=specs, todo=todo, selections=selections, problems=problems,
-                summaries={pid: ts.summary() for pid, ts in loaded.items()}, config=pconf,
+                summaries=summaries, config=pconf,
                 store=store_path, data_dir=ddir_s, jobs=jobs, timeout=timeout,
                 retry_failed=retry_failed, scheduler=scheduler, rerun=rerun,
                 stored_ok=sum(v == "ok" for v in status.values()),
                 stored_failed=sum(v != "ok" for v in status.values()),
-                estimate=estimate_wall_time(todo, times, workers))
+                expected=expected, estimate=estimate_wall_time(todo, expected, workers))
 
 
 def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None,
@@ -522,4 +532,4 @@ def load_results(store: str | os.PathLike = DEFAULT_STORE, *,
 
 
 __all__ = ["compare", "plan", "run", "load_results", "Results", "Plan", "Estimate", "dataset_rows",
-           "estimate_wall_time", "stored_unit_times", "DEFAULT_STORE"]
+           "estimate_wall_time", "DEFAULT_STORE"]

@@ -7,27 +7,47 @@ plugin's own.  Loading is resilient: a plugin that fails to import or to registe
 recorded as a :class:`PluginFailure` (shown by ``mtlbench plugins`` and as a warning) and the
 others keep working.  Set ``MTLBENCH_STRICT_PLUGINS=1`` to turn any failure into an error.
 
-Two plugins registering the same name: only that name becomes unusable (using it raises
-:class:`~mtlbench.errors.PluginConflictError` naming both distributions; ``mtlbench plugins``
-lists the clash); every other name keeps working.  A model whose ``search_space`` or
-``param_constraints`` is malformed (a parameter ``__init__`` does not take, a declaration that
-is not a Param or a list, a starting value outside its own bounds, an ordered parameter
-without a start range of two distinct values, a bound expression naming something unknown)
-is recorded like a plugin failure (stage ``validate``) and is unusable; the rest of its
-plugin is not affected.  A search space written as plain lists (the first release's form) is
-accepted and searched under the same rule and budget as declared ranges
-(:func:`mtlbench.space.list_to_param`), with a :class:`PluginMigrationWarning` naming the
-model and the declaration to write instead.
+Mistakes are caught when a plugin registers, each naming the plugin and the fix:
+
+* its hooks (:func:`hook_problems`, and pluggy's check of hook implementations without a
+  specification, as ``PluginManager.check_pending`` does): a hook implementation whose name
+  is no hook (the message names the closest one), one taking an argument its hook does not
+  pass, a function that looks like a misspelled hook, an entry point naming a class instead
+  of the module that registers it, a plugin implementing no hook.  The whole plugin is then
+  unusable (stage ``register``);
+* what it passes to ``register``: a model hook accepts only MTLModel subclasses, a dataset
+  hook Dataset subclasses or instances, a searcher hook Searcher subclasses (an instance, or
+  the right object given to the wrong hook, is named as such);
+* a model's declarations (:func:`model_declaration_problems`): a ``search_space`` or
+  ``param_constraints`` entry naming a parameter ``__init__`` does not take, a declaration
+  that is not a Param or a list, a starting value outside its own bounds, an ordered
+  parameter without a start range of two distinct values, a bound expression naming
+  something unknown, a ``fit`` without the ``init`` argument the protocol passes.  That model
+  is unusable (stage ``validate``); the rest of its plugin is not affected;
+* forms that work but should change (:func:`model_declaration_notices`, a
+  :class:`PluginMigrationWarning` naming the model and what to write): a search space of
+  plain lists (the first release's form; searched under the same rule and budget as declared
+  ranges, :func:`mtlbench.space.list_to_param`), ``supports_warm_start`` without ``convex``
+  (warm starts stay off), a model whose code never sets ``converged_`` (its convergence is
+  "not recorded").
+
+Names: a name a built-in model, dataset or searcher has stays the built-in's; a third-party
+plugin registering it is refused (stage ``name clash``) and the built-in keeps working.  Two
+third-party plugins registering the same name make only that name unusable (using it raises
+:class:`~mtlbench.errors.PluginConflictError` naming both distributions).
 """
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import os
+import re
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pluggy
@@ -37,6 +57,7 @@ from .dataset import Dataset, configure_dataset
 from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
                      unknown_name_message)
 from .model import MTLModel
+from .provenance import source_files
 from .searcher import Searcher
 from .space import as_param, list_to_param, space_problems
 from .syntax import parse_selector
@@ -65,7 +86,7 @@ class PluginFailure:
     name: str
     distribution: str
     version: str
-    stage: str  # "import" | "register_*" | "validate" | "name clash"
+    stage: str  # "import" | "register" | "register_*" | "validate" | "name clash"
     error: str
     traceback: str = ""
 
@@ -81,8 +102,9 @@ class PluginWarning(UserWarning):
 
 
 class PluginMigrationWarning(UserWarning):
-    """A plugin works but uses a form its author should migrate (e.g. a plain-list search
-    space); the message says what to write instead."""
+    """A plugin works but uses a form its author should migrate (a plain-list search space,
+    ``supports_warm_start`` without ``convex``, no ``converged_``); the message names the
+    model and says what to write instead."""
 
 
 def _strict() -> bool:
@@ -96,7 +118,125 @@ def _dist_of(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "<unknown>", dist.version or ""
 
 
-_HOOK_NAMES = frozenset(n for n in dir(hookspecs) if n.startswith("register_"))
+_HOOK_NAMES = frozenset(hookspecs.HOOK_ARGUMENTS)
+#: The distribution that registers the built-in models, datasets and searchers (mtlbench).
+BUILTIN_DISTRIBUTION = hookspecs.PROJECT_NAME
+
+
+def _is_builtin(info: PluginInfo) -> bool:
+    return info.distribution == BUILTIN_DISTRIBUTION
+
+
+def _prefix(distribution: str) -> str:
+    """A name prefix suggested for a distribution's models (``mtlbench-foo`` -> ``foo``)."""
+    name = distribution.lower().replace("_", "-")
+    return name[len("mtlbench-"):] if name.startswith("mtlbench-") else name
+
+
+_HOOKS_TEXT = "the hooks are " + ", ".join(hookspecs.hook_signature(n)
+                                          for n in hookspecs.HOOK_ARGUMENTS)
+
+
+def _closest_hook(name: str, cutoff: float = 0.6) -> str:
+    close = difflib.get_close_matches(name, sorted(_HOOK_NAMES), n=1, cutoff=cutoff)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _required_args(func: Any) -> list[str] | None:
+    """The arguments ``func`` needs (no default; what pluggy passes it), None if unknown."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+    return [p.name for p in sig.parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def hook_problems(plugin: Any) -> list[str]:
+    """What is wrong with how ``plugin`` implements the hooks of :mod:`mtlbench.hookspecs`
+    (empty if nothing), each sentence naming the fix:
+
+    * a hook implementation taking an argument its hook does not pass
+      (``def register_models(reg)``);
+    * a function not marked ``@hookimpl`` that looks like a misspelled hook
+      (``def register_model(register)`` beside the hooks, defined in the plugin itself);
+    * an entry point naming a model, dataset or searcher class rather than the module that
+      registers it;
+    * a plugin implementing no hook at all.
+
+    A marked implementation whose name is no hook is found by pluggy when the plugin is
+    registered (:meth:`Registry._unknown_hooks`)."""
+    if isinstance(plugin, type) and issubclass(plugin, (MTLModel, Dataset, Searcher)):
+        kind, hook = _kind_and_hook(plugin)
+        return [f"the entry point names the {kind} class {plugin.__qualname__} itself; point "
+                f"it at the module that registers it (e.g. {plugin.__module__!r}) and add "
+                f"there: @hookimpl def {hook}(register): register({plugin.__name__})"]
+    out, implemented, lookalikes = [], [], []
+    own_module = getattr(plugin, "__name__", None)
+    for attr in sorted(dir(plugin)):
+        if attr.startswith("_"):
+            continue
+        func = getattr(plugin, attr, None)
+        if not inspect.isroutine(func):
+            continue
+        opts = getattr(func, f"{hookspecs.PROJECT_NAME}_impl", None)
+        if isinstance(opts, dict):
+            spec = opts.get("specname") or attr
+        elif attr in _HOOK_NAMES:
+            spec = attr  # an unmarked hook function (the first release's form)
+        else:
+            if attr.startswith("register") and getattr(func, "__module__", None) == own_module \
+                    and _closest_hook(attr, cutoff=0.8):
+                lookalikes.append(attr)
+            continue
+        implemented.append(attr)
+        args = _required_args(func)
+        if spec not in _HOOK_NAMES or args is None:
+            continue  # no such hook: reported by pluggy's check
+        extra = [a for a in args if a not in hookspecs.HOOK_ARGUMENTS[spec]]
+        if extra:
+            out.append(f"hook {attr}({', '.join(args)}) takes {', '.join(map(repr, extra))}, "
+                       f"which mtlbench does not pass; write "
+                       f"def {hookspecs.hook_signature(spec)}")
+    for attr in lookalikes:
+        out.append(f"{attr} looks like a hook but is none{_closest_hook(attr)}: name it after "
+                   f"the hook and mark it @hookimpl; {_HOOKS_TEXT}")
+    if not implemented and not lookalikes:
+        out.append(f"implements no mtlbench hook, so it registers nothing; {_HOOKS_TEXT} "
+                   "(from mtlbench import hookimpl)")
+    return out
+
+
+def _kind_and_hook(obj: Any) -> tuple[str, str]:
+    """What ``obj`` is (a model, dataset or searcher class or instance) and its hook."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    for base, kind in ((MTLModel, "model"), (Dataset, "dataset"), (Searcher, "searcher")):
+        if issubclass(cls, base):
+            return kind, f"register_{kind}s"
+    return "", ""
+
+
+def registered_object_problem(kind: str, obj: Any) -> str:
+    """Why ``obj`` cannot be registered by a ``register_{kind}s`` hook (empty if it can):
+    an instance where the class is expected, an object of another kind (given to the wrong
+    hook), or something that is none of a model, dataset or searcher."""
+    expected = {"model": "an MTLModel subclass", "dataset": "a Dataset subclass or instance",
+                "searcher": "a Searcher subclass"}[kind]
+    is_class = isinstance(obj, type)
+    found, hook = _kind_and_hook(obj)
+    if found == kind and (is_class or kind == "dataset"):
+        return ""
+    what = f"the class {obj.__qualname__}" if is_class else \
+        f"{type(obj).__name__} instance {obj!r}" if found else \
+        f"{obj!r} (a {type(obj).__name__})"
+    if found == kind:  # an instance of the right kind
+        name = type(obj).__name__
+        return (f"register() in register_{kind}s takes the class, not an instance: "
+                f"register({name}), not register({name}(...))")
+    if found:
+        return (f"register() in register_{kind}s expects {expected}, got {what}, which is a "
+                f"{found}: register it in {hook}(register)")
+    return f"register() in register_{kind}s expects {expected}, got {what}"
 
 
 class _PluginManager(pluggy.PluginManager):
@@ -131,13 +271,14 @@ class Registry:
 
     # ------------------------------------------------------------------ loading
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> "Registry":
-        eps = sorted(entry_points(group=group), key=lambda e: (e.name, e.value))
+        found = [(ep, *_dist_of(ep)) for ep in entry_points(group=group)]
+        # the built-ins first, so that a third-party plugin cannot take one of their names
+        found.sort(key=lambda f: (f[1] != BUILTIN_DISTRIBUTION, f[0].name, f[0].value))
         seen: set[tuple[str, str]] = set()
-        for ep in eps:
+        for ep, dist, version in found:
             if (ep.name, ep.value) in seen:  # the same distribution seen twice on sys.path
                 continue
             seen.add((ep.name, ep.value))
-            dist, version = _dist_of(ep)
             try:
                 plugin = ep.load()
             except Exception as exc:  # noqa: BLE001 - any import failure is reported, not fatal
@@ -145,18 +286,46 @@ class Registry:
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
                 continue
             self.add_plugin(plugin, name=ep.name, distribution=dist, version=version)
+        self._check_installed_version({v for _, d, v in found if d == BUILTIN_DISTRIBUTION})
         return self
+
+    @staticmethod
+    def _check_installed_version(installed: set[str]) -> None:
+        """Warn when mtlbench's installed metadata (``installed``: the versions its entry
+        points' distribution says) names another version than its code: an editable install
+        keeps the version it was installed with, and every result records the installed one;
+        the fix is to reinstall."""
+        from ._version import __version__
+
+        if installed and __version__ not in installed:
+            warnings.warn(f"mtlbench's installed metadata says version "
+                          f"{', '.join(sorted(installed))} but its code is {__version__}: an "
+                          "editable install keeps the version it was installed with; reinstall "
+                          "it (pip install -e .) so that results and plugins see the right "
+                          "version", PluginWarning, stacklevel=3)
 
     def add_plugin(self, plugin: Any, *, name: str, distribution: str = "<local>",
                    version: str = "") -> PluginInfo:
-        """Register one plugin object (module or instance) and run its hooks."""
+        """Register one plugin object (module or instance) and run its hooks.
+
+        A plugin whose hooks are wrong (:func:`hook_problems`; a hook implementation without a
+        specification, found as pluggy's ``check_pending`` finds it) is not registered at all:
+        it is recorded as a failure at stage ``register``, naming the fix."""
         info = PluginInfo(name=name, distribution=distribution, version=version,
                           module=getattr(plugin, "__name__", type(plugin).__name__))
-        try:
-            self.pm.register(plugin, name=f"{distribution}:{name}")
-        except Exception as exc:  # noqa: BLE001 - e.g. a hookimpl with a wrong signature
+        problems = hook_problems(plugin)
+        if not problems:
+            try:
+                self.pm.register(plugin, name=f"{distribution}:{name}")
+            except pluggy.PluginValidationError as exc:  # what hook_problems did not foresee
+                problems = [str(exc)]
+            else:
+                problems = self._unknown_hooks(plugin)
+                if problems:
+                    self.pm.unregister(plugin)
+        if problems:
             self._fail(PluginFailure(name, distribution, version, "register",
-                                     f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+                                     "; ".join(problems)))
             return info
         self.plugins.append(info)
         for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset"),
@@ -165,10 +334,23 @@ class Registry:
                 self._call_one(plugin, hook_name, register=self._register_callback(kind, info))
             except PluginError:
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - a failing plugin is reported, not fatal
                 self._fail(PluginFailure(name, distribution, version, hook_name,
                                          f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return info
+
+    def _unknown_hooks(self, plugin: Any) -> list[str]:
+        """Hook implementations of ``plugin`` that match no hook specification (what pluggy's
+        ``PluginManager.check_pending`` reports, for this plugin alone), each with the
+        closest hook's name."""
+        out = []
+        for caller in self.pm.get_hookcallers(plugin) or []:
+            if caller.has_spec() or all(i.optionalhook for i in caller.get_hookimpls()
+                                        if i.plugin is plugin):
+                continue
+            out.append(f"@hookimpl {caller.name}: mtlbench has no hook {caller.name!r}"
+                       f"{_closest_hook(caller.name)}; {_HOOKS_TEXT}")
+        return out
 
     def _call_one(self, plugin: Any, hook_name: str, **kwargs: Any) -> None:
         """Call hook ``hook_name`` through pluggy on ``plugin`` alone: each plugin gets its own
@@ -185,56 +367,69 @@ class Registry:
         table = self._table(kind)
 
         def register(obj: Any) -> None:
-            if kind == "model":
-                if not (isinstance(obj, type) and issubclass(obj, MTLModel)):
-                    raise TypeError(f"register() expects an MTLModel subclass, got {obj!r}")
-            elif kind == "searcher":
-                if not (isinstance(obj, type) and issubclass(obj, Searcher)):
-                    raise TypeError(f"register() expects a Searcher subclass, got {obj!r}")
-            else:
-                if isinstance(obj, type) and issubclass(obj, Dataset):
-                    obj = obj()
-                if not isinstance(obj, Dataset):
-                    raise TypeError(f"register() expects a Dataset subclass or instance, got {obj!r}")
+            if kind == "dataset" and isinstance(obj, type) and issubclass(obj, Dataset):
+                obj = obj()
+            why = registered_object_problem(kind, obj)
+            if why:
+                raise TypeError(why)
             key = getattr(obj, "name", "")
             if not key or not isinstance(key, str):
-                raise TypeError(f"{obj!r} has no 'name' attribute")
-            if (kind, key) in self._clash_owners:  # a third plugin with the same name
-                self._clash(kind, key, info)
+                raise TypeError(f"{obj!r} has no 'name': set the class attribute name = "
+                                f"'my-{kind}' (the name users type)")
+            if (kind, key) in self._clash_owners or key in table:
+                self._clash(kind, key, info, obj)
                 return
-            if key in table:
-                self._clash(kind, key, info)
+            if kind == "model" and not self._model_declarations_ok(obj, key, info):
                 return
-            if kind == "model":
-                problems = model_declaration_problems(obj)
-                if problems:
-                    msg = (f"model {key!r} declares an invalid search space or parameter "
-                           f"constraints: {'; '.join(problems)}")
-                    self._unusable[(kind, key)] = PluginError(
-                        f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
-                        f"{info.version}); the model cannot be used until the plugin is fixed")
-                    self._fail(PluginFailure(info.name, info.distribution, info.version,
-                                             "validate", msg))
-                    return
-                for note in model_declaration_notices(obj):
-                    warnings.warn(f"mtlbench plugin {info.name!r} (distribution "
-                                  f"{info.distribution} {info.version}): model {key!r}: {note}",
-                                  PluginMigrationWarning, stacklevel=2)
             table[key] = Registered(obj, info)
             getattr(info, kind + "s").append(key)
 
         return register
 
-    def _clash(self, kind: str, key: str, info: PluginInfo) -> None:
-        """``key`` is registered by more than one plugin: make only that name unusable."""
+    def _model_declarations_ok(self, cls: type[MTLModel], key: str, info: PluginInfo) -> bool:
+        """Check model ``cls``'s declarations: a problem makes the model unusable (False),
+        a form to migrate warns."""
+        problems = model_declaration_problems(cls)
+        if problems:
+            msg = (f"model {key!r} declares an invalid search space, parameter constraints "
+                   f"or fit signature: {'; '.join(problems)}")
+            self._unusable[("model", key)] = PluginError(
+                f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
+                f"{info.version}); the model cannot be used until the plugin is fixed")
+            self._fail(PluginFailure(info.name, info.distribution, info.version,
+                                     "validate", msg))
+            return False
+        for note in model_declaration_notices(cls, info.distribution):
+            warnings.warn(f"mtlbench plugin {info.name!r} (distribution {info.distribution} "
+                          f"{info.version}): model {key!r}: {note}",
+                          PluginMigrationWarning, stacklevel=3)
+        return True
+
+    def _clash(self, kind: str, key: str, info: PluginInfo, obj: Any) -> None:
+        """``key`` is registered by more than one plugin.  A built-in keeps its name and the
+        newcomer is refused; between third-party plugins only that name becomes unusable."""
         table = self._table(kind)
+        current = table.get(key)
+        others = [current.plugin] if current is not None else \
+            self._clash_owners.get((kind, key), [])
+        if _is_builtin(info) and not any(_is_builtin(o) for o in others):
+            # the built-in came after the others (plugins added by hand): it takes the name
+            if current is not None:
+                self._drop(kind, key)
+            self._clash_owners.pop((kind, key), None)
+            self._unusable.pop((kind, key), None)
+            table[key] = Registered(obj, info)
+            getattr(info, kind + "s").append(key)
+            for other in others:
+                self._refuse_builtin_name(kind, key, other)
+            return
+        if current is not None and _is_builtin(current.plugin):
+            self._refuse_builtin_name(kind, key, info)
+            return
         owners = self._clash_owners.setdefault((kind, key), [])
-        if key in table:
-            first = table.pop(key).plugin
-            owners.append(first)
-            lst = getattr(first, kind + "s")
-            if key in lst:
-                lst.remove(key)
+        if current is not None:
+            owners.append(current.plugin)
+            self._drop(kind, key)
         owners.append(info)
         who = " and ".join(f"plugin {o.name!r} (distribution {o.distribution} {o.version})"
                            for o in owners)
@@ -242,6 +437,22 @@ class Registry:
                f"rename the {kind}")
         self._unusable[(kind, key)] = PluginConflictError(msg)
         self._fail(PluginFailure(info.name, info.distribution, info.version, "name clash", msg))
+
+    def _refuse_builtin_name(self, kind: str, key: str, other: PluginInfo) -> None:
+        """Refuse plugin ``other``'s ``kind`` named ``key``: a built-in has that name."""
+        self._fail(PluginFailure(
+            other.name, other.distribution, other.version, "name clash",
+            f"{kind} name {key!r} is a built-in {kind} of mtlbench; plugin {other.name!r} "
+            f"(distribution {other.distribution} {other.version}) cannot register another "
+            f"{kind} under it: rename its {kind} (e.g. '{_prefix(other.distribution)}-{key}'); "
+            f"the built-in {key!r} is unchanged"))
+
+    def _drop(self, kind: str, key: str) -> None:
+        """Remove ``key`` from the ``kind`` table and from its plugin's list."""
+        first = self._table(kind).pop(key).plugin
+        lst = getattr(first, kind + "s")
+        if key in lst:
+            lst.remove(key)
 
     def _fail(self, failure: PluginFailure) -> None:
         self.failures.append(failure)
@@ -324,20 +535,22 @@ class Registry:
 
 
 def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
-    """Why ``cls``'s ``search_space`` / ``param_constraints`` are malformed (empty if fine):
-    an entry naming no ``__init__`` parameter, an entry that is not a Param or a non-empty
-    list, a starting-grid value its own declaration rejects, a bound expression in
+    """Why model ``cls`` cannot be used as declared (empty if it can): ``fit`` or
+    ``decision_function`` not implemented, a ``fit`` without the ``init`` argument the
+    protocol passes, and in ``search_space`` / ``param_constraints``: an entry naming no
+    ``__init__`` parameter, an entry that is not a Param or a non-empty list, a
+    starting-grid value its own declaration rejects, a bound expression in
     ``param_constraints`` (only searched parameters have them), and what
     :func:`mtlbench.space.space_problems` finds in the search space (an ordered parameter
     without a start range, an unknown name in a bound expression, circular bounds)."""
+    out = _method_problems(cls)
     try:
         sig = inspect.signature(cls.__init__)
         params = {p.name for p in sig.parameters.values()
                   if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         open_kwargs = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
     except (TypeError, ValueError):
-        return []
-    out = []
+        return out
     for attr in ("search_space", "param_constraints"):
         decls = getattr(cls, attr, None) or {}
         if not isinstance(decls, Mapping):
@@ -372,9 +585,103 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     return out
 
 
-def model_declaration_notices(cls: type[MTLModel]) -> list[str]:
-    """What an author should migrate in ``cls.search_space`` (the model works as it is): each
-    plain-list entry, with the declaration it is read as and the one to write."""
+def _method_problems(cls: type[MTLModel]) -> list[str]:
+    """``fit`` / ``decision_function`` missing, or a ``fit`` the protocol cannot call as
+    ``fit(tasks, init=...)``."""
+    out = []
+    if cls.fit is MTLModel.fit:
+        out.append(f"{cls.__name__} does not implement fit(self, tasks, init=None)")
+    elif "init" not in _accepted_keywords(cls.fit):
+        out.append(f"{cls.__name__}.fit takes no 'init' argument, but the protocol calls "
+                   f"fit(tasks, init=None or the previous fit of the search): write "
+                   f"def fit(self, tasks, init=None) (ignore init unless the model declares "
+                   f"convex = True and supports_warm_start = True)")
+    if cls.decision_function is MTLModel.decision_function:
+        out.append(f"{cls.__name__} does not implement decision_function(self, X, task) "
+                   f"(subclass LinearMTLModel to score with coef_)")
+    return out
+
+
+def _accepted_keywords(func: Any) -> set[str]:
+    """Keyword names ``func`` accepts ({"init", ...}; every name if it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return {"init"}  # cannot tell: do not refuse
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return {"init"}
+    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+_SETS_CONVERGED = re.compile(r"\bconverged_\b")
+
+
+def model_declaration_notices(cls: type[MTLModel], distribution: str | None = None
+                              ) -> list[str]:
+    """What an author should change in model ``cls`` (the model works as it is):
+
+    * each plain-list ``search_space`` entry, with the declaration it is read as and the one
+      to write;
+    * ``supports_warm_start = True`` without ``convex = True``: the protocol warm-starts only
+      convex models, so its fits start cold;
+    * no ``converged_`` anywhere in the model's source files (those of its code fingerprint,
+      :func:`mtlbench.provenance.source_files`; ``distribution`` the plugin's): its
+      convergence is recorded as unknown ("not recorded"), also when ``diagnostics_`` holds
+      a ``"converged"`` entry."""
+    out = _space_notices(cls)
+    if getattr(cls, "supports_warm_start", False) and not getattr(cls, "convex", False):
+        out.append("declares supports_warm_start = True but not convex = True, so its fits "
+                   "are never warm-started (the protocol warm-starts only convex models, "
+                   "where the start cannot change the answer); declare convex = True if fit "
+                   "minimises a convex problem, else remove supports_warm_start")
+    if not _sets_converged(cls, distribution):
+        out.append("never sets converged_, so the results record its convergence as unknown "
+                   "(\"not recorded\"; diagnostics_['converged'] is not read): set "
+                   "self.converged_ = True / False in fit (whether the solver met its stated "
+                   "tolerance; True for a closed-form fit)")
+    return out
+
+
+def _sets_converged(cls: type[MTLModel], distribution: str | None) -> bool:
+    """Whether ``converged_`` appears in the model's code: the modules of its classes first
+    (where models set it; cheap), else every file of its code fingerprint; True when the
+    source cannot be read (nothing to say then)."""
+    own = {inspect.getsourcefile(k) for k in cls.__mro__
+           if k.__module__.split(".")[0] != hookspecs.PROJECT_NAME and k is not object
+           and _has_source(k)}
+    if any(_mentions_converged(f) for f in own if f):
+        return True
+    files = source_files(cls, distribution)
+    return not files or any(_mentions_converged(f) for f in files)
+
+
+def _has_source(klass: type) -> bool:
+    try:
+        return bool(inspect.getsourcefile(klass))
+    except TypeError:  # a built-in class
+        return False
+
+
+def _mentions_converged(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return _file_mentions_converged(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _file_mentions_converged(path: str, mtime_ns: int, size: int) -> bool:
+    """Whether file ``path`` (this version of it) mentions ``converged_``."""
+    try:
+        return bool(_SETS_CONVERGED.search(Path(path).read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _space_notices(cls: type[MTLModel]) -> list[str]:
+    """Each plain-list entry of ``cls.search_space``: the declaration it is read as and the
+    one to write."""
     out = []
     for key, decl in (getattr(cls, "search_space", None) or {}).items():
         if not isinstance(decl, (list, tuple)) or not decl:

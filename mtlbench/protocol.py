@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
+import linecache
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -51,6 +51,9 @@ CONSTANT_RTOL = 1e-12
 #: A selected fit with at least this share of tasks at constant validation scores is flagged
 #: ``degenerate`` in the search summary.
 DEGENERATE_SHARE = 0.25
+#: At most this many frames (the last ones) of a failed fit's traceback are kept in its trace
+#: entry (:func:`plugin_traceback`).
+TRACEBACK_FRAMES = 8
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,8 @@ def task_split(y: np.ndarray, rng: np.random.Generator, test_fraction: float,
         rows = np.flatnonzero(y == cls)
         if rows.shape[0] < MIN_PER_CLASS:
             raise DataValidationError(
-                f"class {int(cls):+d} has {rows.shape[0]} labels; the protocol needs >= {MIN_PER_CLASS}")
+                f"class {int(cls):+d} has {rows.shape[0]} labels; the protocol needs >= "
+                f"{MIN_PER_CLASS}")
         te, rest = _stratified_take(rows, test_fraction, 2, rng)
         va, tr = _stratified_take(rest, val_fraction, 1, rng)
         train.append(tr), val.append(va), test.append(te)
@@ -191,7 +195,8 @@ def make_split(tasks: TaskSet, config: ProtocolConfig, rep: int) -> Split:
         try:
             tr, va, te = task_split(tasks.y(t), rng, config.test_fraction, config.val_fraction)
         except DataValidationError as exc:
-            raise DataValidationError(f"{tasks.name}, task {tasks.task_names[t]!r}: {exc}") from None
+            raise DataValidationError(
+                f"{tasks.name}, task {tasks.task_names[t]!r}: {exc}") from None
         train.append(tr), val.append(va), test.append(te)
     return Split(train, val, test)
 
@@ -203,7 +208,8 @@ def parameter_grid(space: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     keys = sorted(space)
     for k in keys:
         if not isinstance(space[k], (list, tuple)) or len(space[k]) == 0:
-            raise ConfigError(f"search space entry {k!r} must be a non-empty list, got {space[k]!r}")
+            raise ConfigError(
+                f"search space entry {k!r} must be a non-empty list, got {space[k]!r}")
     return [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
 
 
@@ -290,7 +296,8 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     """
     keep, dropped = evaluable_tasks(tasks)
     if not keep:
-        raise DataValidationError(f"{tasks.name}: no task has >= {MIN_PER_CLASS} labels of each class")
+        raise DataValidationError(
+            f"{tasks.name}: no task has >= {MIN_PER_CLASS} labels of each class")
     tasks = restrict_tasks(tasks, keep)
     split = make_split(tasks, config, rep)
     train = tasks.subset(split.train, name=f"{tasks.name}[train]", meta={})
@@ -306,7 +313,12 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
         if first.startswith("ModelContractError: "):  # the model breaks the contract: say so
             raise ModelContractError(first[len("ModelContractError: "):])
         errors = "; ".join(e.get("error", "") for e in trace[:3])
-        raise RuntimeError(f"every grid point failed ({len(trace)} tried): {errors}")
+        failed = RuntimeError(f"every grid point failed ({len(trace)} tried): {errors}")
+        # the first failed fit's frames in the plugin's code, which the runner stores with
+        # the unit's traceback (this one ends here, in the framework)
+        first_tb = trace[0].get("traceback", "") if trace else ""
+        failed.plugin_traceback = first_tb  # type: ignore[attr-defined]
+        raise failed
     best_params, best_val = dict(trace[b]["params"]), float(trace[b]["val_auc"])
 
     # Test labels are touched only from here on.
@@ -330,6 +342,9 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     summary["refit_constant_share"] = float(constant.mean())
     summary["degenerate"] = trace[b]["constant_share"] >= DEGENERATE_SHARE
     diagnostics["search"] = summary
+    # labels x features: what the dispatcher and ``--dry-run`` scale unit times by
+    # (mtlbench.runner.cost)
+    diagnostics["problem_size"] = int(tasks.sizes().sum()) * int(tasks.d)
     arrays = {}
     if keep_arrays:
         for attr in ("coef_", "feature_groups_", "task_groups_"):
@@ -360,11 +375,14 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
 
     Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
     on ``val``.  A trace entry holds ``params``, ``phase`` (start / extend / refine),
-    ``val_auc`` (absent with ``error`` for a failed fit), ``converged`` (``converged_`` of the
-    fitted model, None if it does not say), ``n_iter`` and ``constant_share`` (the share of
-    tasks whose validation scores are constant: :func:`task_scores`); the trace is a pure
-    function of data, seed and settings.  The summary holds ``fit_times`` (seconds per fit,
-    aligned with the trace), ``search``, ``budget``, ``n_fits``, ``at_bound``, ``at_edge``,
+    ``val_auc`` (absent for a failed fit, which has ``error``, the exception's type and
+    message, and ``traceback``, its frames in the plugin's code: :func:`plugin_traceback`),
+    ``converged`` (``converged_`` of the fitted model if it is a bool, else None: not
+    recorded), ``n_iter`` and ``constant_share`` (the share of tasks whose validation scores
+    are constant: :func:`task_scores`); the trace is a pure function of data, seed, settings
+    and code.  The summary holds ``fit_times`` (seconds per fit, aligned with the trace),
+    ``search``, ``budget``, ``n_fits``, ``failed_fits`` (fits that raised), ``at_bound``,
+    ``at_edge``,
     ``budget_exhausted`` (the budget -- for a searcher that ``extends_past_budget``, the
     budget plus as many extension fits again -- ran out while the searcher still wanted to
     extend past an edge; ``n_fits`` above the budget counts the extension fits past it),
@@ -422,7 +440,8 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     selected = trace[b]["params"] if b is not None else {}
     at_bound, at_edge = edge_report(space, trace, selected, context) if b is not None else ([], [])
     summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
-               "n_fits": len(trace), "at_bound": at_bound, "at_edge": at_edge,
+               "n_fits": len(trace), "failed_fits": sum(1 for e in trace if "error" in e),
+               "at_bound": at_bound, "at_edge": at_edge,
                "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
                "warm_start": warm, "fit_times": fit_times, "problem_dims": dims,
                "bounds": resolved_bounds(space, selected, context) if b is not None else {}}
@@ -454,12 +473,31 @@ def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: Tas
         per_task, constant = task_scores(model, val)
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
         entry["error"] = f"{type(exc).__name__}: {exc}"
+        entry["traceback"] = plugin_traceback(exc)
         return entry, None
     entry["val_auc"] = float(per_task.mean())
     entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
     entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
     entry["constant_share"] = float(constant.mean())
     return entry, model
+
+
+def plugin_traceback(exc: BaseException, limit: int = TRACEBACK_FRAMES) -> str:
+    """``exc``'s traceback without mtlbench's own frames: the frames of the plugin's code
+    and of the libraries it called (the last ``limit``), each as ``module, line N, in
+    function`` and its source line, then ``Type: message``.  Module names, not file paths, so
+    the text is the same on every machine (it is part of the stored trace)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", "?"))
+        if module.split(".")[0] != "mtlbench":
+            code = tb.tb_frame.f_code
+            line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            frames.append(f"  {module}, line {tb.tb_lineno}, in {code.co_name}"
+                          + (f"\n    {line}" if line else ""))
+        tb = tb.tb_next
+    return "\n".join([*frames[-limit:], f"{type(exc).__name__}: {exc}"])
 
 
 def check_fit_returned(returned: Any, model: MTLModel) -> None:
@@ -472,12 +510,11 @@ def check_fit_returned(returned: Any, model: MTLModel) -> None:
 
 
 def _bool_or_none(v: Any) -> bool | None:
-    if v is None:
-        return None
-    try:
+    """A fitted ``converged_`` as recorded: a bool (numpy's, or an integer 0 / 1, too), else
+    None (not recorded: a missing attribute, None, a string, an array)."""
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
         return bool(v)
-    except (TypeError, ValueError):
-        return None
+    return None
 
 
 def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
@@ -515,4 +552,5 @@ __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tas
            "MIN_PER_CLASS", "class_counts", "class_counts_ok", "checked_scores",
            "parameter_grid", "mean_auc", "task_scores", "CONSTANT_RTOL", "DEGENERATE_SHARE",
            "run_protocol", "search", "check_fit_returned", "UnitOutcome",
+           "plugin_traceback", "TRACEBACK_FRAMES",
            "structure_recovery", "config_json"]

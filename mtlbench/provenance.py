@@ -8,65 +8,195 @@ those units instead of silently reusing the old ones (as benchopt hashes its sol
 The code fingerprint of a class is the sha256 of the source files of
 
 * the module that defines the class, and
-* every module of the same top-level package that it uses, transitively (found from the module
-  globals: imported modules, functions and classes), plus the package's private helper modules
-  (``_*.py`` next to the class's module, e.g. shared numerics).
+* every module of the plugin's distribution that it can import, transitively: found from the
+  ``import`` statements of each module's source (those inside functions too) and from the
+  module's globals (imported modules, functions and classes), plus the private helper modules
+  (``_*.py``) next to the class's module (e.g. shared numerics).
 
-Only files of the plugin's own package are hashed (not numpy, not mtlbench's core: the core's
-version is recorded in each row's ``versions``).  A class without a source file (defined in an
-interactive session) is fingerprinted by its qualified name only and says so (``"code": null``).
+The plugin's distribution is the one that registered the class (its name is given by the
+registry): its modules are those of its top-level packages and modules (``top_level.txt``, else
+the files its ``RECORD`` lists) and, for an editable install that names its source folder in a
+``.pth`` file, every module under that folder; a helper module beside the model's own package
+(``mymodel/`` and ``myhelpers.py`` in one distribution) is therefore part of the model.  Without
+a known distribution only the class's own top-level package counts.  mtlbench's core is never
+hashed (its version is recorded in each row's ``versions``), nor are numpy or other
+distributions.  A class without a source file (defined in an interactive session) is
+fingerprinted by its qualified name only and says so (``"code": null``).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import inspect
 import json
+import os
+import re
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["code_fingerprint", "class_provenance", "unit_provenance", "model_provenance",
-           "dataset_provenance", "provenance_differences", "stale_keys", "stale_note"]
+__all__ = ["code_fingerprint", "source_files", "class_provenance", "unit_provenance",
+           "model_provenance", "dataset_provenance", "provenance_differences", "stale_keys",
+           "stale_note"]
+
+#: The core's package: never part of a plugin's fingerprint (its version is recorded instead).
+CORE_PACKAGE = "mtlbench"
 
 
-def _module_files(mod: types.ModuleType) -> set[str]:
-    """Source files of ``mod`` and of the modules of its top-level package it uses."""
-    top = mod.__name__.split(".")[0]
-    seen: set[str] = set()
+@dataclass(frozen=True)
+class _Scope:
+    """Which modules belong to a plugin: its top-level names, and its source folders (an
+    editable install's)."""
+
+    tops: frozenset[str]
+    roots: tuple[str, ...] = ()
+
+    def owns(self, name: str) -> bool:
+        top = name.split(".")[0]
+        if top == CORE_PACKAGE and CORE_PACKAGE not in self.tops:
+            return False
+        if top in self.tops:
+            return True
+        if not self.roots:
+            return False
+        path = _module_file(top)
+        if path is None:
+            return False
+        path = str(Path(path).resolve())
+        return any(path.startswith(root + os.sep) for root in self.roots)
+
+
+@functools.lru_cache(maxsize=64)
+def _distribution_scope(distribution: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Top-level module names and editable source folders of an installed distribution
+    (empty when it is unknown or lists neither)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(distribution)
+    except (metadata.PackageNotFoundError, ValueError):
+        return frozenset(), ()
+    tops = {line.strip() for line in (dist.read_text("top_level.txt") or "").splitlines()
+            if line.strip()}
+    roots = []
+    for f in dist.files or []:
+        parts = Path(str(f)).parts
+        if not parts or parts[0] == ".." or parts[0].endswith((".dist-info", ".data")) \
+                or parts[0] == "__pycache__" or parts[0].startswith("__editable__"):
+            continue
+        if parts[0].endswith(".pth"):
+            try:
+                text = Path(str(dist.locate_file(f))).read_text(encoding="utf-8")
+            except OSError:
+                continue
+            roots += [str(Path(line.strip()).resolve()) for line in text.splitlines()
+                      if line.strip() and not line.startswith(("import ", "#"))
+                      and Path(line.strip()).is_dir()]
+        elif not tops and (len(parts) > 1 or parts[0].endswith(".py")):
+            tops.add(parts[0][:-3] if len(parts) == 1 else parts[0])
+    return frozenset(tops - {CORE_PACKAGE}), tuple(sorted(set(roots)))
+
+
+def _scope(mod: types.ModuleType, distribution: str | None) -> _Scope:
+    own = mod.__name__.split(".")[0]
+    tops, roots = _distribution_scope(distribution) if distribution else (frozenset(), ())
+    return _Scope(frozenset(tops | {own}), roots)
+
+
+def _module_file(name: str) -> str | None:
+    """The source file of module ``name`` (imported or not), None if it has none."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        path = getattr(mod, "__file__", None)
+        return path if path and path.endswith(".py") else None
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    return origin if origin and origin.endswith(".py") else None
+
+
+def _source_imports(name: str, path: str) -> frozenset[str]:
+    """Modules that the source of module ``name`` (file ``path``) imports, anywhere in it
+    (relative imports resolved; ``from a import b`` gives ``a.b`` and ``a``)."""
+    return _parsed_imports(name, path, *_stamp(path)[1:])
+
+
+#: An import statement at the start of a line: ``from .x import (a, b as c)`` / ``import a.b``.
+#: Read from the text, not parsed: a match inside a string adds at most a file to the hash
+#: (more reruns, never a stale result), and the text of every file of a plugin is scanned
+#: in milliseconds where parsing took about half a second per ``compare``.
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)"
+                     r"|import[ \t]+([^\n#;]*))", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_imports(name: str, path: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """:func:`_source_imports`, read once per file version (path, mtime, size)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return frozenset()
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    found: set[str] = set()
+    for dots, module, names, plain in _IMPORT.findall(text):
+        if not (dots or module):  # import a.b as c, d
+            found.update(part.split()[0] for part in plain.split(",") if part.split())
+            continue
+        base = module
+        if dots:
+            up = package.split(".")[: max(len(package.split(".")) - len(dots) + 1, 0)]
+            base = ".".join(p for p in [*up, module] if p)
+        if base:
+            found.add(base)
+            found.update(f"{base}.{part.split()[0]}" for part in names.strip("()").split(",")
+                         if part.split() and part.split()[0] != "*")
+    return frozenset(found)
+
+
+def _global_imports(mod: types.ModuleType) -> set[str]:
+    """Modules that ``mod``'s globals come from (imported modules, functions, classes)."""
+    out = set()
+    for value in list(vars(mod).values()):
+        if isinstance(value, types.ModuleType):
+            out.add(value.__name__)
+        elif isinstance(value, type) or inspect.isfunction(value):
+            name = getattr(value, "__module__", None)
+            if isinstance(name, str):
+                out.add(name)
+    return out
+
+
+def _module_files(mod: types.ModuleType, scope: _Scope | None = None) -> set[str]:
+    """Source files of ``mod`` and of the modules of its plugin (``scope``) it can import."""
+    scope = scope or _scope(mod, None)
     files: set[str] = set()
-    todo = [mod]
+    todo = [mod.__name__]
     pkg_dir = Path(mod.__file__).parent if getattr(mod, "__file__", None) else None
     if pkg_dir is not None and "." in mod.__name__:
         parent = mod.__name__.rsplit(".", 1)[0]
-        for f in sorted(pkg_dir.glob("_*.py")):
-            if f.name != "__init__.py":
-                name = f"{parent}.{f.stem}"
-                if name in sys.modules:
-                    todo.append(sys.modules[name])
-                else:
-                    files.add(str(f))
+        todo += [f"{parent}.{f.stem}" for f in sorted(pkg_dir.glob("_*.py"))
+                 if f.name != "__init__.py"]
+    seen: set[str] = set()
     while todo:
-        m = todo.pop()
-        if m.__name__ in seen:
+        name = todo.pop()
+        if name in seen:
             continue
-        seen.add(m.__name__)
-        path = getattr(m, "__file__", None)
-        if path and path.endswith(".py"):
-            files.add(path)
-        for value in list(vars(m).values()):
-            if isinstance(value, types.ModuleType):
-                dep = value
-            else:
-                name = getattr(value, "__module__", None)
-                if not isinstance(name, str) or not (isinstance(value, type)
-                                                     or inspect.isfunction(value)):
-                    continue
-                dep = sys.modules.get(name)
-            if dep is not None and dep.__name__.split(".")[0] == top \
-                    and dep.__name__ not in seen:
-                todo.append(dep)
+        seen.add(name)
+        if not scope.owns(name):
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        files.add(path)
+        deps = set(_source_imports(name, path))
+        if name in sys.modules:
+            deps |= _global_imports(sys.modules[name])
+        todo += sorted(deps - seen)
     return files
 
 
@@ -92,22 +222,34 @@ def _hash_files(stamps: tuple[tuple[str, int, int], ...], root: str) -> str:
     return h.hexdigest()[:16]
 
 
-def code_fingerprint(cls: type) -> str | None:
-    """sha256 (16 hex digits) of the source files that define ``cls`` (see the module
-    docstring), or None when ``cls`` has no source file."""
+def source_files(cls: type, distribution: str | None = None) -> list[str]:
+    """The source files :func:`code_fingerprint` hashes for ``cls`` (sorted; empty when the
+    class has no source file): its module and the modules of its plugin's ``distribution``
+    it can import (see the module docstring)."""
     mod = sys.modules.get(cls.__module__)
     if mod is None or not getattr(mod, "__file__", None):
+        return []
+    return sorted(_module_files(mod, _scope(mod, distribution)))
+
+
+def code_fingerprint(cls: type, distribution: str | None = None) -> str | None:
+    """sha256 (16 hex digits) of the source files that define ``cls`` (see the module
+    docstring), or None when ``cls`` has no source file.  ``distribution``: the name of the
+    distribution that registered ``cls`` (its other modules count too)."""
+    files = source_files(cls, distribution)
+    if not files:
         return None
-    files = _module_files(mod)
+    mod = sys.modules[cls.__module__]
     top = sys.modules.get(mod.__name__.split(".")[0])
     root = str(Path(top.__file__).parent.parent) if top is not None and \
         getattr(top, "__file__", None) else str(Path(mod.__file__).parent)
-    return _hash_files(tuple(_stamp(f) for f in sorted(files)), root)
+    return _hash_files(tuple(_stamp(f) for f in files), root)
 
 
 def class_provenance(cls: type, distribution: str, version: str) -> dict[str, Any]:
     return {"distribution": distribution, "version": version,
-            "class": f"{cls.__module__}.{cls.__qualname__}", "code": code_fingerprint(cls)}
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "code": code_fingerprint(cls, distribution)}
 
 
 def model_provenance(registry: Any, name: str) -> dict[str, Any]:

@@ -20,8 +20,12 @@ from __future__ import annotations
 import keyword
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .plugins import PluginInfo
 
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
@@ -177,7 +181,8 @@ search space and beats chance on a small simulated problem.
 ## Benchmark
 
     mtlbench compare --models {name},stl,lasso --datasets simulated --reps 3 --store results.sqlite
-    mtlbench compare -m "{name}[lam=[1.0,10.0]]" --reps 3 --store results.sqlite   # other start range
+    # another start range of lam:
+    mtlbench compare -m "{name}[lam=[1.0,10.0]]" --reps 3 --store results.sqlite
     mtlbench leaderboard --dataset simulated --store results.sqlite
 
 ## Publish
@@ -266,7 +271,8 @@ class {cls}(Dataset):
                 feats = [float(v) for v in r[2:]]
                 lab = float(r[1])
             except (ValueError, IndexError):
-                raise DataValidationError(f"{{path}} line {{i}}: non-numeric label or feature") from None
+                raise DataValidationError(
+                    f"{{path}} line {{i}}: non-numeric label or feature") from None
             if lab not in (-1.0, 1.0) or len(feats) != len(rows[0]) - 2:
                 raise DataValidationError(f"{{path}} line {{i}}: label must be -1 or +1 and every "
                                           f"row needs {{len(rows[0]) - 2}} features")
@@ -321,7 +327,8 @@ example in its layout.
 
 ## Benchmark
 
-    mtlbench compare --datasets {name} --data-dir DIR --models stl,lasso --reps 3 --store results.sqlite
+    mtlbench compare --datasets {name} --data-dir DIR --models stl,lasso --reps 3 \\
+        --store results.sqlite
     mtlbench leaderboard --dataset {name} --store results.sqlite
 '''
 
@@ -384,8 +391,8 @@ def write_plugin(name: str, directory: str | Path = ".", kind: str = "model") ->
     return root
 
 
-def name_taken(name: str, kind: str = "model") -> str | None:
-    """Which installed distribution already registers a ``kind`` called ``name`` (or None)."""
+def name_taken(name: str, kind: str = "model") -> PluginInfo | None:
+    """The installed plugin that already registers a ``kind`` called ``name`` (or None)."""
     import warnings
 
     from .plugins import get_registry
@@ -396,5 +403,4 @@ def name_taken(name: str, kind: str = "model") -> str | None:
     names = reg.dataset_names if kind == "dataset" else reg.model_names
     if name not in names:
         return None
-    info = reg.dataset_plugin(name) if kind == "dataset" else reg.model_plugin(name)
-    return f"{info.distribution} {info.version}"
+    return reg.dataset_plugin(name) if kind == "dataset" else reg.model_plugin(name)

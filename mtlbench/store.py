@@ -355,12 +355,15 @@ class ResultStore:
 
     def unit_times(self) -> pd.DataFrame:
         """Seconds of every finished ("ok") unit: columns model (label), model_name, problem,
-        time_total — for the dispatch order and the ETA of later runs."""
+        time_total, problem_size (labels x features as the unit recorded it, NaN for units
+        of releases that did not) — for the dispatch order, the ETA and ``--dry-run``'s
+        estimate of later runs (:mod:`mtlbench.runner.cost`)."""
         df = pd.read_sql_query(
-            "SELECT model, problem, model_config, time_total FROM units "
+            "SELECT model, problem, model_config, time_total, diagnostics FROM units "
             "WHERE status = 'ok' AND time_total IS NOT NULL", self._conn)
         df["model_name"] = [_name_of(v, m) for v, m in zip(df.model_config, df.model)]
-        return df.drop(columns=["model_config"])
+        df["problem_size"] = [_problem_size(v) for v in df.diagnostics]
+        return df.drop(columns=["model_config", "diagnostics"])
 
     # ------------------------------------------------------------------ races
     def write_race(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -535,6 +538,14 @@ def _name_of(config: Any, label: str) -> str:
         return json.loads(config)["name"]
     except Exception:  # noqa: BLE001 - an older row: the label up to its overrides
         return str(label).split("[")[0]
+
+
+def _problem_size(diagnostics: Any) -> float:
+    """``diagnostics["problem_size"]`` of a stored unit, NaN where it is not recorded."""
+    try:
+        return float(json.loads(diagnostics)["problem_size"])
+    except Exception:  # noqa: BLE001 - an older row, or no diagnostics
+        return float("nan")
 
 
 def _pid_alive(pid: int) -> bool:

@@ -24,7 +24,9 @@ Models (all linear, scores from ``coef_``):
 * ``f-block``     - one long call that no signal interrupts (SIGALRM blocked, then a sleep),
   like a long LAPACK call;
 * ``f-version``   - fits; its result depends on the module constant ``SHIFT`` (for tests that
-  edit the plugin's code).
+  edit the plugin's code);
+* ``f-partial``   - fits for ``lam <= 1`` and raises ValueError above (a search that loses
+  some of its fits).
 
 Dataset ``tiny``: 5 tasks x 40 samples x 6 features (units take milliseconds).
 """
@@ -45,7 +47,7 @@ import time
 
 import numpy as np
 
-from mtlbench import Dataset, Int, Linear, LinearMTLModel, TaskSet, hookimpl
+from mtlbench import Dataset, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
 SHIFT = 0.0
 
@@ -57,6 +59,7 @@ class _Mean(LinearMTLModel):
         self.coef_ = np.column_stack([tasks.X(t).T @ tasks.y(t) / tasks.y(t).shape[0]
                                       for t in range(tasks.T)])
         self.n_iter_ = 1
+        self.converged_ = True  # closed form
         return self
 
 
@@ -220,6 +223,19 @@ class Versioned(_Mean):
         return self
 
 
+class PartlyFails(_Mean):
+    name = "f-partial"
+    search_space = {"lam": Log([0.1, 10.0], low=0.0)}
+
+    def __init__(self, lam=0.1):
+        self.lam = lam
+
+    def fit(self, tasks, init=None):
+        if self.lam > 1.0:
+            raise ValueError(f"f-partial: lam = {self.lam:g} above 1 is refused")
+        return self._fit_mean(tasks)
+
+
 class Tiny(Dataset):
     name = "tiny"
     description = "5 tasks x 40 samples x 6 features (fault tests)"
@@ -240,7 +256,7 @@ class Tiny(Dataset):
 @hookimpl
 def register_models(register):
     for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, SegvLate, Exit, Kill, Oom, Hang,
-                CatchAll, Block, Versioned):
+                CatchAll, Block, Versioned, PartlyFails):
         register(cls)
 
 

@@ -18,6 +18,8 @@ def write_distribution(root: Path, dist: str, version: str, modules: dict[str, s
     info = root / f"{dist}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    # as setuptools writes it: the distribution's top-level modules (its code fingerprint's scope)
+    (info / "top_level.txt").write_text("".join(f"{m.split('.')[0]}\n" for m in sorted(modules)))
     eps = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
     (info / "entry_points.txt").write_text(f"[mtlbench]\n{eps}\n")
     return root

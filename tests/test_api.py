@@ -79,26 +79,21 @@ def test_plan_is_a_dry_run_with_an_estimate(run):
     p = api.plan("simulated", ["lasso", "stl"], reps=4, store=store, jobs=2)
     assert len(p.specs) == 8 and len(p.todo) == 4 and p.stored_ok == 4
     est = p.estimate
-    assert est.known == 4 and est.unknown == 0 and est.workers == 2
-    assert 0 < est.seconds <= est.compute_seconds
+    assert est.by_source == {"stored": (4, pytest.approx(est.compute_seconds))}
+    assert est.workers == 2 and 0 < est.seconds <= est.compute_seconds
     assert "wall time over 2 process(es)" in est.text()
+    assert "extrapolated" not in est.text()
     frame = p.units_frame()
     assert frame["will_run"].sum() == 4
+    # a fresh store: the same model's times are gone, every unit comes from its cost_hint
     fresh = api.plan("simulated", ["lasso"], reps=1, store=Path(store).parent / "new.sqlite")
-    assert fresh.estimate.seconds is None and "none" in fresh.estimate.text()
-
-
-def test_estimate_spreads_longest_first():
-    class S:
-        def __init__(self, label, problem="p"):
-            self.label, self.problem = label, problem
-
-    todo = [S("a"), S("a"), S("b"), S("c")]
-    times = {("a", "p"): 4.0, ("b", "p"): 3.0}
-    est = api.estimate_wall_time(todo, times, workers=2)
-    assert est.known == 3 and est.unknown == 1 and est.compute_seconds == pytest.approx(11.0)
-    assert est.seconds == pytest.approx(7.0)  # {4, 3} and {4}
-    assert api.estimate_wall_time(todo, times, workers=None).seconds is None
+    assert set(fresh.estimate.by_source) == {"hint"} and fresh.estimate.seconds > 0
+    assert "extrapolated from the model's cost_hint" in fresh.estimate.text()
+    # another seed of the data: scaled from the stored problem (same size: same time)
+    other = api.plan("simulated[seed=1]", ["lasso"], reps=1, store=store)
+    assert set(other.estimate.by_source) == {"scaled"}
+    stored = p.expected[next(s.key for s in p.todo if s.label == "lasso")].seconds
+    assert other.estimate.compute_seconds == pytest.approx(stored, rel=0.05)
 
 
 def test_dry_run_cli_prints_plan_and_runs_nothing(run):
@@ -121,6 +116,7 @@ def test_bad_input_is_a_clear_error(tmp_path):
         api.plan("simulated", ["lasso"], reps=1, jobs=0, store=tmp_path / "x.sqlite")
 
 
+@pytest.mark.slow  # the example script runs a comparison (worker processes)
 def test_notebook_example_runs_end_to_end(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MTLBENCH_EXAMPLE_STORE", str(tmp_path / "demo.sqlite"))
@@ -136,6 +132,7 @@ def test_api_module_is_an_attribute_after_a_bare_import():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", "import mtlbench; print(mtlbench.api.plan.__name__)"],
+    code = "import mtlbench; print(mtlbench.api.plan.__name__)"
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == "plan"

@@ -125,7 +125,7 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
     {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
-     "mtlbench._forkserver"},
+     "mtlbench._forkserver", "mtlbench.provenance"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.design", "mtlbench.searcher",
      "mtlbench.synthetic", "mtlbench.fetch"},
@@ -133,13 +133,13 @@ CORE_LAYERS = [
     {"mtlbench.plugins"},
     {"mtlbench.search"},
     {"mtlbench.protocol"},
-    {"mtlbench.config", "mtlbench.selectors"},
-    {"mtlbench.store", "mtlbench.provenance"},
+    {"mtlbench.config", "mtlbench.selectors", "mtlbench.datasets_api"},
+    {"mtlbench.store"},
     {"mtlbench.testing", "mtlbench.testing._common", "mtlbench.testing.problems",
      "mtlbench.testing.model_checks", "mtlbench.testing.dataset_checks",
      "mtlbench.testing.conformance", "mtlbench.testing.pytest_plugin"},
-    {"mtlbench.runner", "mtlbench.runner.unit", "mtlbench.runner.plan", "mtlbench.runner.local",
-     "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
+    {"mtlbench.runner", "mtlbench.runner.unit", "mtlbench.runner.plan", "mtlbench.runner.cost",
+     "mtlbench.runner.local", "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
      "mtlbench.report.stats", "mtlbench.report.roles", "mtlbench.report.render",
      "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
@@ -149,10 +149,8 @@ CORE_LAYERS = [
     CLI,
 ]
 
-#: modules outside the layers: the package facade, the version, ``python -m mtlbench``, and
-#: the aliases kept for old import paths (each only re-exports its new home)
-UNLAYERED = {"mtlbench", "mtlbench._version", "mtlbench.__main__", "mtlbench.leaderboard",
-             "mtlbench.plots", "mtlbench.distributed"}
+#: modules outside the layers: the package facade, the version and ``python -m mtlbench``
+UNLAYERED = {"mtlbench", "mtlbench._version", "mtlbench.__main__"}
 
 #: third-party packages that only the command line may import
 UI_PACKAGES = {"click", "rich"}
@@ -227,11 +225,53 @@ def test_only_the_cli_imports_click_or_rich():
     assert _third_party_imports(cli_dir / "main.py") & UI_PACKAGES == {"click"}  # the check bites
 
 
-def test_benchmark_scripts_compile():
-    """The scripts in benchmarks/ are run by hand, not by the suite: at least they must parse
-    (a misplaced ``global`` once made one unusable without any test noticing)."""
-    root = Path(__file__).resolve().parent.parent / "benchmarks"
-    scripts = sorted(root.glob("*.py"))
-    assert scripts, f"no benchmark scripts found in {root}"
-    for path in scripts:
-        compile(path.read_text(encoding="utf-8"), str(path), "exec")  # SyntaxError names it
+def _mtlbench_names(path: Path) -> list[tuple[str, str]]:
+    """``(module, name)`` for every name a file imports from the mtlbench core: ``from
+    mtlbench.fetch import DataFile`` -> ``("mtlbench.fetch", "DataFile")``, ``import
+    mtlbench.protocol`` -> ``("mtlbench.protocol", "")``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, "") for a in node.names if a.name.split(".")[0] == "mtlbench"]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
+                and node.module.split(".")[0] == "mtlbench":
+            out += [(node.module, a.name) for a in node.names]
+    return out
+
+
+def _off_surface(path: Path) -> list[str]:
+    """Names a dataset plugin file imports from mtlbench outside the dataset authors' public
+    surface: the top-level ``mtlbench`` names (``mtlbench.__all__``) and
+    ``mtlbench.datasets_api`` (its ``__all__``)."""
+    import mtlbench
+    import mtlbench.datasets_api
+
+    public = {"mtlbench": set(mtlbench.__all__),
+              "mtlbench.datasets_api": set(mtlbench.datasets_api.__all__)}
+    return [f"{module}.{name}" if name else module for module, name in _mtlbench_names(path)
+            if name not in public.get(module, ())]
+
+
+def test_builtin_dataset_plugins_use_only_the_public_surface(tmp_path):
+    """Issue 26 item 4: what a dataset plugin needs (checksummed files, the user's data
+    folder, the minimum-per-class rule, building a task set) is public in
+    ``mtlbench.datasets_api`` (docs/plugins.md); the built-in dataset plugins use nothing else
+    of the core, so an outside author can rely on everything they use."""
+    bad = sorted(f"{f.relative_to(REPO)}: {name}"
+                 for f in ROOTS["mtlbench_datasets"].rglob("*.py") for name in _off_surface(f))
+    assert bad == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("from mtlbench import TaskSet\nfrom mtlbench.protocol import MIN_PER_CLASS\n"
+                     "def f():\n    import mtlbench.fetch\n", encoding="utf-8")
+    assert _off_surface(probe) == ["mtlbench.protocol.MIN_PER_CLASS", "mtlbench.fetch"]
+
+
+def test_benchmark_and_maintenance_scripts_compile():
+    """The scripts in benchmarks/ and scripts/ are run by hand, not by the suite: at least they
+    must parse (a misplaced ``global`` once made one unusable without any test noticing)."""
+    for folder in ("benchmarks", "scripts"):
+        root = REPO / folder
+        scripts = sorted(root.glob("*.py"))
+        assert scripts, f"no scripts found in {root}"
+        for path in scripts:
+            compile(path.read_text(encoding="utf-8"), str(path), "exec")  # SyntaxError names it

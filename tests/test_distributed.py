@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 import fault_plugins
-from mtlbench import distributed as mdist
+from mtlbench.runner import dask as mdist
 from mtlbench.cli import cli
 from mtlbench.plugins import get_registry
 from mtlbench.protocol import ProtocolConfig

@@ -238,7 +238,8 @@ def test_overrides_are_checked_without_running_the_plugin(faulty, tmp_path):
     res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models",
                                    "f-good,f-segv[a=0]", "--store", str(tmp_path / "v.sqlite")])
     assert res.exit_code == 2
-    assert "invalid hyperparameter override f-segv[a=0]: f-segv: a must be >= 1" in res.output, res.output
+    assert "invalid hyperparameter override f-segv[a=0]: f-segv: a must be >= 1" \
+        in res.output, res.output
     assert not (tmp_path / "v.sqlite").exists()
 
 
@@ -259,3 +260,68 @@ def test_the_override_probe_is_bounded_from_outside(faulty, tmp_path):
     assert units["f-good", 0]["status"] == "ok"
     msg = units["f-catchall[seconds=600]", 0]["message"]
     assert "exceeded the timeout of 1 s (its process was stopped" in msg, msg
+
+
+def test_fits_of_the_search_that_raise_are_counted_and_shown_with_the_plugin_line(
+        faulty, tmp_path, monkeypatch):
+    """Issue 26 (c): a fit of the search that raises was swallowed (the unit ok, 0 failures
+    everywhere, the error only in the stored trace).  Now the search summary counts them
+    (``failed_fits``), each trace entry keeps the plugin's frames (framework frames
+    stripped), ``compare`` ends by naming them with the plugin's line, and
+    ``results --failures [--traceback]`` lists them; a unit whose every fit raised stores the
+    plugin's frames with its traceback."""
+    import json
+
+    monkeypatch.setenv("COLUMNS", "200")
+    store = str(tmp_path / "p.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models",
+                                   "f-partial,fail-raise", "--reps", "1", "--jobs", "1",
+                                   "--store", store, "--allow-failures"])
+    assert res.exit_code == 0, res.output
+    con = sqlite3.connect(store)
+    try:
+        grid, diag = con.execute("SELECT grid, diagnostics FROM units WHERE model = "
+                                 "'f-partial'").fetchone()
+    finally:
+        con.close()
+    trace, summary = json.loads(grid), json.loads(diag)["search"]
+    failed = [f for f in trace if "error" in f]
+    assert failed and len(failed) < len(trace) and summary["failed_fits"] == len(failed)
+    tb = failed[0]["traceback"]
+    assert tb.startswith("  tp_faulty, line ") and ", in fit\n    raise ValueError(" in tb
+    assert tb.endswith(failed[0]["error"]) and "ValueError: f-partial: lam = " in tb
+    assert "mtlbench" not in tb  # no framework frame
+    n = len(failed)
+    text = " ".join(res.output.split())
+    assert f"{n} fit(s) of the search raised in 1 finished unit(s)" in text
+    assert f"failed fits f-partial tiny rep 0: {n} of {len(trace)}" in text
+    assert "x ValueError: f-partial: lam = " in text and "(at tp_faulty, line " in text
+
+    raised = _units(store)["fail-raise", 0]
+    assert "The first failed fit, in the plugin's code:\n  tp_faulty, line " \
+           in raised["traceback"]
+    assert 'raise RuntimeError("fail-raise: deliberate failure in fit")' in raised["traceback"]
+
+    out = CliRunner().invoke(cli, ["results", "--store", store, "--failures", "--traceback"])
+    assert out.exit_code == 0, out.output
+    assert "failed fail-raise tiny rep 0" in out.output
+    assert f"failed fits f-partial tiny rep 0: {n} of {len(trace)}" in out.output
+    assert "      tp_faulty, line " in out.output and "raise ValueError(" in out.output
+
+
+def test_plugin_traceback_keeps_the_plugins_frames_only():
+    from mtlbench.protocol import plugin_traceback
+
+    def deep(k):
+        if k == 0:
+            raise KeyError("bottom")
+        deep(k - 1)
+
+    try:
+        deep(20)
+    except KeyError as exc:
+        text = plugin_traceback(exc, limit=3)
+    lines = text.splitlines()
+    assert lines[-1] == "KeyError: 'bottom'"
+    assert len([ln for ln in lines if ln.startswith("  test_failures, line ")]) == 3
+    assert lines[-2] == "    raise KeyError(\"bottom\")"

@@ -1,4 +1,6 @@
-"""Plugin discovery through real entry points: resilience, strict mode, name conflicts."""
+"""Plugin discovery through real entry points: resilience, strict mode, name conflicts, and
+the mistakes caught when a plugin registers (issue 26)."""
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -19,6 +21,7 @@ class Mean(LinearMTLModel):
         self.lam = lam
     def fit(self, tasks, init=None):
         self.coef_ = np.column_stack([tasks.X(t).T @ tasks.y(t) for t in range(tasks.T)])
+        self.converged_ = True
         return self
 
 @hookimpl
@@ -91,33 +94,76 @@ def test_strict_mode_turns_a_failure_into_an_error(broken_env, monkeypatch):
     assert res.exit_code == 2 and "Error:" in res.output and "Traceback" not in res.output
 
 
-def test_a_name_clash_disables_only_that_name(tmp_path, monkeypatch):
-    """Issue 14 item 16: the clashing name is unusable (the message names both
-    distributions); every other name and ``mtlbench plugins`` keep working."""
+def test_a_plugin_taking_a_builtin_name_is_refused_and_the_builtin_kept(tmp_path, monkeypatch):
+    """Issue 26 (e): a third-party model named like a built-in no longer disables the
+    built-in (a bare ``compare`` planned one model fewer): the built-in keeps its name, the
+    newcomer is refused with a message naming it and the fix."""
     write_distribution(tmp_path / "site", "tp-clash", "9.9", {"tp_clash": CLASH},
                        {"tp-clash": "tp_clash"})
     activate(monkeypatch, tmp_path / "site")
-    with pytest.warns(UserWarning, match="registered twice"):
+    with pytest.warns(UserWarning, match="'lasso' is a built-in model") as caught:
         reg = Registry().load_entry_points()
-    assert "lasso" not in reg.model_names and "stl" in reg.model_names
-    with pytest.raises(PluginConflictError) as info:
-        reg.model_class("lasso")
-    msg = str(info.value)
-    assert "'lasso'" in msg and "tp-clash 9.9" in msg and "mtlbench" in msg
-    assert any(f.stage == "name clash" for f in reg.failures)
+    assert reg.model_plugin("lasso").distribution == "mtlbench"
+    assert reg.model_class("lasso").__module__ == "mtlbench_models.lasso"
+    assert reg.unusable() == {}
+    (fail,) = [f for f in reg.failures if f.stage == "name clash"]
+    assert fail.distribution == "tp-clash" and "rename its model (e.g. 'tp-clash-lasso')" \
+        in fail.error
+    assert len([w for w in caught if "tp-clash" in str(w.message)]) == 1
+    builtins = set(reg.model_names)  # the tp-clash plugin registered nothing else
     runner = CliRunner()
     res = runner.invoke(cli, ["plugins"])
     assert res.exit_code == 0, res.output
     assert "name clash" in res.output and "tp-clash" in res.output
-    res = runner.invoke(cli, ["models"])
-    assert res.exit_code == 0 and "stl" in res.output
-    res = runner.invoke(cli, ["compare", "--models", "lasso", "--reps", "1",
-                              "--store", str(tmp_path / "r.sqlite")])
+    res = runner.invoke(cli, ["compare", "--dry-run", "--reps", "1", "--datasets", "simulated",
+                              "--store", str(tmp_path / "r.sqlite")], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    assert all(name in res.output for name in builtins)
+
+
+def test_the_builtin_wins_whatever_the_order_plugins_are_added_in():
+    """Plugins added by hand (not through entry points): a built-in arriving after a
+    third-party plugin that took its name takes it back; between third-party plugins a
+    clash makes only that name unusable."""
+    import warnings
+
+    from mtlbench.plugins import PluginWarning
+
+    reg = Registry()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        reg.add_plugin(_Plugin("same"), name="first", distribution="tp-one")
+        reg.add_plugin(_Plugin("same"), name="builtin", distribution="mtlbench")
+        reg.add_plugin(_Plugin("both"), name="a", distribution="tp-a")
+        reg.add_plugin(_Plugin("both"), name="b", distribution="tp-b")
+    assert reg.model_plugin("same").distribution == "mtlbench"
+    assert [(f.distribution, f.stage) for f in reg.failures] == [
+        ("tp-one", "name clash"), ("tp-b", "name clash")]
+    assert "is a built-in model" in reg.failures[0].error
+    with pytest.raises(PluginConflictError, match="'both' is registered twice.*tp-a.*tp-b"):
+        reg.model_class("both")
+    assert reg.plugins[0].models == []
+
+
+def test_two_third_party_plugins_with_one_name_disable_only_that_name(tmp_path, monkeypatch):
+    """Issue 14 item 16: the clashing name is unusable (the message names both
+    distributions); every other name and ``mtlbench plugins`` keep working."""
+    # (dist-info folders are named NAME-VERSION: a dash in NAME would make both "tp")
+    other = GOOD.replace("Mean", "Other")
+    write_distribution(tmp_path / "a", "tpone", "1.0", {"tp_one": GOOD}, {"tp-one": "tp_one"})
+    write_distribution(tmp_path / "b", "tptwo", "2.0", {"tp_two": other}, {"tp-two": "tp_two"})
+    activate(monkeypatch, tmp_path / "a")
+    activate(monkeypatch, tmp_path / "b")
+    with pytest.warns(UserWarning, match="registered twice"):
+        reg = Registry().load_entry_points()
+    assert "tp-mean" not in reg.model_names and "lasso" in reg.model_names
+    with pytest.raises(PluginConflictError) as info:
+        reg.model_class("tp-mean")
+    assert "tpone 1.0" in str(info.value) and "tptwo 2.0" in str(info.value)
+    res = CliRunner().invoke(cli, ["compare", "--models", "tp-mean", "--reps", "1",
+                                   "--store", str(tmp_path / "r.sqlite")])
     assert res.exit_code == 2 and "registered twice" in res.output
     assert "Traceback" not in res.output
-    res = runner.invoke(cli, ["compare", "--models", "stl", "--reps", "1",
-                              "--store", str(tmp_path / "r.sqlite")])
-    assert res.exit_code == 0, res.output
 
 
 MISSPELLED = """
@@ -131,6 +177,7 @@ class Typo(LinearMTLModel):
         self.lam = lam
     def fit(self, tasks, init=None):
         self.coef_ = np.zeros((tasks.d, tasks.T))
+        self.converged_ = True
         return self
 
 class Fine(Typo):
@@ -171,6 +218,7 @@ class Base(LinearMTLModel):
         self.k = k
     def fit(self, tasks, init=None):
         self.coef_ = np.column_stack([tasks.X(t).T @ tasks.y(t) for t in range(tasks.T)])
+        self.converged_ = True
         return self
 
 class OneValue(Base):
@@ -248,7 +296,13 @@ class _Plugin:
     def __init__(self, name, model=None, fail=False, marked=True):
         from mtlbench import hookimpl, LinearMTLModel
 
-        cls = type(f"M_{name}", (LinearMTLModel,), {"name": name, "search_space": {}})
+        def fit(self, tasks, init=None):
+            self.coef_ = np.zeros((tasks.d, tasks.T))
+            self.converged_ = True
+            return self
+
+        cls = type(f"M_{name}", (LinearMTLModel,), {"name": name, "search_space": {},
+                                                     "fit": fit})
 
         def register_models(register):
             if fail:
@@ -282,3 +336,210 @@ def test_an_unmarked_hook_function_is_still_called():
     reg = Registry()
     reg.add_plugin(_Plugin("p-unmarked", marked=False), name="unmarked")
     assert reg.model_names == ["p-unmarked"] and reg.failures == []
+
+
+# ---------------------------------------------------------------- mistakes caught at registration
+MODEL = '''
+import numpy as np
+from mtlbench import Dataset, LinearMTLModel, Log, hookimpl
+
+class M(LinearMTLModel):
+    name = "NAME"
+    search_space = {"lam": Log([0.1, 1.0], low=0.0)}
+    def __init__(self, lam=1.0):
+        self.lam = lam
+    def fit(self, tasks, init=None):
+        self.coef_ = np.zeros((tasks.d, tasks.T))
+        self.converged_ = True
+        return self
+'''
+
+HOOK_MISTAKES = {
+    # plugin module -> (its hook code, words the failure must contain)
+    "tp_spelled": ("@hookimpl\ndef register_model(register):\n    register(M)\n",
+                   ["@hookimpl register_model: mtlbench has no hook 'register_model' "
+                    "(did you mean 'register_models'?)", "register_models(register)"]),
+    "tp_signature": ("@hookimpl\ndef register_models(reg):\n    reg(M)\n",
+                     ["hook register_models(reg) takes 'reg', which mtlbench does not pass; "
+                      "write def register_models(register)"]),
+    "tp_unmarked": ("def register_dataset(register):\n    register(M)\n",
+                    ["register_dataset looks like a hook but is none (did you mean "
+                     "'register_datasets'?): name it after the hook and mark it @hookimpl"]),
+    "tp_nothing": ("def helper():\n    return M\n",
+                   ["implements no mtlbench hook, so it registers nothing; the hooks are "
+                    "register_models(register), register_datasets(register)"]),
+}
+
+
+def test_hook_mistakes_make_only_that_plugin_unusable(tmp_path, monkeypatch):
+    """Issue 26 item 1: a misspelled hook (silently ignored before: pluggy's
+    ``check_pending`` finds it), a hook taking an argument mtlbench does not pass, an
+    unmarked look-alike of a hook and a plugin implementing no hook fail registration with a
+    message naming the plugin and the fix; the plugin registers nothing, the others work,
+    ``mtlbench plugins`` shows why and strict mode makes it an error."""
+    modules = {mod: MODEL.replace("NAME", mod.replace("_", "-")) + hook
+               for mod, (hook, _) in HOOK_MISTAKES.items()}
+    modules["tp_good"] = GOOD
+    modules["tp_class"] = MODEL.replace("NAME", "tp-class")
+    eps = {mod.replace("_", "-"): mod for mod in modules}
+    eps["tp-class"] = "tp_class:M"  # an entry point naming the model class itself
+    write_distribution(tmp_path / "site", "tp-hooks", "0.1", modules, eps)
+    activate(monkeypatch, tmp_path / "site")
+    with pytest.warns(UserWarning, match="failed at register"):
+        reg = Registry().load_entry_points()
+    failures = {f.name: f for f in reg.failures}
+    for mod, (_, words) in HOOK_MISTAKES.items():
+        fail = failures[mod.replace("_", "-")]
+        assert fail.stage == "register" and fail.distribution == "tp-hooks"
+        for w in words:
+            assert w in fail.error, (mod, fail.error)
+    assert "the entry point names the model class M itself; point it at the module that " \
+           "registers it (e.g. 'tp_class') and add there: @hookimpl def register_models" \
+           "(register): register(M)" in failures["tp-class"].error
+    assert set(failures) == {"tp-spelled", "tp-signature", "tp-unmarked", "tp-nothing",
+                             "tp-class"}
+    assert "tp-mean" in reg.model_names and "lasso" in reg.model_names
+    assert not any(n.startswith("tp-") and n != "tp-mean" for n in reg.model_names)
+    assert {p.name for p in reg.plugins} >= {"tp-good"}
+    assert not {p.name for p in reg.plugins} & set(failures)
+    res = CliRunner().invoke(cli, ["plugins"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0 and "did you mean 'register_models'" in res.output
+    monkeypatch.setenv("MTLBENCH_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match="failed at register: .*STRICT_PLUGINS is set"):
+        Registry().load_entry_points()
+
+
+def test_a_hook_check_that_pluggy_makes_too():
+    """The registry's own message comes first, but pluggy's check is the one that finds an
+    unknown marked hook: an object plugin (not a module) with ``@hookimpl register_modles``."""
+    import warnings
+
+    from mtlbench import hookimpl
+    from mtlbench.plugins import PluginWarning
+
+    class Plugin:
+        @hookimpl
+        def register_modles(self, register):
+            raise AssertionError("never called")
+
+    reg = Registry()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        reg.add_plugin(Plugin(), name="obj")
+    (fail,) = reg.failures
+    assert "no hook 'register_modles' (did you mean 'register_models'?)" in fail.error
+    assert reg.pm.get_plugins() == set() and reg.plugins == []
+    reg.pm.check_pending()  # nothing of the refused plugin is left pending
+
+
+REGISTER_MISTAKES = MODEL.replace("NAME", "tp-m") + '''
+class D(Dataset):
+    name = "tp-d"
+    def load(self, problem="tp-d", *, data_dir=None, cache_dir=None):
+        raise NotImplementedError
+
+@hookimpl
+def register_models(register):
+    register(WHAT)
+'''
+
+
+@pytest.mark.parametrize("what, words", [
+    ("M()", "register() in register_models takes the class, not an instance: register(M), "
+            "not register(M(...))"),
+    ("D", "register() in register_models expects an MTLModel subclass, got the class D, "
+          "which is a dataset: register it in register_datasets(register)"),
+    ("42", "register() in register_models expects an MTLModel subclass, got 42 (a int)"),
+])
+def test_register_names_what_it_was_given_and_where_it_belongs(tmp_path, monkeypatch, what,
+                                                                words):
+    write_distribution(tmp_path / "site", "tp-reg", "0.1",
+                       {"tp_regm": REGISTER_MISTAKES.replace("WHAT", what)},
+                       {"tp-regm": "tp_regm"})
+    activate(monkeypatch, tmp_path / "site")
+    with pytest.warns(UserWarning, match="failed at register_models"):
+        reg = Registry().load_entry_points()
+    (fail,) = reg.failures
+    assert fail.stage == "register_models" and words in fail.error, fail.error
+
+
+DECLARATIONS = '''
+import numpy as np
+from mtlbench import LinearMTLModel, Log, hookimpl
+
+class Base(LinearMTLModel):
+    search_space = {"lam": Log([0.1, 1.0], low=0.0)}
+    def __init__(self, lam=1.0):
+        self.lam = lam
+
+class WarmNotConvex(Base):
+    name = "tp-warm"
+    supports_warm_start = True
+    def fit(self, tasks, init=None):
+        self.coef_ = np.zeros((tasks.d, tasks.T))
+        self.diagnostics_ = {"converged": True}
+        return self
+
+class NoInit(Base):
+    name = "tp-noinit"
+    def fit(self, tasks):
+        return self
+
+class NoFit(Base):
+    name = "tp-nofit"
+
+@hookimpl
+def register_models(register):
+    for cls in (WarmNotConvex, NoInit, NoFit):
+        register(cls)
+'''
+
+
+def test_declarations_that_do_not_fit_together_are_reported(tmp_path, monkeypatch):
+    """Issue 26 (b): ``supports_warm_start`` without ``convex`` (warm starts silently off)
+    and no ``converged_`` (convergence "not recorded", whatever ``diagnostics_`` says) warn
+    with the model and the change; a ``fit`` the protocol cannot call makes the model
+    unusable."""
+    from mtlbench.plugins import PluginMigrationWarning
+
+    write_distribution(tmp_path / "site", "tp-decl", "0.1", {"tp_decl": DECLARATIONS},
+                       {"tp-decl": "tp_decl"})
+    activate(monkeypatch, tmp_path / "site")
+    with pytest.warns(UserWarning) as caught:
+        reg = Registry().load_entry_points()
+    notes = [str(w.message) for w in caught if issubclass(w.category, PluginMigrationWarning)]
+    assert any("model 'tp-warm': declares supports_warm_start = True but not convex = True, "
+               "so its fits are never warm-started" in n for n in notes), notes
+    assert any("model 'tp-warm': never sets converged_" in n
+               and "diagnostics_['converged'] is not read" in n for n in notes), notes
+    assert reg.model_names.count("tp-warm") == 1
+    errors = {f.error.split("'")[1]: f.error for f in reg.failures if f.stage == "validate"}
+    assert "NoInit.fit takes no 'init' argument, but the protocol calls fit(tasks, init=" \
+           in errors["tp-noinit"]
+    assert "NoFit does not implement fit(self, tasks, init=None)" in errors["tp-nofit"]
+
+
+def test_a_stale_editable_install_is_named(monkeypatch):
+    """Issue 26 (f): an editable install keeps the version it was installed with, so after a
+    version bump results would record the old one; loading says to reinstall."""
+    from mtlbench.plugins import PluginWarning
+
+    monkeypatch.setattr("mtlbench._version.__version__", "99.0.0")
+    with pytest.warns(PluginWarning, match=r"installed metadata says version .* but its code "
+                                           r"is 99\.0\.0: .*reinstall it \(pip install -e \.\)"):
+        Registry().load_entry_points()
+
+
+def test_the_release_has_a_changelog_entry_and_a_plugin_api_version():
+    """Each release names its version and plugin API version in CHANGELOG.md, with what a
+    plugin author must change."""
+    from pathlib import Path
+
+    import mtlbench
+
+    text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
+    head = text.split("\n## ")[1]  # the newest release comes first
+    assert head.startswith(f"{mtlbench.__version__} ")
+    assert f"plugin API version {mtlbench.PLUGIN_API_VERSION}" in head
+    for change in ("Log(", "convex", "converged_", "report_progress", "min(d, T)"):
+        assert change in head, change

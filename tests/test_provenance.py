@@ -4,6 +4,7 @@ plugin version or an edited solver is recomputed, ``results`` says when rows are
 code, and ``compare --rerun [MODEL]`` forces recomputation."""
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 import fault_plugins
 from mtlbench.cli import cli
 from mtlbench.runner import load_problem
-from plugin_fixtures import activate
+from plugin_fixtures import activate, write_distribution
 
 
 @pytest.fixture
@@ -106,8 +107,6 @@ def test_code_fingerprint_follows_the_source_and_helper_modules(tmp_path, monkey
     fp = code_fingerprint(mod.M)
     assert fp and len(fp) == 16 and code_fingerprint(mod.M) == fp
     (pkg / "_helpers.py").write_text("def helper():\n    return 2\n")
-    import os
-
     os.utime(pkg / "_helpers.py", ns=(1, 1))
     assert code_fingerprint(mod.M) != fp  # a private helper module is part of the model
     for m in [m for m in sys.modules if m.startswith("tp_fpkg")]:
@@ -146,3 +145,91 @@ def test_verify_of_units_made_by_other_code_refits_at_their_hyperparameters(
         assert res.exit_code == 2 and "Nothing was imported" in out, out
         assert "at the published hyperparameters {} (made by other code" in out
         assert not mine.exists()
+
+
+SIBLING_MODEL = '''
+import numpy as np
+
+from mtlbench import Dataset, LinearMTLModel, Log, TaskSet, hookimpl
+
+
+class Shifted(LinearMTLModel):
+    name = "tp-sibling"
+    search_space = {"lam": Log([0.1, 1.0], low=0.0)}
+
+    def __init__(self, lam=1.0):
+        self.lam = lam
+
+    def fit(self, tasks, init=None):
+        from tp_sibhelp import shift  # a module of the same distribution, imported lazily
+
+        self.coef_ = np.column_stack([tasks.X(t).T @ tasks.y(t) for t in range(tasks.T)])
+        self.coef_ = self.coef_ / self.lam + shift()
+        self.converged_ = True
+        return self
+
+
+class Small(Dataset):
+    name = "tp-small"
+    description = "4 tasks x 30 samples x 5 features"
+    source = "generated"
+
+    def load(self, problem="tp-small", *, data_dir=None, cache_dir=None):
+        rng = np.random.default_rng(3)
+        Xs = [rng.standard_normal((30, 5)) for _ in range(4)]
+        return TaskSet.from_arrays("tp-small", Xs, [np.where(X[:, 0] > 0, 1.0, -1.0)
+                                                    for X in Xs])
+
+
+@hookimpl
+def register_models(register):
+    register(Shifted)
+
+
+@hookimpl
+def register_datasets(register):
+    register(Small)
+'''
+
+
+def test_a_sibling_module_of_the_plugin_distribution_is_part_of_the_fingerprint(
+        tmp_path, monkeypatch):
+    """Issue 26 (d): a helper module the model imports (here inside ``fit``) that is not in
+    the model class's top-level package was not fingerprinted, so editing it reran nothing
+    and showed the old numbers.  Now every module of the plugin's distribution the model can
+    import is hashed: the edit makes the unit rerun."""
+    from mtlbench.plugins import get_registry
+    from mtlbench.provenance import source_files
+
+    root = tmp_path / "site"
+    helper = "def shift():\n    return 0.0\n"
+    write_distribution(root, "tpsibling", "1.0",
+                       {"tp_sibmodel": SIBLING_MODEL, "tp_sibhelp": helper},
+                       {"tp-sibling": "tp_sibmodel"})
+    activate(monkeypatch, root)
+    load_problem.cache_clear()
+    cls = get_registry().model_class("tp-sibling")
+    assert [f.rsplit("/", 1)[-1] for f in source_files(cls, "tpsibling")] == [
+        "tp_sibhelp.py", "tp_sibmodel.py"]
+    assert [f.rsplit("/", 1)[-1] for f in source_files(cls)] == ["tp_sibmodel.py"]
+
+    store = str(tmp_path / "s.sqlite")
+
+    def compare():
+        res = CliRunner().invoke(cli, ["compare", "--datasets", "tp-small", "--models",
+                                       "tp-sibling", "--reps", "1", "--jobs", "1",
+                                       "--store", store], env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        return res.output
+
+    assert "ran 1 unit(s)" in compare()
+    assert "ran 0 unit(s)" in compare()
+    (root / "tp_sibhelp.py").write_text("def shift():\n    return 0.25\n")
+    os.utime(root / "tp_sibhelp.py", ns=(10**9, 10**9))
+    for mod in [m for m in sys.modules if m.startswith("tp_")]:
+        del sys.modules[mod]
+    activate(monkeypatch, root)
+    load_problem.cache_clear()
+    assert "ran 1 unit(s)" in compare()
+    assert len(_rows(store)) == 2  # the old unit is kept under its own key, not reused
+    load_problem.cache_clear()

@@ -34,10 +34,3 @@ def test_runner_modules_do_not_import_the_cli_or_a_console():
         mods = _imports(path)
         assert not {m for m in mods if m.split(".")[0] in ("click", "rich")}, path
         assert "..cli" not in mods and "..progress" not in mods, path
-
-
-def test_the_old_module_name_is_the_dask_backend():
-    from mtlbench import distributed
-    from mtlbench.runner import dask
-
-    assert distributed is dask

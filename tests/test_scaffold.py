@@ -82,6 +82,10 @@ def test_new_plugin_warns_when_the_name_is_taken(tmp_path):
     res = CliRunner().invoke(cli, ["new-plugin", "lasso", "--dir", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "Warning" in res.output and "'lasso' is already registered by mtlbench" in res.output
+    # issue 26 (e): the built-in keeps its name, so the new plugin's model would be refused
+    assert "(a built-in model): a plugin registering that name is refused when it loads " \
+           "and the built-in keeps it. Choose another name, e.g. 'my-lasso'." \
+           in " ".join(res.output.split())
     res = CliRunner().invoke(cli, ["new-plugin", "--dataset", "simulated", "--dir",
                                    str(tmp_path / "d")])
     assert "a dataset named 'simulated' is already registered" in res.output

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 HEAVY = ("numpy", "scipy", "pandas", "sklearn", "cvxpy", "joblib", "pluggy",
-         "mtlbench_models", "mtlbench_datasets", "mtlbench.plugins", "mtlbench.leaderboard",
+         "mtlbench_models", "mtlbench_datasets", "mtlbench.plugins", "mtlbench.report",
          "mtlbench.runner", "mtlbench.store", "importlib.metadata",
          "rich")
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ class GoodRidge(LinearMTLModel):
     def fit(self, tasks, init=None):
         self.coef_ = np.column_stack([ridge_solve(tasks.X(t), tasks.y(t), self.lam)
                                       for t in range(tasks.T)])
+        self.converged_ = True  # closed form
         return self
 
 
@@ -300,4 +302,37 @@ def test_non_convex_warm_start_is_only_run():
         name = "nclazy"
         convex = False
 
-    run_model_check("warm_start", NonConvexLazy)  # never warm-started by the protocol
+    from mtlbench.plugins import PluginMigrationWarning
+
+    with pytest.warns(PluginMigrationWarning, match="without convex = True"):
+        run_model_check("warm_start", NonConvexLazy)  # never warm-started by the protocol
+
+
+def test_the_kit_warns_about_declarations_that_do_not_fit_together():
+    """Issue 26 (b): warm starts declared without ``convex`` (they stay off) and a fit that
+    leaves ``converged_`` unset (convergence "not recorded", whatever diagnostics_ says) are
+    reported, naming the model and the change."""
+    from mtlbench.plugins import PluginMigrationWarning
+
+    class WarmOnly(GoodRidge):
+        name = "warmonly"
+        supports_warm_start = True
+
+    class Silent(GoodRidge):
+        name = "silent"
+
+        def fit(self, tasks, init=None):
+            super().fit(tasks)
+            del self.converged_
+            self.diagnostics_ = {"converged": True}
+            return self
+
+    with pytest.warns(PluginMigrationWarning, match="warmonly .*: metadata: supports_warm_"
+                                                    "start = True without convex = True"):
+        run_model_check("metadata", WarmOnly)
+    with pytest.warns(PluginMigrationWarning, match=r"silent .*: fit_shapes: converged_ is "
+                                                    r"not set.*'not recorded'"):
+        run_model_check("fit_shapes", Silent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_model_check("fit_shapes", GoodRidge)

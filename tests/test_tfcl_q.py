@@ -85,12 +85,16 @@ def test_cold_fits_converge_and_ignore_init(cls):
 
 @pytest.mark.parametrize("cls", [TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc])
 def test_accelerated_and_plain_reach_the_same_objective(cls):
+    """Accelerated and plain sweeps (unpolished: the iteration counts compare the two paths)
+    reach the same objective, and so does the default polished fit."""
     ts = tasks_with_outlier(5, T=10, n=60)
-    a = cls(k=2, tol=1e-10).fit(ts)
-    b = cls(k=2, tol=1e-10, accelerate=False, max_iter=20000).fit(ts)
-    assert a.converged_ and b.converged_ and a.n_iter_ <= b.n_iter_ + 2
-    fa, fb = a.objective_history_[-1], b.objective_history_[-1]
+    a = cls(k=2, tol=1e-10, polish=False).fit(ts)
+    b = cls(k=2, tol=1e-10, accelerate=False, polish=False, max_iter=20000).fit(ts)
+    c = cls(k=2, tol=1e-10).fit(ts)
+    assert a.converged_ and b.converged_ and c.converged_ and a.n_iter_ <= b.n_iter_ + 2
+    fa, fb, fc = (m.objective_history_[-1] for m in (a, b, c))
     assert abs(fa - fb) <= 1e-5 * max(1.0, abs(fb))
+    assert abs(fc - fb) <= 1e-5 * max(1.0, abs(fb))
 
 
 def test_declared_spaces():
@@ -103,3 +107,10 @@ def test_declared_spaces():
     assert TFCLQ.search_space["k"].high == "d + T"
     assert TFCLCoc.search_space["k"].high == "min(d, T)"
     assert isinstance(TFCLCoc.search_space["k"], Int)
+    # start ranges (curvature units; module docstring "Search spaces")
+    lo_hi = lambda p: (min(p.grid), max(p.grid))  # noqa: E731
+    for cls in (TFCLQ, TFCLQNoAUC, TFCLCoc):
+        assert lo_hi(cls.search_space["lam_common"]) == (1e-2, 100.0)
+        assert lo_hi(cls.search_space["lam_ridge"]) == (1e-3, 1.0)
+    assert lo_hi(TFCLQNoG.search_space["lam_common"]) == (1e-3, 3.0)
+    assert lo_hi(TFCLCoc.search_space["lam_group"]) == (1e-2, 100.0)

@@ -7,7 +7,8 @@ import pytest
 from mtlbench import TaskSet
 from mtlbench.progress import listen
 from mtlbench_models._tfcl.core import graph_columns, make_loss, ridge_scale
-from mtlbench_models._tfcl.polish import FixedStructure
+from mtlbench_models._tfcl.polish import (FixedStructure, PersonalStructure,
+                                          kkt_shared_personal_ok)
 from mtlbench_models._tfcl.ustep import UStepper, same_components_only, ustep
 from mtlbench_models.tfcl import TFCL, TFCLNoAUC
 from mtlbench_models.tfcl_q import TFCLCoc, TFCLQ, TFCLQNoAUC, TFCLQNoG
@@ -136,6 +137,84 @@ def test_fixed_structure_without_group_block_is_ridge():
     assert not g.any()
 
 
+def _stacked(J):
+    """(Z_t, c_t) of every task in task order from the loss's buckets."""
+    out = []
+    for idx, Z3, c2 in J.buckets:
+        order = range(Z3.shape[0]) if idx is None else idx
+        for b, t in enumerate(order):
+            out.append((t, Z3[b], c2[b]))
+    out.sort(key=lambda z: z[0])
+    return [z[1] for z in out], [z[2] for z in out]
+
+
+@pytest.mark.parametrize("group", [False, True])
+@pytest.mark.parametrize("a_p", [0.02, 0.2, 5.0])
+def test_personal_structure_against_cvxpy(group, a_p):
+    """PersonalStructure minimises a_c/2||c||^2 + sum_t [1/2||Z_t(c + g_t + p_t) - c_t||^2
+    + <lin_t, g_t> + a_g/2||g_t||^2 + a_p||p_t||] over c, p and g on a fixed support (the
+    l_{1,2} term makes it a second-order cone problem: cvxpy is the oracle).  a_p from
+    every user personal (0.02) to none (5.0); supports full, empty and partial."""
+    cp = pytest.importorskip("cvxpy")
+    ts = random_tasks(5, T=6, d=9, n=11)
+    J = make_loss(ts, "auc", "t")
+    Zs, cs = _stacked(J)
+    rng = np.random.default_rng(1)
+    d, T = ts.d, ts.T
+    a_c, a_g = 0.4, 0.3
+    mask = lin = None
+    if group:
+        mask = rng.random((d, T)) < 0.6
+        mask[:, 0] = True                     # a task with full support
+        mask[:, 1] = False                    # and one with none
+        lin = 0.05 * rng.standard_normal((d, T)) * mask
+    c, g, p = PersonalStructure(J, mask, a_g, a_c, a_p).solve(lin, np.zeros(d))
+    cv = cp.Variable(d)
+    Pv = cp.Variable((d, T))
+    obj = 0.5 * a_c * cp.sum_squares(cv)
+    Gv = None
+    if group:
+        Gv = cp.Variable((d, T))
+        obj += cp.sum(cp.multiply(lin, Gv)) + 0.5 * a_g * cp.sum_squares(Gv)
+    for t in range(T):
+        w = cv + Pv[:, t] + (Gv[:, t] if group else 0)
+        obj += 0.5 * cp.sum_squares(Zs[t] @ w - cs[t]) + a_p * cp.norm(Pv[:, t], 2)
+    cons = [Gv[~mask] == 0] if group else []
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+
+    def value(c, g, p):
+        W = c[:, None] + p + (g if group else 0)
+        v = 0.5 * a_c * c @ c + J.value(W) + a_p * np.linalg.norm(p, axis=0).sum()
+        if group:
+            v += np.sum(lin * g) + 0.5 * a_g * np.sum(g * g)
+        return v
+
+    f_new, f_ref = value(c, g, p), value(cv.value, Gv.value if group else None, Pv.value)
+    assert f_new <= f_ref + 1e-9 * max(1.0, abs(f_ref))
+    np.testing.assert_allclose(c, cv.value, atol=1e-5)
+    if group:
+        assert np.all(g[~mask] == 0)
+    # its own optimality conditions hold at the rounding level
+    W = c[:, None] + p + (g if group else 0)
+    assert kkt_shared_personal_ok(J.grad(W), c, a_c, p, a_p)
+    n_pers = int((np.linalg.norm(p, axis=0) > 0).sum())
+    assert n_pers == {0.02: T, 5.0: 0}.get(a_p, n_pers)
+
+
+def test_personal_structure_without_personal_users_is_fixed_structure():
+    ts = random_tasks(3, T=7, d=9, n=11)
+    J = make_loss(ts, "auc", "t")
+    rng = np.random.default_rng(0)
+    mask = rng.random((ts.d, ts.T)) < 0.6
+    lin = rng.standard_normal((ts.d, ts.T)) * mask
+    c0, g0 = FixedStructure(J, mask, 0.3, 0.7).solve(lin)
+    c, g, p = PersonalStructure(J, mask, 0.3, 0.7, 1e6).solve(lin, np.zeros(ts.d))
+    assert not p.any()
+    np.testing.assert_allclose(c, c0, atol=1e-10 * max(1.0, np.abs(c0).max()))
+    np.testing.assert_allclose(g, g0, atol=1e-10 * max(1.0, np.abs(g0).max()))
+
+
 def test_polished_fit_is_a_fixed_point_at_or_below_the_plain_solver():
     """The polished fit is a fixed point of Alg. 1 (one more U-step and W-step moves nothing)
     and its objective is no higher than Alg. 1 iterated to a tight tolerance."""
@@ -169,6 +248,25 @@ def test_polished_q_fit_not_above_plain_solver(cls):
     assert a.converged_ and b.converged_ and a.diagnostics_["polished"] >= 1
     fa, fb = a.objective_history_[-1], b.objective_history_[-1]
     assert fa <= fb + 1e-9 * max(1.0, abs(fb))
+
+
+@pytest.mark.parametrize("cls", [TFCLQ, TFCLQNoAUC, TFCLQNoG])
+def test_polished_q_fit_with_personal_users_is_a_fixed_point(cls):
+    """With personal users (theta_p != 0) the polish applies too: the fit is polished, its
+    objective is no higher than Alg. 2 iterated to a tight tolerance without polishing, and
+    the plain sweep of Alg. 2 from it moves nothing beyond rounding."""
+    from test_tfcl import block_tasks
+
+    ts = block_tasks(6)
+    a = cls(k=6, lam_personal=0.05, tol=1e-10).fit(ts)
+    b = cls(k=6, lam_personal=0.05, polish=False, tol=1e-12, max_iter=20000).fit(ts)
+    assert a.diagnostics_["n_personal_users"] > 0
+    assert a.converged_ and b.converged_ and a.diagnostics_["polished"] >= 1
+    fa, fb = a.objective_history_[-1], b.objective_history_[-1]
+    assert fa <= fb + 1e-9 * max(1.0, abs(fb))
+    # the fit's last iteration is the plain sweep after the accepted polish: it moved W by
+    # rounding only (the stopping rule itself asks for 1e-5 at this tol)
+    assert a.w_change_history_[-1] <= 1e-8 * max(1.0, np.linalg.norm(a.coef_))
 
 
 def test_polish_against_cvxpy_oracle():
@@ -284,3 +382,22 @@ def test_grounded_certificate_never_overclaims(seed):
         if _grounded_certificate(np.abs(W), labels, m, sigma):
             assert lam_next > sigma
     assert not _grounded_certificate(np.abs(W), labels, m, 1.001 * lam_next)
+
+
+def test_compact_loss_is_the_same_function_on_d_rows():
+    """Tasks with more rows than features are replaced by d rows (thin QR): the gradient and
+    the differences of values are unchanged (the value itself moves by a constant)."""
+    from mtlbench_models._tfcl.polish import compact_loss
+
+    ts = random_tasks(2, T=5, d=6, n=30)                  # n_t + 1 = 31 > d = 6
+    for loss in ("auc", "squared"):
+        J = make_loss(ts, loss, "t")
+        Jc = compact_loss(J)
+        assert all(Z3.shape[1] == ts.d for _, Z3, _ in Jc.buckets)
+        rng = np.random.default_rng(0)
+        W0, W1 = rng.standard_normal((2, ts.d, ts.T))
+        np.testing.assert_allclose(Jc.grad(W1), J.grad(W1), atol=1e-10)
+        np.testing.assert_allclose(Jc.value(W1) - Jc.value(W0), J.value(W1) - J.value(W0),
+                                   rtol=1e-10, atol=1e-10)
+    short = make_loss(random_tasks(2, T=5, d=40, n=10), "auc", "t")
+    assert compact_loss(short) is short                    # m_t <= d everywhere: unchanged

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mtlbench.errors import DatasetUnavailableError, DataValidationError, MTLBenchError
+from mtlbench import DatasetUnavailableError, DataValidationError, MTLBenchError
 
 from ._common import check_features, load_npy, read_text_lines, text_encoding
 
@@ -30,7 +30,8 @@ OUTPUT_FILES = (FEATURES_FILE, ITEMS_FILE, LABELS_FILE, META_FILE)
 LAYOUT_HELP = f"""\
 folder layout (personalized attributes; one problem per attribute, one task per user):
   {FEATURES_FILE}  float array (n_items, d), one feature row per item (numpy.save, no pickle)
-  {ITEMS_FILE}     n_items lines: item id of each row of {FEATURES_FILE} (optional; default: row numbers)
+  {ITEMS_FILE}     n_items lines: item id of each row of {FEATURES_FILE}
+                (optional; default: row numbers)
   {LABELS_FILE}    CSV with header user,item,attribute,label; label in {{-1,+1}} or {{0,1}}
   {META_FILE}  optional: {{"name", "attributes", "source", "features"}}
 build it from CSV/NPY files with `mtlbench import-attributes --help`; see docs/datasets.md"""
@@ -47,10 +48,11 @@ def _read_labels(path: Path, where: str):
 
     enc, _ = text_encoding(path, where)
     try:
-        df = pd.read_csv(path, dtype={"user": str, "item": str, "attribute": str}, keep_default_na=False,
-                         encoding=enc)
+        df = pd.read_csv(path, dtype={"user": str, "item": str, "attribute": str},
+                         keep_default_na=False, encoding=enc)
     except Exception as exc:  # noqa: BLE001
-        raise DatasetUnavailableError(f"{where}: {path} cannot be read as CSV ({type(exc).__name__}: {exc})") from None
+        raise DatasetUnavailableError(f"{where}: {path} cannot be read as CSV "
+                                      f"({type(exc).__name__}: {exc})") from None
     missing = [c for c in LABEL_COLUMNS if c not in df.columns]
     if missing:
         raise DatasetUnavailableError(
@@ -59,7 +61,8 @@ def _read_labels(path: Path, where: str):
     lab = pd.to_numeric(df["label"], errors="coerce")
     if lab.isna().any():
         r = int(np.flatnonzero(lab.isna().to_numpy())[0])
-        raise DataValidationError(f"{where}: {path} row {r + 2}: label {df['label'].iloc[r]!r} is not a number")
+        raise DataValidationError(f"{where}: {path} row {r + 2}: label "
+                                  f"{df['label'].iloc[r]!r} is not a number")
     vals = set(np.unique(lab.to_numpy()).tolist())
     if vals <= {0.0, 1.0}:
         y = np.where(lab.to_numpy() > 0, 1.0, -1.0)
@@ -67,7 +70,8 @@ def _read_labels(path: Path, where: str):
         y = lab.to_numpy(dtype=np.float64)
     else:
         raise DataValidationError(
-            f"{where}: {path}: labels must be in {{-1, +1}} (or {{0, 1}}), found {sorted(vals)[:6]}")
+            f"{where}: {path}: labels must be in {{-1, +1}} (or {{0, 1}}), found "
+            f"{sorted(vals)[:6]}")
     attrs = df["attribute"].map(normalize_attribute).to_numpy(dtype=object)
     return df["user"].to_numpy(dtype=object), df["item"].to_numpy(dtype=object), attrs, y
 
@@ -90,11 +94,13 @@ def _read_table(path: Path, what: str):
     try:
         return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, encoding=enc)
     except Exception as exc:  # noqa: BLE001
-        raise DataValidationError(f"import-attributes: {what} {path} cannot be read ({type(exc).__name__}: {exc})") from None
+        raise DataValidationError(f"import-attributes: {what} {path} cannot be read "
+                                  f"({type(exc).__name__}: {exc})") from None
 
 
-def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, labels: str | os.PathLike,
-                      item_ids: str | os.PathLike | None = None, id_column: str | None = None,
+def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike,
+                      labels: str | os.PathLike, item_ids: str | os.PathLike | None = None,
+                      id_column: str | None = None,
                       user_column: str = "user", item_column: str = "item",
                       attribute_column: str | None = "attribute", label_column: str = "label",
                       attribute: str | None = None, positive: Sequence[str] | None = None,
@@ -123,13 +129,13 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
              if any(p.exists() and o.exists() and os.path.samefile(p, o) for o in outputs)]
     if clash:
         raise DataValidationError(
-            f"import-attributes: input file(s) {clash} would be overwritten by the output in {out}; "
-            "move them elsewhere or choose another --out")
+            f"import-attributes: input file(s) {clash} would be overwritten by the output in "
+            f"{out}; move them elsewhere or choose another --out")
     existing = [o.name for o in outputs if o.exists()]
     if existing and not force:
         raise DataValidationError(
-            f"import-attributes: {out} already holds {existing} (use --force to replace these files; "
-            "other files in the folder are never touched)")
+            f"import-attributes: {out} already holds {existing} (use --force to replace these "
+            "files; other files in the folder are never touched)")
     if not fpath.is_file():
         raise DataValidationError(f"import-attributes: features file {fpath} not found")
     where = "import-attributes"
@@ -143,25 +149,30 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
         tab = _read_table(fpath, "features")
         idc = id_column or tab.columns[0]
         if idc not in tab.columns:
-            raise DataValidationError(f"import-attributes: {fpath} has no column {idc!r}; columns: {list(tab.columns)}")
+            raise DataValidationError(f"import-attributes: {fpath} has no column {idc!r}; "
+                                      f"columns: {list(tab.columns)}")
         ids = tab[idc].astype(str).str.strip().tolist()
         num = tab.drop(columns=[idc])
         try:
             F = num.to_numpy(dtype=np.float64)
         except ValueError as exc:
-            raise DataValidationError(f"import-attributes: {fpath}: non-numeric feature value ({exc})") from None
+            raise DataValidationError(
+                f"import-attributes: {fpath}: non-numeric feature value ({exc})") from None
     F = check_features(F, where, fpath)
     if len(ids) != F.shape[0]:
-        raise DataValidationError(f"import-attributes: {len(ids)} item ids for {F.shape[0]} feature rows")
+        raise DataValidationError(
+            f"import-attributes: {len(ids)} item ids for {F.shape[0]} feature rows")
     if len(set(ids)) != len(ids):
         raise DataValidationError("import-attributes: duplicate item ids in the features")
     tab = _read_table(lpath, "labels")
-    need = [user_column, item_column, label_column] + ([attribute_column] if attribute is None else [])
+    need = [user_column, item_column, label_column] \
+        + ([attribute_column] if attribute is None else [])
     miss = [c for c in need if c is None or c not in tab.columns]
     if miss:
         raise DataValidationError(
             f"import-attributes: {lpath} lacks column(s) {miss}; columns: {list(tab.columns)}"
-            + ("; give --attribute NAME if the file holds one attribute" if attribute is None else ""))
+            + ("; give --attribute NAME if the file holds one attribute" if attribute is None
+               else ""))
     raw = tab[label_column].astype(str).str.strip().str.lower()
     if positive:
         pos_set = {str(p).strip().lower() for p in positive}
@@ -209,7 +220,8 @@ def import_attributes(out: str | os.PathLike, *, features: str | os.PathLike, la
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"out": str(out), "items": F.shape[0], "features": F.shape[1], "labels": len(rows),
-            "users": len(set(users)), "attributes": attr_list, "dropped_unknown_item_rows": n_unknown_rows}
+            "users": len(set(users)), "attributes": attr_list,
+            "dropped_unknown_item_rows": n_unknown_rows}
 
 
 def _import_command(dataset_cls):
@@ -224,7 +236,8 @@ def _import_command(dataset_cls):
     @click.option("--features", required=True, type=click.Path(exists=True, dir_okay=False),
                   help=".npy (rows = items) or .csv/.tsv (id column + numeric columns).")
     @click.option("--item-ids", type=click.Path(exists=True, dir_okay=False),
-                  help="For .npy features: text file with one item id per row (default: row numbers).")
+                  help="For .npy features: text file with one item id per row "
+                       "(default: row numbers).")
     @click.option("--id-column", help="For CSV features: the item-id column (default: the first).")
     @click.option("--labels", required=True, type=click.Path(exists=True, dir_okay=False),
                   help="CSV/TSV of personal labels (one row per user, item, attribute).")
@@ -232,38 +245,45 @@ def _import_command(dataset_cls):
     @click.option("--item-column", default="item", show_default=True)
     @click.option("--attribute-column", default="attribute", show_default=True)
     @click.option("--label-column", default="label", show_default=True)
-    @click.option("--attribute", help="Attribute name when the labels file has no attribute column.")
+    @click.option("--attribute",
+                  help="Attribute name when the labels file has no attribute column.")
     @click.option("--positive", multiple=True,
-                  help="Label value meaning +1 (repeatable); default: 1/+1/true/yes vs -1/0/false/no.")
-    @click.option("--name", help="Data set name written to dataset.json (default: the folder name).")
+                  help="Label value meaning +1 (repeatable); default: 1/+1/true/yes vs "
+                       "-1/0/false/no.")
+    @click.option("--name",
+                  help="Data set name written to dataset.json (default: the folder name).")
     @click.option("--source", default="", help="Where the data comes from (citation).")
     @click.option("--feature-description", default="", help="What the features are.")
-    @click.option("--drop-unknown-items", is_flag=True, help="Drop labels of items without features.")
+    @click.option("--drop-unknown-items", is_flag=True,
+                  help="Drop labels of items without features.")
     @click.option("--force", is_flag=True,
                   help="Replace the layout files already in --out (other files there are kept).")
     @click.option("--n-components", default=100, show_default=True, type=int,
                   help="PCA components used for the check load (0: no PCA).")
     def cmd(out, features, item_ids, id_column, labels, user_column, item_column, attribute_column,
-            label_column, attribute, positive, name, source, feature_description, drop_unknown_items,
-            force, n_components):
+            label_column, attribute, positive, name, source, feature_description,
+            drop_unknown_items, force, n_components):
         """Turn CSV/NPY files into the personalized-attribute folder layout, then load it once."""
         try:
             rep = import_attributes(
                 out, features=features, labels=labels, item_ids=item_ids, id_column=id_column,
                 user_column=user_column, item_column=item_column, attribute_column=attribute_column,
-                label_column=label_column, attribute=attribute, positive=positive or None, name=name,
-                source=source, feature_description=feature_description,
+                label_column=label_column, attribute=attribute, positive=positive or None,
+                name=name, source=source, feature_description=feature_description,
                 drop_unknown_items=drop_unknown_items, force=force)
             click.echo(f"wrote {rep['out']}: {rep['items']} items x {rep['features']} features, "
-                       f"{rep['labels']} labels by {rep['users']} users, attributes: {', '.join(rep['attributes'])}")
+                       f"{rep['labels']} labels by {rep['users']} users, attributes: "
+                       f"{', '.join(rep['attributes'])}")
             if rep["dropped_unknown_item_rows"]:
-                click.echo(f"dropped {rep['dropped_unknown_item_rows']} label rows naming items without features")
+                click.echo(f"dropped {rep['dropped_unknown_item_rows']} label rows naming items "
+                           f"without features")
             ds = dataset_cls(n_components=n_components or None)
             for a in rep["attributes"]:
                 try:
                     s = ds.load(a, data_dir=rep["out"]).summary()
-                    click.echo(f"  {a}: {s['tasks']} users kept (min_minority=8), {s['items']} items, "
-                               f"{s['features']} features, {s['labels']} labels, positive share {s['positive_share']}")
+                    click.echo(f"  {a}: {s['tasks']} users kept (min_minority=8), "
+                               f"{s['items']} items, {s['features']} features, {s['labels']} "
+                               f"labels, positive share {s['positive_share']}")
                 except MTLBenchError as exc:
                     click.echo(f"  {a}: {exc}")
         except MTLBenchError as exc:

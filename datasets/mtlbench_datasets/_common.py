@@ -1,7 +1,7 @@
 """Helpers shared by the built-in dataset plugins (not part of the public API).
 
 * :class:`FileDataset` - base of datasets whose files are described by a
-  :class:`~mtlbench.fetch.DataSource` (found in the data folder / cache, or downloaded);
+  :class:`~mtlbench.datasets_api.DataSource` (found in the data folder / cache, or downloaded);
 * :func:`read_mat` - ``scipy.io.loadmat`` with user-facing errors for corrupt files;
 * :func:`standardize` - label-free z-scoring of feature columns, with a record for ``meta``;
 * :func:`class_count_filter` - the minority-class filter every loader applies (a task keeps
@@ -15,11 +15,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mtlbench import Dataset
-from mtlbench.errors import DatasetUnavailableError
-from mtlbench.fetch import DataFile, DataSource, availability, corrupt_file_error, describe_files, locate
-# The protocol's rule (>= MIN_PER_CLASS labels of each class per task), defined once in the core.
-from mtlbench.protocol import MIN_PER_CLASS, class_counts
+from mtlbench import Dataset, DatasetUnavailableError, DataValidationError, UnknownNameError
+# MIN_PER_CLASS, class_counts: the protocol's rule (>= MIN_PER_CLASS labels of each class per
+# task), defined once in the core
+from mtlbench.datasets_api import (MIN_PER_CLASS, DataFile, DataSource, availability,
+                                   class_counts, corrupt_file_error, describe_files, locate)
 
 
 class FileDataset(Dataset):
@@ -41,7 +41,6 @@ class FileDataset(Dataset):
 
     def _check_problem(self, problem: str) -> None:
         if problem not in self.problems():
-            from mtlbench.errors import UnknownNameError
             raise UnknownNameError(
                 f"{self.name}: unknown problem {problem!r}; problems: {', '.join(self.problems())}")
 
@@ -54,16 +53,18 @@ def read_mat(path: Path, dataset: str, keys: Sequence[str], f: DataFile | None =
     try:
         mat = loadmat(str(path))
     except Exception as exc:  # noqa: BLE001 - any parse failure of a corrupt file
-        raise corrupt_file_error(dataset, path, f"not a readable MATLAB file: {type(exc).__name__}: {exc}",
-                                 f, source) from None
+        raise corrupt_file_error(dataset, path, f"not a readable MATLAB file: "
+                                 f"{type(exc).__name__}: {exc}", f, source) from None
     missing = [k for k in keys if k not in mat]
     if missing:
         have = sorted(k for k in mat if not k.startswith("__"))
-        raise corrupt_file_error(dataset, path, f"variables {missing} missing; it holds {have}", f, source)
+        raise corrupt_file_error(dataset, path, f"variables {missing} missing; it holds {have}",
+                                 f, source)
     return mat
 
 
-def standardize(X: np.ndarray, *, columns: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+def standardize(X: np.ndarray, *, columns: np.ndarray | None = None
+                ) -> tuple[np.ndarray, dict[str, Any]]:
     """Z-score the given columns of ``X`` (all by default) with statistics of ``X`` itself.
 
     Uses features only, never labels.  Columns with zero variance are centred, not scaled.
@@ -122,7 +123,8 @@ def check_min_minority(dataset: str, value: Any) -> int:
 
 def no_tasks_error(dataset: str, problem: str, rule: str, n_before: int) -> DatasetUnavailableError:
     return DatasetUnavailableError(
-        f"{dataset}/{problem}: no task is left after the filter ({rule}); {n_before} tasks before it")
+        f"{dataset}/{problem}: no task is left after the filter ({rule}); {n_before} tasks "
+        f"before it")
 
 
 # --------------------------------------------------------------------------- user files
@@ -136,8 +138,6 @@ def text_encoding(path: Path, where: str) -> tuple[str, str | None]:
     accepted (noted).  Anything else must be UTF-8; bytes that are not (Latin-1, UTF-16
     without a BOM, ...) are a :class:`DataValidationError` naming the file, the first bad
     byte's offset and how to convert it."""
-    from mtlbench.errors import DataValidationError
-
     raw = Path(path).read_bytes()
     for bom, enc in _BOMS:
         if raw.startswith(bom):
@@ -175,8 +175,6 @@ def read_text_lines(path: Path, where: str) -> tuple[list[str], str | None]:
 def load_npy(path: Path, where: str) -> np.ndarray:
     """``numpy.load`` of a user's ``.npy`` array without pickles, with clear errors for a
     truncated file, a non-numpy file or an ``.npz`` archive saved under an ``.npy`` name."""
-    from mtlbench.errors import DataValidationError
-
     try:
         obj = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - truncated / not an .npy file / object array
@@ -198,8 +196,6 @@ def check_features(F: np.ndarray, where: str, path: Path | str) -> np.ndarray:
     Rejected: not 2-d / empty, non-numeric, complex (the imaginary part is never dropped),
     NaN/inf, and values so large that the covariance used by PCA overflows float64
     (max|F|^2 * n_rows * n_cols must stay finite)."""
-    from mtlbench.errors import DataValidationError
-
     F = np.asarray(F)
     if np.iscomplexobj(F):
         raise DataValidationError(

@@ -32,9 +32,10 @@ from __future__ import annotations
 import numpy as np
 
 from mtlbench import TaskSet, hookimpl
-from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
+from mtlbench.datasets_api import DataFile, DataSource, corrupt_file_error
 
-from ._common import BIAS_NOTE, FileDataset, add_bias, check_min_minority, class_count_filter, no_tasks_error, read_mat
+from ._common import (BIAS_NOTE, FileDataset, add_bias, check_min_minority, class_count_filter,
+                      no_tasks_error, read_mat)
 
 LENK_SOURCE = DataSource(
     dataset="lenk",
@@ -45,7 +46,8 @@ LENK_SOURCE = DataSource(
         size=10469,
         aliases=("lenk_data.mat",),
     ),),
-    homepage="Lenk et al., Marketing Science 1996; copy: https://github.com/prolearner/onlineLTL (lenk_data.mat at the repository root)",
+    homepage=("Lenk et al., Marketing Science 1996; copy: https://github.com/prolearner/onlineLTL "
+              "(lenk_data.mat at the repository root)"),
     terms="no licence stated; research use",
 )
 
@@ -56,8 +58,10 @@ N_PEOPLE, N_TRAIN, N_TEST = 180, 16, 4
 
 class Lenk(FileDataset):
     name = "lenk"
-    description = "180 people (tasks) rating the same 20 computers, 13 attributes; label: liked above own median"
-    source = "Lenk et al. 1996 conjoint survey, via github.com/prolearner/onlineLTL data/lenk_data.mat"
+    description = ("180 people (tasks) rating the same 20 computers, 13 attributes; label: "
+                   "liked above own median")
+    source = ("Lenk et al. 1996 conjoint survey, via github.com/prolearner/onlineLTL "
+              "data/lenk_data.mat")
     data_source = LENK_SOURCE
 
     def __init__(self, threshold: float | None = None, min_minority: int = 3, bias: bool = True):
@@ -66,22 +70,26 @@ class Lenk(FileDataset):
         self.bias = bias
 
     def params(self) -> dict:
-        return {"threshold": self.threshold, "min_minority": self.min_minority, "bias": bool(self.bias)}
+        return {"threshold": self.threshold, "min_minority": self.min_minority,
+                "bias": bool(self.bias)}
 
     def load(self, problem: str = "lenk", *, data_dir=None, cache_dir=None) -> TaskSet:
         self._check_problem(problem)
         min_minority = check_min_minority("lenk", self.min_minority)
         if self.threshold is not None and not np.isfinite(float(self.threshold)):
-            raise ValueError(f"lenk: threshold must be None or a finite number, got {self.threshold!r}")
+            raise ValueError(f"lenk: threshold must be None or a finite number, got "
+                             f"{self.threshold!r}")
         path = self._paths(data_dir, cache_dir)["lenk_computer_survey.mat"]
         f = self._file("lenk_computer_survey.mat")
         mat = read_mat(path, "lenk", ("Traindata", "Testdata"), f, self.data_source)
         tr = np.asarray(mat["Traindata"], dtype=np.float64)
         te = np.asarray(mat["Testdata"], dtype=np.float64)
         if tr.shape != (N_PEOPLE * N_TRAIN, 15) or te.shape != (N_PEOPLE * N_TEST, 15):
-            raise corrupt_file_error("lenk", path, f"Traindata {tr.shape}, Testdata {te.shape}; expected "
-                                     f"({N_PEOPLE * N_TRAIN}, 15) and ({N_PEOPLE * N_TEST}, 15)", f, self.data_source)
-        rows = np.concatenate([tr.reshape(N_PEOPLE, N_TRAIN, 15), te.reshape(N_PEOPLE, N_TEST, 15)], axis=1)
+            raise corrupt_file_error(
+                "lenk", path, f"Traindata {tr.shape}, Testdata {te.shape}; expected "
+                f"({N_PEOPLE * N_TRAIN}, 15) and ({N_PEOPLE * N_TEST}, 15)", f, self.data_source)
+        rows = np.concatenate([tr.reshape(N_PEOPLE, N_TRAIN, 15),
+                               te.reshape(N_PEOPLE, N_TEST, 15)], axis=1)
         profiles = rows[:, :, 1:14].reshape(-1, 13)
         items, inverse = np.unique(profiles, axis=0, return_inverse=True)
         items = add_bias(items, bool(self.bias))
@@ -107,7 +115,8 @@ class Lenk(FileDataset):
                 "label_rule": rule,
                 "feature_names": list(ATTRIBUTES) + (["bias"] if self.bias else []),
                 "preprocessing": "-1/+1 attribute codes unchanged; the file's 16/4 train/test "
-                                 "division ignored; " + (BIAS_NOTE if self.bias else "no constant feature"),
+                                 "division ignored; "
+                                 + (BIAS_NOTE if self.bias else "no constant feature"),
                 "minority_filter": {"min_minority": min_minority, "removed": dropped,
                                     "n_removed": len(dropped)},
                 "n_distinct_profiles": int(items.shape[0]),

@@ -16,9 +16,9 @@ Item features (label-free; parameter ``features``):
     * the release year parsed from the title's trailing "(YYYY)" (movies without one get the
       mean year);
 then every column is z-scored over the movies that appear in the kept users' ratings, and a
-constant 1 feature is appended (parameter ``bias``, default True: the models have no intercept).  Rating
-values are never used for features (no mean-rating or popularity feature: those would leak the
-test labels of other splits).
+constant 1 feature is appended (parameter ``bias``, default True: the models have no
+intercept).  Rating values are never used for features (no mean-rating or popularity feature:
+those would leak the test labels of other splits).
 
 Users (tasks) with fewer than ``min_minority`` (default 8, the TFCL paper's rule for Shoes /
 SUN) ratings of their minority class are removed; the removed users are recorded in ``meta``.
@@ -30,9 +30,10 @@ import re
 import numpy as np
 
 from mtlbench import TaskSet, hookimpl
-from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
+from mtlbench.datasets_api import DataFile, DataSource, corrupt_file_error
 
-from ._common import BIAS_NOTE, FileDataset, add_bias, check_min_minority, class_count_filter, no_tasks_error, standardize
+from ._common import (BIAS_NOTE, FileDataset, add_bias, check_min_minority, class_count_filter,
+                      no_tasks_error, standardize)
 
 _BASE = "https://raw.githubusercontent.com/ElenaXu98/movie-ranking-list/master/ml-latest-small"
 MOVIELENS_SOURCE = DataSource(
@@ -48,7 +49,8 @@ MOVIELENS_SOURCE = DataSource(
                  # edition.  The file must come from the user's --data-dir.
                  url=None, size=458390),
     ),
-    homepage=("GroupLens ml-latest-small, 2016 edition (https://grouplens.org/datasets/movielens/); "
+    homepage=("GroupLens ml-latest-small, 2016 edition "
+              "(https://grouplens.org/datasets/movielens/); "
               "copy: https://github.com/ElenaXu98/movie-ranking-list"),
     terms=("GroupLens terms: research use, cite Harper & Konstan 2015, redistribute only under the "
            "same terms, no commercial use without permission"),
@@ -63,12 +65,14 @@ _YEAR = re.compile(r"\((\d{4})\)\s*$")
 
 class MovieLens(FileDataset):
     name = "movielens"
-    description = "MovieLens ml-latest-small (2016): users (tasks) x movies, genre+year features; liked = rating >= 4"
-    source = "GroupLens ml-latest-small 2016 (Harper & Konstan 2015), via github.com/ElenaXu98/movie-ranking-list"
+    description = ("MovieLens ml-latest-small (2016): users (tasks) x movies, genre+year "
+                   "features; liked = rating >= 4")
+    source = ("GroupLens ml-latest-small 2016 (Harper & Konstan 2015), via "
+              "github.com/ElenaXu98/movie-ranking-list")
     data_source = MOVIELENS_SOURCE
 
-    def __init__(self, like_threshold: float = 4.0, min_minority: int = 8, features: str = "genres+year",
-                 bias: bool = True):
+    def __init__(self, like_threshold: float = 4.0, min_minority: int = 8,
+                 features: str = "genres+year", bias: bool = True):
         self.like_threshold = like_threshold
         self.min_minority = min_minority
         self.features = features
@@ -84,27 +88,31 @@ class MovieLens(FileDataset):
         self._check_problem(problem)
         min_minority = check_min_minority("movielens", self.min_minority)
         if self.features not in FEATURE_SETS:
-            raise ValueError(f"movielens: features must be one of {FEATURE_SETS}, got {self.features!r}")
+            raise ValueError(f"movielens: features must be one of {FEATURE_SETS}, got "
+                             f"{self.features!r}")
         thr = float(self.like_threshold)
         paths = self._paths(data_dir, cache_dir)
         rpath, mpath = paths["ml-latest-small/ratings.csv"], paths["ml-latest-small/movies.csv"]
         try:
             ratings = pd.read_csv(rpath, usecols=["userId", "movieId", "rating"],
-                                  dtype={"userId": np.int64, "movieId": np.int64, "rating": np.float64})
+                                  dtype={"userId": np.int64, "movieId": np.int64,
+                                         "rating": np.float64})
         except Exception as exc:  # noqa: BLE001
             raise corrupt_file_error("movielens", rpath, f"{type(exc).__name__}: {exc}",
-                                     self._file("ml-latest-small/ratings.csv"), self.data_source) from None
+                                     self._file("ml-latest-small/ratings.csv"),
+                                     self.data_source) from None
         try:
             movies = pd.read_csv(mpath, usecols=["movieId", "title", "genres"],
                                  dtype={"movieId": np.int64, "title": str, "genres": str})
         except Exception as exc:  # noqa: BLE001
             raise corrupt_file_error("movielens", mpath, f"{type(exc).__name__}: {exc}",
-                                     self._file("ml-latest-small/movies.csv"), self.data_source) from None
+                                     self._file("ml-latest-small/movies.csv"),
+                                     self.data_source) from None
 
         unknown = np.setdiff1d(ratings["movieId"].unique(), movies["movieId"].to_numpy())
         if unknown.size:
-            raise corrupt_file_error("movielens", rpath, f"{unknown.size} movieIds are not in movies.csv "
-                                     f"(e.g. {unknown[:5].tolist()})")
+            raise corrupt_file_error("movielens", rpath, f"{unknown.size} movieIds are not in "
+                                     f"movies.csv (e.g. {unknown[:5].tolist()})")
         ratings = ratings.sort_values(["userId", "movieId"], kind="stable")
         ratings = ratings.drop_duplicates(["userId", "movieId"], keep="last")
         y_all = np.where(ratings["rating"].to_numpy() >= thr, 1.0, -1.0)
@@ -115,8 +123,10 @@ class MovieLens(FileDataset):
         labels = [y_all[bounds[i]:bounds[i + 1]] for i in range(user_ids.shape[0])]
         keep, dropped = class_count_filter(names, labels, min_minority)
         if not keep.any():
-            raise no_tasks_error("movielens", problem, f">= {min_minority} ratings per class", len(names))
-        kept_rows = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in np.flatnonzero(keep)])
+            raise no_tasks_error("movielens", problem, f">= {min_minority} ratings per class",
+                                 len(names))
+        kept_rows = np.concatenate([np.arange(bounds[i], bounds[i + 1])
+                                    for i in np.flatnonzero(keep)])
         movie_of_row = ratings["movieId"].to_numpy()
         item_ids, inverse = np.unique(movie_of_row[kept_rows], return_inverse=True)
 
@@ -155,13 +165,14 @@ class MovieLens(FileDataset):
                 "label_rule": f"y = +1 (liked) if rating >= {thr:g} stars, else -1",
                 "feature_names": feature_names,
                 "features": (f"{self.features}: genre 0/1 indicators"
-                             + (f" + release year from the title ({year_missing} missing -> mean year)"
-                                if self.features == "genres+year" else "")
+                             + (f" + release year from the title ({year_missing} missing -> "
+                                f"mean year)" if self.features == "genres+year" else "")
                              + "; z-scored over the kept movies; ratings never used; "
                              + (BIAS_NOTE if self.bias else "no constant feature")),
                 "standardization": std_rec,
                 "minority_filter": {"min_minority": min_minority,
-                                    "rule": f"users with < {min_minority} ratings of their minority class removed",
+                                    "rule": f"users with < {min_minority} ratings of their "
+                                            f"minority class removed",
                                     "removed": dropped, "n_removed": len(dropped)},
                 "item_ids": item_ids,
                 "source_files": [str(rpath), str(mpath)],

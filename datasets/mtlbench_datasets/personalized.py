@@ -57,9 +57,9 @@ from typing import Any, ClassVar, Iterable
 
 import numpy as np
 
-from mtlbench import Dataset, TaskSet, hookimpl
-from mtlbench.dataset import default_cache_dir, resolve_data_dir
-from mtlbench.errors import DatasetUnavailableError, DataValidationError, UnknownNameError
+from mtlbench import (Dataset, DatasetUnavailableError, DataValidationError, TaskSet,
+                      UnknownNameError, hookimpl)
+from mtlbench.datasets_api import default_cache_dir, resolve_data_dir
 
 # The layout's files, the label reader and the importer live in _attributes (re-exported here).
 from ._attributes import (  # noqa: F401
@@ -89,7 +89,8 @@ def pca(F: np.ndarray, n_components: int | None) -> tuple[np.ndarray, dict[str, 
         sd = np.sqrt(np.mean(np.sum(Xc * Xc, axis=0)) / max(n - 1, 1))
         scale = sd if sd > 0 else 1.0
         return Xc / scale, {"n_components": None, "method": "centred only (no PCA)",
-                            "scale": float(scale), "fitted_on": f"features of all {n} items; labels unused"}
+                            "scale": float(scale),
+                            "fitted_on": f"features of all {n} items; labels unused"}
     k = int(min(n_components, d, max(n - 1, 1)))
     total = float(np.sum(Xc * Xc) / max(n - 1, 1))
     from scipy.linalg import eigh
@@ -175,7 +176,8 @@ class PersonalizedAttributes(Dataset):
         return sorted(set(attrs.tolist()))
 
     def params(self) -> dict:
-        return {"n_components": self.n_components, "min_minority": self.min_minority, "bias": bool(self.bias)}
+        return {"n_components": self.n_components, "min_minority": self.min_minority,
+                "bias": bool(self.bias)}
 
     def availability(self, *, data_dir=None, cache_dir=None) -> str:
         ddir = resolve_data_dir(data_dir)
@@ -201,7 +203,8 @@ class PersonalizedAttributes(Dataset):
         min_minority = check_min_minority(self.name, self.min_minority)
         k = self.n_components
         if k is not None and (int(k) != k or k < 1):
-            raise ValueError(f"{self.name}: n_components must be a positive integer or None, got {k!r}")
+            raise ValueError(f"{self.name}: n_components must be a positive integer or None, "
+                             f"got {k!r}")
         where = f"{self.name} ({folder})"
         items_feat, item_ids, pca_rec, items_note = self._features(folder, where)
         users, items, attrs, y = self._labels(folder)
@@ -254,27 +257,32 @@ class PersonalizedAttributes(Dataset):
         if kept.size == 0:
             raise DatasetUnavailableError(
                 f"{where}/{attr}: no user has >= {min_minority} labels of each class "
-                f"({uniq_users.shape[0]} users before the filter); lower min_minority or add labels")
+                f"({uniq_users.shape[0]} users before the filter); lower min_minority or add "
+                f"labels")
         used_rows = np.unique(np.concatenate([r_m[bounds[u]:bounds[u + 1]] for u in kept]))
         remap = np.full(len(item_ids), -1, dtype=np.int64)
         remap[used_rows] = np.arange(used_rows.shape[0])
         index = [remap[r_m[bounds[u]:bounds[u + 1]]] for u in kept]
         extra = {k: v for k, v in extra_meta.items() if k != "item_ids_file"}
         return TaskSet.from_shared_items(
-            f"{self.name}/{attr}", add_bias(items_feat[used_rows], bool(self.bias)), index, [labels[u] for u in kept],
+            f"{self.name}/{attr}", add_bias(items_feat[used_rows], bool(self.bias)), index,
+            [labels[u] for u in kept],
             task_names=[str(uniq_users[u]) for u in kept],
             meta={
                 "attribute": attr,
                 "label_rule": "labels as given in labels.csv ({0,1} mapped to {-1,+1}); duplicate "
                               "(user, item) labels merged by majority vote, ties dropped",
-                "duplicates": {"pairs_with_several_labels": n_dup_pairs, "ties_dropped": int(ties.sum())},
+                "duplicates": {"pairs_with_several_labels": n_dup_pairs,
+                               "ties_dropped": int(ties.sum())},
                 "pca": pca_rec,
                 "minority_filter": {"min_minority": min_minority,
-                                    "rule": f"users with < {min_minority} labels of their minority class removed",
+                                    "rule": f"users with < {min_minority} labels of their "
+                                            f"minority class removed",
                                     "removed": dropped, "n_removed": len(dropped),
                                     "n_users_before": int(uniq_users.shape[0])},
                 "item_ids": np.asarray([item_ids[r] for r in used_rows], dtype=object),
-                "bias": BIAS_NOTE if self.bias else "no constant feature (bias=False, the paper's preprocessing)",
+                "bias": BIAS_NOTE if self.bias
+                else "no constant feature (bias=False, the paper's preprocessing)",
                 **extra,
             },
         )
@@ -287,7 +295,8 @@ class PersonalizedAttributes(Dataset):
         msg = (f"{where}: no labels for attribute {attr!r} in {LABELS_FILE}; "
                + (f"attributes found: {shown}." if found else "the file holds no labels."))
         if found:
-            msg += f" Use e.g. --datasets {self.name}/{found[0]}, or --datasets {self.name} for all of them"
+            msg += (f" Use e.g. --datasets {self.name}/{found[0]}, or --datasets {self.name} "
+                    f"for all of them")
             if self.attributes and folder:
                 msg += (f" (the built-in list {', '.join(self.attributes)} is what the paper used; "
                         f"the generic dataset 'personalized' reads any attributes: "
@@ -365,7 +374,8 @@ class PersonalizedAttributes(Dataset):
             raise DatasetUnavailableError(
                 f"{where}: {FEATURES_FILE} is missing (found {LABELS_FILE}).\n{LAYOUT_HELP}")
         ip = folder / ITEMS_FILE
-        key = ("features", self.n_components) + _file_key(fp) + (_file_key(ip) if ip.is_file() else ())
+        key = (("features", self.n_components) + _file_key(fp)
+               + (_file_key(ip) if ip.is_file() else ()))
         if key in self._cache:
             return self._cache[key]
         F = check_features(load_npy(fp, where), where, fp)
@@ -390,8 +400,9 @@ class Shoes(PersonalizedAttributes):
     name = "shoes"
     description = ("Shoes (Kovashka & Grauman IJCV 2015): 14,658 shoe images, 7 attributes, "
                    "~90k personal labels; needs your local copy")
-    source = ("Kovashka & Grauman, Discovering attribute shades of meaning with the crowd, IJCV 2015; "
-              "features GIST + colour histogram (WhittleSearch, Kovashka et al. CVPR 2012)")
+    source = ("Kovashka & Grauman, Discovering attribute shades of meaning with the crowd, "
+              "IJCV 2015; features GIST + colour histogram (WhittleSearch, Kovashka et al. "
+              "CVPR 2012)")
     attributes = ("brown", "comfortable", "fashionable", "formal", "open", "ornate", "pointy")
     attribute_aliases = {"br": "brown", "cm": "comfortable", "fa": "fashionable", "fm": "formal",
                          "op": "open", "or": "ornate", "on": "ornate", "pt": "pointy"}
@@ -402,13 +413,14 @@ class Shoes(PersonalizedAttributes):
 
 class SUN(PersonalizedAttributes):
     name = "sun"
-    description = ("SUN attributes (Kovashka & Grauman IJCV 2015): 14,340 scene images, 5 attributes, "
-                   "~65k personal labels; needs your local copy")
+    description = ("SUN attributes (Kovashka & Grauman IJCV 2015): 14,340 scene images, "
+                   "5 attributes, ~65k personal labels; needs your local copy")
     source = ("Kovashka & Grauman, IJCV 2015, on SUN Attribute images (Patterson & Hays 2012); "
               "features 2048-d Inception-V3")
     attributes = ("cluttered", "modern", "open_area", "rustic", "soothing")
-    attribute_aliases = {"cl": "cluttered", "mo": "modern", "oa": "open_area", "opening_area": "open_area",
-                         "ru": "rustic", "so": "soothing", "soothe": "soothing"}
+    attribute_aliases = {"cl": "cluttered", "mo": "modern", "oa": "open_area",
+                         "opening_area": "open_area", "ru": "rustic", "so": "soothing",
+                         "soothe": "soothing"}
     get_it = ("ask the authors of 'Discovering attribute shades of meaning with the crowd' "
               "(A. Kovashka, K. Grauman) for the per-user labels; no public address is known; "
               "convert with `mtlbench import-attributes --name sun`")

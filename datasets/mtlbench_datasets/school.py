@@ -17,17 +17,18 @@ are near-balanced.  Parameter ``label_rule``: ``"task_median"`` (default) or
 Preprocessing (label-free, recorded in ``meta``): the 27 non-constant columns are z-scored with
 means/stds over all rows; the file's constant column is kept as a constant 1 feature (parameter
 ``bias``, default True: the models have no intercept, and without an offset the squared loss
-fits the label mean through the features), so d = 28.  Tasks with fewer than 3 labels of a class would be dropped and
-recorded (none are with the default rule).
+fits the label mean through the features), so d = 28.  Tasks with fewer than 3 labels of a
+class would be dropped and recorded (none are with the default rule).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mtlbench import TaskSet, hookimpl
-from mtlbench.fetch import DataFile, DataSource, corrupt_file_error
+from mtlbench.datasets_api import DataFile, DataSource, corrupt_file_error
 
-from ._common import BIAS_NOTE, MIN_PER_CLASS, FileDataset, add_bias, class_count_filter, no_tasks_error, read_mat, standardize
+from ._common import (BIAS_NOTE, MIN_PER_CLASS, FileDataset, add_bias, class_count_filter,
+                      no_tasks_error, read_mat, standardize)
 
 SCHOOL_SOURCE = DataSource(
     dataset="school",
@@ -38,7 +39,8 @@ SCHOOL_SOURCE = DataSource(
         size=44759,
     ),),
     homepage="https://github.com/jiayuzhou/MALSAR (data/school.mat)",
-    terms="ILEA exam data (Goldstein 1991) as redistributed with MALSAR; widely used in MTL research",
+    terms=("ILEA exam data (Goldstein 1991) as redistributed with MALSAR; widely used in MTL "
+           "research"),
 )
 
 LABEL_RULES = ("task_median", "global_median")
@@ -46,7 +48,8 @@ LABEL_RULES = ("task_median", "global_median")
 
 class School(FileDataset):
     name = "school"
-    description = "139 London schools (tasks), 15,362 students, 27 features + bias; label: score above the school's median"
+    description = ("139 London schools (tasks), 15,362 students, 27 features + bias; label: "
+                   "score above the school's median")
     source = "ILEA exam scores via MALSAR data/school.mat (github.com/jiayuzhou/MALSAR)"
     data_source = SCHOOL_SOURCE
 
@@ -60,14 +63,16 @@ class School(FileDataset):
     def load(self, problem: str = "school", *, data_dir=None, cache_dir=None) -> TaskSet:
         self._check_problem(problem)
         if self.label_rule not in LABEL_RULES:
-            raise ValueError(f"school: label_rule must be one of {LABEL_RULES}, got {self.label_rule!r}")
+            raise ValueError(f"school: label_rule must be one of {LABEL_RULES}, got "
+                             f"{self.label_rule!r}")
         path = self._paths(data_dir, cache_dir)["school.mat"]
         f = self._file("school.mat")
         mat = read_mat(path, "school", ("X", "Y"), f, self.data_source)
         Xc, Yc = mat["X"].ravel(), mat["Y"].ravel()
         if Xc.shape[0] != Yc.shape[0] or Xc.shape[0] == 0:
-            raise corrupt_file_error("school", path, f"{Xc.shape[0]} feature cells but {Yc.shape[0]} score cells",
-                                     f, self.data_source)
+            raise corrupt_file_error(
+                "school", path, f"{Xc.shape[0]} feature cells but {Yc.shape[0]} score cells",
+                f, self.data_source)
         Xs = [np.asarray(x, dtype=np.float64) for x in Xc]
         scores = [np.asarray(y, dtype=np.float64).ravel() for y in Yc]
         sizes = np.array([x.shape[0] for x in Xs])
@@ -86,7 +91,8 @@ class School(FileDataset):
         names = [f"school{t + 1:03d}" for t in range(len(Xs))]
         keep, dropped = class_count_filter(names, labels, MIN_PER_CLASS)
         if not keep.any():
-            raise no_tasks_error("school", problem, f">= {MIN_PER_CLASS} labels per class", len(names))
+            raise no_tasks_error("school", problem, f">= {MIN_PER_CLASS} labels per class",
+                                 len(names))
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         Zs = [Z[bounds[t]:bounds[t + 1]] for t in range(len(Xs)) if keep[t]]
         return TaskSet.from_arrays(
@@ -95,7 +101,9 @@ class School(FileDataset):
             meta={
                 "label_rule": rule,
                 "constant_columns": {"columns": const.tolist(),
-                                     "handling": "removed before z-scoring; " + (BIAS_NOTE if self.bias else "bias=False: no constant feature")},
+                                     "handling": "removed before z-scoring; "
+                                     + (BIAS_NOTE if self.bias
+                                        else "bias=False: no constant feature")},
                 "standardization": std_rec,
                 "task_filter": {"rule": f"keep tasks with >= {MIN_PER_CLASS} labels of each class",
                                 "dropped": dropped},

@@ -11,14 +11,14 @@ Recipe, exactly as the paper states it:
 
 The generator seed is a dataset parameter (``seed``, default 0), independent of the
 protocol's split seed.  The true W and the feature/task groups are kept in ``meta`` for
-structure-recovery metrics.  The generators live in :mod:`mtlbench.synthetic` (re-exported
-here for scripts that import them from the plugin).
+structure-recovery metrics.  The generators are mtlbench's (:mod:`mtlbench.datasets_api`;
+re-exported here for scripts that import them from the plugin).
 """
 from __future__ import annotations
 
 from mtlbench import Dataset, TaskSet, hookimpl
-from mtlbench.synthetic import (BLOCK_FEATURES, CENTROID_UPPER, USERS_PER_BLOCK,  # noqa: F401
-                                make_low_rank_tasks, make_simulated)
+from mtlbench.datasets_api import (BLOCK_FEATURES, CENTROID_UPPER,  # noqa: F401
+                                   USERS_PER_BLOCK, make_low_rank_tasks, make_simulated)
 
 
 class Simulated(Dataset):

@@ -39,9 +39,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mtlbench import TaskSet, hookimpl
-from mtlbench.errors import UnknownNameError
-from mtlbench.synthetic import make_attribute_items, make_attribute_labels
+from mtlbench import TaskSet, UnknownNameError, hookimpl
+from mtlbench.datasets_api import make_attribute_items, make_attribute_labels
 
 from ._common import check_min_minority
 from .personalized import (FEATURES_FILE, ITEMS_FILE, LABELS_FILE, META_FILE,
@@ -146,7 +145,8 @@ class SyntheticAttributes(PersonalizedAttributes):
         names = self.problems()
         if problem not in names:
             raise UnknownNameError(f"{self.name}: no problem {problem!r}; its problems are "
-                                   f"{', '.join(names)} (parameter n_attributes={self.n_attributes})")
+                                   f"{', '.join(names)} (parameter "
+                                   f"n_attributes={self.n_attributes})")
         return names.index(problem)
 
     def _raw_items(self) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,8 @@ and then w_t = a_t + lam1 (G_t + lam1 I)^{-1} w0.  When n_t < d the task's produ
 n_t x n_t kernel K_t = X_t X_t^T (push-through identity
 (G_t + lam1 I)^{-1} X_t^T = X_t^T (K_t + lam1 I)^{-1}); no per-task d x d inverse is formed,
 only the single d x d matrix M.  Cost O(sum_t n_t d min(n_t, d) + d^3).  The solution is
-exact up to Cholesky round-off, so ``objective_history_`` holds the single optimal value and
-``n_iter_`` is 1.
+exact up to Cholesky round-off, so ``objective_history_`` holds the single optimal value,
+``n_iter_`` is 1 and ``converged_`` is True.
 
 Hyperparameters: ``lam1`` > 0 (coupling to the mean), ``lam2`` > 0 (ridge on the mean).
 
@@ -99,6 +99,7 @@ class MeanRegularizedMTL(LinearMTLModel):
         self.coef_ = W
         self.mean_coef_ = w0
         self.n_iter_ = 1
+        self.converged_ = True  # exact (closed form): no iteration, no tolerance
         self.objective_history_ = [objective(tasks, W, w0, lam1, lam2)]
         return self
 

@@ -22,15 +22,22 @@ __all__ = ["new_plugin"]
 @user_errors
 def new_plugin(name: str, is_dataset: bool, directory: str) -> None:
     """Create a pip-installable model (or --dataset) plugin package with kit tests and README."""
+    from ..plugins import BUILTIN_DISTRIBUTION
     from ..scaffold import name_taken, plugin_names, write_plugin
 
     kind = "dataset" if is_dataset else "model"
     names = plugin_names(name, kind)
     owner = name_taken(name, kind)
-    if owner:
-        warn(f"a {kind} named {name!r} is already registered by {owner}; installed side by "
+    if owner is not None and owner.distribution == BUILTIN_DISTRIBUTION:
+        warn(f"a {kind} named {name!r} is already registered by {owner.distribution} "
+             f"{owner.version} (a built-in {kind}): a plugin registering that name is refused "
+             f"when it loads and the built-in keeps it. Choose another name, e.g. "
+             f"'my-{name}'.")
+    elif owner is not None:
+        who = f"{owner.distribution} {owner.version}"
+        warn(f"a {kind} named {name!r} is already registered by {who}; installed side by "
              f"side, two plugins registering one name make that name unusable. Choose "
-             f"another name unless this package is meant to replace {owner}.")
+             f"another name unless this package is meant to replace {who}.")
     root = write_plugin(name, directory, kind)
     console.print(f"created {root}/")
     for p in sorted(root.rglob("*")):

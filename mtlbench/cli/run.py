@@ -13,6 +13,7 @@ import shlex
 import signal
 import sys
 import threading
+from typing import Any
 
 import click
 
@@ -141,6 +142,7 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
 
     with ResultStore(plan.store) as rs:
         _print_summary(rs, problems=plan.problem_ids, models=plan.labels, keys=result.keys)
+        _print_failed_fits(rs.units(keys=result.keys), err=True)
     for res in report.failures[:10]:
         err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
@@ -163,21 +165,32 @@ def _reps_text(reps: list[int]) -> str:
     return ", ".join(out)
 
 
+#: the dry-run table's words for where an expected unit time comes from (runner.cost)
+_SOURCE_WORDS = {"stored": "stored", "scaled": "other problems (extrapolated)",
+                 "hint": "cost_hint (extrapolated)", "default": "no time (1 s assumed)"}
+
+
 def _print_plan(plan) -> None:
     """The dry run: units to run per (problem, model), what is stored, the estimate."""
     from rich.table import Table
 
     todo = {s.key for s in plan.todo}
-    groups: dict[tuple[str, str], dict[str, list[int]]] = {}
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
     for s in plan.specs:
-        g = groups.setdefault((s.problem, s.label), {"run": [], "stored": []})
+        g = groups.setdefault((s.problem, s.label), {"run": [], "stored": [], "expected": None})
         g["run" if s.key in todo else "stored"].append(s.rep)
+        if s.key in plan.expected:
+            g["expected"] = plan.expected[s.key]
     table = Table(title="dry run: units per problem and model")
-    for col in ("problem", "model", "to run", "repetitions to run", "stored"):
-        table.add_column(col, justify="right" if col in ("to run", "stored") else "left")
+    for col in ("problem", "model", "to run", "repetitions to run", "stored",
+                "expected s/unit", "from"):
+        table.add_column(col, justify="right" if col in ("to run", "stored", "expected s/unit")
+                         else "left")
     for (prob, label), g in groups.items():
+        e = g["expected"]
         table.add_row(escape(prob), escape(label), str(len(g["run"])), _reps_text(g["run"]),
-                      str(len(g["stored"])))
+                      str(len(g["stored"])), f"{e.seconds:.1f}" if e else "",
+                      _SOURCE_WORDS[e.source] if e else "")
     console.print(table)
     retry = ""
     if plan.stored_failed and not plan.retry_failed:
@@ -328,8 +341,46 @@ def results(store: str, datasets_: str | None, models_: str | None, seed: int | 
                     click.echo(r["traceback"].rstrip(), err=fmt != "table")
             if failed.empty and fmt == "table":
                 console.print("no failed units in this selection")
+            _print_failed_fits(sel.units, err=fmt != "table", tracebacks=show_tb)
     finally:
         rs.close()
+
+
+def _print_failed_fits(units, *, err: bool, tracebacks: bool = False, limit: int = 10) -> None:
+    """Units that finished although fits of their search raised (the search went on without
+    them): a count, then per unit (the first ``limit``) its failed fits' errors and the
+    plugin's line that raised; with ``tracebacks`` each distinct traceback in full (the
+    plugin's frames, kept in the trace: :func:`mtlbench.protocol.plugin_traceback`)."""
+    from ..report.select import row_search
+
+    lost = []
+    for _, row in units[units["status"] == "ok"].iterrows():
+        fits, _ = row_search(row)
+        failed = [f for f in fits if f.get("error")]
+        if failed:
+            lost.append((row, len(fits), failed))
+    if not lost:
+        return
+    n = sum(len(failed) for _, _, failed in lost)
+    click.echo(f"{n} fit(s) of the search raised in {len(lost)} finished unit(s) (each unit "
+               "was selected from its other fits; 'mtlbench results --failures --traceback' "
+               "shows where):", err=err)
+    for row, n_fits, failed in lost[:limit]:
+        errors: dict[str, list[dict]] = {}
+        for f in failed:
+            errors.setdefault(f["error"], []).append(f)
+        click.echo(f"  failed fits {row['model']} {row['problem']} rep {row['rep']}: "
+                   f"{len(failed)} of {n_fits}", err=err)
+        for error, fits in errors.items():
+            tb = str(fits[0].get("traceback") or "")
+            frames = [line.strip() for line in tb.splitlines() if line.startswith("  ")
+                      and not line.startswith("    ")]
+            where = f" (at {frames[-1]})" if frames and not tracebacks else ""
+            click.echo(f"    {len(fits)} x {error}{where}", err=err)
+            if tracebacks and tb:
+                click.echo("\n".join("      " + line for line in tb.splitlines()), err=err)
+    if len(lost) > limit:
+        click.echo(f"  ... and {len(lost) - limit} more unit(s)", err=err)
 
 
 def _stale_note(store) -> str:

@@ -208,7 +208,7 @@ def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
             f"{prov.first_started_at} → {prov.last_finished_at}"
             + ("" if lb.complete in (True, None) else " — **incomplete run** (see the table)"))
     lines += ["", "Reproduce: `mtlbench compare --datasets DATASET --reps N --seed S --store "
-              "STORE` for each line above (`benchmarks/publish_all.sh` runs them all), then "
+              "STORE` for each line above (`scripts/publish_all.sh` runs them all), then "
               "`mtlbench publish --store STORE`.", ""]
     return lines
 

@@ -6,7 +6,6 @@ whose ``fit`` kills its process cannot take the ``compare`` process down before 
 """
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -20,12 +19,12 @@ from ..protocol import MIN_PER_CLASS, ProtocolConfig, config_json
 from ..provenance import unit_provenance
 from ..selectors import ModelSelection
 from ..space import Param
+from .cost import DEFAULT_COST, expected_unit_seconds
 from .unit import UnitSpec, load_problem, problem_id
 
 __all__ = ["resolve_problems", "plan_units", "check_problems_load", "check_overrides",
-           "expected_seconds", "DEFAULT_COST"]
+           "expected_seconds", "cost_hint_reader", "DEFAULT_COST"]
 
-DEFAULT_COST = 1.0
 
 
 def resolve_problems(registry: Registry, names: Sequence[str],
@@ -193,37 +192,21 @@ def _probe_taskset(tasks: TaskSet, per_class: int = MIN_PER_CLASS) -> TaskSet | 
 
 
 def expected_seconds(specs: Sequence[UnitSpec], registry: Registry | None = None,
-                     history: Any = None) -> dict[str, float]:
+                     history: Any = None, sizes: Mapping[str, float] | None = None
+                     ) -> dict[str, float]:
     """Expected seconds of each unit (by key), for dispatching longest first and the ETA.
 
-    In order of preference: the median stored time of finished units of the same model label
-    on the same problem (``history``: a DataFrame with columns model, problem, model_name,
-    time_total, e.g. :meth:`mtlbench.store.ResultStore.unit_times`), else of the same model
-    on any problem, else the model class's optional ``cost_hint`` (expected seconds of one
-    unit on the simulated data), else :data:`DEFAULT_COST`."""
-    by_label: dict[tuple[str, str], float] = {}
-    by_model: dict[str, float] = {}
-    if history is not None and len(history):
-        for (label, prob), g in history.groupby(["model", "problem"]):
-            by_label[(label, prob)] = float(statistics.median(g.time_total))
-        for name, g in history.groupby("model_name"):
-            by_model[name] = float(statistics.median(g.time_total))
-    hints: dict[str, float] = {}
-    out = {}
-    for s in specs:
-        t = by_label.get((s.label, s.problem))
-        if t is None:
-            t = by_model.get(s.model)
-        if t is None:
-            if s.model not in hints:
-                hint = DEFAULT_COST
-                if registry is not None:
-                    try:
-                        hint = float(getattr(registry.model_class(s.model), "cost_hint",
-                                             DEFAULT_COST) or DEFAULT_COST)
-                    except Exception:  # noqa: BLE001 - an ordering hint only
-                        hint = DEFAULT_COST
-                hints[s.model] = hint
-            t = hints[s.model]
-        out[s.key] = t
-    return out
+    The rule of :func:`~.cost.expected_unit_seconds`: the median stored time of the same
+    model label on the same problem (``history``: e.g.
+    :meth:`mtlbench.store.ResultStore.unit_times`), else its times on other problems scaled
+    by problem size (``sizes``: problem id -> labels x features), else the model class's
+    optional ``cost_hint``, else :data:`~.cost.DEFAULT_COST`."""
+    return {key: e.seconds for key, e in expected_unit_seconds(
+        specs, history, sizes, cost_hint_reader(registry)).items()}
+
+
+def cost_hint_reader(registry: Registry | None):
+    """Model name -> its class's ``cost_hint`` (None: no registry, or no hint)."""
+    if registry is None:
+        return None
+    return lambda name: getattr(registry.model_class(name), "cost_hint", None)

@@ -288,14 +288,16 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
         scores = [(i, n, a, m) for i, (n, a, m) in
                   enumerate(zip(out.task_names, out.task_auc, out.n_test))]
         arrays = out.arrays
-    except BaseException as exc:  # noqa: BLE001 - isolate every failure, even a timeout
+    except BaseException as exc:  # isolate every failure, even a timeout
         if isinstance(exc, KeyboardInterrupt):
             raise
         message = _message(exc)
         if isinstance(exc, UnitTimeout) and not str(exc):  # injected into a worker thread
             message = timeout_message(timeout or 0)
-        row.update({"status": "failed", "message": message,
-                    "traceback": traceback.format_exc()})
+        tb = traceback.format_exc()
+        if getattr(exc, "plugin_traceback", ""):  # every fit of the search failed
+            tb += f"\nThe first failed fit, in the plugin's code:\n{exc.plugin_traceback}\n"
+        row.update({"status": "failed", "message": message, "traceback": tb})
         scores, arrays = [], {}
     row["time_total"] = time.perf_counter() - t0
     row["finished_at"] = _now()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import pickle
+import warnings
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.base import clone
 from mtlbench._json import jsonable
 from mtlbench.errors import ModelContractError
 from mtlbench.model import MTLModel
+from mtlbench.plugins import PluginMigrationWarning
 from mtlbench.protocol import (ProtocolConfig, checked_scores, make_split, mean_auc,
                                run_protocol)
 from mtlbench.design import START_DESIGN_SIZE
@@ -40,7 +42,7 @@ def _make(model_class: type, params: Mapping[str, Any] | None, check: str, **ext
     kwargs = {**dict(params or {}), **extra}
     try:
         return model_class(**kwargs)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(_label(model_class), check,
                     f"{model_class.__name__}(**{kwargs!r}) raised {type(exc).__name__}: {exc}; "
                     "__init__ must only store its keyword arguments") from exc
@@ -54,7 +56,7 @@ def _fit(model: Any, tasks: Any, check: str, init: Any = None) -> Any:
     fp = tasks.fingerprint()
     try:
         out = model.fit(tasks, init=init) if init is not None else model.fit(tasks)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(who, check, f"fit on {tasks!r} with {before} raised "
                                 f"{type(exc).__name__}: {exc}") from exc
     if out is not model:
@@ -92,7 +94,7 @@ def _scores(model: Any, tasks: Any, check: str) -> list:
         X = tasks.X(t)
         try:
             raw = model.decision_function(X, t)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _fail(who, check, f"decision_function(X of shape {X.shape}, task={t}) raised "
                                     f"{type(exc).__name__}: {exc}") from exc
         try:
@@ -130,8 +132,15 @@ def check_model_metadata(model_class: type, params: Mapping[str, Any] | None = N
         raise _fail(who, check, "class attribute 'paper' must be a citation string")
     if not isinstance(getattr(model_class, "search_space", None), Mapping):
         raise _fail(who, check, "class attribute 'search_space' must be a dict param -> list")
-    if not isinstance(getattr(model_class, "supports_warm_start", False), bool):
-        raise _fail(who, check, "class attribute 'supports_warm_start' must be a bool")
+    for flag in ("supports_warm_start", "convex"):
+        if not isinstance(getattr(model_class, flag, False), bool):
+            raise _fail(who, check, f"class attribute {flag!r} must be a bool")
+    if model_class.supports_warm_start and not model_class.convex:
+        warnings.warn(f"{who}: {check}: supports_warm_start = True without convex = True: the "
+                      "protocol never warm-starts this model (only convex models, where the "
+                      "start cannot change the answer); declare convex = True if fit "
+                      "minimises a convex problem, else remove supports_warm_start",
+                      PluginMigrationWarning, stacklevel=2)
     for p in _init_signature(model_class).values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise _fail(who, check, f"__init__ must list every hyperparameter explicitly; "
@@ -150,7 +159,7 @@ def check_clone(model_class: type, params: Mapping[str, Any] | None = None) -> N
     init_names = set(_init_signature(model_class))
     try:
         got = model.get_params(deep=False)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(who, check, f"get_params raised {type(exc).__name__}: {exc}; store every "
                                 "__init__ argument as an attribute of the same name") from exc
     if set(got) != init_names:
@@ -165,7 +174,7 @@ def check_clone(model_class: type, params: Mapping[str, Any] | None = None) -> N
                                     "store hyperparameters unchanged and validate in fit")
     try:
         twin = clone(model)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(who, check, f"sklearn.base.clone raised {type(exc).__name__}: {exc}") from exc
     twin_params = twin.get_params(deep=False)
     for k, v in got.items():
@@ -179,7 +188,7 @@ def check_clone(model_class: type, params: Mapping[str, Any] | None = None) -> N
         if key in init_names and isinstance(values, (list, tuple)) and values:
             try:
                 m2 = clone(model).set_params(**{key: values[-1]})
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise _fail(who, check, f"set_params({key}={values[-1]!r}) raised "
                                         f"{type(exc).__name__}: {exc}") from exc
             if not _equal(m2.get_params(deep=False)[key], values[-1]):
@@ -265,7 +274,9 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
 
 def check_fit_shapes(model_class: type, params: Mapping[str, Any] | None = None) -> None:
     """Finite scores of the right shape on tasks of different sizes; fitted attributes valid;
-    neither the hyperparameters nor the data change during ``fit``."""
+    neither the hyperparameters nor the data change during ``fit``.  A fit that leaves
+    ``converged_`` unset (or not a bool) warns (:class:`~mtlbench.plugins.PluginMigrationWarning`):
+    its convergence would be recorded as unknown."""
     check = "fit_shapes"
     who = _label(model_class)
     tasks = _problem("uneven")
@@ -293,6 +304,14 @@ def check_fit_shapes(model_class: type, params: Mapping[str, Any] | None = None)
     diag = getattr(model, "diagnostics_", None)
     if diag is not None and (not isinstance(diag, Mapping) or not _json_ok(diag)):
         raise _fail(who, check, "diagnostics_ must be a JSON-able dict (numbers, strings, lists)")
+    converged = getattr(model, "converged_", None)
+    if not isinstance(converged, (bool, np.bool_)):
+        what = "not set" if converged is None else f"{converged!r}, not a bool"
+        warnings.warn(f"{who}: {check}: converged_ is {what}, so the results record this "
+                      "model's convergence as unknown ('not recorded'; diagnostics_"
+                      "['converged'] is not read): set self.converged_ = True / False in fit "
+                      "(whether the solver met its stated tolerance; True for a closed-form "
+                      "fit)", PluginMigrationWarning, stacklevel=2)
     n_iter = getattr(model, "n_iter_", None)
     if n_iter is not None:
         try:
@@ -355,7 +374,7 @@ def check_pickle(model_class: type, params: Mapping[str, Any] | None = None) -> 
         copy = pickle.loads(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
     except ConformanceError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(who, check, f"pickle round trip raised {type(exc).__name__}: {exc}; keep "
                                 "fitted state in plain attributes (arrays, numbers, lists), not "
                                 "lambdas, open files or locks") from exc
@@ -469,7 +488,7 @@ def check_beats_chance(model_class: type, params: Mapping[str, Any] | None = Non
         auc = mean_auc(model, test)[0]
     except ConformanceError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(who, check, f"scoring failed on the small simulated problem: "
                                 f"{type(exc).__name__}: {exc}") from exc
     if auc > min_auc:
@@ -479,7 +498,7 @@ def check_beats_chance(model_class: type, params: Mapping[str, Any] | None = Non
     if space:  # the model's own search under the protocol (validation-based selection)
         try:
             out = run_protocol(_make(model_class, params, check), space, tasks, config, rep=0)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _fail(who, check, f"the protocol failed on the small simulated problem: "
                                     f"{type(exc).__name__}: {exc}") from exc
         tried.append(f"search: {out.test_auc:.3f}")

@@ -81,11 +81,13 @@ of W have not changed for 5 iterations (in practice from iteration ~5: the suppo
 by the first soft-thresholds, and U is then constant while the graph keeps m >= k components),
 the minimiser of F(., U) restricted to that support and sign pattern -- a ridge problem per
 task, solved exactly in the n_t-dimensional row space (push-through identity, an (n_t + 1)^2
-system per task) -- is computed, the signs updated from the solution up to 6 times; it is
-accepted only if it is the minimiser of the whole convex F(., U) (signs kept; |grad_ij J| <=
-alpha_1 D_ij off the support), F does not increase and it gives back the same U: then it is a
-fixed point of Alg. 1, the point Alg. 1's iterations converge to on that structure.  A
-rejected try waits twice as long for the next.  When the graph has fewer than k components U
+system per task; tasks with more rows than features first reduced to d rows by a QR
+factorisation, ``compact_loss``, the same function up to a constant) -- is computed, the
+signs updated from the solution up to 6 times; it is accepted only if it is the minimiser
+of the whole convex F(., U) (signs kept; |grad_ij J| <= alpha_1 D_ij off the support), F does
+not increase and it gives back the same U: then it is a fixed point of Alg. 1, the point
+Alg. 1's iterations converge to on that structure.  A rejected try waits twice as long for
+the next.  When the graph has fewer than k components U
 holds eigenvectors that move with W and nothing is polished (plain Alg. 1 iterations).
 Measured on ``synthetic-attributes`` (attr0 training split, 192 tasks x 34 rows x 100
 features; ``benchmarks/bench_tfcl.py --paper-scale``): fits of 75-624 iterations now stop after
@@ -232,7 +234,7 @@ from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, Spectral
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
                          momentum_next, ridge_scale, stop_rule, tfcl_wstep, validate_declared)
 from ._tfcl.eigen import bipartite_laplacian
-from ._tfcl.polish import FixedStructure, kkt_ok
+from ._tfcl.polish import FixedStructure, compact_loss, kkt_ok
 from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, UStepper, groups_from_embedding,
                           same_components_only, ustep, ustep_case, ustep_dense, ustep_diff_norm,
                           ustep_weights)
@@ -367,7 +369,7 @@ class TFCL(SpectralGroups, LinearMTLModel):
                                     and np.array_equal(W != 0, W_prev != 0)) else 0
             if self.polish and stable >= _POLISH_AFTER and it >= next_polish:
                 t1 = time.perf_counter()
-                polished = self._polish(J, W, D, a1, a2, f_ref, u, stepper, graph)
+                polished = self._polish(tasks, J, W, D, a1, a2, f_ref, u, stepper, graph)
                 timings["polish"] += time.perf_counter() - t1
                 if polished is None:
                     polish_fails += 1
@@ -439,14 +441,16 @@ class TFCL(SpectralGroups, LinearMTLModel):
                              "polished": polishes, "polish_rejected": polish_fails}
         return self
 
-    def _polish(self, J, W, D, a1, a2, f_ref, u, stepper, graph):
+    def _polish(self, tasks, J, W, D, a1, a2, f_ref, u, stepper, graph):
         """The minimiser of F(., U^t) on the current structure (``_tfcl.polish``), if it is the
         minimiser of the whole convex W-subproblem, does not increase F and gives back the
         same U (a fixed point of Alg. 1); else None.  Returns (W, J, grad J, F)."""
         mask = W != 0
         signs = np.sign(W)
         threshold = a1 * D
-        structure = FixedStructure(J, mask, a2, None)
+        # (tasks with more rows than features: the same problem on d rows, ``compact_loss``)
+        Jc = tasks.memo(("tfcl", "compact_loss", self.loss, 1), lambda: compact_loss(J))
+        structure = FixedStructure(Jc, mask, a2, None)
         for _ in range(_POLISH_ROUNDS):
             _, Wc = structure.solve(threshold * signs)
             J_c, G_c = J.value_and_grad(Wc)

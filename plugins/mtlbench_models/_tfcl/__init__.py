@@ -12,7 +12,8 @@ Modules, lowest first (each imports only the ones above it):
   and data scales, the task-feature graph's columns (``graph_columns``, ``GraphView``),
   parameter checks, the stopping rule and FISTA's momentum sequence;
 * ``polish`` -- the exact minimiser of the fixed-U subproblem on a fixed structure
-  (``FixedStructure``) and its optimality check (``kkt_ok``).
+  (``FixedStructure``; with TFCL-Q's personal columns ``PersonalStructure``) and its
+  optimality checks (``kkt_ok``, ``kkt_shared_personal_ok``).
 
 This package imports no model module, so the built-in model plugins (``tfcl``, ``tfcl_q``,
 ``tfcl_check``) depend on it and not on each other.  Nothing is imported here: import from the

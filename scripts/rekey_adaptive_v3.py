@@ -18,7 +18,7 @@ exhaust_the_budget`` checks the premise).  This script
    under version 3) and leaves everything else alone.
 
     cp results/published.sqlite /tmp/v3.sqlite          # work on a copy
-    python benchmarks/rekey_adaptive_v3.py /tmp/v3.sqlite --data-dir ../shared/data \\
+    python scripts/rekey_adaptive_v3.py /tmp/v3.sqlite --data-dir ../shared/data \\
         --datasets simulated "simulated[seed=1]" "simulated[seed=2]" school landmine lenk movielens
 """
 from __future__ import annotations

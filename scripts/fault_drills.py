@@ -2,7 +2,7 @@
 kill runs midway; print per drill whether the run survived, the fault was recorded, and how
 many units were lost.
 
-    python benchmarks/fault_drills.py [--jobs 2] [--only segfault,hang]
+    python scripts/fault_drills.py [--jobs 2] [--only segfault,hang]
 
 Each drill runs a real ``mtlbench compare`` subprocess on the tiny fault-test dataset with a
 healthy model (``f-good``) beside the faulty one, using the fault-injecting plugin distribution

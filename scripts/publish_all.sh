@@ -7,9 +7,9 @@
 #   * School, Landmine, Lenk and MovieLens (read from DATA_DIR),
 # then `mtlbench publish`.  Run from the repository root:
 #
-#     bash benchmarks/publish_all.sh                  # everything, 2 parallel units
-#     FORCE=--force bash benchmarks/publish_all.sh    # first publication over tables of another store
-#     DATASETS="simulated school" bash benchmarks/publish_all.sh   # a part (then publish)
+#     bash scripts/publish_all.sh                  # everything, 2 parallel units
+#     FORCE=--force bash scripts/publish_all.sh    # first publication over tables of another store
+#     DATASETS="simulated school" bash scripts/publish_all.sh   # a part (then publish)
 #
 # The run is resumable: finished units are in $STORE and are not recomputed (a unit's key
 # includes the code fingerprint of its model, so changed code is recomputed); rerun the script
