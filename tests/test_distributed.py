@@ -229,19 +229,49 @@ def test_units_are_resubmitted_when_the_shipped_data_is_lost(cluster, tmp_path, 
 
 
 @pytest.mark.slow
-def test_dask_queued_units_run_after_stuck_workers_are_restarted(cluster, tmp_path):
+@pytest.mark.parametrize("nanny", ["restarts its worker", "does not restart its worker"])
+def test_dask_queued_units_run_after_stuck_workers_are_restarted(faulty_dist, tmp_path,
+                                                                 monkeypatch, nanny):
     """Every worker stuck in an uninterruptible call (--timeout 1): the stuck units are given
-    up and their workers restarted, so the queued healthy units still run."""
+    up and their workers restarted, so the queued healthy units still run.
+
+    Also when a nanny kills its stuck worker but does not start a new one (seen on a loaded CI
+    machine: the run waited 180 s for a worker that never came, and the queued units never
+    ran): the client asks that nanny to start a worker ``RESTART_BACK_SECONDS`` after the
+    restart (2 s here).  Without that the run ends with "no worker" after
+    ``WORKERS_BACK_SECONDS`` (30 s here, so a regression fails instead of hanging)."""
+    import mtlbench.runner as runner
+    from distributed.nanny import Nanny
+
+    expected_seconds = runner.expected_seconds
+
+    def slow_first(specs, *args, **kwargs):
+        out = expected_seconds(specs, *args, **kwargs)
+        return {s.key: 1e6 if s.model == "slow" else out[s.key] for s in specs}
+
+    # the stuck units are sent first, so the stl units wait behind them on both workers
+    monkeypatch.setattr(runner, "expected_seconds", slow_first)
+    monkeypatch.setattr(mdist, "RESTART_BACK_SECONDS", 2.0)
+    monkeypatch.setattr(mdist, "WORKERS_BACK_SECONDS", 30.0)
     store = ResultStore(tmp_path / "q.sqlite")
     reg = get_registry()
     sels = [apply_overrides(reg.model_class("slow"), {"seconds": 60, "chunk": 60}, "slow"),
             apply_overrides(reg.model_class("stl"), {}, "stl")]
     specs = plan_units(reg, sels, resolve_problems(reg, ["tiny"]), ProtocolConfig(reps=2))
-    report = run_units(specs, store, scheduler=cluster.scheduler_address, timeout=1.0)
+    with local_cluster() as lc:
+        if nanny.startswith("does not"):
+            async def worker_exited(self, exitcode):  # the nanny does nothing about it
+                return None
+
+            # the nannies of a LocalCluster live in this process
+            monkeypatch.setattr(Nanny, "_on_worker_exit", worker_exited)
+        report = run_units(specs, store, scheduler=lc.scheduler_address, timeout=1.0)
     assert report.ran == 4 and report.failed == 2, [f.row["message"] for f in report.failures]
     df = store.units()
-    assert (df[df.model == "stl"].status == "ok").all()
-    for msg in df[df.model != "stl"].message:
+    stl, stuck = df[df.model == "stl"], df[df.model != "stl"]
+    assert (stl.status == "ok").all()
+    assert stl.started_at.min() >= stuck.finished_at.min()  # queued behind the stuck units
+    for msg in stuck.message:
         assert "exceeded the timeout of 1 s" in msg and "restarted" in msg, msg
 
 

@@ -31,8 +31,10 @@ Timeouts (``--timeout``)
   of its current attempt (``grace = 2 s + 10 %``, clocked on the client) on the worker that
   reported it (asked of the scheduler) is recorded as failed, its future cancelled and its
   worker's process killed through its nanny, which starts a new one (the client does not
-  wait for it), so the units queued behind it run.  A worker started without a nanny is
-  removed from the cluster instead.  An attempt whose worker died is not over time: Dask
+  wait for it), so the units queued behind it run.  A nanny whose worker has not come back
+  ``RESTART_BACK_SECONDS`` after the restart is asked once more to start one (its own restart
+  after the kill can fail).  A worker started without a nanny is removed from the cluster
+  instead.  An attempt whose worker died is not over time: Dask
   runs the unit again, and its next start restarts the clock.
 
 Dead workers, no workers, a dead scheduler
@@ -230,6 +232,13 @@ WORKERS_BACK_SECONDS = 180.0
 NO_WORKERS_SECONDS = 10.0
 #: seconds to wait for a stuck worker's nanny to kill its process
 RESTART_SECONDS = 30.0
+#: seconds a shipment waits for a worker before the client checks the cluster again (only the
+#: wait for a worker: the transfer itself is not bounded by it)
+SHIP_WAIT_SECONDS = 2.0
+#: seconds after a restart before the client asks the nanny of a worker that has not come
+#: back to start one (its own restart after the kill failed, or was never made: seen on a
+#: loaded CI machine, where the run then waited for a worker that never came)
+RESTART_BACK_SECONDS = 20.0
 
 
 def _problem_key(spec: UnitSpec) -> tuple[str, str, str]:
@@ -264,6 +273,9 @@ class _DaskRun:
         self.no_workers_since: float | None = None
         self.workers_checked = 0.0
         self.nannies: set[str] = set()
+        # nanny address -> client clock of the restart it was asked for, until a worker of
+        # that nanny is connected again (or it was asked to start one: then removed)
+        self.restarting: dict[str, float] = {}
 
     def on_event(self, event: Any) -> None:
         _, msg = event
@@ -287,6 +299,11 @@ class _DaskRun:
         if not addr:
             return ""
         try:
+            nanny = self.client.scheduler_info(n_workers=-1)["workers"].get(addr, {}).get(
+                "nanny")
+        except Exception:  # noqa: BLE001 - only for watching the restart
+            nanny = None
+        try:
             out = self.client.sync(self.client.scheduler.restart_workers, workers=[addr],
                                    timeout=RESTART_SECONDS, wait_for_workers=False,
                                    on_error="return",
@@ -295,6 +312,8 @@ class _DaskRun:
             return f"; its worker {addr} could not be restarted ({type(exc).__name__})"
         status = (out or {}).get(addr)
         if status == "OK":
+            if nanny:
+                self.restarting[nanny] = time.monotonic()
             return f"; its worker {addr} was restarted"
         if status == "removed":
             return (f"; its worker {addr} has no nanny to restart it: it was removed from "
@@ -328,6 +347,7 @@ class _DaskRun:
             workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         except (OSError, TimeoutError):
             return  # the connection is going: check_scheduler says so
+        self.watch_restarts(workers, now)
         if workers:
             self.no_workers_since = None
             self.nannies |= {w["nanny"] for w in workers.values() if w.get("nanny")}
@@ -339,6 +359,19 @@ class _DaskRun:
                                              and not any(map(_answers, self.nannies))):
             raise NoWorkers(self.client, waited, bool(self.nannies))
 
+    def watch_restarts(self, workers: dict[str, Any], now: float) -> None:
+        """Ask the nanny of a restarted worker that has not come back within
+        ``RESTART_BACK_SECONDS`` to start one (a nanny's own restart after the kill can fail,
+        and nothing else would bring the worker back).  Asked once, without waiting: the run
+        goes on, and :meth:`check_workers` ends it if no worker is left at all."""
+        back = {w.get("nanny") for w in workers.values()}
+        for nanny, since in list(self.restarting.items()):
+            if nanny in back:
+                del self.restarting[nanny]
+            elif now - since > RESTART_BACK_SECONDS:
+                del self.restarting[nanny]
+                self.client.loop.add_callback(_instantiate, nanny, RESTART_BACK_SECONDS)
+
     def ship(self, pk: tuple) -> Any:
         """Send one problem to every worker (again, if the copies were lost)."""
         fut = self.shipped.get(pk)
@@ -346,11 +379,12 @@ class _DaskRun:
             while True:
                 try:
                     fut = self.client.scatter([self.problems[pk]], broadcast=True,
-                                              hash=False)[0]
+                                              hash=False, timeout=SHIP_WAIT_SECONDS)[0]
                     break
                 except TimeoutError:
                     # No worker at this moment: a unit just killed them and their nannies are
-                    # restarting them, or they are gone for good.
+                    # restarting them, or they are gone for good.  (Checked every few
+                    # seconds: a nanny whose worker has not come back is asked again.)
                     self.check_scheduler()
                     self.check_workers(every=0.0)
                     time.sleep(1.0)
@@ -454,6 +488,18 @@ class _DaskRun:
 
 def _unit(spec: UnitSpec) -> str:
     return f"{spec.label} on {spec.problem} rep {spec.rep}"
+
+
+async def _instantiate(nanny: str, timeout: float) -> None:
+    """Ask the nanny at ``nanny`` to start its worker process (nothing if it runs one, or is
+    starting one); errors are left to the run's own checks (no worker left ends the run)."""
+    from distributed.core import rpc
+
+    try:
+        async with rpc(nanny, timeout=timeout) as r:
+            await r.instantiate()
+    except Exception:  # noqa: BLE001 - see above
+        pass
 
 
 def _answers(address: str, seconds: float = 1.0) -> bool:
