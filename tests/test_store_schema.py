@@ -58,20 +58,22 @@ def test_a_store_of_the_layout_before_versioning_is_migrated(tmp_path):
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     con.close()
 
-@pytest.mark.parametrize("layout", ["schema 3: races, no origin column",
-                                    "interim: origin column, no races table"])
-def test_every_older_layout_reaches_the_one_current_version(tmp_path, layout):
+
+@pytest.mark.parametrize("version, layout", [(2, "no races table, no origin column"),
+                                             (3, "races, no origin column"),
+                                             (3, "origin column, no races table")])
+def test_every_older_layout_reaches_the_one_current_version(tmp_path, version, layout):
     """Schema 3 (``races``) and schema 4 (``origin``) were added on two branches: a store of
-    either intermediate layout migrates along the one path to version 4, keeping its units."""
+    schema 2 or of either intermediate layout migrates along the one path to version 4,
+    keeping its units."""
     assert SCHEMA_VERSION == 4
     path = _filled(tmp_path / "s.sqlite")
     con = sqlite3.connect(path)
-    if layout.startswith("schema 3"):
+    if "no origin" in layout:
         con.execute("ALTER TABLE units DROP COLUMN origin")
-        con.execute("PRAGMA user_version = 3")
-    else:
+    if "no races" in layout:
         con.execute("DROP TABLE races")
-        con.execute("PRAGMA user_version = 3")
+    con.execute(f"PRAGMA user_version = {version}")
     con.commit()
     con.close()
     with ResultStore(path, readonly=True) as ro:  # read as it is
@@ -84,7 +86,6 @@ def test_every_older_layout_reaches_the_one_current_version(tmp_path, layout):
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     con.close()
-
 
 
 def test_a_store_of_a_newer_mtlbench_is_refused(tmp_path):
