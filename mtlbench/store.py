@@ -52,7 +52,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, MTLBenchError
+from .errors import MTLBenchError
 
 SCHEMA_VERSION = 4
 """1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``;

@@ -313,8 +313,10 @@ UNIT_FIELDS = ("key", "model", "problem", "rep", "seed", "status", "best_params"
 class UnitRecord(JsonRecord):
     """One unit as published: its store columns (``UNIT_FIELDS``), the search trace and its
     summary, what the report read from them (the selected search fit's and the refit's
-    convergence, a degenerate selection, the number of search fits that raised), and per task the test AUC and number of test labels (in the order of the table's
-    ``task_names[problem]``; ``task_names`` here only when this unit's tasks differ)."""
+    convergence, a degenerate selection, the number of search fits that raised), and per task the
+    test AUC and number of test labels (in the order of the table's ``task_names[problem]``;
+    ``task_names`` here only when this unit's tasks differ); ``origin`` only for a unit the
+    store had imported."""
 
     OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"task_auc", "n_test", "task_names",
                                                           "origin"})
