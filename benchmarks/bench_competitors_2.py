@@ -35,7 +35,7 @@ from mtlbench_models import nc_cmtl as nc_new
 from mtlbench_models import vstgmtl as vstg_new
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import sun_scale  # noqa: E402,F401 - also imported from here by bench_vstgmtl.py
+from _common import sun_scale  # also imported from here by bench_vstgmtl.py
 
 REPO = Path(__file__).resolve().parents[1]
 OLD_REF = "6609da6"   # the landed tree before this round's AMTL / VSTG-MTL / NC-CMTL speed work
@@ -48,7 +48,8 @@ POINT = {"amtl": dict(lam=0.74, mu=0.936),       # AMTL: the point issue 13 prof
 
 def old_module(name: str, ref: str = OLD_REF):
     """The module ``plugins/mtlbench_models/<name>.py`` as committed at ``ref``."""
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:plugins/mtlbench_models/{name}.py"],
+    src = subprocess.run(["git", "-C", str(REPO), "show",
+                          f"{ref}:plugins/mtlbench_models/{name}.py"],
                          check=True, capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / f"old_{name}.py"
     path.write_text(src)
@@ -92,7 +93,8 @@ def pair(name, tasks, repeat, run_old):
         t_new, new = timed(lambda: vstg_new.VSTGMTL(**p), tasks, repeat)
         prob = vstg_new._Problem(tasks)      # one objective function (SVD form) for old and new
         k = new.diagnostics_["k"]
-        F = lambda m: vstg_new.vstg_objective(prob, m.U_, m.V_, new.gamma1_, new.gamma2_, new.mu_, k)
+        F = lambda m: vstg_new.vstg_objective(prob, m.U_, m.V_, new.gamma1_, new.gamma2_,
+                                              new.mu_, k)
         mk_old = lambda: OLD["vstgmtl"].VSTGMTL(**p)
     else:
         t_new, new = timed(lambda: nc_new.NCCMTL(**p), tasks, repeat)
@@ -134,10 +136,12 @@ def main():
     ap.add_argument("--skip-old-sun", action="store_true",
                     help="do not run main's implementation at SUN scale (minutes per model)")
     ap.add_argument("--new-only", action="store_true",
-                    help="time only the current implementation (the old VSTG-MTL fit takes minutes)")
+                    help="time only the current implementation "
+                         "(the old VSTG-MTL fit takes minutes)")
     ap.add_argument("--models", default="amtl,vstgmtl,nc-cmtl")
     ap.add_argument("--amtl-unit", type=int, metavar="SEED", default=None,
-                    help="also time one AMTL protocol unit (rep 0), old vs new, on make_simulated(SEED)")
+                    help="also time one AMTL protocol unit (rep 0), old vs new, "
+                         "on make_simulated(SEED)")
     a = ap.parse_args()
     if not a.new_only:
         for mod in ("amtl", "vstgmtl", "nc_cmtl"):
@@ -147,11 +151,12 @@ def main():
     if not a.skip_sun:
         data.append(("sun-scale", sun_scale(0), not (a.skip_old_sun or a.new_only)))
     print(f"{'data':10s} {'model':8s} {'new s':>8s} {'old s':>8s} {'ratio':>6s} {'target':>6s} "
-          f"{'it new':>6s} {'it old':>6s} {'conv':>5s} {'F new':>14s} {'F old':>14s} {'rel dF':>9s}")
+          f"{'it new':>6s} {'it old':>6s} {'conv':>5s} {'F new':>14s} {'F old':>14s} "
+          f"{'rel dF':>9s}")
     for label, tasks, run_old in data:
         for name in models:
-            new, old, t_new, t_old, f_new, f_old = pair(name, tasks, a.repeat if label == "simulated" else 1,
-                                                        run_old)
+            repeat = a.repeat if label == "simulated" else 1
+            new, old, t_new, t_old, f_new, f_old = pair(name, tasks, repeat, run_old)
             it_old = old.n_iter_ if old is not None else -1
             rel = (f_old - f_new) / abs(f_new)
             print(f"{label:10s} {name:8s} {t_new:8.3f} {t_old:8.3f} {t_old / t_new:6.1f} "
@@ -159,8 +164,9 @@ def main():
                   f"{f_new:14.8g} {f_old:14.8g} {rel:9.2e}", flush=True)
     if a.amtl_unit is not None and "amtl" in models:
         t_old, t_new, p_old, p_new = amtl_unit(make_simulated(a.amtl_unit))
-        print(f"one AMTL unit (simulated seed {a.amtl_unit}, rep 0, default search): new {t_new:.2f} s, "
-              f"old {t_old:.2f} s, ratio {t_old / t_new:.1f}; selected new {p_new}, old {p_old}")
+        print(f"one AMTL unit (simulated seed {a.amtl_unit}, rep 0, default search): "
+              f"new {t_new:.2f} s, old {t_old:.2f} s, ratio {t_old / t_new:.1f}; "
+              f"selected new {p_new}, old {p_old}")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def _worker(tasks_path: str, model: str, rep: int) -> None:
     print(json.dumps({
         "time": elapsed, "select": out.select_time, "refit": out.fit_time,
         "fits": len(out.grid), "failed_fits": sum("error" in e for e in out.grid),
-        "not_converged": sum(c is False for c in conv), "not_recorded": sum(c is None for c in conv),
+        "not_converged": sum(c is False for c in conv),
+        "not_recorded": sum(c is None for c in conv),
         "refit_converged": search.get("refit_converged"), "test_auc": out.test_auc,
         "best": out.best_params}))
 
@@ -101,7 +102,8 @@ def main() -> None:
         pickle.dump(tasks, fh)
         tasks_path = fh.name
     old = _old_tree(args.ref) if args.ref else None
-    print(f"{tasks.name}: {tasks.T} tasks, d = {tasks.d}, {sum(tasks.y(t).shape[0] for t in range(tasks.T))} "
+    n_labels = sum(tasks.y(t).shape[0] for t in range(tasks.T))
+    print(f"{tasks.name}: {tasks.T} tasks, d = {tasks.d}, {n_labels} "
           f"labels; rep {args.rep}; one BLAS thread; old = {args.ref or '-'}")
     head = f"{'model':14s} {'new s':>7s} {'fits':>4s} {'!conv':>5s} {'refit':>5s} {'AUC':>6s}"
     if old:

@@ -12,7 +12,8 @@ the data it needs) x (time of one pass).  This script measures both:
    (the functions with the largest own time), so that the share of time spent in passes
    over the data can be read off.
 
-Usage:  OPENBLAS_NUM_THREADS=1 python benchmarks/profile_sun_scale.py [--models ramusa,cocmtl,vstgmtl]
+Usage:
+    OPENBLAS_NUM_THREADS=1 python benchmarks/profile_sun_scale.py [--models ramusa,cocmtl,vstgmtl]
 A few minutes per model; run it on an otherwise idle machine (memory bandwidth is shared).
 """
 from __future__ import annotations
@@ -31,9 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import sun_scale  # noqa: E402
-from bench_competitors_1 import MODELS  # noqa: E402 - (module, class, point) of RAMUSA, CoCMTL
-from bench_competitors_2 import POINT  # noqa: E402 - VSTG-MTL's point
+from _common import sun_scale
+from bench_competitors_1 import MODELS  # (module, class, point) of RAMUSA, CoCMTL
+from bench_competitors_2 import POINT  # VSTG-MTL's point
 
 
 def model_point(name: str):

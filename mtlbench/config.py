@@ -33,8 +33,8 @@ from .protocol import ProtocolConfig
 from .search import DEFAULT_BUDGET, DEFAULT_SEARCH
 from .syntax import split_top_level
 
-__all__ = ["RunConfig", "build_run_config", "load_config", "check_config_models", "MAX_REPS", "MAX_SEED", "MAX_BUDGET",
-           "COMPARE_KEYS"]
+__all__ = ["RunConfig", "build_run_config", "load_config", "check_config_models", "MAX_REPS",
+           "MAX_SEED", "MAX_BUDGET", "COMPARE_KEYS"]
 
 MAX_REPS = 1000
 MAX_SEED = 2 ** 63 - 1

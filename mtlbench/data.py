@@ -168,9 +168,11 @@ class TaskSet(Sequence[Task]):
     ) -> "TaskSet":
         """Tasks with their own feature matrices ``Xs[t]`` (n_t x d) and labels ``ys[t]``."""
         if len(Xs) != len(ys):
-            raise DataValidationError(f"{name}: {len(Xs)} feature matrices but {len(ys)} label arrays")
+            raise DataValidationError(
+                f"{name}: {len(Xs)} feature matrices but {len(ys)} label arrays")
         names = _task_names(task_names, len(ys), name)
-        mats = [_as_float_matrix(X, f"{name}, task {names[t]!r}: features") for t, X in enumerate(Xs)]
+        mats = [_as_float_matrix(X, f"{name}, task {names[t]!r}: features")
+                for t, X in enumerate(Xs)]
         return cls(name, items=None, index=None, Xs=mats, labels=ys, task_names=names, meta=meta)
 
     # ----------------------------------------------------------------- validation
@@ -182,7 +184,8 @@ class TaskSet(Sequence[Task]):
             if not np.all(np.isfinite(self.items)):
                 bad = np.argwhere(~np.isfinite(self.items))[0]
                 raise DataValidationError(
-                    f"{name}: item features contain NaN/inf (first at item row {bad[0]}, column {bad[1]})"
+                    f"{name}: item features contain NaN/inf "
+                    f"(first at item row {bad[0]}, column {bad[1]})"
                 )
         d = self.d
         for t, y in enumerate(self.labels):
@@ -205,18 +208,21 @@ class TaskSet(Sequence[Task]):
                     )
                 if not np.all(np.isfinite(X)):
                     r, c = np.argwhere(~np.isfinite(X))[0]
-                    raise DataValidationError(f"{where}: features contain NaN/inf (row {r}, column {c})")
+                    raise DataValidationError(
+                        f"{where}: features contain NaN/inf (row {r}, column {c})")
             else:
                 if self.index[t].shape[0] != n:
                     raise DataValidationError(
-                        f"{where}: shape mismatch, {self.index[t].shape[0]} item indices but {n} labels"
+                        f"{where}: shape mismatch, "
+                        f"{self.index[t].shape[0]} item indices but {n} labels"
                     )
             if not np.all(np.isfinite(y)):
                 raise DataValidationError(f"{where}: labels contain NaN/inf")
             bad = ~np.isin(y, (-1.0, 1.0))
             if bad.any():
                 vals = sorted(set(np.unique(y[bad]).tolist()))[:5]
-                hint = " (labels in {0, 1}? map 0 to -1)" if set(np.unique(y).tolist()) <= {0.0, 1.0} else ""
+                binary01 = set(np.unique(y).tolist()) <= {0.0, 1.0}
+                hint = " (labels in {0, 1}? map 0 to -1)" if binary01 else ""
                 raise DataValidationError(
                     f"{where}: labels must be in {{-1, +1}}, found {vals}{hint}"
                 )
@@ -278,7 +284,8 @@ class TaskSet(Sequence[Task]):
         """
         meta = self.meta if meta is None else meta
         if len(rows) != self.T:
-            raise DataValidationError(f"{self.name}: subset needs {self.T} row arrays, got {len(rows)}")
+            raise DataValidationError(
+                f"{self.name}: subset needs {self.T} row arrays, got {len(rows)}")
         labels = [self.labels[t][r] for t, r in enumerate(rows)]
         if self.items is not None:
             out = TaskSet(name or self.name, items=self.items,

@@ -148,11 +148,9 @@ def configure_dataset(ds: Dataset, overrides: Mapping[str, Any]) -> tuple[Datase
         return ds, ds.name
     kwargs = {k: v for k, v in current.items()}
     kwargs.update(changed)
+    label = f"{ds.name}[{','.join(f'{k}={fmt_value(v)}' for k, v in sorted(changed.items()))}]"
     try:
         new = cls(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"invalid dataset parameters {ds.name}"
-                          f"[{','.join(f'{k}={fmt_value(v)}' for k, v in sorted(changed.items()))}]: "
-                          f"{exc}") from None
-    label = f"{ds.name}[{','.join(f'{k}={fmt_value(v)}' for k, v in sorted(changed.items()))}]"
+        raise ConfigError(f"invalid dataset parameters {label}: {exc}") from None
     return new, label

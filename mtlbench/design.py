@@ -20,9 +20,9 @@ two-parameter projection -- so no pair of parameters is sampled along a few line
 (2) has the fewest parameter pairs at that value, (3) maximises the smallest squared distance
 between two points of the whole design (maximin) and (4) has the fewest point pairs at it.
 For one parameter that is the 12 levels in order; for two, the Fibonacci lattice
-(h = 1, 5).  Spaces of more than 12 parameters reuse the generators cyclically.  Integer arithmetic throughout: the levels are the same on
-every machine and with every library version, and :func:`lattice_generators` is pinned by
-a test.
+(h = 1, 5).  Spaces of more than 12 parameters reuse the generators cyclically.  Integer
+arithmetic throughout: the levels are the same on every machine and with every library version,
+and :func:`lattice_generators` is pinned by a test.
 
 Levels to values, u = (x - 1) / 11 in [0, 1] (both ends of every range are design values):
 

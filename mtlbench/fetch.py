@@ -159,7 +159,8 @@ def download(url: str, dest: str | os.PathLike, *, sha256: str, size: int | None
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise DatasetUnavailableError(f"{dataset}: cannot create cache folder {dest.parent}: {exc}") from None
+        raise DatasetUnavailableError(
+            f"{dataset}: cannot create cache folder {dest.parent}: {exc}") from None
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     h = hashlib.sha256()
@@ -245,7 +246,8 @@ def _cache_path(f: DataFile, dataset: str, cache_dir: Path) -> Path:
 
 def find_local(source: DataSource, f: DataFile, *, data_dir: Path | None,
                cache_dir: Path) -> tuple[Path | None, str]:
-    """Where ``f`` is on disk without checking it: (path, "in data-dir" | "cached") or (None, "")."""
+    """Where ``f`` is on disk without checking it: (path, "in data-dir" | "cached") or
+    (None, "")."""
     for cand in _data_candidates(f, source.dataset, data_dir):
         if cand.is_file():
             return cand, "in data-dir"
@@ -307,7 +309,8 @@ def _missing_message(source: DataSource, missing: list[DataFile], data_dir: Path
 
 
 def locate(source: DataSource, *, data_dir: str | os.PathLike | None = None,
-           cache_dir: str | os.PathLike | None = None, allow_download: bool = True) -> dict[str, Path]:
+           cache_dir: str | os.PathLike | None = None,
+           allow_download: bool = True) -> dict[str, Path]:
     """Paths of all files of ``source``, each verified against its sha256.
 
     Looks in the data folder, then the cache, then downloads into the cache.  Returns a dict
@@ -352,8 +355,8 @@ def locate(source: DataSource, *, data_dir: str | os.PathLike | None = None,
     return found
 
 
-def corrupt_file_error(dataset: str, path: Path, problem: str,
-                       f: DataFile | None = None, source: DataSource | None = None) -> DatasetUnavailableError:
+def corrupt_file_error(dataset: str, path: Path, problem: str, f: DataFile | None = None,
+                       source: DataSource | None = None) -> DatasetUnavailableError:
     """An error for a file that passed its checks (or has none) but cannot be parsed."""
     extra = ""
     if f is not None:

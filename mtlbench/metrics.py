@@ -21,7 +21,8 @@ def auc_score(y: np.ndarray, scores: np.ndarray) -> float:
     y = np.asarray(y)
     s = np.asarray(scores, dtype=np.float64)
     if y.shape != s.shape or y.ndim != 1:
-        raise DataValidationError(f"auc_score: labels {y.shape} and scores {s.shape} must be equal 1-d shapes")
+        raise DataValidationError(
+            f"auc_score: labels {y.shape} and scores {s.shape} must be equal 1-d shapes")
     if not np.all(np.isfinite(s)):
         raise DataValidationError("auc_score: scores contain NaN/inf")
     pos = y > 0

@@ -41,8 +41,8 @@ benchmarked, and none of it costs anything in a benchmark unit:
   each ``cls`` a subclass of the model that overrides ``fit`` only (same hyperparameters, same
   objective, same fitted attributes); read from the class itself, never inherited by a
   subclass model (an ablation has another objective); ``solver_name`` names the solver of
-  the model's own ``fit``; ``solver_agreement_rtol`` is the relative tolerance within which the solvers'
-  final objectives must agree at the model's default tolerances.
+  the model's own ``fit``; ``solver_agreement_rtol`` is the relative tolerance within which the
+  solvers' final objectives must agree at the model's default tolerances.
 
 A minimal linear model only needs ``fit`` to set ``coef_``: :class:`LinearMTLModel` provides
 ``decision_function``.

@@ -48,7 +48,8 @@ class ModelSelection:
         overrides = {**self.fixed, **self.grid_overrides}
         if not overrides:
             return self.name
-        return f"{self.name}[{','.join(f'{k}={fmt_value(v)}' for k, v in sorted(overrides.items()))}]"
+        params = ','.join(f'{k}={fmt_value(v)}' for k, v in sorted(overrides.items()))
+        return f"{self.name}[{params}]"
 
 
 def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],

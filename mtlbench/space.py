@@ -541,9 +541,10 @@ def space_problems(space: Mapping[str, Any]) -> list[str]:
                        f"spreads every ordered parameter over its range (docs/tuning.md)")
         unknown = sorted(par.bound_names - set(PROBLEM_NAMES) - (set(params) - {key}))
         if unknown:
+            others = ', '.join(sorted(set(params) - {key})) or 'none'
             out.append(f"{key}: bound {_names_text(par)} uses {', '.join(map(repr, unknown))}, "
                        f"which is neither a problem dimension ({', '.join(PROBLEM_NAMES)}) nor "
-                       f"another searched parameter ({', '.join(sorted(set(params) - {key})) or 'none'})")
+                       f"another searched parameter ({others})")
     read = frozenset().union(*(p.bound_names for p in params.values()))
     for name in sorted(read & set(params) & set(PROBLEM_NAMES)):
         out.append(f"{name}: a searched parameter named like the problem dimension {name!r} "

@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["file_stem", "split_top_level", "parse_value", "parse_selector", "init_params", "check_type",
-           "fmt_value"]
+__all__ = ["file_stem", "split_top_level", "parse_value", "parse_selector", "init_params",
+           "check_type", "fmt_value"]
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$", re.S)
 
@@ -73,7 +73,8 @@ def parse_selector(text: str) -> tuple[str, dict[str, Any]]:
     """``"tfcl[k=[3,5]]"`` -> ("tfcl", {"k": [3, 5]})."""
     m = _NAME.match(text)
     if not m:
-        raise ConfigError(f"invalid model selector {text!r}; expected NAME or NAME[param=value,...]")
+        raise ConfigError(f"invalid model selector {text!r}; "
+                          "expected NAME or NAME[param=value,...]")
     name, body = m.group(1), m.group(2)
     overrides: dict[str, Any] = {}
     if body is not None and not body.strip():

@@ -155,7 +155,7 @@ def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: in
         raise ValueError(f"need 1 <= labels_per_user ({labels_per_user}) <= pool ({pool}) "
                          f"<= n_items ({n_items})")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1, attribute]))
-    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
+    unit = lambda v: v / np.linalg.norm(v)
     base = unit(rng.standard_normal(r))
     dirs = np.stack([unit(base + shade_spread * unit(rng.standard_normal(r)))
                      for _ in range(shades)])

@@ -5,7 +5,9 @@
 #   * the simulated data of two other generator seeds (robustness: data no design decision
 #     touched; starting grids were designed on seed 101, see docs/tuning.md),
 #   * School, Landmine, Lenk and MovieLens (read from DATA_DIR),
-# then `mtlbench publish`.  Run from the repository root:
+#   * the paper-scale synthetic attribute data (synthetic-attributes, all 7 attributes),
+# then the solver races (simulated and School, at the selected hyperparameters of rep 0),
+# `mtlbench publish`, and the verdict pages regenerated from the published JSON.  Run from the repository root:
 #
 #     bash scripts/publish_all.sh                  # everything, 2 parallel units
 #     FORCE=--force bash scripts/publish_all.sh    # first publication over tables of another store
@@ -28,7 +30,8 @@ JOBS=${JOBS:-2}
 SIM_REPS=${SIM_REPS:-15}
 REAL_REPS=${REAL_REPS:-15}
 SIM_SEEDS=${SIM_SEEDS:-"1 2"}     # extra generator seeds of the simulated data (robustness rows)
-DATASETS=${DATASETS:-"simulated simulated-seeds school landmine lenk movielens"}
+DATASETS=${DATASETS:-"synthetic-attributes simulated simulated-seeds school landmine lenk movielens"}
+RACES=${RACES:-"simulated school"}   # data sets whose rep-0 solver race is published
 TIMEOUT=${TIMEOUT:-3600}          # seconds per unit (model x problem x repetition)
 SEED=${SEED:-0}
 RETRY=${RETRY:-}
@@ -56,6 +59,7 @@ for part in $DATASETS; do
     case "$part" in
         simulated) run simulated "$SIM_REPS" ;;
         simulated-seeds) for s in $SIM_SEEDS; do run "simulated[seed=${s}]" "$SIM_REPS"; done ;;
+        synthetic-attributes) run synthetic-attributes "$SIM_REPS" ;;
         *) run "$part" "$REAL_REPS" --data-dir "$DATA_DIR" ;;
     esac
 done
@@ -63,5 +67,12 @@ done
 echo "== failures (also counted in every table)"
 mtlbench results --store "$STORE" --failures
 
+for ds in $RACES; do
+    echo "== race: ${ds} rep 0 at the selected hyperparameters"
+    mtlbench race --dataset "$ds" --from-store "$STORE" --store "$STORE" --data-dir "$DATA_DIR" \
+        ${MODELS:+--models "$MODELS"} --figure "results/race-${ds}-rep0.png"
+done
+
 echo "== publishing to ${OUT}/"
 mtlbench publish --store "$STORE" --out "$OUT" $FORCE
+python scripts/write_verdict.py "$OUT"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from verdict_pages import differences, render_pages, write_pages  # noqa: E402
+from verdict_pages import differences, render_pages, write_pages
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,7 +53,8 @@ def test_lipschitz_is_exact_hessian_norm():
         X, y = ts.X(t), ts.y(t)
         pos = y > 0
         n1, n0 = pos.sum(), (~pos).sum()
-        Lauc = np.diag(np.where(pos, 1 / n1, 1 / n0)) - (np.outer(pos, ~pos) + np.outer(~pos, pos)) / (n1 * n0)
+        Lauc = (np.diag(np.where(pos, 1 / n1, 1 / n0))
+                - (np.outer(pos, ~pos) + np.outer(~pos, pos)) / (n1 * n0))
         H = X.T @ Lauc @ X
         assert np.isclose(J.task_lipschitz[t], np.linalg.eigvalsh(H)[-1], rtol=1e-9)
 

@@ -68,8 +68,8 @@ def test_bad_options_are_one_clear_line_before_any_work(tmp_path, args, fragment
 def test_wrongly_typed_toml_values_are_one_clear_line(tmp_path, line, fragment):
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"[compare]\n{line}\n")
-    res = CliRunner().invoke(cli, ["compare", "--models", "stl", "--reps", "1", "--config", str(cfg),
-                                   "--store", str(tmp_path / "r.sqlite")])
+    res = CliRunner().invoke(cli, ["compare", "--models", "stl", "--reps", "1",
+                                   "--config", str(cfg), "--store", str(tmp_path / "r.sqlite")])
     assert res.exit_code == 2, res.output
     assert fragment in res.output, res.output
     assert "Traceback" not in res.output

@@ -41,7 +41,8 @@ def test_validation_errors_name_task_and_problem(mutate, message):
 
 def test_feature_dimension_mismatch_between_tasks():
     X, y = _ok()
-    with pytest.raises(DataValidationError, match=r"task 'b'.*has 2 features, the first task has 3"):
+    with pytest.raises(DataValidationError,
+                       match=r"task 'b'.*has 2 features, the first task has 3"):
         TaskSet.from_arrays("p", [X, X[:, :2]], [y, y], task_names=["a", "b"])
 
 

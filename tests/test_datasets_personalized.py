@@ -85,7 +85,8 @@ def test_pca_is_label_free_and_matches_svd(tmp_path):
         a, b = Z[:, j] * rec["scale"], ref[:, j]
         assert min(np.abs(a - b).max(), np.abs(a + b).max()) < 1e-8
     ev = s ** 2 / 49
-    np.testing.assert_allclose(rec["explained_variance_ratio"], (ev[:3] / ev.sum()).round(6), atol=1e-6)
+    np.testing.assert_allclose(rec["explained_variance_ratio"], (ev[:3] / ev.sum()).round(6),
+                               atol=1e-6)
     np.testing.assert_allclose(rec["scale"], np.sqrt(ev[:3].mean()))
     # fewer items than features: the Gram route gives the same scores
     G = rng.standard_normal((6, 20))
@@ -100,7 +101,8 @@ def test_pca_is_label_free_and_matches_svd(tmp_path):
     write_layout(tmp_path / "b" / "shoes", ["brown"], seed=3)
     lab = tmp_path / "b" / "shoes" / "labels.csv"
     lines = lab.read_text().splitlines()
-    flipped = [lines[0]] + [ln.rsplit(",", 1)[0] + "," + str(-int(ln.rsplit(",", 1)[1])) for ln in lines[1:]]
+    flipped = [lines[0]] + [ln.rsplit(",", 1)[0] + "," + str(-int(ln.rsplit(",", 1)[1]))
+                            for ln in lines[1:]]
     lab.write_text("\n".join(flipped) + "\n")
     ta = Shoes(n_components=4).load("brown", data_dir=tmp_path / "a")
     tb = Shoes(n_components=4).load("brown", data_dir=tmp_path / "b")
@@ -133,7 +135,8 @@ def test_sun_aliases_and_unknown_problem(tmp_path):
 
 
 def test_zero_one_labels_duplicates_and_env_dir(tmp_path, monkeypatch):
-    extra = [("u5", "img0001", "brown", 1), ("u5", "img0001", "brown", 1), ("u5", "img0001", "brown", 0)]
+    extra = [("u5", "img0001", "brown", 1), ("u5", "img0001", "brown", 1),
+             ("u5", "img0001", "brown", 0)]
     write_layout(tmp_path / "x", ["brown"], zero_one=True, extra_rows=extra)
     monkeypatch.setenv("MTLBENCH_SHOES_DIR", str(tmp_path / "x"))
     ts = Shoes(n_components=3).load("brown")
@@ -177,9 +180,11 @@ def test_import_attributes_from_csv(tmp_path):
         w.writerow(["worker", "image", "answer"])
         for u in range(5):
             for i in rng.choice(n, 30, replace=False):
-                w.writerow([f"w{u}", f"im{i}", "yes" if F[i, 0] + 0.2 * rng.standard_normal() > 0 else "no"])
-    rep = import_attributes(tmp_path / "out", features=tmp_path / "feat.csv", labels=tmp_path / "votes.tsv",
-                            user_column="worker", item_column="image", label_column="answer",
+                answer = "yes" if F[i, 0] + 0.2 * rng.standard_normal() > 0 else "no"
+                w.writerow([f"w{u}", f"im{i}", answer])
+    rep = import_attributes(tmp_path / "out", features=tmp_path / "feat.csv",
+                            labels=tmp_path / "votes.tsv", user_column="worker",
+                            item_column="image", label_column="answer",
                             attribute="Is Shiny", name="mylab")
     assert rep["attributes"] == ["is_shiny"] and rep["items"] == n and rep["labels"] == 150
     out = tmp_path / "out"
@@ -190,7 +195,8 @@ def test_import_attributes_from_csv(tmp_path):
     assert ts.d == d and ts.T >= 1
     with pytest.raises(DataValidationError, match="already holds"):
         import_attributes(out, features=tmp_path / "feat.csv", labels=tmp_path / "votes.tsv",
-                          user_column="worker", item_column="image", label_column="answer", attribute="x")
+                          user_column="worker", item_column="image", label_column="answer",
+                          attribute="x")
 
 
 def test_import_command_and_compare_on_shoes(tmp_path, monkeypatch):
@@ -202,19 +208,22 @@ def test_import_command_and_compare_on_shoes(tmp_path, monkeypatch):
     np.save(src / "f.npy", F)
     runner = CliRunner()
     res = runner.invoke(cli, ["import-attributes", "--out", str(tmp_path / "data" / "shoes"),
-                              "--features", str(src / "f.npy"), "--item-ids", str(src / "items.txt"),
+                              "--features", str(src / "f.npy"),
+                              "--item-ids", str(src / "items.txt"),
                               "--labels", str(src / "labels.csv"), "--name", "shoes",
                               "--n-components", "5"])
     assert res.exit_code == 0, res.output
     assert "brown: 7 users kept" in res.output
-    res = runner.invoke(cli, ["compare", "--datasets", "shoes/brown,shoes/pointy", "--models", "stl",
-                              "--reps", "1", "--data-dir", str(tmp_path / "data"),
+    res = runner.invoke(cli, ["compare", "--datasets", "shoes/brown,shoes/pointy",
+                              "--models", "stl", "--reps", "1",
+                              "--data-dir", str(tmp_path / "data"),
                               "--store", str(tmp_path / "r.sqlite")])
     assert res.exit_code == 0, res.output
     assert "shoes/brown" in res.output and "0 failed" in res.output
     # missing folder: the clear message, exit status 2, no traceback
-    res = runner.invoke(cli, ["compare", "--datasets", "shoes/brown", "--models", "stl", "--reps", "1",
-                              "--data-dir", str(tmp_path / "empty"), "--store", str(tmp_path / "r2.sqlite")])
+    res = runner.invoke(cli, ["compare", "--datasets", "shoes/brown", "--models", "stl",
+                              "--reps", "1", "--data-dir", str(tmp_path / "empty"),
+                              "--store", str(tmp_path / "r2.sqlite")])
     assert res.exit_code == 2 and "Traceback" not in res.output
 
 

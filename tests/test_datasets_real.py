@@ -109,8 +109,10 @@ def test_env_var_data_dir(monkeypatch):
 def test_download_path_offline(cls, tmp_path, monkeypatch):
     """Each plugin downloads its files (here: file:// URLs of the shared copies) into the cache."""
     src = cls.data_source
-    files = tuple(fetch.DataFile(f.path, f.sha256, (SHARED / f.path).as_uri(), f.size) for f in src.files)
-    monkeypatch.setattr(cls, "data_source", fetch.DataSource(src.dataset, files, src.homepage, src.terms))
+    files = tuple(fetch.DataFile(f.path, f.sha256, (SHARED / f.path).as_uri(), f.size)
+                  for f in src.files)
+    monkeypatch.setattr(cls, "data_source",
+                        fetch.DataSource(src.dataset, files, src.homepage, src.terms))
     ds = cls()
     cache = tmp_path / "cache"
     assert ds.availability() == "downloadable"
@@ -125,14 +127,15 @@ def test_missing_files_message(tmp_path):
     ds = School()
     assert ds.availability(data_dir=tmp_path) == "downloadable"
     # the network is not used in tests: point the URL at a file that does not exist
-    bad = fetch.DataSource("school", (fetch.DataFile("school.mat", School.data_source.files[0].sha256,
+    sha = School.data_source.files[0].sha256
+    bad = fetch.DataSource("school", (fetch.DataFile("school.mat", sha,
                                                      (tmp_path / "nowhere.mat").as_uri()),),
                            School.data_source.homepage)
     ds.data_source = bad
     with pytest.raises(DatasetUnavailableError) as ei:
         ds.load("school", data_dir=tmp_path)
     msg = str(ei.value)
-    assert "school.mat" in msg and str(tmp_path) in msg and School.data_source.files[0].sha256 in msg
+    assert "school.mat" in msg and str(tmp_path) in msg and sha in msg
     assert "MALSAR" in msg
 
 
@@ -144,7 +147,8 @@ def test_corrupt_mat_is_reported_not_a_traceback(tmp_path):
     with pytest.raises(DatasetUnavailableError, match="checksum mismatch|truncated"):
         ds.load("school", data_dir=tmp_path)
     f = School.data_source.files[0]
-    ds.data_source = fetch.DataSource("school", (fetch.DataFile("school.mat", fetch.sha256sum(tmp_path / "school.mat")),))
+    unchecked = fetch.DataFile("school.mat", fetch.sha256sum(tmp_path / "school.mat"))
+    ds.data_source = fetch.DataSource("school", (unchecked,))
     with pytest.raises(DatasetUnavailableError, match="cannot be read"):
         ds.load("school", data_dir=tmp_path)
     assert f.sha256 != ds.data_source.files[0].sha256
@@ -155,7 +159,8 @@ def test_truncated_movielens_copy_in_data_dir(tmp_path):
     d = tmp_path / "ml-latest-small"
     d.mkdir()
     shutil.copy(SHARED / "ml-latest-small" / "movies.csv", d / "movies.csv")
-    (d / "ratings.csv").write_bytes((SHARED / "ml-latest-small" / "ratings.csv").read_bytes()[:5000])
+    ratings = (SHARED / "ml-latest-small" / "ratings.csv").read_bytes()
+    (d / "ratings.csv").write_bytes(ratings[:5000])
     with pytest.raises(DatasetUnavailableError) as ei:
         MovieLens().load("movielens", data_dir=tmp_path)
     assert "truncated" in str(ei.value) and "c86fa992" in str(ei.value)

@@ -22,7 +22,8 @@ def _sha(b: bytes) -> str:
 
 
 def _source(url: str | None, data: bytes = PAYLOAD, size: int | None = None) -> DataSource:
-    return DataSource("toy", (DataFile("sub/toy.bin", _sha(data), url, size=size, aliases=("upstream.bin",)),),
+    toy = DataFile("sub/toy.bin", _sha(data), url, size=size, aliases=("upstream.bin",))
+    return DataSource("toy", (toy,),
                       homepage="https://example.org/toy", terms="test only")
 
 
@@ -56,7 +57,8 @@ def test_data_dir_wins_and_aliases_are_accepted(tmp_path):
     (ddir / "toy" / "upstream.bin").write_bytes(PAYLOAD)
     source = _source(None)
     assert fetch.availability(source, data_dir=ddir, cache_dir=tmp_path / "c") == "in data-dir"
-    assert fetch.locate(source, data_dir=ddir, cache_dir=tmp_path / "c")["sub/toy.bin"] == ddir / "toy" / "upstream.bin"
+    found = fetch.locate(source, data_dir=ddir, cache_dir=tmp_path / "c")
+    assert found["sub/toy.bin"] == ddir / "toy" / "upstream.bin"
 
 
 def test_env_data_dir(tmp_path, monkeypatch):
@@ -64,7 +66,8 @@ def test_env_data_dir(tmp_path, monkeypatch):
     (ddir / "sub").mkdir(parents=True)
     (ddir / "sub" / "toy.bin").write_bytes(PAYLOAD)
     monkeypatch.setenv("MTLBENCH_DATA_DIR", str(ddir))
-    assert fetch.locate(_source(None), cache_dir=tmp_path / "c")["sub/toy.bin"] == ddir / "sub" / "toy.bin"
+    found = fetch.locate(_source(None), cache_dir=tmp_path / "c")
+    assert found["sub/toy.bin"] == ddir / "sub" / "toy.bin"
 
 
 def test_checksum_mismatch_on_download_leaves_nothing(tmp_path, remote):
@@ -95,7 +98,8 @@ class _Truncated:
 
 def test_truncated_download_is_reported_and_removed(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    monkeypatch.setattr(fetch, "urlopen", lambda url, timeout=None: _Truncated(PAYLOAD[:100], len(PAYLOAD)))
+    monkeypatch.setattr(fetch, "urlopen",
+                        lambda url, timeout=None: _Truncated(PAYLOAD[:100], len(PAYLOAD)))
     with pytest.raises(DatasetUnavailableError, match="truncated"):
         fetch.locate(_source("https://example.org/toy.bin"), cache_dir=cache)
     assert _leftovers(cache) == []
@@ -134,10 +138,12 @@ def test_network_unreachable_gives_full_message(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fetch, "urlopen", refuse)
     with pytest.raises(DatasetUnavailableError) as ei:
-        fetch.locate(_source("https://example.org/toy.bin"), data_dir=tmp_path / "d", cache_dir=tmp_path / "c")
+        fetch.locate(_source("https://example.org/toy.bin"), data_dir=tmp_path / "d",
+                     cache_dir=tmp_path / "c")
     msg = str(ei.value)
     for part in ("required files are missing", "sub/toy.bin", str(tmp_path / "d"), "sha256",
-                 _sha(PAYLOAD), "https://example.org/toy.bin", "network is unreachable", "--data-dir"):
+                 _sha(PAYLOAD), "https://example.org/toy.bin", "network is unreachable",
+                 "--data-dir"):
         assert part in msg, part
 
 

@@ -6,11 +6,10 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from mtlbench.plugins import get_registry  # noqa: E402
-from mtlbench.report.figures import make_figures  # noqa: E402
-from mtlbench.report.plots import (ablation_plot, convergence_plot, embeddings_plot,  # noqa: E402
-                                   heatmaps, tuning_plot)
-from mtlbench.store import ResultStore  # noqa: E402
+from mtlbench.plugins import get_registry
+from mtlbench.report.figures import make_figures
+from mtlbench.report.plots import ablation_plot, convergence_plot, embeddings_plot, heatmaps
+from mtlbench.store import ResultStore
 
 
 @pytest.fixture(autouse=True)

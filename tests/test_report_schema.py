@@ -9,8 +9,8 @@ import pytest
 from mtlbench.plugins import get_registry
 from mtlbench.report.leaderboard import build_leaderboard
 from mtlbench.report.render import to_json
-from mtlbench.report.schema import (FORMAT_VERSION, Cell, FriedmanResult, Leaderboard, Row, SearchSummary,
-                                    UnitRecord, WinTieLoss)
+from mtlbench.report.schema import (FORMAT_VERSION, Cell, FriedmanResult, Leaderboard, Row,
+                                    SearchSummary, UnitRecord, WinTieLoss)
 
 from test_leaderboard import make_store, unit
 

@@ -257,12 +257,12 @@ def test_two_runs_started_while_units_finish_never_compute_a_unit_twice(tmp_path
     twice = []
     try:
         for t in range(trials):
-            ready = lambda: all((work / f"ready-{r}-{t}").exists() for r in procs)  # noqa: E731
+            ready = lambda: all((work / f"ready-{r}-{t}").exists() for r in procs)
             assert _wait_for(ready), {r: p.poll() for r, p in procs.items()}
             (work / f"go-a-{t}").touch()
             assert _wait_for(lambda: _finished(str(work / f"s{t}.sqlite")) >= reps // 10)
             (work / f"go-b-{t}").touch()
-            done = lambda: all((work / f"ran-{r}-{t}").exists() for r in procs)  # noqa: E731
+            done = lambda: all((work / f"ran-{r}-{t}").exists() for r in procs)
             assert _wait_for(done), {r: p.poll() for r, p in procs.items()}
             ran = {r: int((work / f"ran-{r}-{t}").read_text()) for r in procs}
             assert _finished(str(work / f"s{t}.sqlite")) == reps

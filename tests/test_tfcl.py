@@ -162,7 +162,8 @@ def test_lam_group_past_its_bound_1_over_k_gives_w_zero(k):
 
 
 @pytest.mark.parametrize("kw,msg", [({"lam_group": -1}, "lam_group"), ({"k": 0}, "k must"),
-                                    ({"loss": "hinge"}, "loss must"), ({"c_factor": 1.0}, "c_factor"),
+                                    ({"loss": "hinge"}, "loss must"),
+                                    ({"c_factor": 1.0}, "c_factor"),
                                     ({"k": 10_000}, "k must"),
                                     ({"lam_scale": "x"}, "lam_scale")])
 def test_errors_name_model_and_parameter(kw, msg):

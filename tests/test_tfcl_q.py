@@ -108,7 +108,7 @@ def test_declared_spaces():
     assert TFCLCoc.search_space["k"].high == "min(d, T)"
     assert isinstance(TFCLCoc.search_space["k"], Int)
     # start ranges (curvature units; module docstring "Search spaces")
-    lo_hi = lambda p: (min(p.grid), max(p.grid))  # noqa: E731
+    lo_hi = lambda p: (min(p.grid), max(p.grid))
     for cls in (TFCLQ, TFCLQNoAUC, TFCLCoc):
         assert lo_hi(cls.search_space["lam_common"]) == (1e-2, 100.0)
         assert lo_hi(cls.search_space["lam_ridge"]) == (1e-3, 1.0)

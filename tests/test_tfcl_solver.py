@@ -9,7 +9,7 @@ from mtlbench.progress import listen
 from mtlbench_models._tfcl.core import graph_columns, make_loss, ridge_scale
 from mtlbench_models._tfcl.polish import (FixedStructure, PersonalStructure,
                                           kkt_shared_personal_ok)
-from mtlbench_models._tfcl.ustep import UStepper, same_components_only, ustep
+from mtlbench_models._tfcl.ustep import UStepper, ustep
 from mtlbench_models.tfcl import TFCL, TFCLNoAUC
 from mtlbench_models.tfcl_q import TFCLCoc, TFCLQ, TFCLQNoAUC, TFCLQNoG
 
@@ -113,7 +113,7 @@ def test_fixed_structure_matches_dense_normal_equations(shared, a_g):
     lin = rng.standard_normal((ts.d, ts.T)) * mask
     a_c = 0.7 if shared else None
     c, g = FixedStructure(J, mask, a_g, a_c).solve(lin)
-    Zs, cs = [], []
+    Zs = []
     for idx, Z3, c2 in J.buckets:
         order = range(Z3.shape[0]) if idx is None else idx
         for b, t in enumerate(order):

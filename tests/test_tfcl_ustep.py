@@ -120,5 +120,6 @@ def test_check_ustep_cli():
 
     res = CliRunner().invoke(_make_check_command(), ["--seeds", "3"])
     assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
     for case in ("1", "2a", "2b", "2c", "2d"):
-        assert any(line.startswith(case + " ") and "agree" in line for line in res.output.splitlines())
+        assert any(line.startswith(case + " ") and "agree" in line for line in lines)

@@ -1,9 +1,10 @@
 """Terminal output shared by the command modules: consoles, clear user errors, tables, the
 plugin registry with its warnings shown once.
 
-Only :mod:`mtlbench.cli` imports this module (library modules take callbacks or a reporter).  Output that is
-not a terminal (a pipe, a file) is never wrapped: tables keep every name and number whole, so
-``mtlbench datasets | grep simulated`` works; ``--format json|csv`` gives machine-readable rows.
+Only :mod:`mtlbench.cli` imports this module (library modules take callbacks or a reporter).
+Output that is not a terminal (a pipe, a file) is never wrapped: tables keep every name and
+number whole, so ``mtlbench datasets | grep simulated`` works; ``--format json|csv`` gives
+machine-readable rows.
 """
 from __future__ import annotations
 

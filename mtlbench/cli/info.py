@@ -20,8 +20,9 @@ def plugins(fmt: str) -> None:
     commands = _plugin_commands(reg)
     rows = [{"plugin": p.name, "distribution": p.distribution, "version": p.version,
              "models": list(p.models), "datasets": list(p.datasets),
-             "searchers": list(p.searchers), "commands": commands.get((p.distribution, p.name), []), "status": "ok",
-             "stage": None, "error": None}
+             "searchers": list(p.searchers),
+             "commands": commands.get((p.distribution, p.name), []),
+             "status": "ok", "stage": None, "error": None}
             for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name))]
     failed = [{"plugin": f.name, "distribution": f.distribution, "version": f.version,
                "models": [], "datasets": [], "searchers": [], "commands": [],

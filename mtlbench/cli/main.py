@@ -1,11 +1,11 @@
 """The ``mtlbench`` group: ``--version``, ``--help`` and the lazy loading of every command.
 
 Start-up is kept short: this module imports only click and the standard library at import
-time (rich is imported by the console on first use).  Each built-in command lives in a module of this package that is imported only when the
-command is called (:data:`COMMANDS` holds the one-line help that ``--help`` shows meanwhile);
-commands added by plugins (the ``register_commands`` hook) are discovered only when a name that
-is not built in is looked up, so ``mtlbench --version`` and ``mtlbench --help`` load neither
-numpy, rich nor any plugin.
+time (rich is imported by the console on first use).  Each built-in command lives in a module of
+this package that is imported only when the command is called (:data:`COMMANDS` holds the
+one-line help that ``--help`` shows meanwhile); commands added by plugins (the
+``register_commands`` hook) are discovered only when a name that is not built in is looked up,
+so ``mtlbench --version`` and ``mtlbench --help`` load neither numpy, rich nor any plugin.
 """
 from __future__ import annotations
 

@@ -253,7 +253,8 @@ def nemenyi(scores: np.ndarray, models: Sequence[str], alpha: float = ALPHA) -> 
     pv = {a: {b: float(p.iloc[i, j]) for j, b in enumerate(models)}
           for i, a in enumerate(models)}
     q = float(studentized_range.ppf(1 - alpha, k, np.inf)) / math.sqrt(2)
-    return Posthoc(test=POSTHOC, alpha=alpha, critical_difference=q * math.sqrt(k * (k + 1) / (6 * n)),
+    return Posthoc(test=POSTHOC, alpha=alpha,
+                   critical_difference=q * math.sqrt(k * (k + 1) / (6 * n)),
                    p_values=pv, not_separated=_cliques(models, pv, alpha))
 
 

@@ -525,7 +525,8 @@ def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list
     cols = len(blocks)
     fig = Figure(figsize=(2.3 * cols + 1.6, 0.5 + 0.2 * len(models)), layout="constrained")
     colours = ("tab:red", "0.75", "tab:green")
-    labels = (f"best better by > {rope:g}", f"equivalent (±{rope:g})", f"model better by > {rope:g}")
+    labels = (f"best better by > {rope:g}", f"equivalent (±{rope:g})",
+              f"model better by > {rope:g}")
     for i, block in enumerate(blocks):
         ax = fig.add_subplot(1, cols, i + 1)
         y = np.arange(len(models))

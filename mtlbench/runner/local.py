@@ -2,9 +2,9 @@
 
 ``compare`` (serial ``--jobs 1`` included) runs units in ``jobs`` worker processes forked from a
 clean ``forkserver`` process (``spawn`` where there is none; :func:`worker_context`): no state
-of the ``compare`` process, its threads or its locks is inherited.  Each worker imports mtlbench and the plugins once, loads each problem
-once (cached per process) and runs units one at a time, sent over a pipe; so the per-unit cost
-is one pickled spec out and one pickled result back.
+of the ``compare`` process, its threads or its locks is inherited.  Each worker imports mtlbench
+and the plugins once, loads each problem once (cached per process) and runs units one at a time,
+sent over a pipe; so the per-unit cost is one pickled spec out and one pickled result back.
 
 The supervisor (this process) watches each worker's pipe and its process sentinel:
 

@@ -123,7 +123,7 @@ def check_dataset_load(dataset: Any, problem: str | None = None, data_dir: Any =
         raise _fail(who, check, f"load({problem!r}) returned {type(ts).__name__}, not a TaskSet")
     try:
         ts._validate()  # a TaskSet built with _validated=True is checked here once more
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise _fail(who, check, f"load({problem!r}) returned an invalid TaskSet: {exc}") from exc
     keep, _ = evaluable_tasks(ts)
     if not keep:
