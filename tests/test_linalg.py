@@ -147,3 +147,22 @@ def test_batched_task_quadratic_gradient_by_finite_differences():
     h = 1e-6
     fd = (quad.value(quad.forward(W + h * V)) - quad.value(quad.forward(W - h * V))) / (2 * h)
     assert fd == pytest.approx(float(np.sum(quad.grad(quad.forward(W)) * V)), rel=1e-7)
+
+
+@pytest.mark.parametrize("sizes,d", [([3, 5, 2, 4], 6), ([9, 12, 7, 15], 5), ([4, 11, 6], 6)])
+def test_task_eigenrows_is_an_exact_change_of_basis(sizes, d):
+    """||y - X w||^2 = ||z - R w||^2 + c and R^T R = X^T X for every task (n_t below and above
+    d, unequal sizes), with orthogonal rows of squared norms E."""
+    from mtlbench_models._linalg import task_eigenrows
+    rng = np.random.default_rng(len(sizes) + d)
+    Xs = [rng.standard_normal((n, d)) * rng.uniform(0.3, 3.0, d) for n in sizes]
+    ys = [rng.permutation(np.where(np.arange(n) % 2 == 0, 1.0, -1.0)) for n in sizes]
+    tasks = TaskSet.from_arrays("eig", Xs, ys)
+    E, R, z, c = task_eigenrows(tasks)
+    for t, (X, y) in enumerate(zip(Xs, ys)):
+        np.testing.assert_allclose(R[t].T @ R[t], X.T @ X, atol=1e-10 * np.abs(X.T @ X).max())
+        np.testing.assert_allclose(R[t] @ R[t].T, np.diag(E[t]), atol=1e-9 * E[t].max())
+        for _ in range(3):
+            w = rng.standard_normal(d)
+            lhs = np.sum((y - X @ w) ** 2)
+            assert np.sum((z[t] - R[t] @ w) ** 2) + c[t] == pytest.approx(lhs, rel=1e-10)

@@ -14,23 +14,25 @@ from mtlbench_models.nc_cmtl import (NCCMTL, majoriser_solve, nc_cmtl_objective,
                                      reweight_matrix)
 
 
-def _tasks(seed, T=6, d=10, n=15):
+def _tasks(seed, T=6, d=10, n=15, grow=1):
+    """T tasks, task t with n + grow * (t % 6) rows (unequal sizes: the padded stacks)."""
     rng = np.random.default_rng(seed)
     W = rng.standard_normal((d, 2)) @ rng.standard_normal((2, T))
     Xs, ys = [], []
     for t in range(T):
-        X = rng.standard_normal((n + t, d))
-        s = X @ W[:, t] + 0.5 * rng.standard_normal(n + t)
+        m = n + grow * (t % 6)
+        X = rng.standard_normal((m, d))
+        s = X @ W[:, t] + 0.5 * rng.standard_normal(m)
         y = np.where(s > np.median(s), 1.0, -1.0)
         Xs.append(X)
         ys.append(y)
     return TaskSet.from_arrays("toy", Xs, ys)
 
 
-@pytest.mark.parametrize("d,n", [(8, 20), (30, 12)])
+@pytest.mark.parametrize("d,n,T", [(8, 20, 6), (30, 12, 6), (10, 6, 25)])
 @pytest.mark.parametrize("mu", [0.1, 3.0])
-def test_each_reweighted_step_does_not_increase_true_objective(d, n, mu):
-    tasks = _tasks(1, d=d, n=n)
+def test_each_reweighted_step_does_not_increase_true_objective(d, n, T, mu):
+    tasks = _tasks(1, T=T, d=d, n=n)
     m = NCCMTL(mu=mu, tol=0.0, xtol=0.0, max_iter=25).fit(tasks)
     h = np.array(m.objective_history_)
     assert len(h) == m.n_iter_ + 1
@@ -147,11 +149,13 @@ def test_batched_gram_side_step_equals_per_task_closed_form():
     np.testing.assert_allclose(m.coef_, expected, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("d,n", [(30, 12), (40, 9)])
-def test_batched_push_through_step_equals_per_task_closed_form(d, n):
-    """A fit whose tasks are all on the push-through side (d > n_t) takes the batched step;
-    one MM step equals the per-task closed form ``majoriser_solve`` from W^0."""
-    tasks = _tasks(5, d=d, n=n)
+@pytest.mark.parametrize("d,n,T", [(30, 12, 6), (40, 9, 6), (14, 6, 30)])
+def test_batched_push_through_step_equals_per_task_closed_form(d, n, T):
+    """A fit whose tasks are all on the push-through side (d > n_t) takes the batched step
+    (T < d: thin SVD, ``push_through_step``; d <= T: eigh of WW^T + sI,
+    ``push_through_step_full``); one MM step equals the per-task closed form
+    ``majoriser_solve`` from W^0."""
+    tasks = _tasks(5, T=T, d=d, n=n)
     mu, q, s = 0.7, 1.0, 10.0
     m = NCCMTL(mu=mu, tol=0.0, xtol=0.0, max_iter=1).fit(tasks)
     Xs = [tasks.X(t) for t in range(tasks.T)]

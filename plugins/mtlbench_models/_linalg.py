@@ -16,6 +16,8 @@ or solves a per-task ridge problem; nothing here changes an objective.
   per-task product is one batched matmul instead of a Python loop over tasks.
 * :class:`BatchedTaskQuadratic` -- :class:`TaskQuadratic`'s row representation on the padded
   stack (one batched product per pass; padding rows are zeros and contribute exact zeros).
+* :func:`task_eigenrows` -- each task's data rotated to the eigenbasis of its Gram matrix
+  (orthogonal rows), in which per-task ridge problems are diagonal.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from mtlbench.data import TaskSet
 
 __all__ = ["ridge_solve", "Residuals", "TaskQuadratic", "BatchedTaskQuadratic", "task_grams",
            "task_xty", "gram_lipschitz", "stacked_task_rows", "stacked_task_rows_t",
-           "stacked_predictions"]
+           "stacked_predictions", "task_eigenrows"]
 
 
 def ridge_solve(X: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
@@ -256,3 +258,47 @@ class BatchedTaskQuadratic:
     def combine(A1: np.ndarray, A0: np.ndarray, beta: float) -> np.ndarray:
         """State of W1 + beta (W1 - W0)."""
         return A1 + beta * (A1 - A0)
+
+
+def task_eigenrows(tasks: TaskSet) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each task's data in the eigenbasis of its Gram matrix: (E, R, z, c), cached on ``tasks``.
+
+    For task t with m_t = min(n_t, d) (zero-padded to m = max_t m_t): R[t] (m x d) has
+    orthogonal rows with squared norms E[t] (the nonzero spectrum of X_t^T X_t, zeros at the
+    padding), z[t] (m) and c[t] >= 0 such that for every w
+
+        ||y_t - X_t w||^2 = ||z_t - R_t w||^2 + c_t     and     R_t^T R_t = X_t^T X_t.
+
+    n_t <= d: R_t = V^T X_t, z_t = V^T y_t, c_t = 0 with X_t X_t^T = V diag(E) V^T (n_t x n_t);
+    n_t > d: R_t = diag(sqrt(E)) V^T, z_t = diag(1/sqrt(E)) V^T X_t^T y_t over the eigenvalues
+    above 1e-12 max(E) (the others: zero rows), c_t = ||y_t||^2 - ||z_t||^2 (the part of y_t
+    outside the column space of X_t), with X_t^T X_t = V diag(E) V^T (d x d).  In this basis the
+    per-task ridge problem min_w 1/2 ||y_t - X_t w||^2 + mu ||w - v||^2 is diagonal (used by
+    CoCMTL's reduced problem).  Cost: one eigen-decomposition of the smaller Gram side per task,
+    once per TaskSet."""
+    def compute():
+        T, d = tasks.T, tasks.d
+        sizes = [min(tasks.X(t).shape[0], d) for t in range(T)]
+        m = max(sizes) if T else 0
+        E = np.zeros((T, m))
+        R = np.zeros((T, m, d))
+        z = np.zeros((T, m))
+        c = np.zeros(T)
+        for t in range(T):
+            X, y = tasks.X(t), tasks.y(t)
+            n = X.shape[0]
+            if n <= d:
+                e, V = np.linalg.eigh(X @ X.T)
+                E[t, :n] = np.maximum(e, 0.0)
+                R[t, :n] = V.T @ X
+                z[t, :n] = V.T @ y
+            else:
+                e, V = np.linalg.eigh(X.T @ X)
+                keep = e > 1e-12 * max(float(e[-1]), 1e-300)
+                r = np.sqrt(e[keep])
+                E[t, :keep.sum()] = e[keep]
+                R[t, :keep.sum()] = (V[:, keep] * r).T
+                z[t, :keep.sum()] = (V[:, keep].T @ (X.T @ y)) / r
+                c[t] = max(float(y @ y) - float(z[t] @ z[t]), 0.0)
+        return E, R, z, c
+    return tasks.memo(("task_eigenrows",), compute)

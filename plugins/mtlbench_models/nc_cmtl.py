@@ -46,6 +46,18 @@ fit than the per-task loop, same iterations and objectives to ~1e-15
 (``make_low_rank_tasks(0, T=250, d=2048, n=50, rank=5, noise=0.5)``, mu = 10): 4 MM steps
 (measured before batching: 14.1 s against 40.4 s for the per-task form).
 
+When d <= T (the paper's scale: d = 100, T ~ 190) the spectral decomposition per iterate is
+the d x d symmetric eigen-decomposition of M = W W^T + s I itself (:func:`reweight_from_gram`;
+the regulariser is sum_i g(lambda_i(M)) and D = g'(M), so nothing else is needed; lambda >= s
+makes its eigenvalues as accurate as the SVD's sigma^2 + s), and D's eigenbasis is complete, so
+D^{-1} = F F^T with F = V diag(g'(lambda))^{-1/2} and the push-through step is K_t = I +
+c_t (X_t F)(X_t F)^T, w_t = c_t F (X_t F)^T beta_t (:func:`push_through_step_full`: one GEMM
+for every X_t F instead of X_t P plus the cached X_t X_t^T term and a second product with
+X_t).  Same iterates up to rounding: at the paper scale, over mu in {0.01, ..., 1e4}, the
+same MM steps and final objectives within 6e-14 relative of the thin-SVD form, 1.2-1.6x
+faster per fit (``benchmarks/bench_spectral.py --models nc-cmtl``).  For d > T the thin SVD
+and :func:`push_through_step` are kept (X_t P is then the smaller product).
+
 Initialisation W^0 = [X_t^T y_t]_t (the authors' code).  Stopping rule (non-convex problem):
 relative decrease of F at most ``tol`` (default 1e-6) AND relative iterate change
 ||W^k - W^{k-1}||_F <= ``xtol`` ||W^k||_F (default 1e-4); ``converged_`` says whether that was
@@ -169,6 +181,38 @@ def push_through_step(X3, y3, XXt3, rhos, a, P, delta) -> np.ndarray:
     return (U + Z @ P.T).T
 
 
+def reweight_from_gram(W: np.ndarray, s: float):
+    """For d <= T: (a, V, delta, lam) with M = W W^T + s I = V diag(lam) V^T from one d x d
+    symmetric eigen-decomposition, and D = g'(M) = a I + V diag(delta) V^T (a = g'(s)).
+
+    The regulariser needs exactly lam_i(M) (i = 1..d), and lam >= s > 0, so the eigenvalues
+    of M are as accurate as the thin SVD's sigma^2 + s (absolute error ~ eps ||W||^2, relative
+    to lam >= s) -- at a third of the SVD's cost for a 100 x 190 W."""
+    M = W @ W.T
+    M[np.diag_indices_from(M)] += s
+    lam, V = np.linalg.eigh(M)
+    lam = np.maximum(lam, s)                 # M >= s I exactly; rounding only
+    a = float(_gprime(np.asarray(s)))
+    return a, V, _gprime(lam) - a, lam
+
+
+def push_through_step_full(X3, y3, rhos, F) -> np.ndarray:
+    """:func:`push_through_step` when D's eigenbasis is complete (d <= T): with
+    D^{-1} = F F^T, F = V diag(g'(lam))^{-1/2}, C_t^{-1} = c_t F F^T, so
+    K_t = I + c_t Y_t Y_t^T with Y_t = X_t F, and w_t = c_t F Y_t^T beta_t -- one GEMM for all
+    Y_t, the batched K_t and solves, one GEMM back (no X_t X_t^T term, no second product with
+    X_t).  Same closed form as :func:`majoriser_solve`; returns the (d, T') columns."""
+    Tw, n, d = X3.shape
+    c = 1.0 / (2.0 * rhos)
+    Y = (X3.reshape(Tw * n, d) @ F).reshape(Tw, n, d)
+    K = np.matmul(Y, Y.transpose(0, 2, 1))
+    K *= c[:, None, None]
+    K[:, np.arange(n), np.arange(n)] += 1.0
+    beta = np.linalg.solve(K, y3[:, :, None])[:, :, 0]
+    Z = c[:, None] * np.matmul(beta[:, None, :], Y)[:, 0, :]
+    return F @ Z.T
+
+
 class NCCMTL(LinearMTLModel):
     """Non-convex calibrated MTL (re-weighted / MM solver); see the module docstring."""
 
@@ -211,18 +255,29 @@ class NCCMTL(LinearMTLModel):
             R = y3 - stacked_predictions(tasks, W)
             return np.sqrt(np.einsum("tn,tn->t", R, R))
 
-        def objective(norms, sig):
-            return float(np.sum(norms ** q / sqrt_n) + mu * _regulariser(sig, d, s))
+        # One spectral decomposition per iterate serves both its objective and the next
+        # re-weighting: for d <= T the d x d eigh of W W^T + s I (complete basis of D), else
+        # the thin SVD of W.
+        full = d <= T
 
-        # one thin SVD per iterate serves both its objective and the next re-weighting
-        svd = np.linalg.svd(W, full_matrices=False)[:2]
+        def spectrum(W):
+            if full:
+                rw = reweight_from_gram(W, s)
+                return rw[:3], _g(rw[3]).sum()
+            P, sig = np.linalg.svd(W, full_matrices=False)[:2]
+            return reweight_matrix(W, s, (P, sig)), _regulariser(sig, d, s)
+
+        def objective(norms, reg):
+            return float(np.sum(norms ** q / sqrt_n) + mu * reg)
+
+        rw, reg = spectrum(W)
         norms = residual_norms(W)
-        hist = [objective(norms, svd[1])]
+        hist = [objective(norms, reg)]
         report_progress(0, hist[0])
         it = 0
         converged = False
         for it in range(1, int(self.max_iter) + 1):
-            a, P, delta = reweight_matrix(W, s, svd)
+            a, P, delta = rw
             e = np.maximum(norms, y_floor)                      # guard the weight ||e||^{q-2}
             rhos = mu * sqrt_n / (q * e ** (q - 2.0))
             W_new = np.empty_like(W)
@@ -233,12 +288,17 @@ class NCCMTL(LinearMTLModel):
                 A = H + (2.0 * rhos[gram_idx])[:, None, None] * D[None]
                 W_new[:, gram_idx] = np.linalg.solve(A, B.T[gram_idx][:, :, None])[:, :, 0].T
             if wide_idx.size:
-                W_new[:, wide_idx] = push_through_step(*wide, rhos[wide_idx], a, P, delta)
+                if full:
+                    F = P / np.sqrt(a + delta)
+                    W_new[:, wide_idx] = push_through_step_full(wide[0], wide[1],
+                                                                rhos[wide_idx], F)
+                else:
+                    W_new[:, wide_idx] = push_through_step(*wide, rhos[wide_idx], a, P, delta)
             dW = float(np.linalg.norm(W_new - W))
             W = W_new
-            svd = np.linalg.svd(W, full_matrices=False)[:2]
+            rw, reg = spectrum(W)
             norms = residual_norms(W)
-            hist.append(objective(norms, svd[1]))
+            hist.append(objective(norms, reg))
             report_progress(it, hist[-1])
             if (hist[-2] - hist[-1] <= self.tol * abs(hist[-2])
                     and dW <= self.xtol * float(np.linalg.norm(W))):
@@ -248,7 +308,8 @@ class NCCMTL(LinearMTLModel):
         self.objective_history_ = hist
         self.n_iter_ = it
         self.converged_ = converged
-        self.diagnostics_ = {"singular_values": [float(x) for x in svd[1][:20]],
+        sig = np.linalg.svd(W, compute_uv=False)
+        self.diagnostics_ = {"singular_values": [float(x) for x in sig[:20]],
                              "converged": converged}
         return self
 

@@ -1,0 +1,43 @@
+"""_lbfgs: the preconditioned L-BFGS of the factored solvers reaches the minimiser of convex
+quadratics (with and without a preconditioner), decreases f at every iteration, and stops where
+its caller's check says so."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mtlbench_models._lbfgs import lbfgs
+
+
+def _quadratic(seed, n=30, cond=1e2):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    H = (Q * np.geomspace(1.0, cond, n)) @ Q.T
+    b = rng.standard_normal(n)
+    return H, b, lambda x: (0.5 * x @ H @ x - b @ x, H @ x - b)
+
+
+@pytest.mark.parametrize("precondition", [False, True])
+def test_lbfgs_reaches_the_minimiser_of_a_quadratic(precondition):
+    H, b, fun = _quadratic(0)
+    x_star = np.linalg.solve(H, b)
+    seen = []
+    Hd = np.diag(H)
+    pre = (lambda x, v: v / Hd) if precondition else None
+    # (f-based line searches resolve the gradient to ~sqrt(eps) relative, not to eps)
+    check = lambda x: np.linalg.norm(H @ x - b) <= 1e-7 * np.linalg.norm(b)  # noqa: E731
+    x, f, it, n_eval, stopped = lbfgs(fun, np.zeros(b.size), 2000, check=check, check_every=1,
+                                      precondition=pre, progress=lambda i, f: seen.append(f))
+    assert stopped and it == len(seen) and n_eval >= it
+    np.testing.assert_allclose(x, x_star, rtol=1e-5, atol=1e-7)
+    assert np.all(np.diff(seen) < 0)                      # Armijo: strict decrease
+    assert f == pytest.approx(-0.5 * b @ x_star, rel=1e-10)
+
+
+def test_lbfgs_stops_at_the_cap_and_on_a_flat_function():
+    H, b, fun = _quadratic(1, cond=1e6)
+    x, f, it, _, stopped = lbfgs(fun, np.zeros(b.size), 3, check=lambda x: False)
+    assert it == 3 and not stopped
+    # a function that cannot decrease (constant): the line search gives up, not stopped
+    x, f, it, _, stopped = lbfgs(lambda x: (1.0, np.ones_like(x)), np.zeros(4), 50)
+    assert not stopped and it == 0
