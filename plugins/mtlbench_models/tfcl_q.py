@@ -194,6 +194,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.linalg import eigh
 from scipy.sparse.linalg import LinearOperator, eigsh
 from threadpoolctl import threadpool_limits
 
@@ -249,6 +250,61 @@ def common_lipschitz(J, d: int, T: int) -> float:
         return float(np.linalg.eigvalsh((H + H.T) / 2)[-1])
     val = eigsh(op, k=1, which="LA", tol=1e-8, v0=np.ones(d))[0][0]
     return float(val) * (1 + 1e-6)
+
+
+def row_space_bases(J) -> list[np.ndarray]:
+    """Per bucket of ``J``, an orthonormal basis V_t (d x m_b, zero columns where Z_t has
+    fewer independent rows) of every task's row space: J depends on w_t only through V_t^T w_t.
+    Data only (``TaskSet.memo``)."""
+    out = []
+    for _, Z3, _ in J.buckets:
+        _, s, Vh = np.linalg.svd(Z3, full_matrices=False)        # (Tb, r), (Tb, r, d)
+        keep = s > max(Z3.shape[1:]) * np.finfo(float).eps * np.maximum(s[:, :1], 1e-300)
+        out.append(Vh.transpose(0, 2, 1) * keep[:, None, :])
+    return out
+
+
+def cocluster_null_step(tg: np.ndarray, k: int, a2: float, a3: float, J,
+                        bases: list[np.ndarray]) -> np.ndarray:
+    """TFCL(Coc)'s majorise-minimise step on theta_g's components the loss does not see.
+
+    With B the top-k left singular vectors of theta_g, Omega(X) <= ||(I - B B^T) X||_F^2 for
+    every X, with equality at X = theta_g.  Keeping every task's row-space part V_t^T g_t (so
+    J, theta_c and theta_p are untouched) each column is replaced by
+
+        argmin_x  a2 ||(I - B B^T) x||^2 + a3/2 ||x||^2   s.t.  V_t^T x = V_t^T g_t,
+
+    i.e. x = M^{-1} V_t lam, (V_t^T M^{-1} V_t) lam = V_t^T g_t with M = (2 a2 + a3) I
+    - 2 a2 B B^T, M^{-1} = (I - B B^T)/(2 a2 + a3) + B B^T / a3.  (Q) does not increase:
+    F(new) <= bound(new) <= bound(old) = F(old)."""
+    d, T = tg.shape
+    if k >= min(d, T):
+        return tg
+    if d <= T:
+        B = eigh(tg @ tg.T, subset_by_index=(d - k, d - 1), driver="evr",
+                 check_finite=False)[1]
+    else:
+        V = eigh(tg.T @ tg, subset_by_index=(T - k, T - 1), driver="evr",
+                 check_finite=False)[1]
+        B = np.linalg.qr(tg @ V)[0]
+    s_inv, r_inv = 1.0 / (2.0 * a2 + a3), 1.0 / a3
+    out = np.empty_like(tg)
+    for (idx, _, _), Vb in zip(J.buckets, bases):
+        Gb = tg.T if idx is None else tg.T[idx]                           # (Tb, d)
+        VB = np.matmul(Vb.transpose(0, 2, 1), B)                          # (Tb, m, k)
+        # V_t^T V_t = I on the kept columns; the zero columns get 1 on the diagonal (lam = 0)
+        S = (r_inv - s_inv) * np.matmul(VB, VB.transpose(0, 2, 1))
+        diag = np.arange(S.shape[1])
+        S[:, diag, diag] += np.where(np.any(Vb != 0.0, axis=1), s_inv, 1.0)
+        rhs = np.matmul(Vb.transpose(0, 2, 1), Gb[:, :, None])            # (Tb, m, 1)
+        lam = np.linalg.solve(S, rhs)
+        Vl = np.matmul(Vb, lam)[:, :, 0]                                  # (Tb, d)
+        X = s_inv * Vl + (r_inv - s_inv) * ((Vl @ B) @ B.T)
+        if idx is None:
+            out[:] = X.T
+        else:
+            out[:, idx] = X.T
+    return out
 
 
 class TFCLQ(SpectralGroups, LinearMTLModel):
@@ -415,6 +471,11 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         R_prev, G_prev = R, G
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0, "polish": 0.0}
+        null_bases = None
+        if self.use_group and self.group_reg == "cocmtl" and self.polish:
+            timings["null_step"] = 0.0
+            null_bases = tasks.memo(("tfcl", "row_space_bases", self.loss, 1),
+                                    lambda: row_space_bases(J))
         u = u_prev = D = None
         stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
@@ -472,6 +533,17 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                 t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
             prev, R_prev, G_prev = (tc, tg, tp), R, G
             tc, tg, tp, W, Jv, R, G, _ = new
+            if null_bases is not None:
+                t1 = time.perf_counter()
+                tg_n = cocluster_null_step(tg, k, self.alpha_["group"], self.alpha_["ridge"],
+                                           J, null_bases)
+                W_n = tc[:, None] + tg_n + tp
+                R_n = J.forward(W_n)
+                Jv_n = J.value_of(R_n)
+                f_n = self._objective(Jv_n, tc, tg_n, tp, D)
+                if f_n <= f_new:
+                    tg, W, R, Jv, G, f_new = tg_n, W_n, R_n, Jv_n, J.grad_of(R_n), f_n
+                timings["null_step"] += time.perf_counter() - t1
             obj_hist.append(f_new)
             report_progress(it, f_new)
             f_last = f_new
