@@ -253,14 +253,14 @@ def common_lipschitz(J, d: int, T: int) -> float:
 
 
 def row_space_bases(J) -> list[np.ndarray]:
-    """Per bucket of ``J``, an orthonormal basis V_t (d x m_b, zero columns where Z_t has
-    fewer independent rows) of every task's row space: J depends on w_t only through V_t^T w_t.
-    Data only (``TaskSet.memo``)."""
+    """Per bucket of ``J``, orthonormal rows V_t^T (m_b x d, zero rows where Z_t has fewer
+    independent rows) spanning every task's row space: J depends on w_t only through
+    V_t^T w_t.  Data only (``TaskSet.memo``)."""
     out = []
     for _, Z3, _ in J.buckets:
         _, s, Vh = np.linalg.svd(Z3, full_matrices=False)        # (Tb, r), (Tb, r, d)
         keep = s > max(Z3.shape[1:]) * np.finfo(float).eps * np.maximum(s[:, :1], 1e-300)
-        out.append(Vh.transpose(0, 2, 1) * keep[:, None, :])
+        out.append(np.ascontiguousarray(Vh * keep[:, :, None]))
     return out
 
 
@@ -275,8 +275,9 @@ def cocluster_null_step(tg: np.ndarray, k: int, a2: float, a3: float, J,
         argmin_x  a2 ||(I - B B^T) x||^2 + a3/2 ||x||^2   s.t.  V_t^T x = V_t^T g_t,
 
     i.e. x = M^{-1} V_t lam, (V_t^T M^{-1} V_t) lam = V_t^T g_t with M = (2 a2 + a3) I
-    - 2 a2 B B^T, M^{-1} = (I - B B^T)/(2 a2 + a3) + B B^T / a3.  (Q) does not increase:
-    F(new) <= bound(new) <= bound(old) = F(old)."""
+    - 2 a2 B B^T, M^{-1} = s I + c B B^T (s = 1/(2 a2 + a3), c = 1/a3 - s), so
+    V_t^T M^{-1} V_t = s I + c E_t E_t^T (E_t = V_t^T B, m x k) is solved by Woodbury with a
+    k x k system per task.  (Q) does not increase: F(new) <= bound(new) <= bound(old) = F(old)."""
     d, T = tg.shape
     if k >= min(d, T):
         return tg
@@ -287,25 +288,24 @@ def cocluster_null_step(tg: np.ndarray, k: int, a2: float, a3: float, J,
         V = eigh(tg.T @ tg, subset_by_index=(T - k, T - 1), driver="evr",
                  check_finite=False)[1]
         B = np.linalg.qr(tg @ V)[0]
-    s_inv, r_inv = 1.0 / (2.0 * a2 + a3), 1.0 / a3
+    s = 1.0 / (2.0 * a2 + a3)
+    c = 1.0 / a3 - s
     out = np.empty_like(tg)
-    for (idx, _, _), Vb in zip(J.buckets, bases):
-        Gb = tg.T if idx is None else tg.T[idx]                           # (Tb, d)
-        VB = np.matmul(Vb.transpose(0, 2, 1), B)                          # (Tb, m, k)
-        # V_t^T V_t = I on the kept columns; the zero columns get 1 on the diagonal (lam = 0)
-        S = (r_inv - s_inv) * np.matmul(VB, VB.transpose(0, 2, 1))
-        diag = np.arange(S.shape[1])
-        S[:, diag, diag] += np.where(np.any(Vb != 0.0, axis=1), s_inv, 1.0)
-        rhs = np.matmul(Vb.transpose(0, 2, 1), Gb[:, :, None])            # (Tb, m, 1)
-        lam = np.linalg.solve(S, rhs)
-        Vl = np.matmul(Vb, lam)[:, :, 0]                                  # (Tb, d)
-        X = s_inv * Vl + (r_inv - s_inv) * ((Vl @ B) @ B.T)
+    for (idx, _, _), Vt in zip(J.buckets, bases):
+        Tb, m, _ = Vt.shape
+        Gb = tg.T if idx is None else tg.T[idx]                            # (Tb, d)
+        E = (Vt.reshape(-1, d) @ B).reshape(Tb, m, k)
+        rhs = np.matmul(Vt, Gb[:, :, None])                                # (Tb, m, 1)
+        K = np.matmul(E.transpose(0, 2, 1), E)
+        K[:, np.arange(k), np.arange(k)] += s / c
+        lam = (rhs - np.matmul(E, np.linalg.solve(K, np.matmul(E.transpose(0, 2, 1), rhs)))) / s
+        Vl = np.matmul(lam.transpose(0, 2, 1), Vt)[:, 0, :]                # (Tb, d)
+        X = s * Vl + c * ((Vl @ B) @ B.T)
         if idx is None:
             out[:] = X.T
         else:
             out[:, idx] = X.T
     return out
-
 
 class TFCLQ(SpectralGroups, LinearMTLModel):
     """TFCL-Q, problem (Q) by Alg. 2 (see the module docstring for names and solver)."""
