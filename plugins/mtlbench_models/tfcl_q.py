@@ -194,7 +194,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.linalg import eigh
 from scipy.sparse.linalg import LinearOperator, eigsh
 from threadpoolctl import threadpool_limits
 
@@ -251,61 +250,6 @@ def common_lipschitz(J, d: int, T: int) -> float:
     val = eigsh(op, k=1, which="LA", tol=1e-8, v0=np.ones(d))[0][0]
     return float(val) * (1 + 1e-6)
 
-
-def row_space_bases(J) -> list[np.ndarray]:
-    """Per bucket of ``J``, orthonormal rows V_t^T (m_b x d, zero rows where Z_t has fewer
-    independent rows) spanning every task's row space: J depends on w_t only through
-    V_t^T w_t.  Data only (``TaskSet.memo``)."""
-    out = []
-    for _, Z3, _ in J.buckets:
-        _, s, Vh = np.linalg.svd(Z3, full_matrices=False)        # (Tb, r), (Tb, r, d)
-        keep = s > max(Z3.shape[1:]) * np.finfo(float).eps * np.maximum(s[:, :1], 1e-300)
-        out.append(np.ascontiguousarray(Vh * keep[:, :, None]))
-    return out
-
-
-def cocluster_null_step(tg: np.ndarray, k: int, a2: float, a3: float, J,
-                        bases: list[np.ndarray]) -> np.ndarray:
-    """TFCL(Coc)'s majorise-minimise step on theta_g's components the loss does not see.
-
-    With B the top-k left singular vectors of theta_g, Omega(X) <= ||(I - B B^T) X||_F^2 for
-    every X, with equality at X = theta_g.  Keeping every task's row-space part V_t^T g_t (so
-    J, theta_c and theta_p are untouched) each column is replaced by
-
-        argmin_x  a2 ||(I - B B^T) x||^2 + a3/2 ||x||^2   s.t.  V_t^T x = V_t^T g_t,
-
-    i.e. x = M^{-1} V_t lam, (V_t^T M^{-1} V_t) lam = V_t^T g_t with M = (2 a2 + a3) I
-    - 2 a2 B B^T, M^{-1} = s I + c B B^T (s = 1/(2 a2 + a3), c = 1/a3 - s), so
-    V_t^T M^{-1} V_t = s I + c E_t E_t^T (E_t = V_t^T B, m x k) is solved by Woodbury with a
-    k x k system per task.  (Q) does not increase: F(new) <= bound(new) <= bound(old) = F(old)."""
-    d, T = tg.shape
-    if k >= min(d, T):
-        return tg
-    if d <= T:
-        B = eigh(tg @ tg.T, subset_by_index=(d - k, d - 1), driver="evr",
-                 check_finite=False)[1]
-    else:
-        V = eigh(tg.T @ tg, subset_by_index=(T - k, T - 1), driver="evr",
-                 check_finite=False)[1]
-        B = np.linalg.qr(tg @ V)[0]
-    s = 1.0 / (2.0 * a2 + a3)
-    c = 1.0 / a3 - s
-    out = np.empty_like(tg)
-    for (idx, _, _), Vt in zip(J.buckets, bases):
-        Tb, m, _ = Vt.shape
-        Gb = tg.T if idx is None else tg.T[idx]                            # (Tb, d)
-        E = (Vt.reshape(-1, d) @ B).reshape(Tb, m, k)
-        rhs = np.matmul(Vt, Gb[:, :, None])                                # (Tb, m, 1)
-        K = np.matmul(E.transpose(0, 2, 1), E)
-        K[:, np.arange(k), np.arange(k)] += s / c
-        lam = (rhs - np.matmul(E, np.linalg.solve(K, np.matmul(E.transpose(0, 2, 1), rhs)))) / s
-        Vl = np.matmul(lam.transpose(0, 2, 1), Vt)[:, 0, :]                # (Tb, d)
-        X = s * Vl + c * ((Vl @ B) @ B.T)
-        if idx is None:
-            out[:] = X.T
-        else:
-            out[:, idx] = X.T
-    return out
 
 class TFCLQ(SpectralGroups, LinearMTLModel):
     """TFCL-Q, problem (Q) by Alg. 2 (see the module docstring for names and solver)."""
@@ -471,11 +415,6 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         R_prev, G_prev = R, G
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0, "polish": 0.0}
-        null_bases = None
-        if self.use_group and self.group_reg == "cocmtl" and self.polish:
-            timings["null_step"] = 0.0
-            null_bases = tasks.memo(("tfcl", "row_space_bases", self.loss, 1),
-                                    lambda: row_space_bases(J))
         u = u_prev = D = None
         stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
@@ -533,17 +472,6 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                 t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
             prev, R_prev, G_prev = (tc, tg, tp), R, G
             tc, tg, tp, W, Jv, R, G, _ = new
-            if null_bases is not None:
-                t1 = time.perf_counter()
-                tg_n = cocluster_null_step(tg, k, self.alpha_["group"], self.alpha_["ridge"],
-                                           J, null_bases)
-                W_n = tc[:, None] + tg_n + tp
-                R_n = J.forward(W_n)
-                Jv_n = J.value_of(R_n)
-                f_n = self._objective(Jv_n, tc, tg_n, tp, D)
-                if f_n <= f_new:
-                    tg, W, R, Jv, G, f_new = tg_n, W_n, R_n, Jv_n, J.grad_of(R_n), f_n
-                timings["null_step"] += time.perf_counter() - t1
             obj_hist.append(f_new)
             report_progress(it, f_new)
             f_last = f_new
