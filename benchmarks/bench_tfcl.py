@@ -24,13 +24,15 @@
    at the same absolute alphas, over points from today's starting grids to 10-100x beyond
    them (``PAPER_POINTS``): CPU seconds, iterations, converged, the final objectives' relative
    difference (new - old) / max(1, |old|) (negative: new lower), and per label the median
-   ratio of times and the spread of the differences.
+   ratio of times and the spread of the differences.  ``--seed 101``: the design data
+   (``synthetic-attributes[seed=101]``) instead of the default generator seed 0.
 
 ``--design`` prints the validation sweep the starting grids were designed from (simulated
 seed 101 only; module docstrings of ``tfcl.py`` / ``tfcl_q.py``).
 
 Run: python benchmarks/bench_tfcl.py [--reps 3] [--skip-sun] [--only-sun] [--design]
      python benchmarks/bench_tfcl.py --paper-scale [--old-ref main] [--labels tfcl,tfcl-q]
+                                     [--seed 101]
 """
 from __future__ import annotations
 
@@ -283,8 +285,8 @@ def bench_paper_scale(labels, seed: int = 0) -> None:
     sp = make_split(ts, ProtocolConfig(), 0)
     train = ts.subset(sp.train, name="attr0[train]", meta={})
     pickle.dumps(train)                          # (the same object for old and new)
-    print(f"4. One fit per point, synthetic-attributes[seed={seed}] attr0 training split ({train.T} tasks x "
-          f"~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS thread; old = {OLD_REF}")
+    print(f"4. One fit per point, synthetic-attributes[seed={seed}] attr0 training split "
+          f"({train.T} tasks x ~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS thread; old = {OLD_REF}")
     print(f"{'label':<13} {'point':<58} {'old s':>6} {'it':>5} {'conv':>5} | {'new s':>6} "
           f"{'it':>4} {'conv':>5} | {'old/new':>7} | {'dF rel':>9}")
     for label in labels:
