@@ -286,7 +286,8 @@ def bench_paper_scale(labels, seed: int = 0) -> None:
     train = ts.subset(sp.train, name="attr0[train]", meta={})
     pickle.dumps(train)                          # (the same object for old and new)
     print(f"4. One fit per point, synthetic-attributes[seed={seed}] attr0 training split "
-          f"({train.T} tasks x ~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS thread; old = {OLD_REF}")
+          f"({train.T} tasks x ~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS "
+          f"thread; old = {OLD_REF}")
     print(f"{'label':<13} {'point':<58} {'old s':>6} {'it':>5} {'conv':>5} | {'new s':>6} "
           f"{'it':>4} {'conv':>5} | {'old/new':>7} | {'dF rel':>9}")
     for label in labels:
