@@ -24,13 +24,15 @@
    at the same absolute alphas, over points from today's starting grids to 10-100x beyond
    them (``PAPER_POINTS``): CPU seconds, iterations, converged, the final objectives' relative
    difference (new - old) / max(1, |old|) (negative: new lower), and per label the median
-   ratio of times and the spread of the differences.
+   ratio of times and the spread of the differences.  ``--seed 101``: the design data
+   (``synthetic-attributes[seed=101]``) instead of the default generator seed 0.
 
 ``--design`` prints the validation sweep the starting grids were designed from (simulated
 seed 101 only; module docstrings of ``tfcl.py`` / ``tfcl_q.py``).
 
 Run: python benchmarks/bench_tfcl.py [--reps 3] [--skip-sun] [--only-sun] [--design]
      python benchmarks/bench_tfcl.py --paper-scale [--old-ref main] [--labels tfcl,tfcl-q]
+                                     [--seed 101]
 """
 from __future__ import annotations
 
@@ -258,7 +260,11 @@ PAPER_POINTS = {
     "tfcl-coc": [dict(lam_group=g, k=k, lam_ridge=r, lam_common=c, lam_personal=p)
                  for g, k, r, c, p in [(0.01, 2, 1e-3, 0.1, 0.3), (0.1, 4, 1e-3, 0.1, 0.3),
                                        (1, 8, 1e-3, 0.1, 0.3), (0.1, 1, 1e-3, 10, 0.3),
-                                       (0.001, 16, 1e-2, 1, 0.03), (10, 2, 1e-5, 0.01, 3)]],
+                                       (0.001, 16, 1e-2, 1, 0.03), (10, 2, 1e-5, 0.01, 3),
+                                       # the fit a seed-101 unit capped at 2,000 sweeps
+                                       (1.52, 7, 0.0035, 8.11, 0.107),
+                                       (43, 4, 1e-3, 0.05, 0.13), (0.3, 3, 0.01, 1, 0.05),
+                                       (5, 6, 3e-4, 30, 0.2)]],
     "tfcl-q-nog": [dict(lam_common=c, lam_personal=p) for c, p in [
         (0.003, 0.03), (0.03, 0.1), (0.3, 0.3), (0.0003, 0.01), (3, 1), (0.03, 3),
         (0.001, 0.1), (0.01, 0.05), (0.1, 0.2), (1, 0.03)]],
@@ -266,7 +272,7 @@ PAPER_POINTS = {
 PAPER_POINTS["tfcl-q-noauc"] = PAPER_POINTS["tfcl-q"]
 
 
-def bench_paper_scale(labels) -> None:
+def bench_paper_scale(labels, seed: int = 0) -> None:
     import pickle
 
     from mtlbench.plugins import get_registry
@@ -274,13 +280,14 @@ def bench_paper_scale(labels) -> None:
 
     old = old_package()
     new = new_classes()
-    ts = get_registry().dataset("synthetic-attributes").load("attr0")
+    ts = get_registry().dataset(f"synthetic-attributes[seed={seed}]").load("attr0")
     ts = restrict_tasks(ts, evaluable_tasks(ts)[0])
     sp = make_split(ts, ProtocolConfig(), 0)
     train = ts.subset(sp.train, name="attr0[train]", meta={})
     pickle.dumps(train)                          # (the same object for old and new)
-    print(f"4. One fit per point, synthetic-attributes attr0 training split ({train.T} tasks x "
-          f"~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS thread; old = {OLD_REF}")
+    print(f"4. One fit per point, synthetic-attributes[seed={seed}] attr0 training split "
+          f"({train.T} tasks x ~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS "
+          f"thread; old = {OLD_REF}")
     print(f"{'label':<13} {'point':<58} {'old s':>6} {'it':>5} {'conv':>5} | {'new s':>6} "
           f"{'it':>4} {'conv':>5} | {'old/new':>7} | {'dF rel':>9}")
     for label in labels:
@@ -339,6 +346,8 @@ if __name__ == "__main__":
     ap.add_argument("--paper-scale", action="store_true")
     ap.add_argument("--old-ref", default=OLD_REF)
     ap.add_argument("--labels", default=",".join(SELECTED))
+    ap.add_argument("--seed", type=int, default=0,
+                    help="--paper-scale: synthetic-attributes generator seed (101: design data)")
     args = ap.parse_args()
     OLD_REF = args.old_ref
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -347,7 +356,7 @@ if __name__ == "__main__":
             design()
             sys.exit(0)
         if args.paper_scale:
-            bench_paper_scale(args.labels.split(","))
+            bench_paper_scale(args.labels.split(","), args.seed)
             sys.exit(0)
         if not args.only_sun:
             bench_simulated(args.reps)
