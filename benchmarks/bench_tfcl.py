@@ -7,7 +7,8 @@
 1. One fit per TFCL label on a simulated training split (simulated data of generator seed
    101, protocol split seed 0, repetition 0: 100 tasks x 136 rows x 80 features) at the
    hyperparameters the default adaptive search (20 fits) selected there by validation
-   (``SELECTED``; ``mtlbench compare --datasets "simulated[seed=101]" --reps 1``).  Old and new fit the same problem: the old code is run in
+   (``SELECTED``; ``mtlbench compare --datasets "simulated[seed=101]" --reps 1``).  Old and
+   new fit the same problem: the old code is run in
    ``lam_scale="absolute"`` mode with the alphas the new code derived (``alpha_*``), with its
    own iteration cap.  Printed per label: median time over ``--reps`` interleaved runs,
    iterations and converged for old / Alg. to the letter (new code, ``accelerate=False``,
@@ -139,7 +140,8 @@ def bench_simulated(reps: int) -> None:
     print(f"1. One fit on a simulated training split ({train.T} tasks x "
           f"{train.X(0).shape[0]} x {train.d}), at the selected hyperparameters; median of "
           f"{reps} interleaved runs, one BLAS thread; old = {OLD_REF}")
-    print(f"{'label':<13} {'old s':>7} {'it':>4} {'conv':>5} | {'Alg. s':>7} {'it':>5} {'conv':>5} | "
+    print(f"{'label':<13} {'old s':>7} {'it':>4} {'conv':>5} | "
+          f"{'Alg. s':>7} {'it':>5} {'conv':>5} | "
           f"{'new s':>7} {'cpu s':>6} {'it':>4} {'conv':>5} | {'old/new':>7} | {'dF new-Alg':>10} "
           f"{'dF new-old':>10} | target  met (cpu)")
     for label, params in SELECTED.items():
@@ -162,7 +164,8 @@ def bench_simulated(reps: int) -> None:
               f"{t_alg:7.3f} {m_alg.n_iter_:5d} {str(m_alg.converged_):>5} | "
               f"{med_new:7.3f} {cpu_new:6.3f} {m_new.n_iter_:4d} {str(m_new.converged_):>5} | "
               f"{med_old / med_new:6.1f}x | {rel(f_new, f_alg):10.1e} {rel(f_new, f_old):10.1e} | "
-              f"{TARGET_SIM:5.1f} s  {'yes' if med_new <= TARGET_SIM and m_new.converged_ else 'NO'}"
+              f"{TARGET_SIM:5.1f} s  "
+              f"{'yes' if med_new <= TARGET_SIM and m_new.converged_ else 'NO'}"
               f" ({'yes' if cpu_new <= TARGET_SIM and m_new.converged_ else 'NO'})",
               flush=True)
     print("   dF = |F_a - F_b| / max(1, |F_b|) of the final (P)/(Q) objectives; old stops at its "
@@ -331,7 +334,8 @@ def design() -> None:
             print(f"{k:5d} " + " ".join(f"{c:>12}" for c in cells), flush=True)
     print("tfcl-q-nog: rows lam_common, columns lam_personal")
     for lc in (0.01, 0.1, 1.0):
-        cells = [f"{100 * mean_auc(new['tfcl-q-nog'](lam_common=lc, lam_personal=lp).fit(train), val)[0]:6.2f}"
+        nog = new['tfcl-q-nog']
+        cells = [f"{100 * mean_auc(nog(lam_common=lc, lam_personal=lp).fit(train), val)[0]:6.2f}"
                  for lp in (0.03, 0.1, 0.3, 1.0)]
         print(f"{lc:5g} " + " ".join(f"{c:>8}" for c in cells), flush=True)
 
