@@ -321,16 +321,16 @@ def test_gauss_newton_residuals_and_jacobian_match_finite_differences(n):
 
 def test_gauss_newton_phase_reaches_a_certified_stationary_point_when_tasks_interpolate():
     """n_t < d and T > d: inf F = 0, the fit's objective falls below 1e-2 F_0 and the
-    Levenberg-Marquardt phase takes over; it converges, never increases F, keeps B feasible,
-    and its history agrees with ``amtl_objective``; its result is stationary (the rule's
-    ``_stationary`` part) and at least as low as block-coordinate descent alone reaches."""
+    Levenberg-Marquardt phase takes over; the fit converges, never increases F (to rounding),
+    keeps B feasible, and its history agrees with ``amtl_objective``."""
     tasks = _tasks(5, T=14, d=10, n=5)
     Xs, ys = _xy(tasks)
     m = AMTL(lam=1.0, mu=0.1).fit(tasks)
     h = np.array(m.objective_history_)
     assert m.diagnostics_["gauss_newton_steps"] > 0
     assert m.converged_ is True
-    assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]))
+    # block steps evaluate F as a quadratic form, which cancels to ~1e-16 F_0 as F -> 0
+    assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]) + 1e-14 * h[0])
     assert np.all(m.B_ >= 0) and np.all(np.diag(m.B_) == 0)
     assert h[-1] == pytest.approx(amtl_objective(Xs, ys, m.coef_, m.B_, m.lam_, m.mu_),
                                   rel=1e-8, abs=1e-12 * h[0])
