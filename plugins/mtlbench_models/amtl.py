@@ -453,7 +453,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # F <= _GN_SWITCH F_0; forcing term and CG cap of its inner solve; re-solves after fixing B
 # entries at 0; poor accepted steps (gain ratio < 1/4) in a row before it hands back to
 # block-coordinate iterations; a window of steps that must halve F
-_GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-2, 0.3, 100, 1, 3, 10
+_GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-2, 0.05, 100, 1, 3, 10
 # rejected steps in a row (each doubles the growth of the damping) before the phase hands back
 _GN_REJECTS = 10
 
