@@ -454,6 +454,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # entries at 0; poor accepted steps (gain ratio < 1/4) in a row before it hands back to
 # block-coordinate iterations; a window of steps that must halve F
 _GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-2, 0.05, 100, 1, 3, 10
+_GN_WINDOW_FALL = 0.5
 # rejected steps in a row (each doubles the growth of the damping) before the phase hands back
 _GN_REJECTS = 10
 
@@ -562,8 +563,8 @@ class AMTL(LinearMTLModel):
                 window_F, window_n = F, 0
             W_old, B_old = W, B
             if gn and window_n == _GN_WINDOW:
-                # Gauss-Newton must at least halve F every _GN_WINDOW steps
-                if F > 0.5 * window_F:
+                # Gauss-Newton must reduce F by the factor _GN_WINDOW_FALL every _GN_WINDOW steps
+                if F > _GN_WINDOW_FALL * window_F:
                     strikes = _GN_STRIKES
                 window_F, window_n = F, 0
             if gn and (strikes >= _GN_STRIKES or rejects >= _GN_REJECTS):
