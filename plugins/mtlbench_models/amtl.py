@@ -146,7 +146,8 @@ Non-convex: ``convex = False``; the search never warm-starts it (``init`` is ign
 Fitted: ``coef_`` = W, ``B_`` (T x T), ``lam_``, ``mu_`` (the paper's lambda, mu), ``mu_max_``,
 ``task_groups_`` (the task each task receives most from; itself if it receives nothing),
 ``converged_``, ``n_iter_``, ``objective_history_``, diagnostics (number of transfers,
-per-task out-degree, B-step steps, CG iterations, accepted extrapolations).
+per-task out-degree, B-step steps, CG iterations, accepted extrapolations, Levenberg-Marquardt
+steps / inner CG iterations / rejected steps / hand-backs to block-coordinate iterations).
 
 Not the authors' code: BlasterL/AMTL (MATLAB) penalises B quadratically and its regression
 W-step treats samples individually; we implement the paper's objective (models.md item 9).
@@ -165,7 +166,8 @@ from mtlbench_models._taskgram import TaskSpectra
 
 
 def task_losses(Xs, ys, W) -> np.ndarray:
-    return np.array([0.5 * float(np.sum((y - X @ W[:, t]) ** 2)) for t, (X, y) in enumerate(zip(Xs, ys))])
+    return np.array([0.5 * float(np.sum((y - X @ W[:, t]) ** 2))
+                     for t, (X, y) in enumerate(zip(Xs, ys))])
 
 
 def amtl_objective(Xs, ys, W, B, lam, mu) -> float:
@@ -209,9 +211,10 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
 
     One step, vectorised over all entries: the Jacobi target
     P(b - g / diag C) (P: clip at 0, b_t = 0; a row with C_ss = 0, i.e. w_s = 0, goes to 0) gives
-    the feasible direction d_t = P(...) - b_t, which is a descent direction (g^T d <= -d^T diag(C) d)
-    and zero iff b_t satisfies the KKT conditions; then the exact minimiser of q_t on the
-    segment, alpha_t = min(1, -g_t^T d_t / d_t^T C d_t), so no column's objective increases.
+    the feasible direction d_t = P(...) - b_t, which is a descent direction
+    (g^T d <= -d^T diag(C) d) and zero iff b_t satisfies the KKT conditions; then the exact
+    minimiser of q_t on the segment, alpha_t = min(1, -g_t^T d_t / d_t^T C d_t), so no column's
+    objective increases.
     Stops before a step when max |d| <= ``tol`` x max(1, max B) (the KKT residual).  One step
     costs one product C D.  Returns (steps taken, last KKT residual)."""
     live = diagC > 0
@@ -499,7 +502,8 @@ class AMTL(LinearMTLModel):
     """Asymmetric MTL with a sparse non-negative transfer graph B; see the module docstring."""
 
     name = "amtl"
-    paper = "Lee, Yang & Hwang, Asymmetric Multi-task Learning Based on Task Relatedness and Loss, ICML 2016"
+    paper = ("Lee, Yang & Hwang, Asymmetric Multi-task Learning Based on Task Relatedness and "
+             "Loss, ICML 2016")
     search_space = {"lam": Log([0.3, 1.0], low=0.0, high=None),
                     "mu": Log([0.3, 1.0, 3.0], low=0.0, high=None)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
@@ -601,7 +605,8 @@ class AMTL(LinearMTLModel):
                 dF = hist[-2] - hist[-1]
                 if (dF <= self.tol * max(abs(hist[-2]), 1e-3 * hist[0])
                         and float(np.linalg.norm(W - W_old)) <= self.xtol * float(np.linalg.norm(W))
-                        and float(np.linalg.norm(B - B_old)) <= self.xtol * max(1.0, float(np.linalg.norm(B)))
+                        and float(np.linalg.norm(B - B_old))
+                        <= self.xtol * max(1.0, float(np.linalg.norm(B)))
                         and _stationary(spec, W, GW, B, R, L, lam, mu, self.xtol)):
                     # a damped step can be small far from a minimum: only a block-coordinate
                     # step certifies convergence (the stopping rule), so hand back with a
@@ -663,7 +668,8 @@ class AMTL(LinearMTLModel):
                              "w_step_residual": self._w_residual}
         return self
 
-    def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu, fused: bool = False, finish: bool = False):
+    def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu, fused: bool = False,
+                finish: bool = False):
         """PCG for argmin_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2 from W (see docstring).
         GW = [G_t w_t]_t on entry; returns (W, GW, CG iterations), GW updated alongside W.
 
