@@ -5,8 +5,8 @@
     python benchmarks/bench_competitors_1.py --sun-models ramusa,cocmtl,nc-cmtl
 
 The old implementation is the one committed on main before this rework (``OLD_REF``;
-``git show REF:...`` into a temporary package ``_old_models``), so both run in the same process, on the same data, one
-after the other.  Data:
+``git show REF:...`` into a temporary package ``_old_models``), so both run in the same process,
+on the same data, one after the other.  Data:
 
 * simulated: the training split (rep 0 of the protocol's seeded split) of
   ``make_simulated(seed=101)`` -- 100 tasks x 136 rows x 80 features (generator seed 101: a
@@ -23,7 +23,8 @@ to the stated tolerance, or agree with it for convex models) as a difference rel
 old objective and relative to F(0) = 1/2 sum_t ||y_t||^2 (the scale of the stopping rules: at
 SUN scale CoCMTL nearly interpolates, F ~ 1e-6 F(0), where a relative difference of F alone
 says little), and the target of issue 13 (<= 0.3 s simulated, <= 30 s SUN scale).
-``--skip-old-sun`` leaves out the old implementation at SUN scale (5-10 minutes per model).  Run with one BLAS thread (the default here).
+``--skip-old-sun`` leaves out the old implementation at SUN scale (5-10 minutes per model).
+Run with one BLAS thread (the default here).
 """
 from __future__ import annotations
 

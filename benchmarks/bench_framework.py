@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import simulated_specs  # noqa: E402 - benchmarks/ is on sys.path
+from _common import simulated_specs
 
 
 def old_in_process(specs, store_path: Path) -> tuple[float, float, dict]:

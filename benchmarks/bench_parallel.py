@@ -26,7 +26,7 @@ import time
 import warnings
 from pathlib import Path
 
-from _common import simulated_specs  # noqa: E402 - benchmarks/ is on sys.path
+from _common import simulated_specs
 
 
 def _run(specs, store_path: Path, **kw) -> tuple[float, dict]:

@@ -13,7 +13,9 @@ ranges the issue-24 search will visit).  The models are non-convex except RAMUSA
 "rel dF" = (F new - F old) / |F old| (negative: new is lower) is the spread between two local
 solvers started at the same point.
 
-Usage:  OMP_NUM_THREADS=1 python benchmarks/bench_spectral.py [--ref main] [--models ramusa,cocmtl,nc-cmtl]
+Usage:
+    OMP_NUM_THREADS=1 python benchmarks/bench_spectral.py [--ref main] \
+        [--models ramusa,cocmtl,nc-cmtl]
             [--problem attr0] [--quick]
 Timing is noisy on a shared machine: compare the ratios within one run, and the medians.
 """
@@ -38,9 +40,11 @@ POINTS = {
     "ramusa": [dict(lam_ratio=a, theta_ratio=b) for a in (0.1, 0.2, 0.4) for b in (0.25, 0.5, 1.0)]
     + [dict(lam_ratio=0.01, theta_ratio=0.5), dict(lam_ratio=0.03, theta_ratio=0.1),
        dict(lam_ratio=0.9, theta_ratio=0.25), dict(lam_ratio=0.2, theta_ratio=0.03)],
-    "cocmtl": [dict(lam1_ratio=a, lam2_ratio=b, k=5) for a in (0.3, 3.0, 30.0) for b in (0.3, 3.0, 30.0)]
+    "cocmtl": [dict(lam1_ratio=a, lam2_ratio=b, k=5)
+               for a in (0.3, 3.0, 30.0) for b in (0.3, 3.0, 30.0)]
     + [dict(lam1_ratio=0.01, lam2_ratio=0.01, k=5), dict(lam1_ratio=0.03, lam2_ratio=3.0, k=2),
-       dict(lam1_ratio=3000.0, lam2_ratio=3000.0, k=10), dict(lam1_ratio=3.0, lam2_ratio=0.003, k=1)],
+       dict(lam1_ratio=3000.0, lam2_ratio=3000.0, k=10),
+       dict(lam1_ratio=3.0, lam2_ratio=0.003, k=1)],
     "nc-cmtl": [dict(mu=m) for m in (1.0, 10.0, 100.0, 0.01, 0.1, 1e3, 1e4)],
 }
 QUICK = {"ramusa": [0, 4, 3, 9], "cocmtl": [0, 4, 8, 9], "nc-cmtl": [0, 1, 2, 3]}
@@ -49,7 +53,8 @@ QUICK = {"ramusa": [0, 4, 3, 9], "cocmtl": [0, 4, 8, 9], "nc-cmtl": [0, 1, 2, 3]
 def old_module(name: str, ref: str):
     """``plugins/mtlbench_models/<name>.py`` as committed at ``ref``, imported under
     ``mtlbench_models._old_<name>`` (its relative imports resolve to the working tree's helpers)."""
-    src = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:plugins/mtlbench_models/{name}.py"],
+    src = subprocess.run(["git", "-C", str(REPO), "show",
+                          f"{ref}:plugins/mtlbench_models/{name}.py"],
                          check=True, capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp(prefix="bench-spectral-")) / f"old_{name}.py"
     path.write_text(src)
@@ -67,15 +72,18 @@ def objective(model: str, fitted, ref_fit, tasks) -> float:
         from mtlbench_models._losses import SquaredLoss
         from mtlbench_models.ramusa import capped_penalty
         s = np.linalg.svd(fitted.coef_, compute_uv=False)
-        return SquaredLoss(tasks).value(fitted.coef_) + ref_fit.lam_ * capped_penalty(s, ref_fit.theta_)
+        return (SquaredLoss(tasks).value(fitted.coef_)
+                + ref_fit.lam_ * capped_penalty(s, ref_fit.theta_))
     if model == "cocmtl":
         from mtlbench_models._losses import SquaredLoss
         from mtlbench_models.cocmtl import mean_reg_penalty
         s = np.linalg.svd(fitted.Q_, compute_uv=False)
-        return (SquaredLoss(tasks).value(fitted.P_ + fitted.Q_) + ref_fit.lam1_ * mean_reg_penalty(fitted.P_)
+        return (SquaredLoss(tasks).value(fitted.P_ + fitted.Q_)
+                + ref_fit.lam1_ * mean_reg_penalty(fitted.P_)
                 + ref_fit.lam2_ * float(np.sum(s[int(ref_fit.k):] ** 2)))
     from mtlbench_models.nc_cmtl import nc_cmtl_objective
-    return nc_cmtl_objective([tasks.X(t) for t in range(tasks.T)], [tasks.y(t) for t in range(tasks.T)],
+    return nc_cmtl_objective([tasks.X(t) for t in range(tasks.T)],
+                             [tasks.y(t) for t in range(tasks.T)],
                              fitted.coef_, float(fitted.mu), float(fitted.q), float(fitted.s))
 
 
@@ -118,11 +126,13 @@ def main() -> None:
             F_o, F_n = objective(model, o, o, train), objective(model, n, o, train)
             t_old.append(t1 - t0), t_new.append(t2 - t1), rel.append((F_n - F_o) / abs(F_o))
             label = ", ".join(f"{k}={v:g}" for k, v in p.items())
-            print(f"{model:8s} {label:44s} {t1 - t0:7.2f} {t2 - t1:7.2f} {(t1 - t0) / (t2 - t1):6.1f} "
-                  f"{o.n_iter_:6d} {n.n_iter_:6d} {str(o.converged_)[0]}/{str(n.converged_)[0]:>7s} "
+            print(f"{model:8s} {label:44s} {t1 - t0:7.2f} {t2 - t1:7.2f} "
+                  f"{(t1 - t0) / (t2 - t1):6.1f} {o.n_iter_:6d} {n.n_iter_:6d} "
+                  f"{str(o.converged_)[0]}/{str(n.converged_)[0]:>7s} "
                   f"{F_o:13.6g} {rel[-1]:9.1e}", flush=True)
-        print(f"{model:8s} {'median / sum':44s} {statistics.median(t_old):7.2f} {statistics.median(t_new):7.2f} "
-              f"{statistics.median(t_old) / statistics.median(t_new):6.1f}   sums {sum(t_old):.1f} s / "
+        med_old, med_new = statistics.median(t_old), statistics.median(t_new)
+        print(f"{model:8s} {'median / sum':44s} {med_old:7.2f} {med_new:7.2f} "
+              f"{med_old / med_new:6.1f}   sums {sum(t_old):.1f} s / "
               f"{sum(t_new):.1f} s; rel dF in [{min(rel):.1e}, {max(rel):.1e}]")
 
 

@@ -7,7 +7,8 @@
 1. One fit per TFCL label on a simulated training split (simulated data of generator seed
    101, protocol split seed 0, repetition 0: 100 tasks x 136 rows x 80 features) at the
    hyperparameters the default adaptive search (20 fits) selected there by validation
-   (``SELECTED``; ``mtlbench compare --datasets "simulated[seed=101]" --reps 1``).  Old and new fit the same problem: the old code is run in
+   (``SELECTED``; ``mtlbench compare --datasets "simulated[seed=101]" --reps 1``).  Old and
+   new fit the same problem: the old code is run in
    ``lam_scale="absolute"`` mode with the alphas the new code derived (``alpha_*``), with its
    own iteration cap.  Printed per label: median time over ``--reps`` interleaved runs,
    iterations and converged for old / Alg. to the letter (new code, ``accelerate=False``,
@@ -24,13 +25,15 @@
    at the same absolute alphas, over points from today's starting grids to 10-100x beyond
    them (``PAPER_POINTS``): CPU seconds, iterations, converged, the final objectives' relative
    difference (new - old) / max(1, |old|) (negative: new lower), and per label the median
-   ratio of times and the spread of the differences.
+   ratio of times and the spread of the differences.  ``--seed 101``: the design data
+   (``synthetic-attributes[seed=101]``) instead of the default generator seed 0.
 
 ``--design`` prints the validation sweep the starting grids were designed from (simulated
 seed 101 only; module docstrings of ``tfcl.py`` / ``tfcl_q.py``).
 
 Run: python benchmarks/bench_tfcl.py [--reps 3] [--skip-sun] [--only-sun] [--design]
      python benchmarks/bench_tfcl.py --paper-scale [--old-ref main] [--labels tfcl,tfcl-q]
+                                     [--seed 101]
 """
 from __future__ import annotations
 
@@ -137,7 +140,8 @@ def bench_simulated(reps: int) -> None:
     print(f"1. One fit on a simulated training split ({train.T} tasks x "
           f"{train.X(0).shape[0]} x {train.d}), at the selected hyperparameters; median of "
           f"{reps} interleaved runs, one BLAS thread; old = {OLD_REF}")
-    print(f"{'label':<13} {'old s':>7} {'it':>4} {'conv':>5} | {'Alg. s':>7} {'it':>5} {'conv':>5} | "
+    print(f"{'label':<13} {'old s':>7} {'it':>4} {'conv':>5} | "
+          f"{'Alg. s':>7} {'it':>5} {'conv':>5} | "
           f"{'new s':>7} {'cpu s':>6} {'it':>4} {'conv':>5} | {'old/new':>7} | {'dF new-Alg':>10} "
           f"{'dF new-old':>10} | target  met (cpu)")
     for label, params in SELECTED.items():
@@ -160,7 +164,8 @@ def bench_simulated(reps: int) -> None:
               f"{t_alg:7.3f} {m_alg.n_iter_:5d} {str(m_alg.converged_):>5} | "
               f"{med_new:7.3f} {cpu_new:6.3f} {m_new.n_iter_:4d} {str(m_new.converged_):>5} | "
               f"{med_old / med_new:6.1f}x | {rel(f_new, f_alg):10.1e} {rel(f_new, f_old):10.1e} | "
-              f"{TARGET_SIM:5.1f} s  {'yes' if med_new <= TARGET_SIM and m_new.converged_ else 'NO'}"
+              f"{TARGET_SIM:5.1f} s  "
+              f"{'yes' if med_new <= TARGET_SIM and m_new.converged_ else 'NO'}"
               f" ({'yes' if cpu_new <= TARGET_SIM and m_new.converged_ else 'NO'})",
               flush=True)
     print("   dF = |F_a - F_b| / max(1, |F_b|) of the final (P)/(Q) objectives; old stops at its "
@@ -258,7 +263,11 @@ PAPER_POINTS = {
     "tfcl-coc": [dict(lam_group=g, k=k, lam_ridge=r, lam_common=c, lam_personal=p)
                  for g, k, r, c, p in [(0.01, 2, 1e-3, 0.1, 0.3), (0.1, 4, 1e-3, 0.1, 0.3),
                                        (1, 8, 1e-3, 0.1, 0.3), (0.1, 1, 1e-3, 10, 0.3),
-                                       (0.001, 16, 1e-2, 1, 0.03), (10, 2, 1e-5, 0.01, 3)]],
+                                       (0.001, 16, 1e-2, 1, 0.03), (10, 2, 1e-5, 0.01, 3),
+                                       # the fit a seed-101 unit capped at 2,000 sweeps
+                                       (1.52, 7, 0.0035, 8.11, 0.107),
+                                       (43, 4, 1e-3, 0.05, 0.13), (0.3, 3, 0.01, 1, 0.05),
+                                       (5, 6, 3e-4, 30, 0.2)]],
     "tfcl-q-nog": [dict(lam_common=c, lam_personal=p) for c, p in [
         (0.003, 0.03), (0.03, 0.1), (0.3, 0.3), (0.0003, 0.01), (3, 1), (0.03, 3),
         (0.001, 0.1), (0.01, 0.05), (0.1, 0.2), (1, 0.03)]],
@@ -266,7 +275,7 @@ PAPER_POINTS = {
 PAPER_POINTS["tfcl-q-noauc"] = PAPER_POINTS["tfcl-q"]
 
 
-def bench_paper_scale(labels) -> None:
+def bench_paper_scale(labels, seed: int = 0) -> None:
     import pickle
 
     from mtlbench.plugins import get_registry
@@ -274,13 +283,14 @@ def bench_paper_scale(labels) -> None:
 
     old = old_package()
     new = new_classes()
-    ts = get_registry().dataset("synthetic-attributes").load("attr0")
+    ts = get_registry().dataset(f"synthetic-attributes[seed={seed}]").load("attr0")
     ts = restrict_tasks(ts, evaluable_tasks(ts)[0])
     sp = make_split(ts, ProtocolConfig(), 0)
     train = ts.subset(sp.train, name="attr0[train]", meta={})
     pickle.dumps(train)                          # (the same object for old and new)
-    print(f"4. One fit per point, synthetic-attributes attr0 training split ({train.T} tasks x "
-          f"~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS thread; old = {OLD_REF}")
+    print(f"4. One fit per point, synthetic-attributes[seed={seed}] attr0 training split "
+          f"({train.T} tasks x ~{train.X(0).shape[0]} x {train.d}); CPU seconds, one BLAS "
+          f"thread; old = {OLD_REF}")
     print(f"{'label':<13} {'point':<58} {'old s':>6} {'it':>5} {'conv':>5} | {'new s':>6} "
           f"{'it':>4} {'conv':>5} | {'old/new':>7} | {'dF rel':>9}")
     for label in labels:
@@ -324,7 +334,8 @@ def design() -> None:
             print(f"{k:5d} " + " ".join(f"{c:>12}" for c in cells), flush=True)
     print("tfcl-q-nog: rows lam_common, columns lam_personal")
     for lc in (0.01, 0.1, 1.0):
-        cells = [f"{100 * mean_auc(new['tfcl-q-nog'](lam_common=lc, lam_personal=lp).fit(train), val)[0]:6.2f}"
+        nog = new['tfcl-q-nog']
+        cells = [f"{100 * mean_auc(nog(lam_common=lc, lam_personal=lp).fit(train), val)[0]:6.2f}"
                  for lp in (0.03, 0.1, 0.3, 1.0)]
         print(f"{lc:5g} " + " ".join(f"{c:>8}" for c in cells), flush=True)
 
@@ -339,6 +350,8 @@ if __name__ == "__main__":
     ap.add_argument("--paper-scale", action="store_true")
     ap.add_argument("--old-ref", default=OLD_REF)
     ap.add_argument("--labels", default=",".join(SELECTED))
+    ap.add_argument("--seed", type=int, default=0,
+                    help="--paper-scale: synthetic-attributes generator seed (101: design data)")
     args = ap.parse_args()
     OLD_REF = args.old_ref
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -347,7 +360,7 @@ if __name__ == "__main__":
             design()
             sys.exit(0)
         if args.paper_scale:
-            bench_paper_scale(args.labels.split(","))
+            bench_paper_scale(args.labels.split(","), args.seed)
             sys.exit(0)
         if not args.only_sun:
             bench_simulated(args.reps)

@@ -31,18 +31,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_competitors_2 import POINT, old_module, sun_scale  # noqa: E402
+from bench_competitors_2 import POINT, old_module, sun_scale
 
-from mtlbench.protocol import ProtocolConfig, evaluable_tasks, make_split, mean_auc, restrict_tasks  # noqa: E402
-from mtlbench_datasets.simulated import make_simulated  # noqa: E402
-from mtlbench_models import vstgmtl as new  # noqa: E402
+from mtlbench.protocol import ProtocolConfig, evaluable_tasks, make_split, mean_auc, restrict_tasks
+from mtlbench_datasets.simulated import make_simulated
+from mtlbench_models import vstgmtl as new
 
 REF = "main"
 #: (gamma1, gamma2, mu, n_bases, k).  simulated: points the searches selected or visited there
 #: (k = 3); attributes: the 12-point starting design of the default search (rule version 4) on
 #: this problem, which spans the declared start ranges
 POINTS = {"simulated": [(0.1, 0.1, 1.0, 20, 3), (0.0316, 0.01, 1.0, 28, 3), (0.1, 0.01, 1.0, 40, 3),
-                        (0.1, 0.316, 0.316, 20, 3), (0.01, 0.01, 0.1, 10, 3), (0.1, 0.01, 0.1, 20, 3),
+                        (0.1, 0.316, 0.316, 20, 3), (0.01, 0.01, 0.1, 10, 3),
+                        (0.1, 0.01, 0.1, 20, 3),
                         (0.01, 0.01, 1.0, 10, 3), (0.1, 0.001, 0.0316, 40, 3)],
           "attributes": [(0.01, 0.00152, 0.351, 8, 1), (0.0152, 0.00351, 1.87, 16, 2),
                          (0.0231, 0.00811, 10.0, 6, 3), (0.0351, 0.0187, 0.231, 11, 5),
@@ -83,7 +84,8 @@ def main():
     tr, va = design_data(a.data)
     prob = new._Problem(tr)
     print(f"{a.data} (seed 101, split rep 0): {tr.T} tasks, d = {tr.d}; old = {a.ref}")
-    print(f"{'gamma1':>7s} {'gamma2':>7s} {'mu':>7s} {'K':>3s} {'k':>2s} | {'new s':>6s} {'old s':>6s} "
+    print(f"{'gamma1':>7s} {'gamma2':>7s} {'mu':>7s} {'K':>3s} {'k':>2s} | "
+          f"{'new s':>6s} {'old s':>6s} "
           f"{'cpu new':>7s} {'cpu old':>7s} | {'it new':>6s} {'it old':>6s} | {'F new':>11s} "
           f"{'F old':>11s} {'rel dF':>9s} | {'AUC new':>7s} {'AUC old':>7s} conv new/old")
     rows = []
@@ -96,7 +98,8 @@ def main():
         fn, fo = F(mn), F(mo)
         an, ao = mean_auc(mn, va)[0], mean_auc(mo, va)[0]
         rows.append((wn, wo, cn, co, (fn - fo) / abs(fo), mn.converged_, mo.converged_))
-        print(f"{g1:7.4g} {g2:7.4g} {mu:7.4g} {K:3d} {k:2d} | {wn:6.2f} {wo:6.2f} {cn:7.2f} {co:7.2f} | "
+        print(f"{g1:7.4g} {g2:7.4g} {mu:7.4g} {K:3d} {k:2d} | "
+              f"{wn:6.2f} {wo:6.2f} {cn:7.2f} {co:7.2f} | "
               f"{mn.n_iter_:6d} {mo.n_iter_:6d} | {fn:11.4f} {fo:11.4f} {rows[-1][4]:+9.2e} | "
               f"{an:7.4f} {ao:7.4f} {mn.converged_}/{mo.converged_}", flush=True)
     wn, wo, cn, co, rel, conv_n, conv_o = (list(c) for c in zip(*rows))

@@ -194,6 +194,32 @@ def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None)
                 pass
 
 
+def _check_config_tables(reg, tables: Mapping[str, Mapping[str, Any]],
+                         config: str | os.PathLike | None) -> None:
+    """Every ``[models.NAME]`` table of the config file is checked against the model's
+    hyperparameters, also for models this run does not select (a typo would otherwise wait,
+    silently, for the day the model is selected)."""
+    from .selectors import apply_overrides
+
+    for name, table in tables.items():
+        try:
+            apply_overrides(reg.model_class(name), table, name)
+        except ConfigError as exc:
+            raise ConfigError(f"config file {str(config)!r}: [models.{name}]: {exc}") from None
+
+
+def _check_rerun(rerun: Sequence[str], selections: Sequence[Any]) -> None:
+    """``--rerun NAME`` names a model of this run (registry name or label), or ``*``."""
+    from .errors import unknown_name_message
+
+    names = {s.name for s in selections} | {s.label for s in selections}
+    for name in rerun:
+        if name != "*" and name not in names:
+            raise ConfigError(f"--rerun {name}: nothing would be recomputed: "
+                              + unknown_name_message("model", name, names,
+                                                     known_as="Models of this run"))
+
+
 def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str] | None = None,
          *, reps: int | None = None, seed: int | None = None, jobs: int | None = None,
          scheduler: str | None = None, store: str | os.PathLike | None = None,
@@ -219,6 +245,10 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     from .config import build_run_config
 
     reg = get_registry()
+    if isinstance(scheduler, str):
+        from .runner.dask import check_scheduler_address
+
+        check_scheduler_address(scheduler)
     cfg = load_config(config) if config else {}
     check_config_models(cfg, reg.model_names, str(config) if config else None)
     settings = build_run_config(
@@ -244,6 +274,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     labels = [s.label for s in selections]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"the same model selection is given twice: {labels}")
+    _check_config_tables(reg, settings.model_overrides, config)
+    _check_rerun(rerun, selections)
 
     ddir = resolve_data_dir(data_dir)
     ddir_s = str(ddir) if ddir else None

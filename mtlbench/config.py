@@ -196,6 +196,11 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(p)!r} does not exist") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {str(p)!r} is not UTF-8 text (TOML files are UTF-8): "
+                          f"byte {exc.object[exc.start]:#04x} at offset {exc.start}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(p)!r}: {exc.strerror or exc}") from None
     unknown = set(cfg) - {"compare", "models"}
     if unknown:
         raise ConfigError(f"config file {str(p)!r}: unknown sections {sorted(unknown)}; "

@@ -40,12 +40,14 @@ class ModelContractError(MTLBenchError):
     returned scores of the wrong shape, a search space names an unknown parameter, ...)."""
 
 
-def unknown_name_message(kind: str, name: str, known) -> str:
+def unknown_name_message(kind: str, name: str, known, known_as: str | None = None) -> str:
     """``unknown KIND 'NAME'. Did you mean ...? Known KINDs: ...`` (close matches by difflib).
 
     ``known`` is any iterable of the valid names; used for models, datasets, problems and
-    searchers alike."""
+    searchers alike.  ``known_as`` replaces the words "Known KINDs" (e.g. "Models of this
+    run")."""
     known = sorted(known)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {kind} {name!r}.{hint} Known {kind}s: {', '.join(known) or '(none)'}."
+    return (f"unknown {kind} {name!r}.{hint} {known_as or f'Known {kind}s'}: "
+            f"{', '.join(known) or '(none)'}.")

@@ -7,7 +7,9 @@ units
     ("ok" or "failed"), chosen hyperparameters, the validation grid, mean validation and test
     AUC, times, iterations, convergence histories, diagnostics, split/data fingerprints, the
     protocol settings, package versions, seed, host and timestamps; failed units keep the error
-    message and traceback.
+    message and traceback.  ``origin`` is empty for a unit computed into this store, and
+    "imported" / "verified" for one imported from a published file (``import-results``;
+    "verified": recomputed here and found equal, :mod:`mtlbench.report.imported`).
 task_scores
     One row per (unit, task) with the test AUC and the number of test labels.
 arrays
@@ -45,16 +47,17 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .errors import MTLBenchError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``;
-3: + ``races``."""
+3: + ``races``; 4: + ``origin`` column.  One migration path from any of them: missing columns
+and tables are added, then the version is set."""
 CLAIM_LEASE_SECONDS = 3600.0
 
 
@@ -93,7 +96,8 @@ CREATE TABLE IF NOT EXISTS units (
     traceback TEXT,
     started_at TEXT,
     finished_at TEXT,
-    provenance TEXT
+    provenance TEXT,
+    origin TEXT
 );
 CREATE INDEX IF NOT EXISTS units_by_problem ON units(problem, model);
 CREATE TABLE IF NOT EXISTS task_scores (
@@ -162,7 +166,7 @@ UNIT_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status", "
                 "time_total", "time_select", "time_fit", "n_iter", "history", "diagnostics",
                 "split_fingerprint", "data_fingerprint", "protocol", "dataset_params",
                 "versions", "host", "message", "traceback", "started_at", "finished_at",
-                "provenance")
+                "provenance", "origin")
 JSON_COLUMNS = ("best_params", "model_config", "grid", "dropped_tasks", "history",
                 "diagnostics", "protocol", "dataset_params", "versions", "provenance")
 RACE_COLUMNS = ("key", "race", "dataset", "problem", "rep", "seed", "model", "model_name",
@@ -189,9 +193,10 @@ class ResultStore:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._renewed = 0.0
         where = str(self.path)
+        existed = self.path.exists()
         try:
             if readonly:
-                if not self.path.exists():
+                if not existed:
                     raise StoreError(f"no results store at {where!r}; run 'mtlbench compare' "
                                      "first or pass --store PATH")
                 self._conn = _connect_readonly(self.path)
@@ -202,19 +207,16 @@ class ResultStore:
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             self._check_and_migrate()
         except StoreError:
+            if not existed and not readonly:
+                _remove_new_store(self.path)
             raise
-        except sqlite3.DatabaseError as exc:
-            if not _is_sqlite_file(self.path):
-                raise StoreError(
-                    f"cannot open the results store {where!r}: {exc} (the file is not an "
-                    "SQLite database; it was left untouched). Choose a writable path with "
-                    "--store PATH.") from None
-            raise StoreError(_damaged_message(where, str(exc))) from None
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"cannot open the results store {where!r}: {exc}. "
-                "Choose a writable path with --store PATH."
-            ) from None
+            conn = getattr(self, "_conn", None)
+            if conn is not None:
+                conn.close()
+            if not existed and not readonly:
+                _remove_new_store(self.path)
+            raise StoreError(_open_failure(self.path, exc, existed)) from None
 
     def _check_and_migrate(self) -> None:
         con = self._conn
@@ -282,10 +284,9 @@ class ResultStore:
             self._write(row, values, task_scores, arrays)
         except sqlite3.Error as exc:
             raise StoreError(
-                f"cannot write a unit to the results store {str(self.path)!r}: {exc}"
-                f"{' (the disk is full)' if 'full' in str(exc) else ''}. The units finished "
-                "before are saved; fix the cause (free space, or move a damaged store aside) "
-                "and run the same command again to resume.") from None
+                f"cannot write a unit to the results store {str(self.path)!r}: "
+                f"{_cause(self.path, exc)}. The units finished before are saved; fix the "
+                "cause and run the same command again to resume.") from None
 
     def _write(self, row: dict[str, Any], values: list, task_scores: Iterable[tuple],
                arrays: dict[str, np.ndarray] | None) -> None:
@@ -316,6 +317,18 @@ class ResultStore:
             chunk = keys[i:i + 500]
             q = f"SELECT key, status FROM units WHERE key IN ({', '.join('?' * len(chunk))})"
             out.update(dict(self._conn.execute(q, chunk).fetchall()))
+        return out
+
+    def unit_states(self, keys: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """(status, finished_at) of each key that is in the store (what
+        :meth:`claim_units` compares with, to see whether another run wrote a unit since)."""
+        keys = list(keys)
+        out: dict[str, tuple[str, str | None]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            q = (f"SELECT key, status, finished_at FROM units WHERE key IN "
+                 f"({', '.join('?' * len(chunk))})")
+            out.update({r[0]: (r[1], r[2]) for r in self._conn.execute(q, chunk)})
         return out
 
     def units(self, *, problems: Iterable[str] | None = None, models: Iterable[str] | None = None,
@@ -401,27 +414,42 @@ class ResultStore:
         return df
 
     # ------------------------------------------------------------------ claims
-    def claim_units(self, keys: Iterable[str]) -> set[str]:
-        """Claim ``keys`` for this process; returns those now claimed by it (the others are
-        being computed by another live run).  Claims of a dead owner on this host, or past
-        their lease (another host), are taken over."""
+    def claim_units(self, keys: Iterable[str], seen: Mapping[str, tuple] | None = None
+                    ) -> tuple[set[str], set[str]]:
+        """Claim ``keys`` for this process, in one transaction that also re-reads the units:
+        returns (the keys now claimed by it, the keys another run wrote meanwhile).
+
+        ``seen`` is what the caller read when it chose the keys (:meth:`unit_states`; a key
+        absent from it was not in the store).  A key whose stored (status, finished_at) is no
+        longer what the caller saw was written by another run since (finished, or recomputed
+        by another ``--rerun``): it is not claimed.  Nor is a key another live run holds.  So
+        two runs on one store never compute the same unit.  Claims of a dead owner on this
+        host, or past their lease (another host), are taken over."""
         keys = list(keys)
         if self.readonly or not keys:
-            return set(keys)
+            return set(keys), set()
+        seen = seen or {}
         host, now = socket.gethostname(), time.time()
         mine: set[str] = set()
         alive: dict[int, bool] = {}
         try:
             with self._conn:
                 self._conn.execute("BEGIN IMMEDIATE")
-                held = {}
+                held, status = {}, {}
                 for i in range(0, len(keys), 500):
                     chunk = keys[i:i + 500]
+                    marks = ", ".join("?" * len(chunk))
                     held.update({r[0]: r[1:] for r in self._conn.execute(
                         f"SELECT key, owner, host, pid, expires FROM claims WHERE key IN "
-                        f"({', '.join('?' * len(chunk))})", chunk)})
+                        f"({marks})", chunk)})
+                    status.update({r[0]: tuple(r[1:]) for r in self._conn.execute(
+                        f"SELECT key, status, finished_at FROM units WHERE key IN ({marks})",
+                        chunk)})
+                finished = {k for k in keys if status.get(k) != seen.get(k)}
                 rows = []
                 for k in keys:
+                    if k in finished:
+                        continue
                     h = held.get(k)
                     if h is not None and h[0] != self.owner and h[3] > now:
                         if h[1] != host:
@@ -436,9 +464,9 @@ class ResultStore:
                                        "expires) VALUES (?, ?, ?, ?, ?)", rows)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot claim units in the results store {str(self.path)!r}: "
-                             f"{exc}") from None
+                             f"{_cause(self.path, exc)}") from None
         self._renewed = now
-        return mine
+        return mine, finished
 
     def renew_claims(self, every: float = 60.0) -> None:
         """Extend this process's claims (at most once per ``every`` seconds)."""
@@ -463,7 +491,7 @@ class ResultStore:
                                            [(k, self.owner) for k in keys])
         except sqlite3.Error as exc:
             raise StoreError(f"cannot update the results store {str(self.path)!r}: "
-                             f"{exc}") from None
+                             f"{_cause(self.path, exc)}") from None
 
     def task_scores(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
         q = ("SELECT u.model, u.dataset, u.problem, u.rep, t.task_index, t.task_name, t.test_auc, "
@@ -548,6 +576,111 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         return con
     except sqlite3.OperationalError:
         return sqlite3.connect(f"{uri}?immutable=1", uri=True)
+
+
+# SQLite's primary result codes (the low byte of ``sqlite_errorcode``)
+SQLITE_PERM, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 3, 5, 6, 8
+SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 10, 11, 13, 14, 26
+#: free bytes below which an I/O error is put down to a full disk
+FULL_DISK_BYTES = 1 << 20
+
+
+def disk_facts(path: Path) -> tuple[bool, int | None]:
+    """(the file system holding ``path`` is mounted read-only, its free bytes or None), read
+    at the nearest existing folder of ``path``."""
+    probe = path if path.exists() else path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except (OSError, AttributeError):  # not POSIX, or vanished
+        return False, None
+    return bool(st.f_flag & getattr(os, "ST_RDONLY", 1)), st.f_bavail * st.f_frsize
+
+
+def _primary_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def environment_cause(path: Path, exc: BaseException) -> str | None:
+    """What in the environment stops reading or writing the store at ``path`` — a read-only
+    file system, a full disk, missing permission, a missing folder, a lock held too long —
+    judged from the error (SQLite's result code or the OS errno) and the file system; None
+    when the error says nothing about the environment (then the file itself is at fault)."""
+    import errno
+
+    primary, err = _primary_code(exc), getattr(exc, "errno", None)
+    read_only, free = disk_facts(path)
+    folder = path.parent
+    if read_only or err == errno.EROFS:
+        return "it is on a read-only file system"
+    if primary == SQLITE_FULL or err == errno.ENOSPC or (
+            primary == SQLITE_IOERR and free is not None and free < FULL_DISK_BYTES):
+        left = f"{free / 2**20:.1f} MiB free" if free is not None else "no space left"
+        return f"the disk is full ({left} on the file system holding {str(folder)!r})"
+    if err in (errno.EACCES, errno.EPERM) or primary in (SQLITE_PERM, SQLITE_READONLY) or (
+            primary == SQLITE_CANTOPEN and folder.is_dir()
+            and not os.access(path if path.exists() else folder, os.W_OK)):
+        what = "the file" if path.exists() else "its folder"
+        return f"permission denied: {what} is not writable by this user"
+    if err == errno.ENOTDIR or (primary == SQLITE_CANTOPEN and not folder.is_dir()):
+        return f"the folder {str(folder)!r} does not exist or is not a folder"
+    if primary == SQLITE_CANTOPEN:
+        return f"SQLite cannot open the file ({exc}; a network file system without locking?)"
+    if primary in (SQLITE_BUSY, SQLITE_LOCKED):
+        return (f"{exc} (another process has held the store locked for more than a minute: "
+                "a run on another machine over a network file system?)")
+    if primary == SQLITE_IOERR:
+        return f"a disk I/O error ({exc}): the disk or the network file system failed"
+    return None
+
+
+def _cause(path: Path, exc: BaseException) -> str:
+    return environment_cause(path, exc) or str(getattr(exc, "strerror", None) or exc)
+
+
+def _open_failure(path: Path, exc: BaseException, existed: bool) -> str:
+    """The message of a store that cannot be opened: the environment's cause first (read-only,
+    permissions, disk full, missing folder), then what is wrong with the file itself (not an
+    SQLite database, or damaged)."""
+    where = str(path)
+    cause = environment_cause(path, exc)
+    if cause is not None and not existed:
+        return (f"cannot create the results store {where!r}: {cause}. Nothing was written; "
+                "fix the cause, or pass another --store PATH.")
+    if cause is not None:
+        read_only = cause.startswith("it is on a read-only")
+        return (f"cannot open the results store {where!r} for writing: {cause}. Nothing in "
+                "the store was changed; fix the cause, or pass another --store PATH"
+                + ("; 'mtlbench results' and 'leaderboard' can read it where it is."
+                   if read_only else "."))
+    if existed and isinstance(exc, sqlite3.DatabaseError):
+        if _primary_code(exc) == SQLITE_NOTADB or not _is_sqlite_file(path):
+            return (f"cannot open the results store {where!r}: {exc} (the file is not an "
+                    "SQLite database; it was left untouched). Choose another path with "
+                    "--store PATH.")
+        return _damaged_message(where, str(exc))
+    return (f"cannot open the results store {where!r}: {getattr(exc, 'strerror', None) or exc}."
+            " Choose a writable path with --store PATH.")
+
+
+def _remove_new_store(path: Path) -> None:
+    """Remove what a failed first open created at ``path`` (an empty file, its journal) —
+    only when it holds no table, so a store another run has just created is never touched."""
+    try:
+        if path.exists() and path.stat().st_size:
+            con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)
+            try:
+                if con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+                    return
+            finally:
+                con.close()
+        for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm"),
+                  path.with_name(path.name + "-journal")):
+            p.unlink(missing_ok=True)
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def _damaged_message(where: str, detail: str) -> str:

@@ -13,11 +13,14 @@ Models (all linear, scores from ``coef_``):
 * ``flaky``       - raises while the environment variable ``TP_FLAKY_FAIL`` is "1", else fits;
 * ``f-good``      - fits (the healthy neighbour of the process-killing models);
 * ``f-segv``      - segfaults its process (a NULL read through ctypes); declares ``a >= 1``;
+* ``f-segv-late`` - sleeps ``seconds`` (a declared parameter), then segfaults like ``f-segv``;
 * ``f-exit``      - ``os._exit(3)`` in ``fit``;
 * ``f-kill``      - sends itself SIGKILL (what the out-of-memory killer does);
 * ``f-oom``       - limits its address space (``resource.setrlimit``) and allocates ``gb`` GB;
 * ``f-hang``      - loops forever around ``time.sleep`` with a bare ``except:`` (swallows any
   in-process time limit);
+* ``f-catchall``  - like ``f-hang`` for ``seconds`` (an undeclared parameter, so an override
+  of it is probed by one fit before the run), then fits;
 * ``f-block``     - one long call that no signal interrupts (SIGALRM blocked, then a sleep),
   like a long LAPACK call;
 * ``f-version``   - fits; its result depends on the module constant ``SHIFT`` (for tests that
@@ -44,7 +47,7 @@ import time
 
 import numpy as np
 
-from mtlbench import Dataset, Int, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import Dataset, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
 
 SHIFT = 0.0
 
@@ -130,6 +133,21 @@ class Segv(_Mean):
         return self._fit_mean(tasks)
 
 
+class SegvLate(_Mean):
+    name = "f-segv-late"
+    param_constraints = {"seconds": Linear([1.0], low=0.0, high=None)}
+
+    def __init__(self, seconds=1.0):
+        self.seconds = seconds
+
+    def fit(self, tasks, init=None):
+        import ctypes
+
+        time.sleep(float(self.seconds))
+        ctypes.string_at(0)
+        return self._fit_mean(tasks)
+
+
 class Exit(_Mean):
     name = "f-exit"
 
@@ -170,6 +188,22 @@ class Hang(_Mean):
                 time.sleep(0.05)
             except:  # noqa: E722 - the fault under test: swallows even the time limit
                 pass
+
+
+class CatchAll(_Mean):
+    name = "f-catchall"
+
+    def __init__(self, seconds=0.0):
+        self.seconds = seconds
+
+    def fit(self, tasks, init=None):
+        end = time.monotonic() + float(self.seconds)
+        while time.monotonic() < end:
+            try:
+                time.sleep(0.05)
+            except:  # noqa: E722 - the fault under test: swallows even the time limit
+                pass
+        return self._fit_mean(tasks)
 
 
 class Block(_Mean):
@@ -221,8 +255,8 @@ class Tiny(Dataset):
 
 @hookimpl
 def register_models(register):
-    for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, Exit, Kill, Oom, Hang, Block,
-                Versioned, PartlyFails):
+    for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, SegvLate, Exit, Kill, Oom, Hang,
+                CatchAll, Block, Versioned, PartlyFails):
         register(cls)
 
 

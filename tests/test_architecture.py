@@ -125,7 +125,7 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
     {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
-     "mtlbench.provenance"},
+     "mtlbench._forkserver", "mtlbench.provenance"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.design", "mtlbench.searcher",
      "mtlbench.synthetic", "mtlbench.fetch"},
@@ -139,13 +139,12 @@ CORE_LAYERS = [
      "mtlbench.testing.model_checks", "mtlbench.testing.dataset_checks",
      "mtlbench.testing.conformance", "mtlbench.testing.pytest_plugin"},
     {"mtlbench.runner", "mtlbench.runner.unit", "mtlbench.runner.plan", "mtlbench.runner.cost",
-     "mtlbench.runner.local",
-     "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
+     "mtlbench.runner.local", "mtlbench.runner.dask", "mtlbench.report", "mtlbench.report.select",
      "mtlbench.report.stats", "mtlbench.report.roles", "mtlbench.report.render",
      "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
-     "mtlbench.report.publish", "mtlbench.report.race_figures", "mtlbench.race",
-     "mtlbench.scaffold"},
+     "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.report.race_figures",
+     "mtlbench.race", "mtlbench.scaffold"},
     {"mtlbench.api"},
     CLI,
 ]

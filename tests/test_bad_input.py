@@ -263,3 +263,41 @@ def test_unwritable_store_paths(tmp_path):
     _assert_clean_error(_compare(tmp_path, "--models", "stl", store=str(not_db)),
                         "cannot open the results store", "file is not a database")
     assert not_db.read_text().startswith("these are my notes")  # left untouched
+
+
+# --------------------------------------------------------------------------- issue 28: silent or
+# traceback-ending inputs
+def _config(tmp_path: Path, data: bytes) -> str:
+    path = tmp_path / "cfg.toml"
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--datasets", "simulated[seed=-1]", "--models", "stl"],
+     ["dataset 'simulated[seed=-1]' cannot load problem 'simulated'",
+      "ValueError: expected non-negative integer"]),
+    (["--models", "stl", "--config", b"[compare]\nreps = 1\n# caf\xe9\n"],
+     ["is not UTF-8 text", "byte 0xe9 at offset 24"]),
+    (["--models", "stl", "--rerun", "stlx"],
+     ["--rerun stlx: nothing would be recomputed: unknown model 'stlx'. Did you mean 'stl'?",
+      "Models of this run: stl."]),
+    (["--models", "stl", "--config", b"[models.lasso]\nrho_ratio = 'abc'\n"],
+     ["[models.lasso]: lasso[rho_ratio='abc']: expected a value like the default 0.03"]),
+    (["--models", "stl", "--config", b"[models.lasso]\nrho_ratio = -1.0\n"],
+     ["[models.lasso]: invalid hyperparameter override lasso[rho_ratio=-1.0]"]),
+    (["--models", "stl", "--scheduler", "garbage://x:y"],
+     ["--scheduler garbage://x:y: not a Dask scheduler address",
+      "unknown address scheme 'garbage'"]),
+    (["--models", "stl", "--scheduler", "tcp://host:port"],
+     ["--scheduler tcp://host:port: not a Dask scheduler address"]),
+], ids=["dataset-seed", "config-not-utf8", "rerun-unknown", "config-type-unselected",
+        "config-range-unselected", "scheduler-scheme", "scheduler-port"])
+def test_inputs_that_were_ignored_or_ended_in_a_traceback(tmp_path, args, fragments):
+    """Each gives one line and exit 2 (issue 28): before, a numpy traceback, a
+    UnicodeDecodeError, nothing at all (an unknown --rerun model recomputed nothing; a wrong
+    [models.NAME] table of a model not selected waited for the day it is), or a clear line
+    followed by a 40 s hang and a traceback from Dask's Client.__del__."""
+    args = [_config(tmp_path, a) if isinstance(a, bytes) else a for a in args]
+    _assert_clean_error(_compare(tmp_path, *args), *fragments)
+    assert not (tmp_path / "res.sqlite").exists()  # refused before the store was created

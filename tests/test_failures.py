@@ -243,6 +243,25 @@ def test_overrides_are_checked_without_running_the_plugin(faulty, tmp_path):
     assert not (tmp_path / "v.sqlite").exists()
 
 
+@pytest.mark.slow
+def test_the_override_probe_is_bounded_from_outside(faulty, tmp_path):
+    """An undeclared override is probed by one fit before any unit runs; a fit that swallows
+    its time limit (600 s here) is stopped from outside after min(10 s, --timeout) + a grace,
+    like a unit, and the run goes on (issue 28: it blocked ``compare`` for the fit's whole
+    duration, and its process outlived a kill -9)."""
+    store = str(tmp_path / "p.sqlite")
+    cmd = fault_plugins.cli_command() + [
+        "compare", "--datasets", "tiny", "--models", "f-catchall[seconds=600],f-good",
+        "--reps", "1", "--timeout", "1", "--store", store]
+    proc = subprocess.run(cmd, env=fault_plugins.subprocess_env(faulty), capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    units = _units(store)
+    assert units["f-good", 0]["status"] == "ok"
+    msg = units["f-catchall[seconds=600]", 0]["message"]
+    assert "exceeded the timeout of 1 s (its process was stopped" in msg, msg
+
+
 def test_fits_of_the_search_that_raise_are_counted_and_shown_with_the_plugin_line(
         faulty, tmp_path, monkeypatch):
     """Issue 26 (c): a fit of the search that raises was swallowed (the unit ok, 0 failures

@@ -25,7 +25,7 @@ def test_lbfgs_reaches_the_minimiser_of_a_quadratic(precondition):
     Hd = np.diag(H)
     pre = (lambda x, v: v / Hd) if precondition else None
     # (f-based line searches resolve the gradient to ~sqrt(eps) relative, not to eps)
-    check = lambda x: np.linalg.norm(H @ x - b) <= 1e-7 * np.linalg.norm(b)  # noqa: E731
+    check = lambda x: np.linalg.norm(H @ x - b) <= 1e-7 * np.linalg.norm(b)
     x, f, it, n_eval, stopped = lbfgs(fun, np.zeros(b.size), 2000, check=check, check_every=1,
                                       precondition=pre, progress=lambda i, f: seen.append(f))
     assert stopped and it == len(seen) and n_eval >= it

@@ -2,7 +2,6 @@
 does not change results; the competitors' declared search spaces validate."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

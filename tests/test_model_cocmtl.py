@@ -282,7 +282,8 @@ def test_reduced_value_is_the_minimum_over_P_and_Q(seed, lam1, lam2, k):
     # recover splits M = c' 1^T + L' with c' its column mean: the same Phi(M)
     M = red.matrix(x)
     cm = M.mean(axis=1, keepdims=True)
-    majorant = loss.value(Pr + Qr) + lam1 * np.sum((Pr - cm) ** 2) + lam2 * np.sum((Qr - (M - cm)) ** 2)
+    majorant = (loss.value(Pr + Qr) + lam1 * np.sum((Pr - cm) ** 2)
+                + lam2 * np.sum((Qr - (M - cm)) ** 2))
     assert majorant == pytest.approx(phi, rel=1e-10)
     F = loss.value(Pr + Qr) + lam1 * mean_reg_penalty(Pr) + lam2 * cocluster_penalty(Qr, k)
     assert F <= phi * (1 + 1e-12)
@@ -315,7 +316,7 @@ def test_stationarity_residual_is_the_gradient_norm_of_F():
     P, Q = rng.standard_normal((d, T)), rng.standard_normal((d, T))
     loss = SquaredLoss(tasks)
     F = lambda P, Q: loss.value(P + Q) + lam1 * mean_reg_penalty(P) \
-        + lam2 * cocluster_penalty(Q, k)  # noqa: E731
+        + lam2 * cocluster_penalty(Q, k)
     eps = 1e-6
     gP, gQ = np.zeros_like(P), np.zeros_like(Q)
     for i in range(d):

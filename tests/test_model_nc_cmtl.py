@@ -76,7 +76,8 @@ def test_closed_form_matches_direct_minimisation_of_majoriser(d, n):
     D = (V * (1.0 / (2 * np.sqrt(lam) * (1 + np.sqrt(lam))))) @ V.T
     w = cp.Variable(d)
     # majoriser of task 0 (terms constant in w dropped)
-    maj = q / (2 * np.sqrt(n)) * dt * cp.sum_squares(y - X @ w) + mu * cp.quad_form(w, cp.psd_wrap(D))
+    maj = (q / (2 * np.sqrt(n)) * dt * cp.sum_squares(y - X @ w)
+           + mu * cp.quad_form(w, cp.psd_wrap(D)))
     cp.Problem(cp.Minimize(maj)).solve(solver="CLARABEL")
     a, P, delta = reweight_matrix(W0, s)
     rho = mu * np.sqrt(n) / (q * dt)

@@ -27,7 +27,8 @@ def _tasks(seed, T=8, d=12, n=14):
     return TaskSet.from_arrays("toy", Xs, ys)
 
 
-@pytest.mark.parametrize("gamma1,gamma2,mu", [(0.05, 0.05, 0.05), (0.01, 0.2, 0.5), (0.3, 1e-4, 0.01)])
+@pytest.mark.parametrize("gamma1,gamma2,mu",
+                         [(0.05, 0.05, 0.05), (0.01, 0.2, 0.5), (0.3, 1e-4, 0.01)])
 def test_alternating_objective_never_increases(gamma1, gamma2, mu):
     tasks = _tasks(0)
     m = VSTGMTL(gamma1=gamma1, gamma2=gamma2, mu=mu, n_bases=4, k=2, tol=0.0, xtol=0.0, max_iter=15,

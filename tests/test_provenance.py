@@ -113,6 +113,40 @@ def test_code_fingerprint_follows_the_source_and_helper_modules(tmp_path, monkey
         del sys.modules[m]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("shift, agrees", [("1e-12", True), ("10.0", False)],
+                         ids=["same-numbers", "other-numbers"])
+def test_verify_of_units_made_by_other_code_refits_at_their_hyperparameters(
+        dist, tmp_path, shift, agrees):
+    """import-results --verify of units whose model code changed since (issue 28, case 5):
+    bit-identity is not expected; the model is refitted with this code at the published
+    hyperparameters and its validation and test AUC must be within 0.005.  A solver edit that
+    leaves the numbers alone passes; one that moves them is refused."""
+    from mtlbench.report.publish import publish
+    from mtlbench.store import ResultStore
+
+    theirs = str(tmp_path / "theirs.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--datasets", "tiny", "--models", "f-version",
+                                   "--reps", "2", "--jobs", "1", "--store", theirs])
+    assert res.exit_code == 0, res.output
+    publish(ResultStore(theirs), tmp_path / "lb", figures=False, log=lambda s: None)
+    dist(source=fault_plugins.SOURCE.replace("SHIFT = 0.0", f"SHIFT = {shift}"))
+    mine = tmp_path / "mine.sqlite"
+    res = CliRunner().invoke(cli, ["import-results", str(tmp_path / "lb" / "tiny.json"),
+                                   "--store", str(mine), "--verify", "1"],
+                             env={"COLUMNS": "200"})
+    out = " ".join(res.output.split())
+    assert "made by other code or search rule" in out and "model code" in out, out
+    if agrees:
+        assert res.exit_code == 0, out
+        assert "refitted here at its published hyperparameters" in out
+        assert "(1 of them verified by recomputing them here)" in out
+    else:
+        assert res.exit_code == 2 and "Nothing was imported" in out, out
+        assert "at the published hyperparameters {} (made by other code" in out
+        assert not mine.exists()
+
+
 SIBLING_MODEL = '''
 import numpy as np
 

@@ -21,7 +21,8 @@ def _ksupport_sq_cvx(v, k):
 
 
 def _ksupport_brute(v, k):
-    """Through the dual norm: ||v||^sp_k = max <v, u> s.t. the l2 norm of the k largest |u_i| <= 1."""
+    """Through the dual norm: ||v||^sp_k = max <v, u> s.t. the l2 norm of the k largest
+    |u_i| <= 1."""
     u = cp.Variable(v.size)
     # ||u||_(k) <= 1  <=>  sum of the k largest u_i^2 <= 1 (convex: sum_largest of squares)
     prob = cp.Problem(cp.Maximize(v @ u), [cp.sum_largest(cp.square(u), k) <= 1])
@@ -59,7 +60,8 @@ def test_prox_ksupport_sq_matches_cvxpy(seed):
         v[0] = 0.0
         v[-1] = v[1] if p > 2 else v[-1]       # ties
     w, th = cp.Variable(p), cp.Variable(p)
-    obj = 0.5 * cp.sum_squares(w - v) + lam / 2 * sum(cp.quad_over_lin(w[i], th[i]) for i in range(p))
+    obj = (0.5 * cp.sum_squares(w - v)
+           + lam / 2 * sum(cp.quad_over_lin(w[i], th[i]) for i in range(p)))
     cp.Problem(cp.Minimize(obj), [th >= 0, th <= 1, cp.sum(th) <= k]).solve(solver="CLARABEL")
     ours = prox_ksupport_sq(v, lam, k)
     np.testing.assert_allclose(ours, w.value, atol=2e-4 * max(1.0, np.abs(v).max()))
@@ -174,7 +176,8 @@ def test_prox_l1inf_matches_cvxpy(seed):
     X = cp.Variable((n, m))
     obj = 0.5 * cp.sum_squares(X - V) + tau * cp.sum(cp.max(cp.abs(X), axis=1))
     cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL")
-    np.testing.assert_allclose(prox_l1inf_rows(V, tau), X.value, atol=1e-5 * max(1.0, np.abs(V).max()))
+    np.testing.assert_allclose(prox_l1inf_rows(V, tau), X.value,
+                               atol=1e-5 * max(1.0, np.abs(V).max()))
 
 
 def test_project_l1_ball_rows():

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -161,7 +163,7 @@ def test_import_is_refused_when_this_installation_differs(tmp_path, tamper, mess
     assert "Nothing was imported" in res.output and "Traceback" not in res.output
     if message:
         assert message in res.output
-    assert _keys(mine) == {}
+    assert not os.path.exists(mine)  # nothing written, not even an empty store
 
 
 def test_import_rejects_files_that_are_not_leaderboards(tmp_path):
@@ -187,3 +189,111 @@ def test_a_dataset_with_parameters_is_published_under_a_file_safe_name(tmp_path)
     assert json.loads((out / "toy-seed-1.json").read_text())["dataset"] == "toy[seed=1]"
     index = (out / "README.md").read_text()
     assert "[toy[seed=1]](toy-seed-1.md)" in index and "[toy](toy.md)" in index
+
+
+# ------------------------------------------------------------------ issue 28: verified imports
+@pytest.fixture(scope="module")
+def published_stl(tmp_path_factory):
+    """simulated.json published from a store computed by this tree: stl, 2 repetitions."""
+    root = tmp_path_factory.mktemp("published")
+    theirs = str(root / "theirs.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--models", "stl", "--reps", "2", "--store",
+                                   theirs])
+    assert res.exit_code == 0, res.output
+    publish(ResultStore(theirs), root / "lb", figures=False, log=quiet)
+    return json.loads((root / "lb" / "simulated.json").read_text())
+
+
+def _set_task_auc(u, t, value):
+    u["task_auc"][t] = value
+
+
+def _rekey(u):
+    u["key"] = "0" * 32
+
+
+def _refused_import(tmp_path, data, *args):
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    mine = tmp_path / "mine.sqlite"
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(mine), *args])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert res.output.count("Error:") == 1 and "Nothing was imported" in out, res.output
+    assert not mine.exists()  # nothing written, no empty store left behind
+    return out
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda u: _set_task_auc(u, 3, u["task_auc"][3] - 0.01),
+     "unit 0 (stl simulated rep 0): field 'test_auc' is"),
+    (lambda u: u.update(test_auc=u["test_auc"] + 1e-6),
+     "but the mean of its 100 per-task AUCs (task_auc) is"),
+    (lambda u: u.update(test_auc="excellent"),
+     "field 'test_auc' is 'excellent', expected an AUC: a finite number in [0, 1]"),
+    (lambda u: _set_task_auc(u, 0, 1.5), "field 'task_auc' is [1.5,"),
+    (lambda u: u.update(status="great"), "field 'status' is 'great', expected 'ok' or 'failed'"),
+    (lambda u: u.pop("rep"), "unit 0: field 'rep' is missing (expected an integer >= 0)"),
+    (lambda u: u.update(rep=0.5), "field 'rep' is 0.5, expected an integer >= 0"),
+    (lambda u: u.update(rep=7), "field 'rep' is 7, but its protocol has 2 repetitions"),
+    (lambda u: u.update(split_fingerprint="abc"),
+     "field 'split_fingerprint' is 'abc', expected 64 hex digits"),
+    (lambda u: u["provenance"]["model"].update(code="x"),
+     "field 'provenance.model.code' is 'x', expected 16 hex digits"),
+    (lambda u: u.update(model="lasso"), "field 'model' is 'lasso', not a label of its model"),
+    (lambda u: u.update(n_test=[30]), "field 'n_test' is [30], expected 100 positive integers"),
+    (_rekey, "field 'key' 00000000000000000000000000000000 is not the hash of the unit's "
+             "identity"),
+], ids=["one-task-auc", "test-auc", "test-auc-type", "task-auc-range", "status", "no-rep",
+        "rep-type", "rep-range", "fingerprint", "code-fingerprint", "label", "n-test", "key"])
+def test_import_refuses_a_unit_that_is_not_well_formed_or_consistent(published_stl, tmp_path,
+                                                                     edit, message):
+    """Issue 28, case 5: one changed AUC, a wrong type, status, repetition, fingerprint or
+    key refuses the whole file in one line naming the unit and the field; nothing is
+    written (before: the changed AUC was imported and moved the leaderboard, "excellent"
+    made 'results' crash on the store, a missing or non-integer rep gave a traceback, and
+    every refusal left an empty store file)."""
+    data = json.loads(json.dumps(published_stl))
+    edit(data["units"][0])
+    assert message in _refused_import(tmp_path, data)
+
+
+def test_import_refuses_a_unit_that_is_not_an_object_or_given_twice(published_stl, tmp_path):
+    data = json.loads(json.dumps(published_stl))
+    data["units"].append(data["units"][0])
+    assert "unit 2 (stl simulated rep 0): field 'key'" in _refused_import(tmp_path, data)
+    data["units"][1] = 42
+    assert "unit 1: field '(the unit)' is 42, expected an object" in \
+        _refused_import(tmp_path, data)
+
+
+@pytest.mark.slow
+def test_verify_recomputes_units_and_the_leaderboard_marks_them(published_stl, tmp_path):
+    """--verify N recomputes N units drawn from the file (seeded) and wants their per-task
+    AUCs bit-identical when the code is the same; a consistently edited unit (its AUCs and
+    their mean) passes the form checks but not --verify.  The leaderboard marks imported
+    rows, and verified ones."""
+    data = json.loads(json.dumps(published_stl))
+    u = data["units"][1]
+    u["task_auc"][5] -= 0.02
+    u["test_auc"] = float(np.mean(u["task_auc"]))
+    out = _refused_import(tmp_path, data, "--verify", "2")
+    assert "--verify recomputed stl simulated rep 1 here and with the same code got " \
+           "different numbers: the test AUC of task 5 is" in out, out
+
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(published_stl))
+    mine = str(tmp_path / "mine.sqlite")
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", mine, "--verify",
+                                   "1", "--verify-seed", "3"])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "with the same code" in out and "100 per-task test AUCs bit-identical" in out
+    assert "imported 2 unit(s) of simulated" in out and "(1 of them verified" in out
+    lb = json.loads(CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated",
+                                             "--store", mine, "--format", "json"]).output)
+    row = lb["rows"][0]
+    assert (row["imported_units"], row["verified_units"]) == (2, 1)
+    assert sorted(u["origin"] for u in lb["units"]) == ["imported", "verified"]
+    md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine])
+    assert "| stl ⁱ✓" in md.output and "ⁱ after a model: units imported" in md.output

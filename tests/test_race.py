@@ -223,7 +223,7 @@ def test_race_table_round_trip_and_schema(tmp_path):
         store.write_race(rows)
         back = store.races().to_dict(orient="records")
     con = sqlite3.connect(path)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     con.close()
     assert len(back) == len(rows)
     by_solver = {r["solver"]: r for r in back}

@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 
 import pytest
@@ -154,30 +155,53 @@ def _claims(store):
         return 0
 
 
+def _grandchildren(pid: int) -> list[int]:
+    """Processes started by the children of ``pid`` (the forkserver's: the probe, workers)."""
+    kids = set(_descendants(pid))
+    return [p for p in kids if (st := _stat(p)) is not None and int(st[1]) in kids]
+
+
+STAGES = {  # stage: (models, options, condition that says the stage is reached)
+    # the override probe of an undeclared parameter, before any unit: a fit of 600 s that
+    # swallows its time limit (stopped from outside after 10 s + grace)
+    "probe": ("f-catchall[seconds=600]", ("--reps", "1"),
+              lambda proc, store: _grandchildren(proc.pid) and _claims(store) == 0),
+    # units running: one finished, the next one (60 s) running
+    "units": ("stl,slow[seconds=60,chunk=0.05]", ("--reps", "2", "-j", "1"),
+              lambda proc, store: _finished(store) >= 1 and _claims(store) >= 1),
+}
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc (Linux)")
-def test_kill_9_of_compare_leaves_no_worker_computing(tmp_path):
-    store = str(tmp_path / "k.sqlite")
-    proc = _start(tmp_path, store, "slow[seconds=60,chunk=0.05]", "--reps", "2", "-j", "2")
-    assert _wait_for(lambda: _claims(store) == 2), proc.communicate(timeout=5)
-    kids = _descendants(proc.pid)
-    assert len(kids) >= 2  # the forkserver and the workers
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
-    assert _wait_for(lambda: not _computing(kids), 15), kids
-
-
-def test_ctrl_c_says_what_was_saved_and_how_to_resume(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "kill-9"])
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_stopping_compare_at_any_stage(tmp_path, stage, sig):
+    """Ctrl-C and SIGTERM (what timeout, systemd and Slurm send) end ``compare`` at any stage
+    with a message saying what was saved and how to resume (exit 130 / 143), its claims
+    released; after any of them, kill -9 included, no process it started (forkserver,
+    resource tracker, probe, workers) is left, and none prints a traceback (issue 28)."""
     store = str(tmp_path / "c.sqlite")
-    proc = _start(tmp_path, store, "stl,slow[seconds=60,chunk=0.05]", "--reps", "2", "-j", "1")
-    assert _wait_for(lambda: _finished(store) >= 1 and _claims(store) >= 1)
+    models, options, reached = STAGES[stage]
+    proc = _start(tmp_path, store, models, *options)
+    assert _wait_for(lambda: reached(proc, store)), proc.communicate(timeout=5)
     kids = _descendants(proc.pid)
-    proc.send_signal(signal.SIGINT)
+    assert len(kids) >= 2  # at least the forkserver and the probe or a worker
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
+    assert _wait_for(lambda: not _computing(kids), 15), kids
     text = " ".join((out + err).split())
-    assert proc.returncode == 130, text
-    assert "Interrupted: 1 unit(s) of this run were saved" in text
+    assert "Traceback" not in text and "BrokenPipeError" not in text, text
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+        return
+    assert proc.returncode == 128 + sig, text
+    what = "Interrupted:" if sig == signal.SIGINT else "Terminated (SIGTERM):"
+    saved = ("while planning, before any unit ran" if stage == "probe"
+             else "1 unit(s) of this run were saved")
+    assert f"{what} {saved}" in text, text
     assert "Resume with the same command" in text and "mtlbench compare --datasets tiny" in text
-    assert _wait_for(lambda: not _computing(kids), 15)
     assert _claims(store) == 0
 
 
@@ -195,3 +219,56 @@ def test_two_runs_on_one_store_do_not_compute_a_unit_twice(tmp_path):
     assert "ran 0 unit(s)" in text2, text2
     assert "2 unit(s) are being computed by another run on this store" in text2
     assert _finished(store) == 2 and _claims(store) == 0
+
+
+TWO_RUNS = '''
+import sys, time
+from pathlib import Path
+
+import mtlbench
+
+role, root, trials, reps = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for t in range(trials):
+    (root / f"ready-{role}-{t}").touch()
+    while not (root / f"go-{role}-{t}").exists():
+        time.sleep(0.005)
+    res = mtlbench.compare(datasets=["tiny"], models=["f-good"], reps=reps, jobs=2,
+                           store=str(root / f"s{t}.sqlite"))
+    (root / f"ran-{role}-{t}").write_text(str(res.report.ran))
+'''
+
+
+@pytest.mark.slow
+def test_two_runs_started_while_units_finish_never_compute_a_unit_twice(tmp_path):
+    """Issue 28, case 4: run B starts while run A is finishing units (B reads the store, A
+    writes a unit and releases its claim, B claims): before, B then computed that unit a
+    second time (2 of 11 trials).  Two processes call ``compare`` on one store per trial, B
+    once A has stored a tenth of its units (A then writes a unit every few milliseconds: units
+    of one fit on 5 x 40 samples); the units computed twice are counted."""
+    trials, reps = 4, 300
+    root = fault_plugins.install(tmp_path / "dist")
+    env = fault_plugins.subprocess_env(root)
+    work = tmp_path / "runs"
+    work.mkdir()
+    procs = {role: subprocess.Popen([sys.executable, "-c", TWO_RUNS, role, str(work),
+                                     str(trials), str(reps)], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for role in ("a", "b")}
+    twice = []
+    try:
+        for t in range(trials):
+            ready = lambda: all((work / f"ready-{r}-{t}").exists() for r in procs)
+            assert _wait_for(ready), {r: p.poll() for r, p in procs.items()}
+            (work / f"go-a-{t}").touch()
+            assert _wait_for(lambda: _finished(str(work / f"s{t}.sqlite")) >= reps // 10)
+            (work / f"go-b-{t}").touch()
+            done = lambda: all((work / f"ran-{r}-{t}").exists() for r in procs)
+            assert _wait_for(done), {r: p.poll() for r, p in procs.items()}
+            ran = {r: int((work / f"ran-{r}-{t}").read_text()) for r in procs}
+            assert _finished(str(work / f"s{t}.sqlite")) == reps
+            twice.append(ran["a"] + ran["b"] - reps)
+    finally:
+        for p in procs.values():
+            out, _ = p.communicate(timeout=60)
+            assert p.returncode == 0, out
+    assert twice == [0] * trials, f"units computed twice per trial: {twice}"

@@ -7,9 +7,12 @@ load when a command runs, so ``compare --help`` stays fast.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
+import signal
 import sys
+import threading
 from typing import Any
 
 import click
@@ -84,20 +87,33 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
             budget: int | None, dry_run: bool) -> None:
     """Run models on datasets under the common protocol and print mean ± std test AUC.
 
-    Exits with status 1 when a unit of the run failed (--allow-failures: 0)."""
-    if not scheduler and not dry_run:
-        from ..runner.local import prestart
+    Exits with status 1 when a unit of the run failed (--allow-failures: 0); 130 on Ctrl-C
+    and 143 on SIGTERM, after saying what was saved."""
+    with _terminate_like_interrupt() as received:
+        try:
+            if not scheduler and not dry_run:
+                from ..runner.local import prestart
 
-        prestart()  # worker processes' imports overlap with planning
-    registry()  # plugin warnings, once
-    selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
-    if not selectors:
-        selectors = models_  # None: the default; "": a clear error from the settings check
-    plan = api.plan(datasets_, selectors, reps=reps, seed=seed,
-                    jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
-                    timeout=timeout, retry_failed=retry_failed, config=config_path,
-                    test_fraction=test_fraction, val_fraction=val_fraction, search=search,
-                    budget=budget, rerun=[m for r in rerun for m in _split_csv(r)])
+                prestart()  # worker processes' imports overlap with planning
+            registry()  # plugin warnings, once
+            selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
+            if not selectors:
+                selectors = models_  # None: the default; "": a clear error from the check
+            plan = api.plan(datasets_, selectors, reps=reps, seed=seed,
+                            jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
+                            timeout=timeout, retry_failed=retry_failed, config=config_path,
+                            test_fraction=test_fraction, val_fraction=val_fraction,
+                            search=search, budget=budget,
+                            rerun=[m for r in rerun for m in _split_csv(r)])
+        except KeyboardInterrupt:
+            _stopped(received, "while planning, before any unit ran")
+        try:
+            _compare(plan, store, dry_run, allow_failures, received)
+        except KeyboardInterrupt:  # outside the units' run (which says what it saved)
+            _stopped(received, f"the units finished so far are saved in {store}")
+
+
+def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: list) -> None:
     pc = plan.config
     search_text = pc.search + (f" (budget {pc.budget} fits per unit)" if pc.search != "grid"
                                else "")
@@ -118,7 +134,7 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
         with RichReporter(console.real()) as reporter:
             result = api.run(plan, reporter=reporter)
     except RunInterrupted as exc:
-        _interrupted(exc.report, store)
+        _stopped(received, f"{exc.report.saved} unit(s) of this run were saved in {store}")
     report = result.report
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
@@ -187,11 +203,38 @@ def _print_plan(plan) -> None:
     console.print("dry run: nothing was run.")
 
 
-def _interrupted(report, store: str) -> None:
-    err_console.print(f"[yellow]Interrupted:[/] {report.saved} unit(s) of this run were saved "
-                      f"in {store}. Resume with the same command (finished units are "
-                      f"skipped):\n  mtlbench {shlex.join(sys.argv[1:])}", soft_wrap=True)
-    sys.exit(130)
+@contextlib.contextmanager
+def _terminate_like_interrupt():
+    """SIGTERM (what ``timeout``, systemd and Slurm send) ends ``compare`` like Ctrl-C: it is
+    raised as KeyboardInterrupt in the main thread, so the same cleanup runs (workers
+    stopped, claims released, finished units kept).  Yields the list of signals received; a
+    second SIGTERM during the cleanup is ignored."""
+    received: list[int] = []
+
+    def on_sigterm(signum, frame):
+        if not received:
+            received.append(signum)
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(received: list, saved: str) -> None:
+    """Say what a stopped ``compare`` saved and how to resume; exit 128 + the signal."""
+    signum = received[0] if received else signal.SIGINT
+    what = "Interrupted" if signum == signal.SIGINT else \
+        f"Terminated ({signal.Signals(signum).name})"
+    err_console.print(f"[yellow]{what}:[/] {saved}. Resume with the same command (finished "
+                      f"units are skipped):\n  mtlbench {escape(shlex.join(sys.argv[1:]))}",
+                      soft_wrap=True)
+    sys.exit(128 + int(signum))
 
 
 def _failure_exit(report, allow_failures: bool) -> None:
@@ -358,18 +401,33 @@ def _stale_note(store) -> str:
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
                    "the data and split fingerprints of real datasets.")
+@click.option("--verify", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Recompute this many units drawn at random from the file here, and refuse "
+                   "the import unless they agree (bit-identical where the code is the same).")
+@click.option("--verify-seed", type=int, default=0, show_default=True,
+              help="Seed of the random draw of --verify.")
 @user_errors
-def import_results(file: str, store: str, data_dir: str | None) -> None:
+def import_results(file: str, store: str, data_dir: str | None, verify: int,
+                   verify_seed: int) -> None:
     """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
     that 'compare --models mine' computes only your model and 'leaderboard' shows all.
-    Refused when splits, data or protocol differ from this installation's."""
+
+    Every unit is checked first (types, test AUC = mean of the per-task AUCs, keys,
+    fingerprints) and refused when splits, data or protocol differ from this installation's;
+    one problem refuses the whole file and nothing is written.  Imported units are marked
+    as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
-    from ..report.publish import import_results as import_units
+    from ..report.publish import check_import, write_import
 
     ddir = resolve_data_dir(data_dir)
+
+    def log(text: str) -> None:
+        console.print(escape(text), soft_wrap=True)
+
+    checked = check_import(file, data_dir=str(ddir) if ddir else None, verify=verify,
+                          verify_seed=verify_seed, log=log)
     rs = open_store(store, must_exist=False)
     try:
-        import_units(file, rs, log=lambda s: console.print(escape(s), soft_wrap=True),
-                     data_dir=str(ddir) if ddir else None)
+        write_import(checked, rs, log=log)
     finally:
         rs.close()

@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..protocol import config_json
+from .imported import IMPORTED, VERIFIED
 from .render import (GENERATED_MARKER, SORT_HEADER, cell_text, render, to_csv, to_json,
                      to_markdown)
 from .schema import (FORMAT_VERSION, UNIT_FIELDS, Cell, FriedmanResult, Leaderboard, Machine,
@@ -280,6 +281,8 @@ def _rows(units: pd.DataFrame, sel: Selection, dataset: str, cells: Cells,
         um = units[units["model"] == m]
         finished = sum(mc[p].n for p in problems)
         prog = progress.get(m, {})
+        # an older store read as it is has no origin column: nothing in it was imported
+        origin = um["origin"] if "origin" in um else pd.Series(dtype=object)
         overall = [mc[p].mean for p in problems if mc[p].mean is not None]
         mean_all = float(np.mean(overall)) if overall else None
         rows.append(Row(
@@ -293,7 +296,8 @@ def _rows(units: pd.DataFrame, sel: Selection, dataset: str, cells: Cells,
             near_chance=mean_all is not None and abs(mean_all - 50.0) <= CHANCE_MARGIN,
             win_tie_loss=wtl.get(m), time_total_s=float(um["time_total"].fillna(0).sum()),
             plugin=_short(v.get("plugin") for v in um["versions"].dropna()),
-            cells=mc))
+            cells=mc, imported_units=int(origin.isin([IMPORTED, VERIFIED]).sum()),
+            verified_units=int((origin == VERIFIED).sum())))
     rows.sort(key=lambda r: (r.avg_rank is None, r.avg_rank or 0.0,
                              -(r.mean_test_auc_x100 if r.mean_test_auc_x100 is not None
                                else -math.inf), r.model))
@@ -309,6 +313,13 @@ def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame) -> 
             ranking.blocks_used < len(ok[["problem", "rep"]].drop_duplicates()):
         notes.append(f"Ranks use the {ranking.blocks_used} (problem, repetition) blocks in "
                      "which every ranked model finished.")
+    imported = [r for r in rows if r.imported_units]
+    if imported:
+        notes.append("ⁱ after a model: units imported from a published file (import-results), "
+                     "not computed in this store; ✓: some of them recomputed here and found "
+                     "equal (import-results --verify): " + ", ".join(
+                         f"{r.model} ({r.imported_units} imported, {r.verified_units} verified)"
+                         for r in imported) + ".")
     chance = [r.model for r in rows if r.near_chance]
     if chance:
         notes.append(f"≈ after a model: its mean test AUC is within {CHANCE_MARGIN:g} points of "

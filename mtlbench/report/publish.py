@@ -25,8 +25,10 @@ Rules
   it is dropped and the log says so (it stays in version control).
 
 ``import_results`` reads a published ``<dataset>.json`` back into a store, after checking
-that this installation computes the same split fingerprints, data fingerprints and protocol
-for the same dataset, seed and repetitions (:func:`mtlbench.protocol.make_split`).
+every unit's form and consistency (:mod:`mtlbench.report.imported`), that this installation
+computes the same split fingerprints, data fingerprints and protocol for the same dataset,
+seed and repetitions (:func:`mtlbench.protocol.make_split`), and optionally recomputing some
+units (``--verify N``).
 """
 from __future__ import annotations
 
@@ -366,17 +368,27 @@ def _local_check(unit: UnitRecord, dataset: str, cache: dict,
     return None
 
 
-def import_results(path: str | Path, store, log: Callable[[str], None] = print,
-                   data_dir: str | None = None) -> int:
-    """Import the units of a published leaderboard JSON into ``store``; returns how many.
+def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
+                 verify_seed: int = 0, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Read a published leaderboard JSON and check it for import; nothing is written.
 
-    Refused (:class:`ConfigError`, nothing written) when any unit's protocol, data fingerprint
-    or split fingerprint differs from what this installation computes."""
+    Refused (:class:`ConfigError`, one line) when the file is not a leaderboard, a unit is
+    not well-formed or not consistent (:func:`mtlbench.report.imported.check_published`),
+    any unit's protocol, data fingerprint or split fingerprint differs from what this
+    installation computes, or a key is not the hash of its unit; with ``verify`` N, unless
+    N units drawn at random (``verify_seed``) and recomputed here agree
+    (:func:`mtlbench.report.imported.verify_units`).  Returns the data with ``verified``:
+    the keys of the units recomputed."""
+    from .imported import check_keys, check_published, verify_units
+
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                          f"at offset {exc.start})") from None
     except ValueError as exc:
         raise ConfigError(f"{str(path)!r} is not JSON: {exc}") from None
     if not isinstance(data, dict) or not str(data.get("format", "")).startswith(
@@ -386,8 +398,8 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print,
     if not isinstance(data.get("units"), list) or not data["units"]:
         raise ConfigError(f"{str(path)!r} carries no per-unit results (published before "
                           "units were included); republish it with this mtlbench version")
+    check_published(data, repr(str(path)))  # the raw JSON: types before records are read
     units = [UnitRecord.from_json(u) for u in data["units"]]
-    names = data.get("task_names") or {}
     dataset = data["dataset"]
     cache: dict = {}
     problems: dict[str, list[str]] = {}
@@ -402,25 +414,51 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print,
         raise ConfigError(f"refusing to import {str(path)!r}: it does not match what this "
                           f"installation computes — {'; '.join(parts)}{more}. "
                           "Nothing was imported.")
-    from ..store import UNIT_COLUMNS
+    check_keys(data, repr(str(path)))
+    data["verified"] = (verify_units(data, verify, verify_seed, data_dir, repr(str(path)), log)
+                        if verify else set())
+    data["path"] = str(path)
+    data["records"] = units
+    return data
 
+
+def write_import(data: dict[str, Any], store, log: Callable[[str], None] = print) -> int:
+    """Write the units of a file checked by :func:`check_import` into ``store``, each with
+    its origin ("verified" if --verify recomputed it, else "imported"); returns how many."""
+    from ..store import UNIT_COLUMNS
+    from .imported import IMPORTED, VERIFIED
+
+    path = Path(data["path"])
+    names = data.get("task_names") or {}
     n = 0
-    for u in units:
+    for u in data["records"]:
         row = {c: getattr(u, c, None) for c in UNIT_COLUMNS}
-        row["dataset"] = dataset
+        row["dataset"] = data["dataset"]
         trace = u.trace or []
         info = u.search or {}
         row["grid"] = ({"fits": trace, **{k: v for k, v in info.items() if k != "n_fits"}}
                        if info and set(info) - {"n_fits"} else trace)
         row["host"] = u.host or f"imported from {path.name}"
+        row["origin"] = VERIFIED if u.key in data["verified"] else IMPORTED
         tnames = u.task_names or names.get(u.problem, [])
         scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
                   for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
         store.write_unit(row, scores)
         n += 1
-    log(f"imported {n} unit(s) of {data['dataset']} from {path} into {store.path}")
+    verified = len(data["verified"])
+    log(f"imported {n} unit(s) of {data['dataset']} from {path} into {store.path}"
+        + (f" ({verified} of them verified by recomputing them here)" if verified else ""))
     return n
 
 
-__all__ = ["publish", "import_results", "read_published", "is_generated", "store_fingerprint",
-           "MANIFEST", "SUMMARY_PAGE"]
+def import_results(path: str | Path, store, log: Callable[[str], None] = print,
+                   data_dir: str | None = None, verify: int = 0, verify_seed: int = 0) -> int:
+    """Import the units of a published leaderboard JSON into ``store``; returns how many.
+
+    All or nothing: every check (:func:`check_import`) passes before any unit is
+    written."""
+    return write_import(check_import(path, data_dir, verify, verify_seed, log), store, log)
+
+
+__all__ = ["publish", "import_results", "check_import", "write_import", "read_published",
+           "is_generated", "store_fingerprint", "MANIFEST", "SUMMARY_PAGE"]

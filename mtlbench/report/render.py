@@ -146,7 +146,8 @@ def _table_headers(lb: Leaderboard) -> list[str]:
 
 
 def _table_row(lb: Leaderboard, r: Row) -> list[str]:
-    name = _esc(r.model) + (" ⚠" if r.fewer_reps else "") + (" ≈" if r.near_chance else "")
+    name = (_esc(r.model) + (" ⚠" if r.fewer_reps else "") + (" ≈" if r.near_chance else "")
+            + (" ⁱ" + ("✓" if r.verified_units else "") if r.imported_units else ""))
     w, s = r.win_tie_loss, r.search
     if r.model == lb.baseline:
         wtl = "baseline"

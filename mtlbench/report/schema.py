@@ -211,6 +211,10 @@ class Row(JsonRecord):
     time_total_s: float
     plugin: list[str]
     cells: dict[str, Cell]
+    #: units imported from published files (``import-results``), and those of them recomputed
+    #: and found equal (``--verify``); 0 in files written before imports were marked
+    imported_units: int = 0
+    verified_units: int = 0
 
 
 @dataclass
@@ -302,7 +306,7 @@ UNIT_FIELDS = ("key", "model", "problem", "rep", "seed", "status", "best_params"
                "test_auc", "n_tasks", "dropped_tasks", "split_fingerprint", "data_fingerprint",
                "protocol", "dataset_params", "model_config", "versions", "n_iter", "time_total",
                "time_select", "time_fit", "diagnostics", "message", "started_at", "finished_at",
-               "host", "provenance")
+               "host", "provenance", "origin")
 
 
 @dataclass
@@ -311,9 +315,11 @@ class UnitRecord(JsonRecord):
     summary, what the report read from them (the selected search fit's and the refit's
     convergence, a degenerate selection, the number of search fits that raised), and per task the
     test AUC and number of test labels (in the order of the table's ``task_names[problem]``;
-    ``task_names`` here only when this unit's tasks differ)."""
+    ``task_names`` here only when this unit's tasks differ); ``origin`` only for a unit the
+    store had imported."""
 
-    OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"task_auc", "n_test", "task_names"})
+    OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"task_auc", "n_test", "task_names",
+                                                          "origin"})
 
     key: str
     model: str
@@ -351,6 +357,9 @@ class UnitRecord(JsonRecord):
     task_auc: list[float] | None = None
     n_test: list[int] | None = None
     task_names: list[str] | None = None
+    #: None: computed in the store published; "imported" / "verified": the store had it from
+    #: another published file (``import-results``; "verified": recomputed there and equal)
+    origin: str | None = None
 
 
 @dataclass

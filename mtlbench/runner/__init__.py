@@ -81,8 +81,12 @@ def pending_units(specs: Sequence[UnitSpec], store: ResultStore, retry_failed: b
                   rerun: Iterable[str] | None = None) -> list[UnitSpec]:
     """Units not yet finished in ``store`` (failed ones too when ``retry_failed``; every unit
     of the models named in ``rerun`` — registry names or labels, ``"*"`` for all)."""
+    return _pending(specs, store.statuses(s.key for s in specs), retry_failed, rerun)
+
+
+def _pending(specs: Sequence[UnitSpec], status: dict[str, str], retry_failed: bool,
+             rerun: Iterable[str] | None) -> list[UnitSpec]:
     rerun = set(rerun or ())
-    status = store.statuses(s.key for s in specs)
     return [s for s in specs
             if status.get(s.key) is None or (retry_failed and status.get(s.key) != "ok")
             or "*" in rerun or s.model in rerun or s.label in rerun]
@@ -104,29 +108,34 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
     ``KeyboardInterrupt`` propagates after the workers are stopped."""
     if jobs < 1:
         raise ConfigError(f"--jobs must be >= 1 (or -1 for all cores), got {jobs}")
-    todo = pending_units(specs, store, retry_failed, rerun)
+    states = store.unit_states(s.key for s in specs)
+    todo = _pending(specs, {k: v[0] for k, v in states.items()}, retry_failed, rerun)
     report = RunReport(planned=len(specs), skipped=len(specs) - len(todo))
     todo_keys = {s.key for s in todo}
-    status = store.statuses(s.key for s in specs if s.key not in todo_keys)
-    report.failed_before = sum(1 for v in status.values() if v != "ok")
-    claimed = store.claim_units([s.key for s in todo])
-    report.claimed_elsewhere = len(todo) - len(claimed)
+    report.failed_before = sum(1 for k, v in states.items()
+                               if k not in todo_keys and v[0] != "ok")
+    # Claimed in the transaction that re-reads the units: one finished by another run since
+    # ``states`` was read is skipped (counted as already stored), never computed twice.
+    claimed, written = store.claim_units([s.key for s in todo], seen=states)
+    report.skipped += len(written)
+    report.claimed_elsewhere = len(todo) - len(claimed) - len(written)
     todo = [s for s in todo if s.key in claimed]
-    if registry is None:
-        from ..plugins import get_registry
-
-        registry = get_registry()
-    history = store.unit_times()
-    expected = expected_seconds(todo, registry, history)
-    todo = sorted(todo, key=lambda s: -expected[s.key])  # stable: plan order among equals
-    if reporter is not None:
-        reporter.run_started(todo, expected, jobs)
     t0 = time.perf_counter()
-    results = _results(todo, jobs=jobs, data_dir=data_dir, timeout=timeout,
-                       scheduler=scheduler,
-                       on_start=reporter.unit_started if reporter is not None else None,
-                       reorder=longest_first_as_timed(store, registry, history, todo))
-    try:
+    results: Iterable[UnitResult] = ()
+    try:  # from the claim on: whatever happens, the claims are released
+        if registry is None:
+            from ..plugins import get_registry
+
+            registry = get_registry()
+        history = store.unit_times()
+        expected = expected_seconds(todo, registry, history)
+        todo = sorted(todo, key=lambda s: -expected[s.key])  # stable: plan order among equals
+        if reporter is not None:
+            reporter.run_started(todo, expected, jobs)
+        results = _results(todo, jobs=jobs, data_dir=data_dir, timeout=timeout,
+                           scheduler=scheduler,
+                           on_start=reporter.unit_started if reporter is not None else None,
+                           reorder=longest_first_as_timed(store, registry, history, todo))
         for result in results:
             store.write_unit(result.row, result.task_scores, result.arrays)
             store.release_claims([result.spec.key])
@@ -140,7 +149,7 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
             if on_result is not None:
                 on_result(result)
             store.renew_claims()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by the command line
         report.interrupted = True
         interrupted = True
     else:

@@ -18,9 +18,14 @@ The supervisor (this process) watches each worker's pipe and its process sentine
   worker and records the unit as timed out.
 
 Workers die with the supervisor: on Linux each asks the kernel for ``SIGKILL`` when its parent
-exits (``prctl(PR_SET_PDEATHSIG)``), and every worker also watches its parent's pid, so
-``kill -9`` of ``compare`` leaves no process computing.  Workers ignore ``SIGINT``; Ctrl-C
-reaches the supervisor, which stops them.
+exits (``prctl(PR_SET_PDEATHSIG)``; the forkserver does the same from its first moments,
+:mod:`mtlbench._forkserver`), and every worker also watches its parent's pid, so ``kill -9`` of
+``compare`` leaves no process behind.  Workers ignore ``SIGINT``; Ctrl-C (and SIGTERM, which
+the command line turns into it) reaches the supervisor, which stops them; a worker whose
+supervisor is gone exits quietly when it next writes to it.
+
+:func:`run_supervised` runs other plugin code the same way (the override probe of
+:mod:`.plan`: a fit bounded from outside).
 """
 from __future__ import annotations
 
@@ -37,8 +42,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .unit import UnitResult, UnitSpec, failed_result, timeout_message
 
-__all__ = ["local_results", "grace_seconds", "death_cause", "worker_context", "prestart",
-           "die_with_parent"]
+__all__ = ["local_results", "run_supervised", "grace_seconds", "death_cause", "worker_context",
+           "prestart", "die_with_parent"]
 
 POLL_SECONDS = 0.5
 
@@ -103,11 +108,12 @@ def die_with_parent(client_pid: int) -> None:
     threading.Thread(target=watch, name="mtlbench-parent-watch", daemon=True).start()
 
 
-def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
-                 environ: dict[str, str] | None = None, cwd: str | None = None) -> None:
-    """Run units received on ``conn`` until None or EOF; answer ("start",) then ("done", r)."""
+def _worker_setup(parent_pid: int, environ: dict[str, str] | None, cwd: str | None) -> None:
+    """What every supervised process does first: die with its supervisor, leave SIGINT and
+    SIGTERM to it, take its environment and folder, one BLAS thread, load the plugins."""
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if environ is not None:  # the supervisor's environment now, not the forkserver's
         os.environ.clear()
         os.environ.update(environ)
@@ -117,12 +123,29 @@ def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
     from threadpoolctl import threadpool_limits
 
     from ..plugins import get_registry
-    from .unit import BLAS_THREADS_PER_UNIT, execute_unit
+    from .unit import BLAS_THREADS_PER_UNIT
 
     threadpool_limits(limits=BLAS_THREADS_PER_UNIT)  # process-wide
     get_registry()
+
+
+def _send(conn: Any, message: tuple) -> None:
+    """Send to the supervisor; if it is gone (its end of the pipe closed), exit quietly: no
+    one is left to read a result or a traceback."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionError, EOFError):
+        os._exit(0)
+
+
+def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
+                 environ: dict[str, str] | None = None, cwd: str | None = None) -> None:
+    """Run units received on ``conn`` until None or EOF; answer ("start",) then ("done", r)."""
+    _worker_setup(parent_pid, environ, cwd)
+    from .unit import execute_unit
+
     limits = _limits()
-    conn.send(("ready", os.getpid()))
+    _send(conn, ("ready", os.getpid()))
     while True:
         try:
             msg = conn.recv()
@@ -132,17 +155,75 @@ def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
             return
         spec, timeout = msg
         result = execute_unit(spec, data_dir, timeout,
-                              on_start=lambda: conn.send(("start", spec.key)))
+                              on_start=lambda: _send(conn, ("start", spec.key)))
         # A unit that changed process limits (e.g. RLIMIT_AS): a fresh process goes on.
         retire = _limits() != limits
         try:
             conn.send(("done", result, retire))
+        except (BrokenPipeError, ConnectionError, EOFError):
+            os._exit(0)
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable diagnostic value
-            conn.send(("done", failed_result(spec, f"cannot send the unit's result to the "
-                                                   f"supervisor: {type(exc).__name__}: {exc}"),
-                       retire))
+            _send(conn, ("done", failed_result(spec, f"cannot send the unit's result to the "
+                                                     f"supervisor: {type(exc).__name__}: "
+                                                     f"{exc}"), retire))
         if retire:
             return
+
+
+def _supervised_main(conn: Any, parent_pid: int, environ: dict[str, str], cwd: str,
+                     fn: Callable[..., None], args: tuple) -> None:
+    """Body of :func:`run_supervised`'s process: ``fn(*args, emit)``, then ("end",)."""
+    _worker_setup(parent_pid, environ, cwd)
+    fn(*args, lambda value: _send(conn, ("step",) if value is None else ("value", value)))
+    _send(conn, ("end",))
+
+
+def run_supervised(fn: Callable[..., None], args: tuple, step_seconds: float) -> list[Any]:
+    """Run ``fn(*args, emit)`` in a fresh process supervised like a unit's and return the
+    values it emitted.
+
+    ``fn`` calls ``emit(None)`` when a step (e.g. one fit) starts and ``emit(value)`` to hand
+    back a value (picklable).  The process dies with this one (``kill -9`` included), ignores
+    SIGINT, and is killed when a step runs ``step_seconds`` + :func:`grace_seconds` past its
+    start (a fit that swallows its in-process time limit), when this process is interrupted
+    (Ctrl-C, SIGTERM: the exception propagates) or when it returns; a process that dies or
+    is killed ends the call with the values emitted until then."""
+    ctx = worker_context()
+    conn, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_supervised_main,
+                       args=(child, os.getpid(), dict(os.environ), os.getcwd(), fn, args),
+                       name="mtlbench-supervised", daemon=True)
+    with _caller_script_hidden():
+        proc.start()
+    child.close()
+    values: list[Any] = []
+    limit = step_seconds + grace_seconds(step_seconds)
+    deadline: float | None = None
+    try:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return values
+            if not wait([conn, proc.sentinel], timeout=left):
+                continue
+            try:
+                while conn.poll():
+                    kind, *payload = conn.recv()
+                    if kind == "step":
+                        deadline = time.monotonic() + limit
+                    elif kind == "value":
+                        values.append(payload[0])
+                    else:
+                        return values
+            except (EOFError, OSError):
+                return values
+            if not proc.is_alive() and not conn.poll():
+                return values
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        conn.close()
 
 
 def _limits() -> tuple:
@@ -189,9 +270,9 @@ def _caller_script_hidden() -> Any:
 
 
 # ---------------------------------------------------------------------------- the supervisor
-PRELOAD = ["mtlbench.runner.local", "mtlbench.runner.unit", "mtlbench.protocol", "sklearn.base",
-           "scipy.linalg", "scipy.sparse", "threadpoolctl", "mtlbench_models",
-           "mtlbench_datasets"]
+PRELOAD = ["mtlbench._forkserver", "mtlbench.runner.local", "mtlbench.runner.unit",
+           "mtlbench.protocol", "sklearn.base", "scipy.linalg", "scipy.sparse", "threadpoolctl",
+           "mtlbench_models", "mtlbench_datasets"]
 
 
 def worker_context() -> Any:

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 
 from ..data import TaskSet
 from ..dataset import problems_of
-from ..errors import ConfigError, DatasetUnavailableError, UnknownNameError
+from ..errors import (ConfigError, DatasetUnavailableError, DataValidationError,
+                      MTLBenchError, UnknownNameError)
 from ..model import param_problems
 from ..plugins import Registry, unknown_name_message
 from ..protocol import MIN_PER_CLASS, ProtocolConfig, config_json
@@ -76,12 +77,24 @@ def plan_units(registry: Registry, selections: Sequence[ModelSelection],
 
 def check_problems_load(registry: Registry, problems: Sequence[tuple[str, str]],
                         data_dir: str | None) -> dict[str, TaskSet]:
-    """Load every problem once up front so that missing or bad data fails fast and clearly."""
+    """Load every problem once up front so that missing or bad data fails fast and clearly.
+
+    A dataset plugin's own errors (:class:`~mtlbench.errors.MTLBenchError`) pass as they are;
+    anything else it raises (e.g. numpy refusing a parameter: ``simulated[seed=-1]``) becomes
+    one :class:`~mtlbench.errors.DataValidationError` naming the dataset and problem."""
     out = {}
     for ds_name, prob in problems:
         ds = registry.dataset(ds_name)
-        out[problem_id(ds_name, prob)] = load_problem(ds_name, prob, data_dir,
-                                                      config_json(ds.params()))
+        try:
+            out[problem_id(ds_name, prob)] = load_problem(ds_name, prob, data_dir,
+                                                          config_json(ds.params()))
+        except MTLBenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug or a value it rejects
+            raise DataValidationError(
+                f"dataset {ds_name!r} cannot load problem {prob!r}: {type(exc).__name__}: "
+                f"{exc} (a dataset parameter it rejects, or a bug in the dataset plugin)"
+            ) from None
     return out
 
 
@@ -94,11 +107,12 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
     against the model's declared ``search_space`` and ``param_constraints``
     (:func:`mtlbench.model.param_problems`), without running plugin code beyond ``__init__``.
     Values of parameters the model declares no kind or bounds for (nothing, or a plain list)
-    are tried by fitting once on a
-    probe of the first problem (3 labels per class per task; at most 10 s, or ``timeout``)
-    in an isolated worker process, like units: a ``ValueError``/``TypeError`` naming the
-    parameter becomes a :class:`ConfigError`; anything else (even a crash of that process)
-    is left to the units to record."""
+    are tried by fitting once on a probe of the first problem (3 labels per class per task)
+    in a supervised process, like units: each fit gets min(10 s, ``timeout``), enforced
+    inside the process and, for a fit that swallows that limit, from outside (the process is
+    killed a grace later); Ctrl-C stops it.  A ``ValueError``/``TypeError`` naming the
+    parameter becomes a :class:`ConfigError`; anything else (a crash, a fit stopped from
+    outside) is left to the units to record."""
     undeclared: list[tuple[str, dict, str, Any]] = []
     for sel in selections:
         cls = registry.model_class(sel.name)
@@ -122,24 +136,19 @@ def check_overrides(registry: Registry, selections: Sequence[ModelSelection],
 
 
 def _probe_isolated(items: list, tasks: TaskSet, seconds: float) -> list[tuple]:
-    """Fit each (model, fixed, key, value) once on a probe of ``tasks`` in a worker process;
-    the parameter errors found (nothing if that process dies)."""
-    from concurrent.futures import ProcessPoolExecutor
-
-    from .local import worker_context
+    """Fit each (model, fixed, key, value) once on a probe of ``tasks`` in a process
+    supervised like a unit's (:func:`~.local.run_supervised`: each fit is stopped from
+    outside ``seconds`` + a grace after it starts, the process dies with ``compare``); the
+    parameter errors found (those of the fits before a crash or a stopped fit)."""
+    from .local import run_supervised
 
     probe = _probe_taskset(tasks)
     if probe is None:
         return []
-    try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=worker_context()) as pool:
-            return pool.submit(_probe_fits, items, probe, seconds).result(
-                timeout=30 + seconds * len(items))
-    except Exception:  # noqa: BLE001 - a crash or hang of a probe is recorded by the units
-        return []
+    return run_supervised(_probe_fits, (items, probe, seconds), seconds)
 
 
-def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
+def _probe_fits(items: list, probe: TaskSet, seconds: float, emit) -> None:
     import warnings
 
     from threadpoolctl import threadpool_limits
@@ -149,9 +158,9 @@ def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
     from ..plugins import get_registry
     from .unit import time_limit
 
-    out = []
     reg = get_registry()
     for name, fixed, key, value in items:
+        emit(None)  # a fit starts: the supervisor's clock for it
         try:
             with warnings.catch_warnings(), time_limit(seconds), threadpool_limits(limits=1):
                 warnings.simplefilter("ignore")
@@ -159,10 +168,9 @@ def _probe_fits(items: list, probe: TaskSet, seconds: float) -> list[tuple]:
         except (ValueError, TypeError) as exc:
             data_error = isinstance(exc, MTLBenchError) and not isinstance(exc, ConfigError)
             if not data_error and key in str(exc):
-                out.append((name, key, value, str(exc)))
+                emit((name, key, value, str(exc)))
         except BaseException:  # noqa: BLE001 - only parameter errors matter here
             pass
-    return out
 
 
 def _probe_taskset(tasks: TaskSet, per_class: int = MIN_PER_CLASS) -> TaskSet | None:

@@ -65,15 +65,21 @@ class UnitSpec:
     def key(self) -> str:
         """sha256 of everything that determines the result: the model selection, the problem
         and its dataset parameters, the repetition, every protocol setting but ``reps`` (split
-        settings, and the search strategy and budget when the protocol has them) and the
-        provenance of the code (a changed plugin gives new keys, so its units are rerun)."""
+        settings, and the search strategy and budget when the protocol has them), the version
+        of the searcher's rule installed, and the provenance of the code (a changed plugin
+        gives new keys, so its units are rerun)."""
+        return self.key_under(searcher_version(self.protocol.search))
+
+    def key_under(self, search_version: str) -> str:
+        """The key of this unit searched by version ``search_version`` of its searcher's rule
+        (``key`` is under the installed version; a published unit may be of an older one)."""
         ident = {
             "model": self.model, "fixed": self.fixed_json, "space": self.space_json,
             "dataset": self.dataset, "problem": self.problem,
             "dataset_params": self.dataset_params_json, "rep": self.rep,
             "split": self.protocol.split_settings(),
         }
-        extra = protocol_key_settings(self.protocol)
+        extra = protocol_key_settings(self.protocol, search_version)
         if extra:
             ident["protocol"] = extra
         if self.provenance_json:
@@ -81,16 +87,18 @@ class UnitSpec:
         return hashlib.sha256(config_json(ident).encode()).hexdigest()[:32]
 
 
-def protocol_key_settings(config: ProtocolConfig) -> dict[str, Any]:
+def protocol_key_settings(config: ProtocolConfig,
+                          search_version: str | None = None) -> dict[str, Any]:
     """Protocol fields that are neither ``reps`` nor a split setting (e.g. the search strategy
-    and its budget): part of the key so that another search gives another unit."""
+    and its budget): part of the key so that another search gives another unit.
+    ``search_version``: the version of the searcher's rule (default: the installed one)."""
     split = config.split_settings()
     out = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
            if f.name != "reps" and f.name not in split}
     # A searcher whose rule changed declares a new ``version``: its units get new keys, so a
     # store never serves a result of the old rule as the current one.  Version "1" adds
     # nothing (keys of earlier stores stay valid).
-    version = searcher_version(out.get("search"))
+    version = search_version or searcher_version(out.get("search"))
     if version != "1":
         out["search_version"] = version
     return out

@@ -207,7 +207,8 @@ def palm_sweeps(quad: BatchedTaskQuadratic, P: np.ndarray, Q: np.ndarray, lam1: 
                 stats: dict | None = None):
     """Up to ``n_sweeps`` PALM sweeps (the paper's algorithm, see the module docstring) from
     (P, Q).  After each sweep ``on_sweep(F)`` is called, and after every ``check_every``-th
-    ``stop(P, Q, grad J(P + Q))``; the loop ends when it returns True.  Returns (P, Q, objective after each sweep, sweeps, stopped).
+    ``stop(P, Q, grad J(P + Q))``; the loop ends when it returns True.  Returns (P, Q, objective
+    after each sweep, sweeps, stopped).
     ``stats`` accumulates ``data_passes``, ``restarts`` and the final ``step_ratio``."""
     stats = {} if stats is None else stats
     d, T = P.shape
@@ -244,8 +245,8 @@ def palm_sweeps(quad: BatchedTaskQuadratic, P: np.ndarray, Q: np.ndarray, lam1: 
                 first = False
             cb = min(2.0 * cb, c_max)
 
-    prox_P = lambda V, cb: (prox_mean_reg(V, lam1 / cb), None)  # noqa: E731
-    prox_Q = lambda V, cb: _prox_cocluster_with_value(V, lam2 / cb, k)  # noqa: E731
+    prox_P = lambda V, cb: (prox_mean_reg(V, lam1 / cb), None)
+    prox_Q = lambda V, cb: _prox_cocluster_with_value(V, lam2 / cb, k)
 
     def palm_step(YP, YQ, AYP, AYQ):
         """One PALM sweep (P block, then Q block with the new P) from (YP, YQ); also returns
@@ -484,7 +485,7 @@ class CoCMTL(LinearMTLModel):
         palm_kw = dict(gamma=float(self.gamma), accelerate=self.accelerate,
                        backtrack=self.backtrack, stop=certified, check_every=CHECK_EVERY,
                        on_sweep=record, stats=stats)
-        budget = lambda: max_iter - (len(hist) - 1)  # noqa: E731
+        budget = lambda: max_iter - (len(hist) - 1)
         # phase 1: the paper's PALM from (P, Q); its path selects the local solution
         P, Q, _, n_palm, done = palm_sweeps(quad, P, Q, lam1, lam2, k,
                                             min(int(self.palm_sweeps), max_iter), **palm_kw)

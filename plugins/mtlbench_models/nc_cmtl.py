@@ -18,7 +18,8 @@ e_t = y_t - X_t w_t^k, M = W^k W^k^T + s I = V diag(lambda) V^T:
 * loss: x -> x^{q/2} is concave on x = ||e||^2 >= 0 (q <= 2), hence
   ||e||^q <= (q/2) ||e^k||^{q-2} ||e||^2 + (1 - q/2) ||e^k||^q;
 * regulariser: sum_i g(lambda_i(M)) = tr g(M) is concave in M (g concave), hence
-  tr g(M) <= tr g(M^k) + <D, M - M^k>, D = V diag(g'(lambda)) V^T, g'(x) = 1/(2 sqrt x (1 + sqrt x)),
+  tr g(M) <= tr g(M^k) + <D, M - M^k>, D = V diag(g'(lambda)) V^T,
+  g'(x) = 1/(2 sqrt x (1 + sqrt x)),
   and <D, W W^T> = sum_t w_t^T D w_t.
 
 The majoriser separates over tasks; multiplying task t's part by 2 sqrt(n_t) / (q d_t),
@@ -76,7 +77,8 @@ step), bounds (0, inf): every mu > 0 is
 a valid model (mu -> 0 is per-task least squares, mu -> inf shrinks W to 0; neither end is a
 point where the model stops changing, so no finite bound is declared).  The start range was
 chosen on simulated data of generator seed 101 (``make_simulated(seed=101)``, protocol split
-rep 0; never the published seed 0 or the real data): validation AUC over mu in {0.1, 1, 10, 100, 1e3, 1e4}
+rep 0; never the published seed 0 or the real data): validation AUC over
+mu in {0.1, 1, 10, 100, 1e3, 1e4}
 was 77.2, 78.8, 83.5, 80.9, 80.0, 79.8 (every fit converged in <= 8 MM steps), i.e. an
 interior maximum near mu = 10, so the grid is the decade on each side of it.
 
@@ -135,7 +137,8 @@ def reweight_matrix(W: np.ndarray, s: float, svd=None):
 
 
 def majoriser_solve(X, y, rho, a, P, delta, gram=None, Xty=None) -> np.ndarray:
-    """argmin_w ||y - X w||^2 + 2 rho w^T D w with D = a I + P diag(delta) P^T (a > 0, a + delta > 0)."""
+    """argmin_w ||y - X w||^2 + 2 rho w^T D w with D = a I + P diag(delta) P^T
+    (a > 0, a + delta > 0)."""
     n, d = X.shape
     if gram is not None or d <= n:
         G = gram if gram is not None else X.T @ X

@@ -43,7 +43,8 @@ conditions hold at 0); one ratio at 1 switches its block off at W = 0, and the s
 go beyond the value that does so.  The paper tunes lambda_1, lambda_2 by cross-validation over
 a grid it does not list.  Start ranges (docs/tuning.md, rule version 4: 12 design points
 spread over them; the grid ratio 2 is the extension step): grids lam1_ratio
-{0.15, 0.3, 0.6}, lam2_ratio {0.25, 0.5, 1.0}, designed on the training/validation splits (reps 0, 1) of
+{0.15, 0.3, 0.6}, lam2_ratio {0.25, 0.5, 1.0}, designed on the training/validation splits
+(reps 0, 1) of
 ``make_simulated(seed=101)`` (a data set no published table uses): validation AUC peaked at
 lam1_ratio = 0.3 (0.8375, interior) and rose with lam2_ratio up to its bound 1 (flat from 0.6);
 lam2_ratio <= 0.1 was worse (<= 0.82) and 3-10x slower.

@@ -31,7 +31,7 @@ import numpy as np
 from mtlbench import LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 from mtlbench.progress import progress_active
 
-from ._linalg import ridge_solve  # noqa: F401  (re-exported: other plugins import it from here)
+from ._linalg import ridge_solve
 
 
 def ridge_objective(tasks: TaskSet, W: np.ndarray, lam: float) -> float:

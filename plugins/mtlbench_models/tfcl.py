@@ -242,7 +242,8 @@ from ._tfcl.ustep import (DEFAULT_EIG_RTOL, UStep, UStepper, groups_from_embeddi
 # The shared numerics live in the private subpackage ``_tfcl``; the names are re-exported here
 # (``__all__``) so ``from mtlbench_models.tfcl import ustep, make_loss, ...`` keeps working.
 __all__ = [
-    "UStep", "UStepper", "ustep", "ustep_dense", "graph_columns", "ridge_scale", "GraphView", "bipartite_laplacian", "tfcl_wstep", "ustep_weights",
+    "UStep", "UStepper", "ustep", "ustep_dense", "graph_columns", "ridge_scale", "GraphView",
+    "bipartite_laplacian", "tfcl_wstep", "ustep_weights",
     "TFCL", "TFCLNoAUC", "ustep_case", "ustep_diff_norm", "groups_from_embedding",
     "make_loss", "loss_at_zero", "group_scale", "validate_declared", "check_lam_scale",
     "check_common", "stop_rule", "momentum_next", "COMMON_CONSTRAINTS", "DEFAULT_EIG_RTOL",

@@ -18,7 +18,8 @@ from ._tfcl.ustep import ustep
 __all__ = ["ustep_sdp", "check_ustep_rows", "register_commands"]
 
 
-def ustep_sdp(L: np.ndarray, k: int, a: float, solver: str = "CLARABEL") -> tuple[np.ndarray, float]:
+def ustep_sdp(L: np.ndarray, k: int, a: float,
+              solver: str = "CLARABEL") -> tuple[np.ndarray, float]:
     """Solve min <L, U> + (a/2)||U||_F^2 s.t. 0 <= U <= I, tr U = k as an SDP with cvxpy."""
     import cvxpy as cp
 
@@ -101,7 +102,8 @@ def _make_check_command():
                   help="random instances per generator (repeated blocks, random sparse)")
     @click.option("--solver", default="CLARABEL", show_default=True, help="cvxpy SDP solver")
     @click.option("--atol", default=1e-5, show_default=True, help="max allowed |U_closed - U_sdp|")
-    @click.option("--rtol", default=1e-6, show_default=True, help="max allowed relative objective gap")
+    @click.option("--rtol", default=1e-6, show_default=True,
+                  help="max allowed relative objective gap")
     @click.option("--verbose", "-v", is_flag=True, help="print every instance")
     def check_ustep_command(seeds, solver, atol, rtol, verbose):
         """Cross-check TFCL's closed-form U-step (Thm. eigsol) against an SDP solved by cvxpy.

@@ -78,7 +78,8 @@ were not polished, which at paper scale is most fits: the search's lam_personal 
 components (U holds eigenvectors that move with W; none of the paper-scale fits of
 ``benchmarks/bench_tfcl.py`` ended there, but 8 of the 21 fits of a tfcl-q unit on simulated
 seed 101 do, 55-80 iterations each; alternating exact Theta-steps with U-steps there was
-tried and rarely applied: the shape of U changes between iterations), and TFCL(Coc) (below).  tfcl-q-nog is polished too (no theta_g: theta_c and theta_p only).
+tried and rarely applied: the shape of U changes between iterations), and TFCL(Coc) (below).
+tfcl-q-nog is polished too (no theta_g: theta_c and theta_p only).
 
 TFCL(Coc) is solved by Alg. 2's sweeps only.  Its landscape is flat along large moves of
 theta_g: at (lam_group 0.215, k 5, lam_common 0.72, lam_personal 0.33, lam_ridge 0.0094) on

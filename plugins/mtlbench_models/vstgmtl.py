@@ -206,7 +206,8 @@ class _Problem:
 
     def ridge(self, A: np.ndarray, rho: float) -> np.ndarray:
         """Column t: argmin_w 1/2 ||y_t - X_t w||^2 + rho/2 ||w - a_t||^2, i.e.
-        (X_t^T X_t + rho I)^{-1} (X_t^T y_t + rho a_t) = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho))."""
+        (X_t^T X_t + rho I)^{-1} (X_t^T y_t + rho a_t)
+            = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho))."""
         alpha = self.proj(A)
         return A + self.back(self.s * (self.c - self.s * alpha) / (self.s2 + rho))
 
@@ -435,7 +436,8 @@ class VSTGMTL(LinearMTLModel):
                     break
                 c *= 2.0
             absU = np.abs(Un)
-            Fn = fn + g1 * absU.sum() + g2 * absU.max(axis=1).sum() + mu * float(ksupport_sq(Vn, k).sum())
+            Fn = (fn + g1 * absU.sum() + g2 * absU.max(axis=1).sum()
+                  + mu * float(ksupport_sq(Vn, k).sum()))
             if Fn > F:                                # not monotone: restart the momentum
                 tk = 1.0
                 if beta > 0.0:
@@ -461,7 +463,8 @@ class VSTGMTL(LinearMTLModel):
         grad f(U) = sum_t X_t^T (X_t U v_t - y_t) v_t^T, through the per-task SVDs: O(T d r).
         Metric: row i of U weighted by w_i = sum_t (X_t^T X_t)_ii ||v_t||^2 (the trace of the
         Hessian's diagonal block of that row), so the step is 1/(L w_i) per row: the features
-        of a PCA basis differ in energy by orders of magnitude (x67 on synthetic-attributes[seed=101]),
+        of a PCA basis differ in energy by orders of magnitude (x67 on
+        synthetic-attributes[seed=101]),
         and one global step 1/L is set by the strongest.  L = 1.02 x a power-iteration estimate
         of lambda_max(D^-1/2 H D^-1/2), D = diag(w) (x) I_K, H the Hessian map (warm-started
         from the previous U-step's vector), and backtracking doubles L whenever the descent

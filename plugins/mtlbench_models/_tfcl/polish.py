@@ -18,7 +18,8 @@ How (J = sum_t 1/2 ||Z_t w_t - c_t||^2, Z_t: m_t x d with m_t = n_t + 1 or n_t <
 fixed c, task t's block is a ridge problem on the columns A_t, solved in the m_t-dimensional
 row space by the push-through identity.  Its optimal residual r_t = Z_t w_t - c_t is
 
-    r_t = S_t (a_g e_t - Z_{A_t} lin_t),  e_t = Z_t c - c_t,  S_t = (a_g I + Z_{A_t} Z_{A_t}^T)^{-1},
+    r_t = S_t (a_g e_t - Z_{A_t} lin_t),  e_t = Z_t c - c_t,
+    S_t = (a_g I + Z_{A_t} Z_{A_t}^T)^{-1},
 
 and g_{A_t} = -(Z_{A_t}^T r_t + lin_{A_t}) / a_g.  The shared part then solves the d x d system
 [a_g sum_t Z_t^T S_t Z_t + a_c I] c = sum_t Z_t^T S_t (a_g c_t + Z_{A_t} lin_t) (one d x d matrix
