@@ -410,6 +410,7 @@ class CoCMTL(LinearMTLModel):
     """Task-feature co-clusters MTL (decomposition W = P + Q).  See module docstring."""
 
     name = "cocmtl"
+    cost_hint = 6.8  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Xu, Huang, Chen, Chen, Exploiting Task-Feature Co-Clusters in Multi-Task "
              "Learning, AAAI 2015")
     search_space = {"lam1_ratio": Log([0.3, 3.0, 30.0], low=None, high=None),

@@ -526,6 +526,7 @@ class LASSO(LinearMTLModel):
     batched LASSO homotopy (module docstring)."""
 
     name = "lasso"
+    cost_hint = 1.8  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = "Tibshirani, Regression shrinkage and selection via the lasso, JRSS-B 1996"
     search_space = {"rho_ratio": Log([0.003, 0.01, 0.03, 0.1, 0.3], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-8], low=0.0), "max_iter": Int([10000], low=1)}

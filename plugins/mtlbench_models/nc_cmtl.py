@@ -220,6 +220,7 @@ class NCCMTL(LinearMTLModel):
     """Non-convex calibrated MTL (re-weighted / MM solver); see the module docstring."""
 
     name = "nc-cmtl"
+    cost_hint = 7.7  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = "Nie, Hu & Li, Calibrated Multi-Task Learning, KDD 2018"
     search_space = {"mu": Log([1.0, 10.0, 100.0], low=0.0, high=None)}
     param_constraints = {"q": Linear([1.0], low=0.0, high=2.0), "s": Log([10.0], low=0.0),

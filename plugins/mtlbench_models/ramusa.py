@@ -600,6 +600,7 @@ class RAMUSA(LinearMTLModel):
     """Capped-trace-norm MTL: trace-norm stage 1, then the proximal DC algorithm (pDCAe)."""
 
     name = "ramusa"
+    cost_hint = 5.6  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = "Han & Zhang, Multi-Stage Multi-Task Learning with Reduced Rank, AAAI 2016"
     search_space = {"lam_ratio": Log([0.1, 0.2, 0.4], low=None, high=1.0),
                     "theta_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}

@@ -179,6 +179,7 @@ class RMTFL(LinearMTLModel):
     """Robust multi-task feature learning (W = P + Q; rows of P shared, columns of Q outliers)."""
 
     name = "rmtfl"
+    cost_hint = 6.0  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = "Gong, Ye, Zhang, Robust Multi-Task Feature Learning, KDD 2012"
     search_space = {"lam1_ratio": Log([0.15, 0.3, 0.6], low=None, high=1.0),
                     "lam2_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}

@@ -59,6 +59,7 @@ class STL(LinearMTLModel):
     """Independent ridge per task; ``lam`` > 0 is the ridge weight."""
 
     name = "stl"
+    cost_hint = 1.2  # s per unit on the reference problem (mtlbench.runner.cost)
     is_baseline = True  # the per-user win/tie/loss column of the leaderboards compares with it
     paper = "Independent single-task ridge regression (baseline)"
     search_space = {"lam": Log([1e-1, 1.0, 10.0, 100.0, 1e3, 1e4], low=None, high=None)}

@@ -289,6 +289,7 @@ class TFCL(SpectralGroups, LinearMTLModel):
     """
 
     name = "tfcl"
+    cost_hint = 2.1  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Yang et al., Task-Feature Collaborative Learning with Application to "
              "Personalized Attribute Prediction, IEEE TPAMI (base model P, Alg. 1)")
     search_space = SPACE_TFCL
@@ -484,6 +485,7 @@ class TFCLNoAUC(TFCL):
     of 587 at lam_group 0.04, k 5, mostly the larger ones) but scored 60.4, not chance."""
 
     name = "tfcl-noauc"
+    cost_hint = 2.0  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl"
     ablation_label = "w/o AUC loss"
     paper = TFCL.paper + "; ablation without the AUC loss (Tab. 'Ablation Study')"

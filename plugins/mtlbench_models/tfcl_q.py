@@ -256,6 +256,7 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
     """TFCL-Q, problem (Q) by Alg. 2 (see the module docstring for names and solver)."""
 
     name = "tfcl-q"
+    cost_hint = 4.2  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Yang et al., Task-Feature Collaborative Learning with Application to "
              "Personalized Attribute Prediction, IEEE TPAMI (model Q, Alg. 2)")
     search_space = SPACE_Q
@@ -578,6 +579,7 @@ class TFCLQNoAUC(TFCLQ):
     """TFCL-Q with the instance-wise squared loss (ablation "w/o AUC")."""
 
     name = "tfcl-q-noauc"
+    cost_hint = 3.6  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl-q"
     ablation_label = "w/o AUC loss"
     paper = TFCLQ.paper + "; ablation without the AUC loss"
@@ -600,6 +602,7 @@ class TFCLQNoG(TFCLQ):
     unused."""
 
     name = "tfcl-q-nog"
+    cost_hint = 1.9  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl-q"
     ablation_label = "w/o theta_g"
     paper = TFCLQ.paper + "; ablation without the co-grouping component theta_g"
@@ -622,6 +625,7 @@ class TFCLCoc(TFCLQ):
     """TFCL-Q with the co-grouping regulariser replaced by CoCMTL's (ablation "TFCL(Coc)")."""
 
     name = "tfcl-coc"
+    cost_hint = 40.0  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl-q"
     ablation_label = "with CoCMTL's co-grouping term"
     paper = TFCLQ.paper + "; ablation with CoCMTL's co-cluster regulariser (TFCL(Coc))"
