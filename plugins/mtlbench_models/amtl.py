@@ -512,6 +512,7 @@ class AMTL(LinearMTLModel):
                          "extrapolate": Categorical([True, False])}
     convex = False
     supports_warm_start = False
+    cost_hint = 70.6  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-6, xtol: float = 1e-3,
                  max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 2,
