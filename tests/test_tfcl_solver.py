@@ -113,13 +113,7 @@ def test_fixed_structure_matches_dense_normal_equations(shared, a_g):
     lin = rng.standard_normal((ts.d, ts.T)) * mask
     a_c = 0.7 if shared else None
     c, g = FixedStructure(J, mask, a_g, a_c).solve(lin)
-    Zs = []
-    for idx, Z3, c2 in J.buckets:
-        order = range(Z3.shape[0]) if idx is None else idx
-        for b, t in enumerate(order):
-            Zs.append((t, Z3[b], c2[b]))
-    Zs.sort(key=lambda z: z[0])
-    c_ref, g_ref = _dense_minimiser([z[1] for z in Zs], [z[2] for z in Zs], mask, lin, a_g, a_c)
+    c_ref, g_ref = _dense_minimiser(*_stacked(J), mask, lin, a_g, a_c)
     scale = max(1.0, np.abs(g_ref).max())
     np.testing.assert_allclose(g, g_ref, atol=1e-8 * scale)
     assert np.all(g[~mask] == 0)
