@@ -370,3 +370,26 @@ def test_store_faults_on_real_mounts(tmp_path):
     assert "for writing: the disk is full" in lines[3]
     assert "cannot create the results store" in lines[4] and "disk is full" in lines[4]
     assert not [f for f in lines[5:] if f.startswith("new.sqlite")]  # nothing left behind
+
+
+def test_unit_times_read_the_problem_size_with_or_without_sqlite_json(tmp_path, monkeypatch):
+    """unit_times() reads diagnostics["problem_size"] with SQLite's json_extract, and by
+    parsing the JSON where SQLite lacks it: the same frame either way (NaN where not recorded)."""
+    import pandas as pd
+
+    path = tmp_path / "t.sqlite"
+    with ResultStore(path) as s:
+        s.write_unit({**_row("a"), "time_total": 2.0, "diagnostics": {"problem_size": 1200}})
+        s.write_unit({**_row("b"), "time_total": 3.0, "diagnostics": {}})
+        with_json = s.unit_times()
+        real = pd.read_sql_query
+
+        def no_json(query, *a, **k):
+            if "json_extract" in query:
+                raise pd.errors.DatabaseError("no such function: json_extract")
+            return real(query, *a, **k)
+
+        monkeypatch.setattr(pd, "read_sql_query", no_json)
+        without = s.unit_times()
+    pd.testing.assert_frame_equal(with_json, without)
+    assert with_json.problem_size.tolist()[0] == 1200 and with_json.problem_size.isna().sum() == 1

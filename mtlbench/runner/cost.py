@@ -110,9 +110,9 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
 
     # this machine against the hints' reference machine: stored / hinted over timed pairs
     ratios = []
+    name_of = dict(zip(history.model, history.model_name)) if by_label else {}
     for (label, prob), t in by_label.items():
-        names = history.loc[history.model == label, "model_name"]
-        h = hint(str(names.iloc[0])) if len(names) else None
+        h = hint(str(name_of[label]))
         if h and sizes.get(prob):
             ratios.append(t / (h * _scale(sizes[prob], REFERENCE_SIZE)))
     machine = float(statistics.median(ratios)) if ratios else 1.0
