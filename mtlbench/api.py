@@ -235,8 +235,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     settings; nothing runs."""
     from .dataset import resolve_data_dir
     from .plugins import get_registry
-    from .runner.cost import expected_unit_seconds, problem_size
-    from .runner.plan import cost_hint_reader
+    from .runner.cost import expected_unit_seconds, problem_size, problem_tasks
+    from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
                          resolve_problems)
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
@@ -293,7 +293,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     summaries = {pid: ts.summary() for pid, ts in loaded.items()}
     expected = expected_unit_seconds(
         todo, history, {pid: problem_size(s) for pid, s in summaries.items()},
-        cost_hint_reader(reg))
+        cost_hint_reader(reg), {pid: problem_tasks(s) for pid, s in summaries.items()},
+        cost_scaling_reader(reg))
     workers = _workers(jobs, scheduler)
     return Plan(specs=specs, todo=todo, selections=selections, problems=problems,
                 summaries=summaries, config=pconf,

@@ -356,20 +356,21 @@ class ResultStore:
     def unit_times(self) -> pd.DataFrame:
         """Seconds of every finished ("ok") unit: columns model (label), model_name, problem,
         time_total, problem_size (labels x features as the unit recorded it, NaN for units
-        of releases that did not) — for the dispatch order, the ETA and ``--dry-run``'s
-        estimate of later runs (:mod:`mtlbench.runner.cost`)."""
+        of releases that did not), n_tasks (tasks scored) — for the dispatch order, the ETA
+        and ``--dry-run``'s estimate of later runs (:mod:`mtlbench.runner.cost`)."""
         where = "FROM units WHERE status = 'ok' AND time_total IS NOT NULL"
         try:  # SQLite's JSON functions read one number without parsing every diagnostics blob
             df = pd.read_sql_query(
-                "SELECT model, problem, model_config, time_total, "
+                "SELECT model, problem, model_config, time_total, n_tasks, "
                 f"json_extract(diagnostics, '$.problem_size') AS problem_size {where}",
                 self._conn)
         except (sqlite3.OperationalError, pd.errors.DatabaseError):  # SQLite without JSON1
             df = pd.read_sql_query(
-                f"SELECT model, problem, model_config, time_total, diagnostics {where}",
+                f"SELECT model, problem, model_config, time_total, n_tasks, diagnostics {where}",
                 self._conn)
             df["problem_size"] = [_problem_size(v) for v in df.pop("diagnostics")]
         df["problem_size"] = pd.to_numeric(df["problem_size"], errors="coerce")
+        df["n_tasks"] = pd.to_numeric(df["n_tasks"], errors="coerce")
         df["model_name"] = [_name_of(v, m) for v, m in zip(df.model_config, df.model)]
         return df.drop(columns=["model_config"])
 

@@ -9,8 +9,10 @@ import pandas as pd
 import pytest
 
 from mtlbench import api
-from mtlbench.runner.cost import (DEFAULT_COST, REFERENCE_SIZE, SIZE_EXPONENT, Expected,
-                                  expected_unit_seconds, spread_longest_first)
+from mtlbench.runner.cost import (DEFAULT_COST, DEFAULT_SCALING, REFERENCE_SIZE,
+                                  REFERENCE_TASKS, SIZE_EXPONENT, Expected,
+                                  expected_unit_seconds, scaling_exponents,
+                                  spread_longest_first)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,45 @@ def test_a_broken_hint_is_no_hint():
     assert exp["x/p/0"].source == "default"
 
 
+def test_a_declared_task_exponent_scales_by_the_number_of_tasks():
+    """A model whose cost grows with T (AMTL's T x T transfer matrix) declares
+    cost_scaling = {"size": a, "tasks": b}: its times move between problems by
+    (size ratio)^a (task ratio)^b; a model without a declaration by (size ratio)^(1/2) only."""
+    history = pd.DataFrame(
+        [("t", "t", "small", 10.0, 1.0e6, 200), ("s", "s", "small", 10.0, 1.0e6, 200)],
+        columns=["model", "model_name", "problem", "time_total", "problem_size", "n_tasks"])
+    scaling = {"t": {"size": 0.0, "tasks": 2.0}}.get
+    exp = expected_unit_seconds([Spec("t", "big"), Spec("s", "big")], history,
+                                {"big": 4.0e6}, None, {"big": 600.0}, scaling)
+    assert exp["t/big/0"] == Expected(pytest.approx(10.0 * 3.0 ** 2, rel=1e-12), "scaled")
+    assert exp["s/big/0"] == Expected(pytest.approx(10.0 * 4.0 ** 0.5, rel=1e-12), "scaled")
+    # the task count recorded with stored units serves when the plan does not know it
+    exp = expected_unit_seconds([Spec("t", "big")], history.assign(problem="big2"),
+                                {"big": 1.0e6}, None, {"big": 100.0}, scaling)
+    assert exp["t/big/0"].seconds == pytest.approx(10.0 * 0.5 ** 2, rel=1e-12)
+    # a hint is scaled from the reference problem the same way
+    exp = expected_unit_seconds([Spec("t", "q")], None, {"q": REFERENCE_SIZE}, {"t": 2.0}.get,
+                                {"q": 2.0 * REFERENCE_TASKS}, scaling)
+    assert exp["t/q/0"] == Expected(pytest.approx(8.0, rel=1e-12), "hint")
+
+
+@pytest.mark.parametrize("declared", [None, "fast", {"size": "x"}, {"tasks": -1.0},
+                                      {"tasks": float("nan")}, {"size": 9.0}])
+def test_a_broken_cost_scaling_falls_back_to_the_default(declared):
+    assert scaling_exponents(declared) == dict(DEFAULT_SCALING)
+
+    def boom(name):
+        raise RuntimeError("plugin bug")
+
+    exp = expected_unit_seconds([Spec("x", "p")], None, {"p": REFERENCE_SIZE}, {"x": 3.0}.get,
+                                {"p": 5.0 * REFERENCE_TASKS}, boom)
+    assert exp["x/p/0"] == Expected(pytest.approx(3.0, rel=1e-12), "hint")
+
+
+def test_a_partial_cost_scaling_keeps_the_default_for_the_rest():
+    assert scaling_exponents({"tasks": 2}) == {"size": SIZE_EXPONENT, "tasks": 2.0}
+
+
 @pytest.mark.parametrize("times,workers,wall", [
     ([4.0, 4.0, 3.0], 2, 7.0), ([5.0, 1.0, 1.0, 1.0], 2, 5.0), ([2.0, 2.0], 1, 4.0),
     ([], 3, 0.0)])
@@ -109,3 +150,6 @@ def test_every_builtin_model_has_a_cost_hint():
         if reg.model_plugin(name).distribution == BUILTIN_DISTRIBUTION:
             hint = getattr(reg.model_class(name), "cost_hint", None)
             assert isinstance(hint, float) and hint > 0, name
+            declared = getattr(reg.model_class(name), "cost_scaling", None)
+            if declared is not None:  # a built-in declaration must be read as written
+                assert scaling_exponents(declared) == {**DEFAULT_SCALING, **declared}, name

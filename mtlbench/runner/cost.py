@@ -17,26 +17,37 @@ wall-time estimate (``compare --dry-run``).  For each pending unit, in order of 
 ``default``
     :data:`DEFAULT_COST` (a model without a hint and never timed).
 
-The size of a problem is its number of labels times its number of features (one pass over
-its data).  Unit times grow sublinearly with it across data sets (a fit's iterations and
-per-task work vary from one data set to another): over 14 models on 5 data sets of sizes
-3e4 - 1.4e6, a least-squares fit of log time on log size with one intercept per model gave a
-slope of 0.40 and a residual spread of a factor ~2.3 (data of the first release's
-timings), so :data:`SIZE_EXPONENT` is 1/2 and an extrapolated time is marked as such: between
-problems of one data set (e.g. the attributes of Shoes) sizes differ little and the scaled
-times are close; across data sets they are a rough guess.
+Scaling between problems.  A problem is measured by its size (labels x features: one pass
+over its data) and its number of tasks T; a time moves between problems by the factor
+(size / size_other) ** a * (T / T_other) ** b, with the model's exponents (a, b) from its
+optional class attribute ``cost_scaling`` (a mapping with keys ``"size"`` and ``"tasks"``),
+default :data:`DEFAULT_SCALING` = (1/2, 0).  The default: unit times grow sublinearly with
+size across data sets (a fit's iterations and per-task work vary from one data set to
+another): over 14 models on 5 data sets of sizes 3e4 - 1.4e6, a least-squares fit of log time
+on log size with one intercept per model gave a slope of 0.40 and a residual spread of a
+factor ~2.3 (data of the first release's timings), hence 1/2.  A model whose work per
+iteration grows with T faster than with the data (e.g. AMTL's T x T transfer matrix: O(d T^2)
+per iteration against O(N d) for the loss) declares a task exponent.  A factor is left out
+where a measure of either problem is not known.  An extrapolated time is marked as such:
+between problems of one data set (e.g. the attributes of Shoes) the measures differ little and
+the scaled times are close; across data sets they are a rough guess.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 DEFAULT_COST = 1.0
 SIZE_EXPONENT = 0.5
-#: the problem built-in models' ``cost_hint`` is measured on, and its size (labels x features)
+#: exponents of a model without ``cost_scaling``: time ~ size ** 1/2, independent of T
+DEFAULT_SCALING: Mapping[str, float] = {"size": SIZE_EXPONENT, "tasks": 0.0}
+#: the problem built-in models' ``cost_hint`` is measured on, its size (labels x features) and
+#: its number of tasks
 REFERENCE_PROBLEM = "synthetic-attributes[seed=101]/attr0"
 REFERENCE_SIZE = 9500 * 100  # 190 users x 50 labels, 100 features
+REFERENCE_TASKS = 190
 REFERENCE_MACHINE = "2 cores (x86-64, OpenBLAS), one unit per core, nothing else running"
 SOURCES = ("stored", "scaled", "hint", "default")
 
@@ -54,33 +65,66 @@ def problem_size(summary: Mapping[str, Any]) -> float:
     return float(summary["labels"]) * float(summary["features"])
 
 
-def _scale(size: float | None, other: float | None) -> float:
-    if not size or not other:
+def problem_tasks(summary: Mapping[str, Any]) -> float:
+    """Number of tasks of a problem, from :meth:`mtlbench.data.TaskSet.summary`."""
+    return float(summary["tasks"])
+
+
+def scaling_exponents(declared: Any) -> dict[str, float]:
+    """The (size, tasks) exponents of a model's ``cost_scaling``: :data:`DEFAULT_SCALING` for
+    what is not declared or not a finite number in [0, 4] (a planning aid: a broken
+    declaration falls back, it does not stop a run)."""
+    out = dict(DEFAULT_SCALING)
+    if isinstance(declared, Mapping):
+        for key in out:
+            try:
+                v = float(declared[key])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if math.isfinite(v) and 0.0 <= v <= 4.0:
+                out[key] = v
+    return out
+
+
+def _ratio(a: float | None, b: float | None, exponent: float) -> float:
+    if not a or not b or not exponent:
         return 1.0
-    return (size / other) ** SIZE_EXPONENT
+    return (a / b) ** exponent
+
+
+def _scale(exps: Mapping[str, float], size: float | None, other_size: float | None,
+           tasks: float | None = None, other_tasks: float | None = None) -> float:
+    return (_ratio(size, other_size, exps["size"])
+            * _ratio(tasks, other_tasks, exps["tasks"]))
 
 
 def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
                           sizes: Mapping[str, float] | None = None,
-                          hint_of: Callable[[str], float | None] | None = None
+                          hint_of: Callable[[str], float | None] | None = None,
+                          tasks: Mapping[str, float] | None = None,
+                          scaling_of: Callable[[str], Any] | None = None
                           ) -> dict[str, Expected]:
     """Expected seconds of each unit, by key (see the module docstring for the rule).
 
     ``specs``: :class:`~mtlbench.runner.UnitSpec`; ``history``: a DataFrame with columns model
-    (label), model_name, problem, time_total and optionally problem_size (as
-    :meth:`mtlbench.store.ResultStore.unit_times` returns); ``sizes``: problem id -> size of
-    the problems being planned (sizes recorded with stored units fill in the rest);
-    ``hint_of``: model name -> its ``cost_hint`` or None."""
+    (label), model_name, problem, time_total and optionally problem_size and n_tasks (as
+    :meth:`mtlbench.store.ResultStore.unit_times` returns); ``sizes`` and ``tasks``: problem
+    id -> size and number of tasks of the problems being planned (the measures recorded with
+    stored units fill in the rest); ``hint_of``: model name -> its ``cost_hint`` or None;
+    ``scaling_of``: model name -> its ``cost_scaling`` or None."""
     sizes = dict(sizes or {})
+    tasks = dict(tasks or {})
     by_label: dict[tuple[str, str], float] = {}
     label_probs: dict[str, dict[str, float]] = {}
     name_probs: dict[str, dict[str, float]] = {}
     if history is not None and len(history):
-        if "problem_size" in history.columns:
-            for prob, s in history.groupby("problem")["problem_size"]:
+        for col, known in (("problem_size", sizes), ("n_tasks", tasks)):
+            if col not in history.columns:
+                continue
+            for prob, s in history.groupby("problem")[col]:
                 s = s.dropna()
-                if len(s) and prob not in sizes:
-                    sizes[str(prob)] = float(s.median())
+                if len(s) and prob not in known:
+                    known[str(prob)] = float(s.median())
         for (label, prob), g in history.groupby(["model", "problem"]):
             by_label[(label, prob)] = float(statistics.median(g.time_total))
             label_probs.setdefault(label, {})[prob] = by_label[(label, prob)]
@@ -88,6 +132,7 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
             name_probs.setdefault(name, {})[prob] = float(statistics.median(g.time_total))
 
     hints: dict[str, float | None] = {}
+    exponents: dict[str, dict[str, float]] = {}
 
     def hint(name: str) -> float | None:
         if name not in hints:
@@ -101,20 +146,39 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
             hints[name] = h
         return hints[name]
 
-    def scaled(timed: Mapping[str, float], prob: str) -> float | None:
-        # problems of unknown size count unscaled (e.g. the dispatcher, which knows only the
-        # sizes stored with finished units)
-        size = sizes.get(prob)
-        vals = [t * _scale(size, sizes.get(p)) for p, t in timed.items()]
+    def exps(name: str) -> dict[str, float]:
+        if name not in exponents:
+            declared = None
+            if scaling_of is not None:
+                try:
+                    declared = scaling_of(name)
+                except Exception:  # noqa: BLE001 - a planning aid only: the default
+                    declared = None
+            exponents[name] = scaling_exponents(declared)
+        return exponents[name]
+
+    def between(name: str, prob: str, other: str) -> float:
+        return _scale(exps(name), sizes.get(prob), sizes.get(other),
+                      tasks.get(prob), tasks.get(other))
+
+    def from_reference(name: str, prob: str) -> float:
+        return _scale(exps(name), sizes.get(prob), REFERENCE_SIZE,
+                      tasks.get(prob), REFERENCE_TASKS)
+
+    def scaled(name: str, timed: Mapping[str, float], prob: str) -> float | None:
+        # problems of unknown measures count unscaled (e.g. the dispatcher, which knows only
+        # the measures stored with finished units)
+        vals = [t * between(name, prob, p) for p, t in timed.items()]
         return float(statistics.median(vals)) if vals else None
 
     # this machine against the hints' reference machine: stored / hinted over timed pairs
     ratios = []
     name_of = dict(zip(history.model, history.model_name)) if by_label else {}
     for (label, prob), t in by_label.items():
-        h = hint(str(name_of[label]))
+        name = str(name_of[label])
+        h = hint(name)
         if h and sizes.get(prob):
-            ratios.append(t / (h * _scale(sizes[prob], REFERENCE_SIZE)))
+            ratios.append(t / (h * from_reference(name, prob)))
     machine = float(statistics.median(ratios)) if ratios else 1.0
 
     out: dict[str, Expected] = {}
@@ -123,16 +187,15 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
         if t is not None:
             out[s.key] = Expected(t, "stored")
             continue
-        t = scaled(label_probs.get(s.label, {}), s.problem)
+        t = scaled(s.model, label_probs.get(s.label, {}), s.problem)
         if t is None:
-            t = scaled(name_probs.get(s.model, {}), s.problem)
+            t = scaled(s.model, name_probs.get(s.model, {}), s.problem)
         if t is not None:
             out[s.key] = Expected(t, "scaled")
             continue
         h = hint(s.model)
         if h is not None:
-            size = sizes.get(s.problem)
-            out[s.key] = Expected(h * machine * _scale(size, REFERENCE_SIZE), "hint")
+            out[s.key] = Expected(h * machine * from_reference(s.model, s.problem), "hint")
             continue
         out[s.key] = Expected(DEFAULT_COST, "default")
     return out

@@ -23,7 +23,7 @@ from .cost import DEFAULT_COST, expected_unit_seconds
 from .unit import UnitSpec, load_problem, problem_id
 
 __all__ = ["resolve_problems", "plan_units", "check_problems_load", "check_overrides",
-           "expected_seconds", "cost_hint_reader", "DEFAULT_COST"]
+           "expected_seconds", "cost_hint_reader", "cost_scaling_reader", "DEFAULT_COST"]
 
 
 
@@ -192,17 +192,19 @@ def _probe_taskset(tasks: TaskSet, per_class: int = MIN_PER_CLASS) -> TaskSet | 
 
 
 def expected_seconds(specs: Sequence[UnitSpec], registry: Registry | None = None,
-                     history: Any = None, sizes: Mapping[str, float] | None = None
-                     ) -> dict[str, float]:
+                     history: Any = None, sizes: Mapping[str, float] | None = None,
+                     tasks: Mapping[str, float] | None = None) -> dict[str, float]:
     """Expected seconds of each unit (by key), for dispatching longest first and the ETA.
 
     The rule of :func:`~.cost.expected_unit_seconds`: the median stored time of the same
     model label on the same problem (``history``: e.g.
     :meth:`mtlbench.store.ResultStore.unit_times`), else its times on other problems scaled
-    by problem size (``sizes``: problem id -> labels x features), else the model class's
-    optional ``cost_hint``, else :data:`~.cost.DEFAULT_COST`."""
+    by problem size and task count (``sizes``, ``tasks``: problem id -> labels x features,
+    number of tasks) with the model's ``cost_scaling``, else the model class's optional
+    ``cost_hint``, else :data:`~.cost.DEFAULT_COST`."""
     return {key: e.seconds for key, e in expected_unit_seconds(
-        specs, history, sizes, cost_hint_reader(registry)).items()}
+        specs, history, sizes, cost_hint_reader(registry), tasks,
+        cost_scaling_reader(registry)).items()}
 
 
 def cost_hint_reader(registry: Registry | None):
@@ -210,3 +212,10 @@ def cost_hint_reader(registry: Registry | None):
     if registry is None:
         return None
     return lambda name: getattr(registry.model_class(name), "cost_hint", None)
+
+
+def cost_scaling_reader(registry: Registry | None):
+    """Model name -> its class's ``cost_scaling`` (None: no registry, or none declared)."""
+    if registry is None:
+        return None
+    return lambda name: getattr(registry.model_class(name), "cost_scaling", None)
