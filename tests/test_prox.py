@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtlbench_models._prox import (ksupport_norm, ksupport_sq, project_l1_ball_rows,
-                                   prox_ksupport_sq, prox_l1inf_rows)
+                                   prox_ksupport_sq, prox_ksupport_sq_with_value,
+                                   prox_l1inf_rows)
 
 
 def _ksupport_sq_cvx(v, k):
@@ -110,6 +111,20 @@ def test_prox_ksupport_sq_certified_by_fenchel_young(p, k, m, seed):
     assert np.all(np.abs(_prox_optimality_residual(V, lam, k, W)) <= 1e-11)
     assert np.all(np.abs(W) <= np.abs(V) * (1 + 1e-15))            # a shrinkage, signs kept
     assert np.all(W * V >= 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 25), st.integers(1, 30), st.integers(1, 8), st.integers(0, 10 ** 9))
+def test_prox_ksupport_sq_value_is_the_norm_of_the_prox(p, k, m, seed):
+    """The value returned with the prox (from the prox's own theta) equals ksupport_sq of the
+    returned point, also for lam = 0 columns (the identity)."""
+    V = _tricky_columns(seed, p, m)
+    lam = 10.0 ** np.random.default_rng(seed + 2).uniform(-4, 4, m)
+    lam[0] = 0.0 if seed % 3 == 0 else lam[0]
+    W, val = prox_ksupport_sq_with_value(V, lam, k)
+    np.testing.assert_array_equal(W, prox_ksupport_sq(V, lam, k))
+    ref = ksupport_sq(W, k)
+    assert np.all(np.abs(val - ref) <= 1e-10 * ref + 1e-300)
 
 
 def test_prox_ksupport_sq_tiny_entry_regression():

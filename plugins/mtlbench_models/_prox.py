@@ -90,31 +90,48 @@ def ksupport_norm(w: np.ndarray, k: int) -> float:
 def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarray:
     """argmin_W 1/2 ||W - V||^2 + lam/2 (||W||_k^sp)^2, column by column (a 1-d V is one column).
 
-    ``lam`` >= 0 may be a scalar or one value per column.  Exact, O(p log p) per column of
-    length p (one sort), vectorised over columns.
+    ``lam`` >= 0 may be a scalar or one value per column.  Exact; see
+    ``prox_ksupport_sq_with_value``, which also returns (||W||_k^sp)^2 per column."""
+    return prox_ksupport_sq_with_value(V, lam, k)[0]
+
+
+def prox_ksupport_sq_with_value(V: np.ndarray, lam: float | np.ndarray,
+                                k: int) -> tuple[np.ndarray, np.ndarray | float]:
+    """(W, (||W||_k^sp)^2 per column) with W = ``prox_ksupport_sq(V, lam, k)``.
+
+    Exact, one sort per column and O(k p) arithmetic per column of length p, vectorised over
+    columns (no per-column branching: the few numpy calls, not the arithmetic, are the cost
+    at the sizes VSTG-MTL uses, p = K <= 40, k <= 5).
 
     Derivation (box-norm form above): for fixed theta the minimiser is
     w_i = v_i theta_i / (theta_i + lam); what remains, sum_i lam v_i^2 / (2 (theta_i + lam)), is
     convex in theta and its KKT conditions give theta_i = clip(lam (|v_i| / tau - 1), 0, 1) with
     the scalar tau > 0 such that sum_i theta_i = k (the budget binds unless at most k entries
-    are nonzero; then theta_i = 1 and W = V / (1 + lam), tau = 0).  Substituting theta,
+    are nonzero; then theta_i = 1 and W = V / (1 + lam)).  Substituting theta,
 
         w_i = sign(v_i) min( |v_i| / (1 + lam), max(|v_i| - tau, 0) ):
 
     entries with |v_i| >= (1 + lam) tau / lam are scaled by 1/(1+lam), the next ones
     soft-thresholded by tau, the rest set to 0 -- Algorithm 1 of Argyriou et al. (2012).
 
-    Finding tau: with u = 1/tau, the budget sum_i theta_i(u) is continuous, piecewise linear and
-    nondecreasing in u, with kinks where an entry starts rising (u = 1/|v_i|) or saturates
-    (u = (1 + lam) / (lam |v_i|)).  The kinks are sorted once; at every kink the counts of
-    saturated (a) and nonzero (b) entries are exact integer cumulative counts, and the sum S of
-    the rising entries is a difference of prefix sums of the sorted |v|, so the budget there,
-    a + lam (u S - (b - a)), carries no accumulated rounding (an earlier version accumulated
-    slope x width products, which broke down when tiny entries put kinks at 1e17).  The root
-    lies in the first segment whose right end reaches k, where tau = lam S / (k - a + lam (b - a))
-    in closed form; a segment with no rising entry (the budget flat at k) gives tau = its right
-    kink.  Checked against the box-norm problem solved by cvxpy and against a brute-force
-    evaluation of the budget at every kink (tests/test_prox.py).
+    Finding tau, in closed form: with z = |v| sorted decreasingly and u = 1/tau, the budget is
+    sum_i min(1, max(0, lam (u z_i - 1))) = min_a max_b [a + lam (u S_ab - (b - a))] over
+    a saturated entries (the a largest) and rising entries a+1..b, S_ab = z_{a+1} + ... + z_b
+    (sum_i min(1, g_i) = min over sets A of |A| + sum_{i not in A} g_i, and the optimal sets
+    are the top-a and the next entries, for every u).  Every bracket is increasing in u, so
+    the budget reaches k exactly when every max_b does, i.e. at u* = max_a min_b of the roots
+    of the brackets:
+
+        tau = min_{a = 0..k-1} max_{b = a+1..p} lam S_ab / (k - a + lam (b - a))
+
+    (a >= k contributes nothing: those brackets are >= k already).  No segment search, so
+    exact ties and entries 1e-18 of the others are no special case (both broke earlier
+    versions); a column with at most k nonzeros gets a tau with the same W = V / (1 + lam)
+    (tau <= 0, or when exactly k are nonzero a tau below their saturation point), and lam = 0
+    gives tau = 0, W = V.  The value follows from the same theta, which is also optimal in the
+    box form of ||W||^2 (theta_i = min(1, |w_i| lam / tau), summing to k): saturated entries
+    contribute w_i^2, rising ones w_i tau / lam.  Checked against the box-norm problem solved
+    by cvxpy, the Fenchel-Young equality and ``ksupport_sq`` (tests/test_prox.py).
     """
     V = np.asarray(V, dtype=np.float64)
     one_d = V.ndim == 1
@@ -123,65 +140,65 @@ def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarr
     k = int(k)
     if k < 1:
         raise ValueError(f"prox_ksupport_sq: k must be >= 1, got {k}")
-    lam = np.broadcast_to(np.asarray(lam, dtype=np.float64), (m,))
+    lam = np.asarray(lam, dtype=np.float64)
     if np.any(lam < 0):
         raise ValueError("prox_ksupport_sq: lam must be >= 0")
+    lam = np.broadcast_to(lam, (m,))
     A = np.abs(M)
-    tau = np.zeros(m)
-    binding = (np.count_nonzero(A, axis=0) > k) & (lam > 0)
-    if binding.any():
-        every = bool(binding.all())
-        todo = np.flatnonzero(binding)
-        z = np.sort(A if every else A[:, todo], axis=0)[::-1]        # decreasing, p x n
-        lt = lam if every else lam[todo]
-        n = z.shape[1]
-        prefix = np.zeros((p + 1, n))
-        np.cumsum(z, axis=0, out=prefix[1:])
-        with np.errstate(divide="ignore"):
-            rise = 1.0 / z                                           # inf for zero entries
-        kinks = np.concatenate([rise, rise * ((1.0 + lt) / lt)])
-        order = np.argsort(kinks, axis=0)
-        cols = np.arange(n)
-        u = kinks[order, cols]
-        b = np.cumsum(order < p, axis=0)                             # nonzero after the kink
-        a = np.arange(1, 2 * p + 1)[:, None] - b                     # saturated after it
-        S = prefix[b, cols] - prefix[a, cols]                        # sum of the rising |v|
-        with np.errstate(invalid="ignore"):
-            budget = a + lt * (u * S - (b - a))                      # sum of theta at the kink
-        budget[np.isinf(u)] = np.inf
-        j = np.argmax(budget >= k, axis=0)          # exists: the budget reaches nnz > k
-        jm = np.maximum(j - 1, 0)                   # the segment (u_{j-1}, u_j]
-        aj, bj, Sj = a[jm, cols], b[jm, cols], S[jm, cols]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where((j > 0) & (Sj > 0), lt * Sj / (k - aj + lt * (bj - aj)), 1.0 / u[j, cols])
-        if every:
-            tau = t
-        else:
-            tau[todo] = t
-    out = np.minimum(A / (1.0 + lam), A - tau)
-    np.maximum(out, 0.0, out=out)
-    out *= np.sign(M)
-    return out[:, 0] if one_d else out
+    if k >= p:                                       # the squared l2 norm
+        W = A / (1.0 + lam)
+        val = np.einsum("ij,ij->j", W, W)
+    else:
+        prefix = np.zeros((m, p + 1))                # column j: 0, z_1, z_1 + z_2, ...
+        np.cumsum(np.sort(A.T, axis=1)[:, ::-1], axis=1, out=prefix[:, 1:])
+        # all b = 1..p for every a: for b <= a, S_ab = -(z_{b+1} + ... + z_a) <= 0 over a
+        # positive denominator (|b - a|), below the max over b > a (>= 0), so no mask
+        a = np.arange(k)[:, None]
+        offset = np.abs(np.arange(1, p + 1)[None, :] - a)                       # k x p
+        inv_lam = np.divide(1.0, lam, out=np.full(m, np.inf), where=lam > 0)[:, None, None]
+        tau = np.full(m, np.inf)
+        step = max(1, (1 << 20) // max(m * p, 1))   # bound the m x a x p temporaries
+        for a0 in range(0, k, step):
+            a1 = min(k, a0 + step)
+            S = prefix[:, None, 1:] - prefix[:, a0:a1, None]                  # S_ab
+            ratio = S / ((k - a[a0:a1]) * inv_lam + offset[a0:a1])    # lam = 0: S / inf = 0
+            np.minimum(tau, ratio.max(axis=2).min(axis=1), out=tau)
+        scaled = A / (1.0 + lam)
+        thresholded = A - tau
+        saturated = scaled <= thresholded
+        W = np.where(saturated, scaled, np.maximum(thresholded, 0.0))
+        with np.errstate(invalid="ignore"):          # lam = 0: recomputed below
+            val = np.einsum("ij,ij->j", W, np.where(saturated, W, tau * inv_lam[:, 0, 0]))
+        if not np.all(lam > 0):
+            none = lam == 0
+            val[none] = ksupport_sq(W[:, none], k)
+    W *= np.sign(M)
+    return (W[:, 0], float(val[0])) if one_d else (W, val)
+
+
+def l1_ball_threshold_rows(A: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
+    """Per row of A >= 0, the threshold t >= 0 of the Euclidean projection onto the l1 ball of
+    the given radius (>= 0; a scalar or one per row): the projection is max(A - t, 0).
+
+    With z the row sorted decreasingly and S_j = z_1 + ... + z_j, sum_i max(z_i - t, 0) =
+    max_j (S_j - j t) (every partial sum is a lower bound, the j of the positive entries
+    attains it), which is >= radius iff t <= max_j (S_j - radius) / j; so
+    t = max(0, max_j (S_j - radius) / j) (Duchi et al., ICML 2008, without the search for
+    the last positive index).  Radius 0 gives t = max_i z_i (projection onto {0})."""
+    m = A.shape[1]
+    radius = np.asarray(radius, dtype=np.float64)
+    S = np.cumsum(np.sort(A, axis=1)[:, ::-1], axis=1)
+    S -= radius[:, None] if radius.ndim else radius
+    S /= np.arange(1, m + 1)
+    return np.maximum(S.max(axis=1, initial=0.0), 0.0)
 
 
 def project_l1_ball_rows(V: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
     """Euclidean projection of every row of V onto the l1 ball of the given radius (>= 0;
-    a scalar or one per row; Duchi et al., ICML 2008, sort-based, vectorised over rows).
-    Radius 0 projects onto {0}."""
+    a scalar or one per row; ``l1_ball_threshold_rows``).  Radius 0 projects onto {0}."""
     V = np.asarray(V, dtype=np.float64)
-    n, m = V.shape
-    radius = np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,))
     A = np.abs(V)
-    inside = A.sum(axis=1) <= radius
-    U = -np.sort(-A, axis=1)                    # decreasing
-    css = np.cumsum(U, axis=1) - radius[:, None]
-    idx = np.arange(1, m + 1)
-    cond = U - css / idx > 0
-    rho = m - 1 - np.argmax(cond[:, ::-1], axis=1)   # last index where cond holds
-    tau = css[np.arange(n), rho] / (rho + 1)
-    tau = np.where(inside, 0.0, np.maximum(tau, 0.0))
-    tau = np.where(radius > 0, tau, A.max(axis=1, initial=0.0))   # the sort rule needs radius > 0
-    return np.sign(V) * np.maximum(A - tau[:, None], 0.0)
+    return np.sign(V) * np.maximum(A - l1_ball_threshold_rows(A, radius)[:, None], 0.0)
 
 
 def prox_l1inf_rows(V: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
@@ -189,12 +206,11 @@ def prox_l1inf_rows(V: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
     or one weight per row).
 
     Moreau decomposition: prox_{tau ||.||_inf}(v) = v - P_{tau B_1}(v), with P the projection
-    onto the l1 ball of radius tau (the dual-norm ball)."""
+    onto the l1 ball of radius tau (the dual-norm ball); as P(v) = sign(v) max(|v| - t, 0),
+    this clips every |v_i| at the row's threshold t (``l1_ball_threshold_rows``)."""
     V = np.asarray(V, dtype=np.float64)
-    tau = np.asarray(tau, dtype=np.float64)
-    if np.all(tau <= 0):
-        return V.copy()
-    return V - project_l1_ball_rows(V, tau)
+    A = np.abs(V)
+    return np.sign(V) * np.minimum(A, l1_ball_threshold_rows(A, tau)[:, None])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ from __future__ import annotations
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
-from mtlbench_models._prox import ksupport_sq, prox_ksupport_sq, prox_l1, prox_l1inf_rows
+from mtlbench_models._prox import (ksupport_sq, l1_ball_threshold_rows, prox_ksupport_sq,
+                                   prox_ksupport_sq_with_value)
 
 _INEXACT = 0.1      # inner tolerance <= this x the previous relative change of W (docstring)
 _JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iterations (docstring)
@@ -228,9 +229,13 @@ def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
     subtracts the same amount from all moduli), so the l_inf subdifferential at the thresholded
     row contains the one at the original row (or the row becomes 0, where the subdifferential
     is the whole dual ball); by Yu (2013, "On decomposing the proximal map", Thm. 1) the
-    composition is then the prox of the sum.  Checked against cvxpy in the tests."""
+    composition is then the prox of the sum.  Checked against cvxpy in the tests.  The l_inf
+    prox clips the thresholded moduli A at the row's l1-ball threshold (``prox_l1inf_rows``),
+    written out here to take the signs once."""
     tau1 = np.asarray(tau1, dtype=np.float64)
-    return prox_l1inf_rows(prox_l1(V, tau1[:, None] if tau1.ndim else tau1), tau2)
+    A = np.abs(V) - (tau1[:, None] if tau1.ndim else tau1)
+    np.maximum(A, 0.0, out=A)
+    return np.sign(V) * np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None])
 
 
 def vstg_objective(prob: _Problem, U, V, g1, g2, mu, k) -> float:
@@ -426,7 +431,7 @@ class VSTGMTL(LinearMTLModel):
             for _ in range(100):                      # backtracking (bounded: non-finite data)
                 aU, aV = c * wU, c * wV
                 Un = prox_l1_l1inf_rows(Uy - GU / aU[:, None], g1 / aU, g2 / aU)
-                Vn = prox_ksupport_sq(Vy - GV / aV, 2.0 * mu / aV, k)
+                Vn, ksq = prox_ksupport_sq_with_value(Vy - GV / aV, 2.0 * mu / aV, k)
                 Pn = prob.proj(Un @ Vn)
                 fn = prob.loss_proj(Pn)
                 DU, DV = Un - Uy, Vn - Vy
@@ -438,7 +443,7 @@ class VSTGMTL(LinearMTLModel):
                 c *= 2.0
             absU = np.abs(Un)
             Fn = (fn + g1 * absU.sum() + g2 * absU.max(axis=1).sum()
-                  + mu * float(ksupport_sq(Vn, k).sum()))
+                  + mu * float(ksq.sum()))
             if Fn > F:                                # not monotone: restart the momentum
                 tk = 1.0
                 if beta > 0.0:
