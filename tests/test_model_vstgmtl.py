@@ -304,3 +304,41 @@ def test_composed_prox_with_row_weights():
            + cp.sum(cp.multiply(t2, cp.max(cp.abs(Z), axis=1))))
     cp.Problem(cp.Minimize(obj)).solve(solver="CLARABEL")
     np.testing.assert_allclose(prox_l1_l1inf_rows(V, t1, t2), Z.value, atol=1e-6)
+
+
+@pytest.mark.parametrize("d,n", [(12, 14), (20, 14)])
+def test_image_loss_and_gradient_match_direct_formulas(d, n):
+    """Both data representations of the joint steps (``gram`` when every n_t >= d, else the
+    SVD pieces) give the loss, its gradient and X_t^T X_t w_t of the direct formulas."""
+    tasks = _tasks(3, d=d, n=n)
+    prob = _Problem(tasks)
+    assert (prob.gram is not None) == (n >= d)
+    W = np.random.default_rng(4).standard_normal((d, tasks.T))
+    Xs = [tasks.X(t) for t in range(tasks.T)]
+    R = [X @ W[:, t] - tasks.y(t) for t, X in enumerate(Xs)]
+    loss = 0.5 * sum(float(r @ r) for r in R)
+    grad = np.stack([X.T @ r for X, r in zip(Xs, R)], axis=1)
+    hess = np.stack([X.T @ (X @ W[:, t]) for t, X in enumerate(Xs)], axis=1)
+    Im = prob.image(W)
+    f, G = prob.loss_grad(W, Im)
+    assert f == pytest.approx(loss, rel=1e-12)
+    assert prob.loss_image(W, Im) == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(G, grad, rtol=1e-10, atol=1e-10 * np.abs(grad).max())
+    np.testing.assert_allclose(prob.hess(W), hess, rtol=1e-10, atol=1e-10 * np.abs(hess).max())
+
+
+def test_fit_same_with_either_representation():
+    """The Gram representation only changes rounding: a fit with it forced off (the SVD
+    pieces) ends at the same objective."""
+    tasks = _tasks(5)
+    kw = dict(gamma1=0.05, gamma2=0.02, mu=0.1, n_bases=4, k=2)
+    a = VSTGMTL(**kw).fit(tasks)
+    prob = _Problem(tasks)
+    assert prob.gram is not None
+    prob.gram = None
+    other = TaskSet.from_arrays("toy", [tasks.X(t) for t in range(tasks.T)],
+                                [tasks.y(t) for t in range(tasks.T)])
+    other.memo(("vstgmtl.svd-problem", 4), lambda: prob)
+    b = VSTGMTL(**kw).fit(other)
+    assert a.converged_ and b.converged_
+    assert b.objective_history_[-1] == pytest.approx(a.objective_history_[-1], rel=1e-6)

@@ -160,6 +160,11 @@ class _Problem:
     once per TaskSet object (``tasks.memo``) and shared by every fit of a search.  Storage
     T r d numbers, at most the size of the data.  (Q_t is stored d x r, not r x d: both
     batched products below then run as vector-matrix products over contiguous rows.)
+
+    * ``gram`` T x d x d, X_t^T X_t, only when r = d (every task has n_t >= d): then it has
+      the size of ``Q`` and the joint steps' loss and gradient at a point need one batched
+      product H_t w_t instead of two (Q_t^T w_t, then Q_t (...)); else None.  The joint steps
+      use the pair ``image`` / ``loss_grad``, which picks the representation.
     """
 
     def __init__(self, tasks: TaskSet):
@@ -184,6 +189,9 @@ class _Problem:
         self.Xty = self.back(self.sc)                               # d x T
         self.yy = np.array([float(y @ y) for y in ys])
         self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)  # d x T
+        self.gram = np.stack([X.T @ X for X in Xs]) if r == d else None
+        self.XtyT2 = -2.0 * self.Xty.T                              # T x d
+        self.loss_const = 0.5 * float(self.yy.sum())
 
     def proj(self, W: np.ndarray) -> np.ndarray:
         """Q_t^T w_t for every task: d x T -> T x r."""
@@ -197,6 +205,36 @@ class _Problem:
         """sum_t 1/2 ||y_t - X_t w_t||^2 from P = ``proj(W)``."""
         R = self.s * P - self.c
         return 0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum()))
+
+    def image(self, W: np.ndarray) -> np.ndarray:
+        """What the loss and its gradient at W need from the data: H_t w_t (T x d) with
+        ``gram``, else ``proj(W)``."""
+        if self.gram is None:
+            return self.proj(W)
+        return np.matmul(self.gram, np.ascontiguousarray(W.T)[:, :, None])[:, :, 0]
+
+    def loss_image(self, W: np.ndarray, Im: np.ndarray) -> float:
+        """sum_t 1/2 ||y_t - X_t w_t||^2 from Im = ``image(W)``; with ``gram``,
+        sum_t 1/2 w_t^T H_t w_t - (X_t^T y_t)^T w_t + 1/2 ||y_t||^2."""
+        if self.gram is None:
+            return self.loss_proj(Im)
+        return 0.5 * float(np.einsum("dt,td->", W, Im + self.XtyT2)) + self.loss_const
+
+    def loss_grad(self, W: np.ndarray, Im: np.ndarray) -> tuple[float, np.ndarray]:
+        """(loss, its gradient d x T: X_t^T (X_t w_t - y_t) in column t) from Im = ``image(W)``."""
+        if self.gram is None:
+            R = self.s * Im - self.c
+            return (0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum())),
+                    self.back(self.s * R))
+        G = Im + 0.5 * self.XtyT2
+        return (0.5 * float(np.einsum("dt,td->", W, G + 0.5 * self.XtyT2)) + self.loss_const,
+                G.T)
+
+    def hess(self, W: np.ndarray) -> np.ndarray:
+        """X_t^T X_t w_t for every task (d x T)."""
+        if self.gram is None:
+            return self.back(self.s2 * self.proj(W))
+        return self.image(W).T
 
     def loss_w(self, W: np.ndarray) -> float:
         """sum_t 1/2 ||y_t - X_t w_t||^2."""
@@ -254,7 +292,7 @@ class _State:
     """Solver data carried from one step to the next: the power-iteration vectors of the
     U-step (``power``, d x K) and of the V-step (``v_power``, K x T), the inner tolerances,
     and of the joint steps the metric scale (``joint_c``), the momentum (previous iterate and
-    FISTA's t) and the point where they ended with its projection (``last_joint``)."""
+    FISTA's t) and the point where they ended with W = U V and its ``image`` (``last_joint``)."""
 
     def __init__(self):
         self.power = None
@@ -312,7 +350,7 @@ class VSTGMTL(LinearMTLModel):
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "VSTGMTL":
         self._validate(tasks)
-        prob = tasks.memo(("vstgmtl.svd-problem", 3), lambda: _Problem(tasks))
+        prob = tasks.memo(("vstgmtl.svd-problem", 4), lambda: _Problem(tasks))
         T, d = prob.T, prob.d
         K = int(min(self.n_bases, d, T))
         k = int(min(self.k, K))
@@ -404,9 +442,12 @@ class VSTGMTL(LinearMTLModel):
         """``n_steps`` accelerated proximal-gradient steps on F over (U, V) jointly (docstring:
         "Joint steps").  Monotone: F never increases.  Returns (U, V, F, steps taken)."""
         K = U.shape[1]
-        tail_loss = 0.5 * float(prob.res.sum())
-        last = state.last_joint                       # (U, V, proj(U V)) where the last call ended
-        Px = last[2] if last is not None and last[0] is U and last[1] is V else prob.proj(U @ V)
+        last = state.last_joint                       # (U, V, image(U V)) where the last call ended
+        if last is not None and last[0] is U and last[1] is V:
+            Wx, Px = last[2], last[3]
+        else:
+            Wx = U @ V
+            Px = prob.image(Wx)
         U_prev, V_prev, tk = state.momentum if state.momentum is not None else (U, V, 1.0)
         c = state.joint_c
         n = 0
@@ -420,20 +461,20 @@ class VSTGMTL(LinearMTLModel):
             beta = (tk - 1.0) / t_next
             if beta > 0.0:
                 Uy, Vy = U + beta * (U - U_prev), V + beta * (V - V_prev)
-                Py = prob.proj(Uy @ Vy)
+                Wy = Uy @ Vy
+                Py = prob.image(Wy)
             else:
-                Uy, Vy, Py = U, V, Px
-            Ry = prob.s * Py - prob.c
-            fy = 0.5 * float(np.einsum("tr,tr->", Ry, Ry)) + tail_loss
-            Bg = prob.back(prob.s * Ry)                                  # d x T: grad_W at Y
+                Uy, Vy, Wy, Py = U, V, Wx, Px
+            fy, Bg = prob.loss_grad(Wy, Py)                              # Bg: grad_W at Y
             GU, GV = Bg @ Vy.T, Uy.T @ Bg
             c *= 0.8                                  # let the step grow again (local curvature)
             for _ in range(100):                      # backtracking (bounded: non-finite data)
                 aU, aV = c * wU, c * wV
                 Un = prox_l1_l1inf_rows(Uy - GU / aU[:, None], g1 / aU, g2 / aU)
                 Vn, ksq = prox_ksupport_sq_with_value(Vy - GV / aV, 2.0 * mu / aV, k)
-                Pn = prob.proj(Un @ Vn)
-                fn = prob.loss_proj(Pn)
+                Wn = Un @ Vn
+                Pn = prob.image(Wn)
+                fn = prob.loss_image(Wn, Pn)
                 DU, DV = Un - Uy, Vn - Vy
                 lin = float(np.einsum("ik,ik->", GU, DU)) + float(np.einsum("kt,kt->", GV, DV))
                 sq = 0.5 * (float(wU @ np.einsum("ik,ik->i", DU, DU))
@@ -454,10 +495,10 @@ class VSTGMTL(LinearMTLModel):
                       + float(np.einsum("kt,kt->t", Vy - Vn, Vn - V) @ wV)) > 0.0
             tk = 1.0 if uphill else t_next
             U_prev, V_prev = U, V
-            U, V, Px, F = Un, Vn, Pn, Fn
+            U, V, Wx, Px, F = Un, Vn, Wn, Pn, Fn
         state.joint_c = c
         state.momentum = (U_prev, V_prev, tk)
-        state.last_joint = (U, V, Px)
+        state.last_joint = (U, V, Wx, Px)
         return U, V, F, n
 
     def _u_step(self, prob: _Problem, U, V, g1, g2, state: _State):
@@ -486,7 +527,7 @@ class VSTGMTL(LinearMTLModel):
         cold = Z is not state.power
         lam = 0.0
         for _ in range(20 if cold else 3):
-            Y = sw * (prob.back(prob.s2 * prob.proj((sw * Z) @ V)) @ V.T)
+            Y = sw * (prob.hess((sw * Z) @ V) @ V.T)
             nz = float(np.linalg.norm(Y))
             if nz == 0.0:
                 break
@@ -499,26 +540,26 @@ class VSTGMTL(LinearMTLModel):
         state.power = Z
         L = max(1.02 * lam, 1e-300)
         tol = state.tol_u
-        # P(A) = Q_t^T (A v_t) for all t is linear in A: P(Y) = P(Uc) + beta (P(Uc) - P(Up)),
-        # so each step projects only the new iterate (one O(T d r) projection + one back-map)
+        # image(A V) is linear in A: image(Y V) = image(Uc V) + beta (image(Uc V) - image(Up V)),
+        # so each step maps only the new iterate (one O(T d r) product, + one back-map without
+        # ``gram``)
         Uc, Up, tk = U.copy(), U.copy(), 1.0
-        Pc = prob.proj(Uc @ V)
+        Pc = prob.image(Uc @ V)
         Pp = Pc
         n = 0
         for n in range(1, int(self.u_max_iter) + 1):
             tn = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
             beta = (tk - 1.0) / tn
             Y = Uc + beta * (Uc - Up)
-            RY = prob.s * (Pc + beta * (Pc - Pp)) - prob.c               # T x r residuals at Y
-            fY = 0.5 * float(np.einsum("tr,tr->", RY, RY))
-            G = prob.back(prob.s * RY) @ V.T                              # grad f(Y)
+            fY, GW = prob.loss_grad(Y @ V, Pc + beta * (Pc - Pp))
+            G = GW @ V.T                                                  # grad f(Y)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
                 Lw = L * w
                 Un = prox_l1_l1inf_rows(Y - G / Lw[:, None], g1 / Lw, g2 / Lw)
-                Pn = prob.proj(Un @ V)
-                Rn = prob.s * Pn - prob.c
+                Wn = Un @ V
+                Pn = prob.image(Wn)
                 D = Un - Y
-                if (0.5 * float(np.einsum("tr,tr->", Rn, Rn))
+                if (prob.loss_image(Wn, Pn)
                         <= fY + float(np.einsum("ik,ik->", G, D))
                         + 0.5 * L * float(w @ np.einsum("ik,ik->i", D, D)) + 1e-12 * abs(fY)):
                     break
