@@ -4,6 +4,8 @@ Each ``prox_*(V, tau)`` returns argmin_X 1/2 ||X - V||_F^2 + tau * penalty(X).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.linalg import eigh
 
@@ -141,9 +143,11 @@ def prox_ksupport_sq_with_value(V: np.ndarray, lam: float | np.ndarray,
     if k < 1:
         raise ValueError(f"prox_ksupport_sq: k must be >= 1, got {k}")
     lam = np.asarray(lam, dtype=np.float64)
-    if np.any(lam < 0):
+    if lam.shape != (m,):
+        lam = np.full(m, float(lam)) if lam.ndim == 0 else np.broadcast_to(lam, (m,))
+    lam_min = float(lam.min()) if m else 0.0
+    if lam_min < 0:
         raise ValueError("prox_ksupport_sq: lam must be >= 0")
-    lam = np.broadcast_to(lam, (m,))
     A = np.abs(M)
     if k >= p:                                       # the squared l2 norm
         W = A / (1.0 + lam)
@@ -153,27 +157,41 @@ def prox_ksupport_sq_with_value(V: np.ndarray, lam: float | np.ndarray,
         np.cumsum(np.sort(A.T, axis=1)[:, ::-1], axis=1, out=prefix[:, 1:])
         # all b = 1..p for every a: for b <= a, S_ab = -(z_{b+1} + ... + z_a) <= 0 over a
         # positive denominator (|b - a|), below the max over b > a (>= 0), so no mask
-        a = np.arange(k)[:, None]
-        offset = np.abs(np.arange(1, p + 1)[None, :] - a)                       # k x p
-        inv_lam = np.divide(1.0, lam, out=np.full(m, np.inf), where=lam > 0)[:, None, None]
-        tau = np.full(m, np.inf)
+        budget, offset = _ksupport_bracket_constants(k, p)                      # k - a, |b - a|
+        inv_lam = (1.0 / lam if lam_min > 0
+                   else np.divide(1.0, lam, out=np.full(m, np.inf), where=lam > 0))[:, None, None]
         step = max(1, (1 << 20) // max(m * p, 1))   # bound the m x a x p temporaries
+        tau = None
         for a0 in range(0, k, step):
             a1 = min(k, a0 + step)
             S = prefix[:, None, 1:] - prefix[:, a0:a1, None]                  # S_ab
-            ratio = S / ((k - a[a0:a1]) * inv_lam + offset[a0:a1])    # lam = 0: S / inf = 0
-            np.minimum(tau, ratio.max(axis=2).min(axis=1), out=tau)
+            ratio = S / (budget[a0:a1] * inv_lam + offset[a0:a1])     # lam = 0: S / inf = 0
+            t = ratio.max(axis=2).min(axis=1)
+            tau = t if tau is None else np.minimum(tau, t)
         scaled = A / (1.0 + lam)
         thresholded = A - tau
         saturated = scaled <= thresholded
         W = np.where(saturated, scaled, np.maximum(thresholded, 0.0))
-        with np.errstate(invalid="ignore"):          # lam = 0: recomputed below
+        if lam_min > 0:
             val = np.einsum("ij,ij->j", W, np.where(saturated, W, tau * inv_lam[:, 0, 0]))
-        if not np.all(lam > 0):
+        else:                                        # lam = 0 (W = V): no theta to reuse
+            with np.errstate(invalid="ignore"):
+                val = np.einsum("ij,ij->j", W, np.where(saturated, W, tau * inv_lam[:, 0, 0]))
             none = lam == 0
             val[none] = ksupport_sq(W[:, none], k)
     W *= np.sign(M)
     return (W[:, 0], float(val[0])) if one_d else (W, val)
+
+
+@functools.lru_cache(maxsize=64)
+def _ksupport_bracket_constants(k: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """(k - a as a k x 1 column, |b - a| as k x p) for a = 0..k-1, b = 1..p (read-only)."""
+    a = np.arange(k)[:, None]
+    budget = (k - a).astype(np.float64)
+    offset = np.abs(np.arange(1, p + 1)[None, :] - a).astype(np.float64)
+    budget.flags.writeable = False
+    offset.flags.writeable = False
+    return budget, offset
 
 
 def l1_ball_threshold_rows(A: np.ndarray, radius: float | np.ndarray) -> np.ndarray:

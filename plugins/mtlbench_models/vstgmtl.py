@@ -20,8 +20,12 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
 * Data pieces (``_Problem``): the thin SVD of every task, X_t = P_t diag(s_t) Q_t^T, gives the
   loss as 1/2 ||s_t * (Q_t^T w) - P_t^T y_t||^2 + const, its gradient in O(d min(n_t, d)) per
   task, and the ridge solve (X_t^T X_t + rho I)^{-1} for any rho (the initial W0).  Computed
-  once per TaskSet object (``tasks.memo``) and shared by every fit of a search; no d x d,
-  n x n or dK x dK matrix is formed (at SUN scale, d = 2048 > n_t = 50, the n_t side is used).
+  once per TaskSet object (``tasks.memo``) and shared by every fit of a search; no n x n or
+  dK x dK matrix is formed (at SUN scale, d = 2048 > n_t = 50, the n_t side is used).  When
+  every task has n_t >= d (the simulated data: 136 x 80), the per-task Gram matrices
+  X_t^T X_t are stored as well (the same size as the Q_t then): the joint steps and U-steps
+  get the loss and gradient at a point from one batched product H_t w_t instead of two
+  (Q_t^T w_t, then back); with n_t < d (paper scale: ~34 x 100) the SVD pieces stay cheaper.
 * Block iteration (the paper's scheme, as implemented before this version):
   U-step (V fixed): min_U sum_t 1/2 ||y_t - X_t U v_t||^2 + gamma1 ||U||_1 + gamma2 ||U||_{1,inf}
   by FISTA with adaptive momentum restart in a row metric (``_u_step``; row i weighted by the
@@ -48,7 +52,11 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   and that shrinks by 0.8 per step.  A step that would increase F restarts the momentum and
   is retried from the current point; momentum also restarts when it points uphill
   (O'Donoghue & Candes 2015); it carries over from one group of steps to the next.  So F never
-  increases (tested).  Three batched products over the data per step.
+  increases (tested).  Two batched products over the data per step with the Gram matrices,
+  three without (plus one per backtracking trial).  The two proximal maps are closed forms
+  with a handful of vectorised numpy calls each (``_prox.prox_ksupport_sq_with_value``, which
+  also returns the penalty's value, and ``prox_l1_l1inf_rows``): at these sizes (K <= 40,
+  T = 100-200) the number of numpy calls, not the arithmetic, is their cost.
   Why: the loss depends on U V only, so it is invariant under U -> U R, V -> R^{-1} V; the
   penalties pick a sparse representative, and with n_t < d the data leave most of every w_t
   free, so F has long flat valleys in which block steps move slowly (the previous version
@@ -491,8 +499,8 @@ class VSTGMTL(LinearMTLModel):
                     continue                          # and retry from the current point
                 break                                 # a plain step failed: stationary here
             # adaptive restart (O'Donoghue & Candes 2015) when the momentum points uphill
-            uphill = (float(wU @ np.einsum("ik,ik->i", Uy - Un, Un - U))
-                      + float(np.einsum("kt,kt->t", Vy - Vn, Vn - V) @ wV)) > 0.0
+            uphill = (float(wU @ np.einsum("ik,ik->i", DU, Un - U))         # DU = Un - Uy
+                      + float(np.einsum("kt,kt->t", DV, Vn - V) @ wV)) < 0.0
             tk = 1.0 if uphill else t_next
             U_prev, V_prev = U, V
             U, V, Wx, Px, F = Un, Vn, Wn, Pn, Fn
