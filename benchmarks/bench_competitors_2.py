@@ -46,20 +46,41 @@ POINT = {"amtl": dict(lam=0.74, mu=0.936),       # AMTL: the point issue 13 prof
          "nc-cmtl": dict(mu=10.0)}
 
 
-def old_module(name: str, ref: str = OLD_REF):
-    """The module ``plugins/mtlbench_models/<name>.py`` as committed at ``ref``."""
+def _module_at(ref: str, rel: str, mod_name: str):
+    """The file ``plugins/mtlbench_models/<rel>.py`` as committed at ``ref``, as module
+    ``mod_name``."""
     src = subprocess.run(["git", "-C", str(REPO), "show",
-                          f"{ref}:plugins/mtlbench_models/{name}.py"],
+                          f"{ref}:plugins/mtlbench_models/{rel}.py"],
                          check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp()) / f"old_{name}.py"
+    path = Path(tempfile.mkdtemp()) / f"old_{rel}.py"
     path.write_text(src)
     # named inside the plugin package so that its relative imports (``from ._linalg ...``) resolve
-    spec = importlib.util.spec_from_file_location(f"mtlbench_models._old_{name}", path)
+    spec = importlib.util.spec_from_file_location(mod_name, path)
     mod = importlib.util.module_from_spec(spec)
     mod.__package__ = "mtlbench_models"          # its relative imports of the shared _*.py helpers
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def old_module(name: str, ref: str = OLD_REF, helpers: tuple[str, ...] = ()):
+    """The module ``plugins/mtlbench_models/<name>.py`` as committed at ``ref``.  It imports the
+    shared helpers of the working tree, except those named in ``helpers`` (e.g. ``("_prox",)``):
+    those are also taken at ``ref``, for this module only (bound while it is imported), so that
+    an old-vs-new comparison includes changes to them."""
+    saved = {}
+    for h in helpers:
+        full = f"mtlbench_models.{h}"
+        saved[full] = sys.modules.get(full)
+        sys.modules[full] = _module_at(ref, h, f"mtlbench_models._old_{h}")
+    try:
+        return _module_at(ref, name, f"mtlbench_models._old_{name}")
+    finally:
+        for full, mod in saved.items():
+            if mod is None:
+                sys.modules.pop(full, None)
+            else:
+                sys.modules[full] = mod
 
 
 def simulated_train(seed: int = 0) -> TaskSet:

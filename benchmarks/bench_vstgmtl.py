@@ -7,7 +7,8 @@ alters.  This script fits both implementations at the same points, side by side 
 at each point), on design data no published table uses, and prints per point and in summary the
 fit time (wall and CPU seconds, one fit each), the outer iterations, the objective (one function
 for both: ``vstg_objective``) and its relative difference (new - old) / old, and the validation
-AUC.  "old" is ``plugins/mtlbench_models/vstgmtl.py`` at git ref ``--ref`` (default ``main``).
+AUC.  "old" is ``plugins/mtlbench_models/vstgmtl.py`` and the shared ``_prox.py`` it imports at
+git ref ``--ref`` (default ``main``).
 
 Data (``--data``):
   ``simulated``  ``make_simulated(seed=101)``, protocol split rep 0 (100 tasks x 136 x 80), the 8
@@ -80,7 +81,7 @@ def main():
     ap.add_argument("--data", default="simulated", choices=sorted(POINTS))
     ap.add_argument("--sun", action="store_true", help="also one fit each at SUN scale")
     a = ap.parse_args()
-    old = old_module("vstgmtl", a.ref)
+    old = old_module("vstgmtl", a.ref, helpers=("_prox",))
     tr, va = design_data(a.data)
     prob = new._Problem(tr)
     print(f"{a.data} (seed 101, split rep 0): {tr.T} tasks, d = {tr.d}; old = {a.ref}")

@@ -203,12 +203,19 @@ def l1_ball_threshold_rows(A: np.ndarray, radius: float | np.ndarray) -> np.ndar
     attains it), which is >= radius iff t <= max_j (S_j - radius) / j; so
     t = max(0, max_j (S_j - radius) / j) (Duchi et al., ICML 2008, without the search for
     the last positive index).  Radius 0 gives t = max_i z_i (projection onto {0})."""
-    m = A.shape[1]
     radius = np.asarray(radius, dtype=np.float64)
     S = np.cumsum(np.sort(A, axis=1)[:, ::-1], axis=1)
     S -= radius[:, None] if radius.ndim else radius
-    S /= np.arange(1, m + 1)
-    return np.maximum(S.max(axis=1, initial=0.0), 0.0)
+    S /= _counts(A.shape[1])
+    return S.max(axis=1, initial=0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _counts(m: int) -> np.ndarray:
+    """1, 2, ..., m as float64 (read-only)."""
+    out = np.arange(1, m + 1, dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def project_l1_ball_rows(V: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
