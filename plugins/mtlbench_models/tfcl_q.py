@@ -200,7 +200,8 @@ from threadpoolctl import threadpool_limits
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_group_cols
+from ._prox import (_prox_cocluster_with_truncation, _prox_cocluster_with_value,
+                    cocluster_penalty, prox_group_cols)
 from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, SpectralGroups,
                          check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
@@ -213,6 +214,12 @@ from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, same_components_only, ustep
 # iterations; after a rejected try wait twice as long; sign updates per try.
 _POLISH_AFTER = 5
 _POLISH_ROUNDS = 6
+
+# TFCL(Coc): the null-space majorise-minimise step (``nullspace_mm_step``) joins the sweeps once
+# |F^t - F^{t-1}| <= _MM_START max(1, |F^t|), where its curvature 2 a2 + a3 is at most
+# _MM_STEP_RATIO times the sweeps' C_g (elsewhere it is no longer step than the sweep's).
+_MM_START = 1e-4
+_MM_STEP_RATIO = 0.25
 
 # Declared search spaces (lam_scale="data"; bounds and sources of the start ranges: module
 # docstring, "Search spaces").
@@ -250,6 +257,34 @@ def common_lipschitz(J, d: int, T: int) -> float:
         return float(np.linalg.eigvalsh((H + H.T) / 2)[-1])
     val = eigsh(op, k=1, which="LA", tol=1e-8, v0=np.ones(d))[0][0]
     return float(val) * (1 + 1e-6)
+
+
+def row_space_bases(J) -> list[tuple[object, np.ndarray]]:
+    """Per bucket of J, an orthonormal basis of every task's row space (Z_t's right singular
+    vectors of nonzero singular value; the others, and padded rows, set to 0): (sel, (T_b, m_b,
+    d)).  Data only: once per training set."""
+    out = []
+    for idx, Z3, _ in J.buckets:
+        _, S, Vh = np.linalg.svd(Z3, full_matrices=False)
+        keep = S > S[:, :1] * (max(Z3.shape[1:]) * np.finfo(float).eps)
+        out.append((slice(None) if idx is None else idx, Vh * keep[:, :, None]))
+    return out
+
+
+def nullspace_mm_step(X: np.ndarray, top: np.ndarray, bases, a2: float,
+                      a3: float) -> np.ndarray:
+    """TFCL(Coc): the exact minimiser of the majoriser a2 ||g - top||_F^2 + a3/2 ||g||_F^2 of
+    a2 sum_{i>k} sigma_i(g)^2 + a3/2 ||g||_F^2 (top = the rank-k truncation of X; Eckart-Young)
+    over the parts of g's columns outside their tasks' row spaces, the row-space parts kept:
+    g_t = P_t X_t + c (I - P_t) top_t, c = 2 a2 / (2 a2 + a3).  The loss does not see these
+    parts, so F(g) <= F(X) (majorise-minimise) at no loss evaluation."""
+    c = 2.0 * a2 / (2.0 * a2 + a3)
+    D = X - c * top
+    out = c * top
+    for sel, Vh in bases:
+        coef = np.matmul(Vh, D.T[sel][:, :, None])                      # (T_b, m_b, 1)
+        out[:, sel] += np.matmul(coef.transpose(0, 2, 1), Vh)[:, 0, :].T
+    return out
 
 
 class TFCLQ(SpectralGroups, LinearMTLModel):
@@ -335,8 +370,13 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         a2, a3 = self.alpha_["group"], self.alpha_["ridge"]
         if self.group_reg == "cocmtl":
             sc = 1.0 + a3 / C
-            X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
-            return X, a2 * omega
+            basis = self.__dict__.get("_row_basis")
+            if basis is None:
+                X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
+                return X, a2 * omega
+            X, _, top = _prox_cocluster_with_truncation(V / sc, (a2 / C) / sc, int(self.k))
+            X = nullspace_mm_step(X, top, basis, a2, a3)
+            return X, a2 * cocluster_penalty(X, int(self.k))
         return tfcl_wstep(V, D, a2, a3, C), None
 
     def _sweep(self, J, tc, tg, tp, R, G, D, timings):
@@ -421,6 +461,11 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
         t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
+        mm_bases = None
+        if (self.polish and self.use_group and self.group_reg == "cocmtl" and 1 <= k < min(d, T)
+                and 2 * self.alpha_["group"] + self.alpha_["ridge"] <= _MM_STEP_RATIO * Cg):
+            mm_bases = tasks.memo(("tfcl", "row_space_bases", self.loss, 1),
+                                  lambda: row_space_bases(J))
         for it in range(1, self.max_iter + 1):
             W_old = W
             if use_tfcl:
@@ -484,11 +529,15 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                 if it <= _N_EMBED_ITERS:
                     embeds.append(graph.embedding(u, k))
                 u_prev = u
+            if (mm_bases is not None and it > 1 and "_row_basis" not in self.__dict__
+                    and abs(obj_hist[-2] - obj_hist[-1]) <= _MM_START * max(1.0, abs(f_new))):
+                self._row_basis = mm_bases
             if it > 1 and stop_rule(obj_hist[-2], obj_hist[-1], dw, float(np.linalg.norm(W)),
                                     self.tol):
                 converged = True
                 break
         self.__dict__.pop("_group_cache", None)
+        self.__dict__.pop("_row_basis", None)
         self.__dict__.pop("_group_state", None)
         self.theta_c_, self.theta_g_, self.theta_p_ = tc, tg, tp
         self.coef_ = W
