@@ -92,30 +92,30 @@ fits): the slow linear phase of the long fits.  After the co-cluster prox of eac
 the exact minimiser of the majoriser a2 ||g - top||_F^2 + a3/2 ||g||_F^2 (Eckart-Young:
 sum_{i>k} sigma_i(g)^2 <= ||g - top||_F^2, equal at g = X):
     g_t = P_t X_t + c (I - P_t) top_t,   c = 2 a2 / (2 a2 + a3)
-(``nullspace_mm_step``; P_t the projector on the row space of Z_t, from one batched SVD per
-training set, ``row_space_bases``).  J is unchanged and the co-cluster + ridge terms do not
-increase, so each sweep stays a descent step (the accelerated candidate is accepted only if F
-does not increase, as before), and the next sweep recomputes the subspace from the whole
-matrix: unlike the exact solve for a fixed subspace (below), the subspace keeps rotating.  The
-step is taken (i) once a sweep changed F by at most 1e-4 max(1, |F|) (``_MM_START``): taken from
-the first sweep it pulls theta_g into the subspace of the first iterates and ended at higher
-critical points (+0.5 to +2.4 % at 3 of 3 points run to tol 1e-10; every third sweep: +0.07 to
-+2.9 % at 4 of 5 points), and (ii) only where 2 a2 + a3 <= C_g / 4 (``_MM_STEP_RATIO``), where
-it is a much longer step than the sweep's (at lam_group 10 and 43, a2 ~ C_g / 4 to C_g on the
-design data, it made the fits 1.3-1.4x slower and not lower).  Cost: one more co-cluster value
-(the top-k eigenvalues of a d x d Gram matrix) and one batched projection per sweep.  The
-stopping rule is unchanged.  Measured (design data synthetic-attributes[seed=101], attr0
-training split, ``benchmarks/bench_tfcl.py --paper-scale --old-ref main --seed 101
---labels tfcl-coc``, same alphas and start, 10 points over the start ranges and 10-100x
-beyond): sweeps 1,439 / 1,343 / 1,818 / 1,994 / 563 / 214 / 250 -> 360 / 709 / 1,091 / 1,036 /
-320 / 151 / 219, and the fit capped at 2,000 before now converges after 1,530; two points
-(lam_group 10 and 43) are outside (ii) and bit-identical; summed CPU 42.3 -> 34.1 s (the sweep
-costs ~1.3x more, on a loaded machine); F relative to the old solver's from -9.2e-3 (the capped
-fit) to +5.8e-5 (k 16, lam_group 0.001: both stop on a plateau; run to tol 1e-10 the new one
+(``nullspace_mm_step``; P_t the projector on the row space of Z_t, from one batched SVD per training
+set, ``row_space_bases``).  J is unchanged and the co-cluster + ridge terms do not increase, so each
+sweep stays a descent step (the accelerated candidate is accepted only if F does not increase, as
+before), and the next sweep recomputes the subspace from the whole matrix: unlike the exact solve
+for a fixed subspace (below), the subspace keeps rotating.  The step is taken (i) once a sweep
+changed F by at most 1e-4 max(1, |F|) (``_MM_START``): taken from the first sweep it pulls theta_g
+into the subspace of the first iterates and ended at higher critical points (+0.5 to +2.4 % at 3 of
+3 points run to tol 1e-10; late but only every third sweep: +0.07 to +2.7 % at 5 of 5 points), and
+(ii) only where 2 a2 + a3 <= C_g / 4 (``_MM_STEP_RATIO``), where it is a much longer step than the
+sweep's (at lam_group 10 and 43, a2 ~ C_g / 4 to C_g on the design data, it made the fits 1.3-1.4x
+slower and not lower). Cost: one more co-cluster value (the top-k eigenvalues of a d x d Gram
+matrix) and one batched projection per sweep.  The stopping rule is unchanged.  Measured (design
+data synthetic-attributes[seed=101], attr0 training split, ``benchmarks/bench_tfcl.py --paper-scale
+--old-ref main --seed 101 --labels tfcl-coc``, same alphas and start, 10 points over the start
+ranges and 10-100x beyond): sweeps 1,439 / 1,343 / 1,818 / 1,994 / 563 / 214 / 250 -> 360 / 709 /
+1,091 / 1,036 / 320 / 151 / 219, and the fit capped at 2,000 before now converges after 1,530; two
+points (lam_group 10 and 43) are outside (ii) and bit-identical; summed CPU 42.3 -> 34.1 s (the
+sweep costs ~1.3x more, on a loaded machine); F relative to the old solver's from -9.2e-3 (the
+capped fit) to +5.8e-5 (k 16, lam_group 0.001: both stop on a plateau; run to tol 1e-10 the new one
 ends 8e-7 lower), lower at 7 of 10 points, median -3.3e-4.
-At the three slowest points run to tol 1e-10 (lam_group 1 / 1.52 / 5) both solvers end at the
-same critical point (new - old: -1.1e-7, -3.0e-9, -3.5e-8 relative) in 1,708 / 1,312 / 1,776
-instead of 3,699 / 2,981 / 3,147 sweeps.  A unit (``benchmarks/bench_paper_scale.py --ref main
+Run to tol 1e-10 at five of these points (lam_group 1 / 1.52 / 5 / 0.001 / 0.01) both solvers
+end at the same critical point (new - old: -1.1e-7, -3.0e-9, -3.5e-8, -8.1e-7, -6.1e-8
+relative) in 1,708 / 1,312 / 1,776 / 613 / 553 instead of 3,699 / 2,981 / 3,147 / 523 / 4,643
+sweeps.  A unit (``benchmarks/bench_paper_scale.py --ref main
 --models tfcl-coc``, old vs new side by side on a machine at load 3-5, so +-30 % per
 process): synthetic-attributes[seed=101]/attr0 64.0 -> 35.1 s, every search fit converged
 (old: 1 of 20 capped); default seed attr3 53.0 -> 53.7 s and attr0 32.4 -> 64.1 s, 52.0 ->
