@@ -331,3 +331,14 @@ def _prox_cocluster_with_value(Q: np.ndarray, tau: float, k: int) -> tuple[np.nd
     B, tail, right = _top_right_subspace(Q, k)
     top = (Q @ B) @ B.T if right else B @ (B.T @ Q)
     return shrink * Q + (1.0 - shrink) * top, tail * shrink ** 2
+
+
+def _prox_cocluster_with_truncation(Q: np.ndarray, tau: float,
+                                    k: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """prox_cocluster(Q, tau, k), Omega of the result and its rank-k truncation (the prox keeps
+    the top k singular triplets of Q and scales the rest by 1 / (1 + 2 tau), so the truncation
+    of the result is that of Q).  Requires 1 <= k < min(Q.shape)."""
+    shrink = 1.0 / (1.0 + 2.0 * tau)
+    B, tail, right = _top_right_subspace(Q, k)
+    top = (Q @ B) @ B.T if right else B @ (B.T @ Q)
+    return shrink * Q + (1.0 - shrink) * top, tail * shrink ** 2, top

@@ -78,10 +78,58 @@ were not polished, which at paper scale is most fits: the search's lam_personal 
 components (U holds eigenvectors that move with W; none of the paper-scale fits of
 ``benchmarks/bench_tfcl.py`` ended there, but 8 of the 21 fits of a tfcl-q unit on simulated
 seed 101 do, 55-80 iterations each; alternating exact Theta-steps with U-steps there was
-tried and rarely applied: the shape of U changes between iterations), and TFCL(Coc) (below).
+tried and rarely applied: the shape of U changes between iterations), and TFCL(Coc) (its own
+null-space step instead, below).
 tfcl-q-nog is polished too (no theta_g: theta_c and theta_p only).
 
-TFCL(Coc) is solved by Alg. 2's sweeps only.  Its landscape is flat along large moves of
+TFCL(Coc) is solved by Alg. 2's sweeps plus a null-space majorise-minimise step
+(``polish=True``, the default; ``polish=False``: the sweeps only).  With n_t < d (paper scale:
+n_t ~ 35, d = 100) each column theta_g[:, t] has a part outside the row space of task t's Z_t
+that the loss does not see; there the objective is a2 sum_{i>k} sigma_i^2 + a3/2 ||.||^2 only,
+and the sweeps shrink that part at the ridge's rate a3/C_g per sweep (8.4e-5 at the slowest
+fits): the slow linear phase of the long fits.  After the co-cluster prox of each sweep
+(output X, whose rank-k truncation ``top`` the prox computes anyway), those parts are set to
+the exact minimiser of the majoriser a2 ||g - top||_F^2 + a3/2 ||g||_F^2 (Eckart-Young:
+sum_{i>k} sigma_i(g)^2 <= ||g - top||_F^2, equal at g = X):
+    g_t = P_t X_t + c (I - P_t) top_t,   c = 2 a2 / (2 a2 + a3)
+(``nullspace_mm_step``; P_t the projector on the row space of Z_t, from one batched SVD per training
+set, ``row_space_bases``).  J is unchanged and the co-cluster + ridge terms do not increase, so each
+sweep stays a descent step (the accelerated candidate is accepted only if F does not increase, as
+before), and the next sweep recomputes the subspace from the whole matrix: unlike the exact solve
+for a fixed subspace (below), the subspace keeps rotating.  The step is taken (i) once a sweep
+changed F by at most 1e-4 max(1, |F|) (``_MM_START``): taken from the first sweep it pulls theta_g
+into the subspace of the first iterates and ended at higher critical points (+0.5 to +2.4 % at 3 of
+3 points run to tol 1e-10; late but only every third sweep: +0.07 to +2.7 % at 5 of 5 points), and
+(ii) only where 2 a2 + a3 <= C_g / 4 (``_MM_STEP_RATIO``), where it is a much longer step than the
+sweep's (at lam_group 10 and 43, a2 ~ C_g / 4 to C_g on the design data, it made the fits 1.3-1.4x
+slower and not lower). Cost: one more co-cluster value (the top-k eigenvalues of a d x d Gram
+matrix) and one batched projection per sweep.  The stopping rule is unchanged.  Measured (design
+data synthetic-attributes[seed=101], attr0 training split, ``benchmarks/bench_tfcl.py --paper-scale
+--old-ref main --seed 101 --labels tfcl-coc``, same alphas and start, 10 points over the start
+ranges and 10-100x beyond): sweeps 1,439 / 1,343 / 1,818 / 1,994 / 563 / 214 / 250 -> 360 / 709 /
+1,091 / 1,036 / 320 / 151 / 219, and the fit capped at 2,000 before now converges after 1,530; two
+points (lam_group 10 and 43) are outside (ii) and bit-identical; summed CPU 42.3 -> 34.1 s (the
+sweep costs ~1.3x more, on a loaded machine); F relative to the old solver's from -9.2e-3 (the
+capped fit) to +5.8e-5 (k 16, lam_group 0.001: both stop on a plateau; run to tol 1e-10 the new one
+ends 8e-7 lower), lower at 7 of 10 points, median -3.3e-4.
+Run to tol 1e-10 at five of these points (lam_group 1 / 1.52 / 5 / 0.001 / 0.01) both solvers
+end at the same critical point (new - old: -1.1e-7, -3.0e-9, -3.5e-8, -8.1e-7, -6.1e-8
+relative) in 1,708 / 1,312 / 1,776 / 613 / 553 instead of 3,699 / 2,981 / 3,147 / 523 / 4,643
+sweeps.  A unit (``benchmarks/bench_paper_scale.py --ref main
+--models tfcl-coc``, old vs new side by side on a machine at load 3-5, so +-30 % per
+process): synthetic-attributes[seed=101]/attr0 64.0 -> 35.1 s, every search fit converged
+(old: 1 of 20 capped); default seed attr3 53.0 -> 53.7 s and attr0 32.4 -> 64.1 s, 52.0 ->
+67.1 s.  Refitting attr0's 20 search points one by one, old and new alternating (CPU time):
+35.8 -> 37.4 s -- iterations fell at 14 points (771 -> 335 at most), equal at 5 (4 of them
+outside (ii)), 914 -> 955 at one, and each sweep with the step costs ~1.3x; F lower at 13 points
+(-2.7e-3 to -3e-8), equal at 4, higher at 3 (+6.6e-6 to +3.4e-5).  So the step removes the
+ridge-rate phase where the fits have one (and the capped fit), but the unit's slowest fits
+(lam_group 1.5-43, 955-1,991 sweeps) are not in that phase: 38 s -> 10 s is not reached.
+Tried and not adopted this round: alternating exact steps on the variational form
+J + a2 ||g - U V^T||^2 + a3/2 ||g||^2 (ALS: V-step per task in the (n_t + k)-dimensional span,
+U-step a dk x dk system; theta_c, theta_p fixed) every 5 or 10 sweeps: up to 8 s per fit at
+k = 16 (dk = 1,600) and F 0.1-2.5 % higher than the sweeps at 6 of 10 points.
+Earlier findings: the landscape is flat along large moves of
 theta_g: at (lam_group 0.215, k 5, lam_common 0.72, lam_personal 0.33, lam_ridge 0.0094) on
 synthetic-attributes attr0 the default rule stops after 1,389 accelerated sweeps at F 0.9 %
 above the critical value the same path reaches after ~5,000 (run to tol 1e-13), with
@@ -200,7 +248,8 @@ from threadpoolctl import threadpool_limits
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_group_cols
+from ._prox import (_prox_cocluster_with_truncation, _prox_cocluster_with_value,
+                    cocluster_penalty, prox_group_cols)
 from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, SpectralGroups,
                          check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
@@ -213,6 +262,12 @@ from ._tfcl.ustep import DEFAULT_EIG_RTOL, UStepper, same_components_only, ustep
 # iterations; after a rejected try wait twice as long; sign updates per try.
 _POLISH_AFTER = 5
 _POLISH_ROUNDS = 6
+
+# TFCL(Coc): the null-space majorise-minimise step (``nullspace_mm_step``) joins the sweeps once
+# |F^t - F^{t-1}| <= _MM_START max(1, |F^t|), where its curvature 2 a2 + a3 is at most
+# _MM_STEP_RATIO times the sweeps' C_g (elsewhere it is no longer step than the sweep's).
+_MM_START = 1e-4
+_MM_STEP_RATIO = 0.25
 
 # Declared search spaces (lam_scale="data"; bounds and sources of the start ranges: module
 # docstring, "Search spaces").
@@ -250,6 +305,34 @@ def common_lipschitz(J, d: int, T: int) -> float:
         return float(np.linalg.eigvalsh((H + H.T) / 2)[-1])
     val = eigsh(op, k=1, which="LA", tol=1e-8, v0=np.ones(d))[0][0]
     return float(val) * (1 + 1e-6)
+
+
+def row_space_bases(J) -> list[tuple[object, np.ndarray]]:
+    """Per bucket of J, an orthonormal basis of every task's row space (Z_t's right singular
+    vectors of nonzero singular value; the others, and padded rows, set to 0): (sel, (T_b, m_b,
+    d)).  Data only: once per training set."""
+    out = []
+    for idx, Z3, _ in J.buckets:
+        _, S, Vh = np.linalg.svd(Z3, full_matrices=False)
+        keep = S > S[:, :1] * (max(Z3.shape[1:]) * np.finfo(float).eps)
+        out.append((slice(None) if idx is None else idx, Vh * keep[:, :, None]))
+    return out
+
+
+def nullspace_mm_step(X: np.ndarray, top: np.ndarray, bases, a2: float,
+                      a3: float) -> np.ndarray:
+    """TFCL(Coc): the exact minimiser of the majoriser a2 ||g - top||_F^2 + a3/2 ||g||_F^2 of
+    a2 sum_{i>k} sigma_i(g)^2 + a3/2 ||g||_F^2 (top = the rank-k truncation of X; Eckart-Young)
+    over the parts of g's columns outside their tasks' row spaces, the row-space parts kept:
+    g_t = P_t X_t + c (I - P_t) top_t, c = 2 a2 / (2 a2 + a3).  The loss does not see these
+    parts, so F(g) <= F(X) (majorise-minimise) at no loss evaluation."""
+    c = 2.0 * a2 / (2.0 * a2 + a3)
+    D = X - c * top
+    out = c * top
+    for sel, Vh in bases:
+        coef = np.matmul(Vh, D.T[sel][:, :, None])                      # (T_b, m_b, 1)
+        out[:, sel] += np.matmul(coef.transpose(0, 2, 1), Vh)[:, 0, :].T
+    return out
 
 
 class TFCLQ(SpectralGroups, LinearMTLModel):
@@ -335,8 +418,13 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         a2, a3 = self.alpha_["group"], self.alpha_["ridge"]
         if self.group_reg == "cocmtl":
             sc = 1.0 + a3 / C
-            X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
-            return X, a2 * omega
+            basis = self.__dict__.get("_row_basis")
+            if basis is None:
+                X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
+                return X, a2 * omega
+            X, _, top = _prox_cocluster_with_truncation(V / sc, (a2 / C) / sc, int(self.k))
+            X = nullspace_mm_step(X, top, basis, a2, a3)
+            return X, a2 * cocluster_penalty(X, int(self.k))
         return tfcl_wstep(V, D, a2, a3, C), None
 
     def _sweep(self, J, tc, tg, tp, R, G, D, timings):
@@ -421,6 +509,13 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
         t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
+        mm_bases = None
+        if (self.polish and self.use_group and self.group_reg == "cocmtl" and 1 <= k < min(d, T)
+                and 2 * self.alpha_["group"] + self.alpha_["ridge"] <= _MM_STEP_RATIO * Cg):
+            mm_bases = tasks.memo(("tfcl", "row_space_bases", self.loss, 1),
+                                  lambda: row_space_bases(J))
+            if all(np.all(Vh.any(axis=2).sum(axis=1) == d) for _, Vh in mm_bases):
+                mm_bases = None           # every row space is R^d: no part the loss misses
         for it in range(1, self.max_iter + 1):
             W_old = W
             if use_tfcl:
@@ -484,11 +579,15 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                 if it <= _N_EMBED_ITERS:
                     embeds.append(graph.embedding(u, k))
                 u_prev = u
+            if (mm_bases is not None and it > 1 and "_row_basis" not in self.__dict__
+                    and abs(obj_hist[-2] - obj_hist[-1]) <= _MM_START * max(1.0, abs(f_new))):
+                self._row_basis = mm_bases
             if it > 1 and stop_rule(obj_hist[-2], obj_hist[-1], dw, float(np.linalg.norm(W)),
                                     self.tol):
                 converged = True
                 break
         self.__dict__.pop("_group_cache", None)
+        self.__dict__.pop("_row_basis", None)
         self.__dict__.pop("_group_state", None)
         self.theta_c_, self.theta_g_, self.theta_p_ = tc, tg, tp
         self.coef_ = W
