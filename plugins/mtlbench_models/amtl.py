@@ -522,7 +522,7 @@ class AMTL(LinearMTLModel):
                          "extrapolate": Categorical([True, False])}
     convex = False
     supports_warm_start = False
-    cost_hint = 70.6  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 56.7  # s per unit on the reference problem (mtlbench.runner.cost)
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
     # the loss.  Units of this machine (issue 24's run; T = 139 .. 587, sizes 5e4 .. 2e6):
