@@ -379,7 +379,8 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T.  Entries of B that the
     step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
     at most ``resolves`` times; what still goes below 0 is clipped.
-    Returns (W_new, B_new, predicted decrease of F, CG iterations)."""
+    Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
+    fraction a of the projected step (``along(1)`` is the step itself)."""
     T = spec.T
     c = 1.0 + mu * B.sum(axis=1)
     L = 0.5 * np.einsum("tr,tr->t", E, E)
@@ -451,13 +452,18 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             break
         free &= ~below
         fixed |= below
-    B_new = np.maximum(B + dB, 0.0)
-    np.fill_diagonal(B_new, 0.0)
-    W_new = W + dW
-    h1, h2 = jac(dW, B_new - B)
-    pred = 0.5 * (np.sum(r1 * r1) + np.sum(r2 * r2)) \
-        - 0.5 * (np.sum((r1 + h1) ** 2) + np.sum((r2 + h2) ** 2))
-    return W_new, B_new, float(pred), n_cg
+    half_rr = 0.5 * (np.sum(r1 * r1) + np.sum(r2 * r2))
+
+    def along(a):
+        """The point a of the way along the projected step, W + a dW, max(0, B + a dB) (diagonal
+        0), and the decrease of F the Gauss-Newton model predicts for it."""
+        B_a = np.maximum(B + a * dB, 0.0)
+        np.fill_diagonal(B_a, 0.0)
+        h1, h2 = jac(a * dW, B_a - B)
+        return W + a * dW, B_a, float(half_rr - 0.5 * (np.sum((r1 + h1) ** 2)
+                                                     + np.sum((r2 + h2) ** 2)))
+
+    return along, n_cg
 
 
 # Gauss-Newton (Levenberg-Marquardt) phase, see the module docstring: it starts once
@@ -470,6 +476,8 @@ _GN_WINDOW_FALL = 0.5
 _GN_RESUME = 0.5
 # rejected steps in a row (each doubles the growth of the damping) before the phase hands back
 _GN_REJECTS = 10
+# fractions of a Levenberg-Marquardt step tried, in order, before it counts as rejected
+_GN_BACKTRACK = (1.0, 0.5, 0.25, 0.125)
 
 
 def _lm_initial_damping(spec: TaskSpectra, W, B, lam, mu) -> float:
@@ -560,14 +568,17 @@ class AMTL(LinearMTLModel):
         F, L = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
         F0 = F
-        report_progress(0, F)
-        converged = False
+        # F >= 0, so F itself bounds F - inf F: at or below this level the fit is a certified
+        # global optimum to the stopping rule's absolute objective tolerance (docstring)
+        certified_level = float(self.tol) * 1e-3 * F0
+        report_progress(0, F, F)
+        converged, converged_by = False, None
         it, cg_iters, b_sweeps = 0, 0, 0
         beta, n_extrap = _EXTRAP[0], 0
         near = False
         gn, E, R = False, None, None
         nu = grow = 0.0
-        gn_steps = gn_cg = gn_rejected = gn_exits = strikes = rejects = 0
+        gn_steps = gn_cg = gn_rejected = gn_exits = gn_shortened = strikes = rejects = 0
         gn_entry = _GN_SWITCH * F0
         window_F, window_n = F, 0
         self._w_residual = np.inf
@@ -593,14 +604,21 @@ class AMTL(LinearMTLModel):
                 gn, gn_entry, gn_exits = False, _GN_RESUME * F, gn_exits + 1
                 GW = spec.gram_apply(W)
             if gn:
-                W_try, B_try, pred, n_cg = _gauss_newton_step(
+                along, n_cg = _gauss_newton_step(
                     spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
-                F_try, E_try, R_try, L_try = _residual_objective(spec, residuals, W_try, B_try,
-                                                                 lam, mu)
-                accepted = F_try < F
+                for frac in _GN_BACKTRACK:
+                    # the projected step, then shorter pieces of it: clipping at B >= 0 is
+                    # what spoils a full step, far more often than the damping is too weak
+                    W_try, B_try, pred = along(frac)
+                    F_try, E_try, R_try, L_try = _residual_objective(spec, residuals, W_try,
+                                                                     B_try, lam, mu)
+                    accepted = F_try < F
+                    if accepted:
+                        gn_shortened += frac < 1.0
+                        break
                 if accepted:
                     rho = (F - F_try) / pred if pred > 0 else 0.0
                     nu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
@@ -614,9 +632,12 @@ class AMTL(LinearMTLModel):
                     rejects += 1
                     gn_rejected += 1
                 hist.append(F)
-                report_progress(it, F)
+                report_progress(it, F, F)
                 if not accepted:
                     continue
+                if F <= certified_level:
+                    converged, converged_by = True, "objective"
+                    break
                 GW = spec.gram_apply(W)
                 dF = hist[-2] - hist[-1]
                 if (dF <= self.tol * max(abs(hist[-2]), 1e-3 * hist[0])
@@ -641,7 +662,7 @@ class AMTL(LinearMTLModel):
             F_new, L = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
             F = F_new
-            report_progress(it, F)    # the block step's F; an accepted extrapolation lowers it
+            report_progress(it, F, F)    # the block step's F; an accepted extrapolation lowers it
             dF = hist[-2] - hist[-1]
             dW = float(np.linalg.norm(W - W_old))
             dB = float(np.linalg.norm(B - B_old))
@@ -649,7 +670,7 @@ class AMTL(LinearMTLModel):
                     and dW <= self.xtol * float(np.linalg.norm(W))
                     and dB <= self.xtol * max(1.0, float(np.linalg.norm(B))))
             if near and self._w_residual <= self.xtol:
-                converged = True
+                converged, converged_by = True, "stationarity"
                 break
             if self.extrapolate:
                 We = W + beta * (W - W_old)
@@ -664,6 +685,13 @@ class AMTL(LinearMTLModel):
                     beta = min(beta * _EXTRAP[1], _EXTRAP[3])
                 else:
                     beta = beta / _EXTRAP[2]
+            if F <= certified_level:
+                # the quadratic form cancels as L_t -> 0: confirm with the residual form
+                F_exact = _residual_objective(spec, residuals, W, B, lam, mu)[0]
+                if F_exact <= certified_level:
+                    hist[-1] = F_exact
+                    converged, converged_by = True, "objective"
+                    break
         self.coef_ = W
         self.B_ = B
         self.objective_history_ = hist
@@ -678,9 +706,11 @@ class AMTL(LinearMTLModel):
                              "gauss_newton_steps": int(gn_steps),
                              "gauss_newton_cg_iters": int(gn_cg),
                              "gauss_newton_rejected": int(gn_rejected),
+                             "gauss_newton_shortened": int(gn_shortened),
                              "gauss_newton_exits": int(gn_exits),
                              "mu_max": mu_max,
                              "converged": converged,
+                             "converged_by": converged_by,
                              "w_step_residual": self._w_residual}
         return self
 
