@@ -65,10 +65,11 @@ guarded extrapolation of the outer iterates:
   (alpha_t = min(1, -grad^T d_t / d_t^T C d_t)), so no column's objective, hence F, increases.
   One step costs one product C D (T^3, or 2 d T^2 through W when d < T / 2) and O(T^2)
   elementwise work: no Python loop over rows.  ``b_passes`` steps per outer iteration (default
-  4; the outer loop drives B to its fixed point.  Until issue 23's fourth round 2: on
-  synthetic-attributes[seed=101] attr0, training split, 4 steps cut the outer iterations of
-  the slowest fits by a quarter, (lam, mu) = (1, 1.3) 1,032 -> 763, (0.72, 0.854) 377 -> 278,
-  for about 1 ms more per iteration, 15-20 % less CPU time per fit); ``b_step`` runs the same steps until the KKT
+  2; the outer loop drives B to its fixed point.  4 steps were tried in issue 23's fourth
+  round: on synthetic-attributes[seed=101] attr0 they cut the outer iterations of the slowest
+  fits by a quarter, 15-20 % less CPU per fit, but on MovieLens (T = 587, d = 21, where the
+  T x T work dominates an iteration) the iterations stayed the same (75 -> 76 at lam = mu = 1)
+  and each cost about a quarter more, so the default stayed 2); ``b_step`` runs the same steps until the KKT
   residual max |d| <= tol x max(1, max B) (the exact solver the cvxpy oracle test checks).
 * W-step (B fixed): the smooth convex quadratic
   min_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2,   c_t = 1 + mu sum_s B_ts,
@@ -131,10 +132,11 @@ guarded extrapolation of the outer iterates:
   iterations), or when its steps meet every part of the stopping rule below
   plus the B-step's KKT residual (``_stationary``; it resumes once F has halved): a heavily
   damped step is small far from a minimum too, so convergence is declared only by a
-  block-coordinate step.  Why the result is at
-  least as good: both phases are descent methods on the same F from the same start, the
-  stopping rule is unchanged, and where F -> 0 the phase reaches 1e-8 where the block
-  iterations alone stopped at 3e-4 (bench_amtl_objective.py).
+  block-coordinate step (or by the global certificate below, which needs no step size).  Why
+  the result is at least as good: both phases are descent methods on the same F from the same
+  start, the stationarity rule is unchanged, the certificate stops only at a global optimum to
+  the rule's absolute objective tolerance, and where F -> 0 the phase reaches 1e-9 F_0 where
+  the block iterations alone stopped at 3e-4 (bench_amtl_objective.py).
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
@@ -550,7 +552,7 @@ class AMTL(LinearMTLModel):
                     "mu": Log([0.3, 1.0, 3.0], low=0.0, high=None)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
                          "max_iter": Int([2000], low=1), "cg_tol": Linear([1e-6], low=0.0),
-                         "cg_max_iter": Int([2], low=1), "b_passes": Int([4], low=1),
+                         "cg_max_iter": Int([2], low=1), "b_passes": Int([2], low=1),
                          "extrapolate": Categorical([True, False])}
     convex = False
     supports_warm_start = False
@@ -563,7 +565,7 @@ class AMTL(LinearMTLModel):
 
     def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-6, xtol: float = 1e-3,
                  max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 2,
-                 b_passes: int = 4, extrapolate: bool = True):
+                 b_passes: int = 2, extrapolate: bool = True):
         self.lam = lam
         self.mu = mu
         self.tol = tol
