@@ -136,7 +136,15 @@ def _start(tmp_path, store, models, *extra):
     cmd = fault_plugins.cli_command() + ["compare", "--datasets", "tiny", "--models", models,
                                          "--store", store, *extra]
     return subprocess.Popen(cmd, env=fault_plugins.subprocess_env(root),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    """Give ``compare`` the SIGINT disposition of a terminal: a suite started as a background
+    job of a non-interactive shell (``nohup ... &``, some CI runners) passes SIGINT ignored to
+    its children, and Python then installs no KeyboardInterrupt handler, as it should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for(cond, seconds=120.0):
