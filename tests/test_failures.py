@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
+from datetime import datetime
 
 import pytest
 from click.testing import CliRunner
@@ -27,10 +28,11 @@ def faulty(tmp_path_factory, monkeypatch):
 def _units(store):
     con = sqlite3.connect(store)
     try:
-        return {(m, r): dict(status=s, message=msg, traceback=tb, finished_at=f, test_auc=a)
-                for m, r, s, msg, tb, f, a in con.execute(
-                    "SELECT model, rep, status, message, traceback, finished_at, test_auc "
-                    "FROM units")}
+        return {(m, r): dict(status=s, message=msg, traceback=tb, started_at=b, finished_at=f,
+                             time_total=sec, test_auc=a)
+                for m, r, s, msg, tb, b, f, sec, a in con.execute(
+                    "SELECT model, rep, status, message, traceback, started_at, finished_at, "
+                    "time_total, test_auc FROM units")}
     finally:
         con.close()
 
@@ -207,6 +209,12 @@ def test_a_hang_that_swallows_the_time_limit_is_stopped_from_outside(faulty, tmp
     assert units["f-good", 0]["status"] == "ok"
     msg = units["f-hang", 0]["message"]
     assert "exceeded the timeout of 1 s (its process was stopped" in msg, msg
+    # the record made by the supervisor says when the unit ran, not when it was recorded
+    # (times are stored to the second, hence the 1 s tolerance)
+    row = units["f-hang", 0]
+    ran = (datetime.fromisoformat(row["finished_at"])
+           - datetime.fromisoformat(row["started_at"])).total_seconds()
+    assert row["time_total"] > 1.0 and abs(ran - row["time_total"]) <= 1.0, row
 
 
 def test_a_unit_that_changes_process_limits_gets_a_fresh_process_after_it(faulty, tmp_path):

@@ -66,6 +66,7 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ..errors import ConfigError, MTLBenchError
@@ -479,11 +480,12 @@ class _DaskRun:
             pending.discard(key)
             fut, spec = self.futures[key]
             fut.cancel()
+            given_up = datetime.now(timezone.utc)  # the restart below can take seconds
             note = self.restart_worker(key)
             yield failed_result(
                 spec, f"unit exceeded the timeout of {self.timeout:g} s (no answer from "
                 f"its Dask worker {now - t0:.0f} s after it started; the unit was "
-                f"cancelled{note})", seconds=now - t0, host="dask")
+                f"cancelled{note})", seconds=now - t0, host="dask", ended_at=given_up)
 
 
 def _unit(spec: UnitSpec) -> str:

@@ -232,13 +232,24 @@ def _base_row(spec: UnitSpec) -> dict[str, Any]:
 
 def failed_result(spec: UnitSpec, message: str, tb: str = "", *,
                   started_at: str | None = None, seconds: float | None = None,
-                  host: str | None = None) -> UnitResult:
+                  host: str | None = None,
+                  ended_at: _dt.datetime | None = None) -> UnitResult:
     """A "failed" record made outside :func:`execute_unit` (e.g. by a Dask client whose
-    worker died or whose unit ran past its deadline)."""
+    worker died or whose unit ran past its deadline).
+
+    ``ended_at`` is when the unit ended (given up, or its process found dead; default now):
+    the record may be made later, e.g. after a worker restart that takes seconds.  Without
+    ``started_at`` the start is ``seconds`` before the end (the attempt's run time), or the
+    end itself when that is unknown, so that the record's times say when the unit ran."""
+    end = ended_at or _dt.datetime.now(_dt.timezone.utc)
+    if started_at is None:
+        start = end - _dt.timedelta(seconds=seconds) if seconds is not None else end
+        started_at = start.isoformat(timespec="seconds")
     row = _base_row(spec)
     row.update({"versions": versions(), "host": host or socket.gethostname(),
-                "started_at": started_at or _now(), "status": "failed", "message": message,
-                "traceback": tb, "time_total": seconds, "finished_at": _now()})
+                "started_at": started_at, "status": "failed", "message": message,
+                "traceback": tb, "time_total": seconds,
+                "finished_at": end.isoformat(timespec="seconds")})
     return UnitResult(spec=spec, row=row)
 
 
