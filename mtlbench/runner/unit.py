@@ -243,13 +243,12 @@ def failed_result(spec: UnitSpec, message: str, tb: str = "", *,
     end itself when that is unknown, so that the record's times say when the unit ran."""
     end = ended_at or _dt.datetime.now(_dt.timezone.utc)
     if started_at is None:
-        start = end - _dt.timedelta(seconds=seconds) if seconds is not None else end
-        started_at = start.isoformat(timespec="seconds")
+        started_at = _iso(end - _dt.timedelta(seconds=seconds) if seconds is not None else end)
     row = _base_row(spec)
     row.update({"versions": versions(), "host": host or socket.gethostname(),
                 "started_at": started_at, "status": "failed", "message": message,
                 "traceback": tb, "time_total": seconds,
-                "finished_at": end.isoformat(timespec="seconds")})
+                "finished_at": _iso(end)})
     return UnitResult(spec=spec, row=row)
 
 
@@ -321,8 +320,13 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _iso(t: _dt.datetime) -> str:
+    """A record's time stamp (ISO 8601, to the second)."""
+    return t.isoformat(timespec="seconds")
+
+
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _iso(_dt.datetime.now(_dt.timezone.utc))
 
 
 __all__ = ["UnitSpec", "UnitResult", "execute_unit", "failed_result", "load_problem",
