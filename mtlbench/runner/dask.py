@@ -468,6 +468,9 @@ class _DaskRun:
         whose worker died is over: Dask runs the unit again, and its next start restarts the
         clock (the unit is not recorded as over time while it waits for a new worker)."""
         now = time.monotonic()
+        # when they are given up: before the cancel, which frees the worker's slot for a queued
+        # unit, and before the restart, which takes seconds
+        given_up = datetime.now(timezone.utc)
         late = [k for k in pending if k in self.started and now - self.started[k] > limit]
         if not late:
             return
@@ -480,7 +483,6 @@ class _DaskRun:
             pending.discard(key)
             fut, spec = self.futures[key]
             fut.cancel()
-            given_up = datetime.now(timezone.utc)  # the restart below can take seconds
             note = self.restart_worker(key)
             yield failed_result(
                 spec, f"unit exceeded the timeout of {self.timeout:g} s (no answer from "
