@@ -231,12 +231,13 @@ def _sparse_if_worth(B):
     return sparse.csr_matrix(B) if nnz <= 0.05 * T * T else B
 
 
-def _objective(spec: TaskSpectra, W, GW, B, lam, mu) -> tuple[float, np.ndarray]:
-    """F(W, B) and the per-task losses, from GW = [X_t^T X_t w_t]_t (no pass over the data)."""
+def _objective(spec: TaskSpectra, W, GW, B, lam, mu):
+    """(F(W, B), the per-task losses, R = W - W B), from GW = [X_t^T X_t w_t]_t (no pass over
+    the data); R is what the next B-step's gradient needs (``_b_setup``)."""
     fit = np.einsum("it,it->t", W, GW - 2.0 * spec.Xty) + spec.yy
     L = 0.5 * np.maximum(fit, 0.0)
     R = W - W @ B
-    return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L
+    return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L, R
 
 
 def _c_times(W, C, D):
@@ -291,16 +292,18 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
     return steps, res
 
 
-def _b_setup(W, B, losses, lam, mu):
-    """(C or None, diag C, G = C B - C, pen) for the B-step at W (see ``_b_descent``)."""
+def _b_setup(W, B, losses, lam, mu, R=None):
+    """(C or None, diag C, G = C B - C, pen) for the B-step at W (see ``_b_descent``).  G is
+    formed as W^T (W B - W) (2 d T^2, no T x T x T product), or d T^2 when the reconstruction
+    residual R = W - W B of this (W, B) is given (the objective evaluation has it)."""
     d, T = W.shape
     diagC = np.einsum("it,it->t", W, W)
+    WB_W = W @ B - W if R is None else -R
+    G = W.T @ WB_W
     if T <= 2 * d:
         C = W.T @ W
-        G = C @ B - C
     else:                                # d << T (MovieLens, Lenk): never form T x T x T products
         C = None
-        G = W.T @ (W @ B - W)
     pen = mu * np.asarray(losses, dtype=np.float64) / (2.0 * lam)
     return C, diagC, G, pen
 
@@ -511,12 +514,14 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # F <= _GN_SWITCH F_0; forcing term and CG cap of its inner solve; re-solves after fixing B
 # entries at 0; poor accepted steps (gain ratio < 1/4) in a row before it hands back to
 # block-coordinate iterations; a window of steps that must halve F
-_GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-2, 0.05, 100, 1, 3, 10
+_GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0.2, 100, 3, 3, 10
 _GN_WINDOW_FALL = 0.5
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
 _GN_RESUME = 0.5
 # rejected steps in a row (each doubles the growth of the damping) before the phase hands back
 _GN_REJECTS = 10
+# the first damping, relative to the largest diagonal entry of J J^T
+_GN_DAMPING0 = 1e-3
 # fractions of a Levenberg-Marquardt step tried, in order, before it counts as rejected
 _GN_BACKTRACK = (1.0, 0.5, 0.25, 0.125)
 
@@ -530,7 +535,7 @@ def _lm_initial_damping(spec: TaskSpectra, W, B, lam, mu) -> float:
     loss_block = float((c[:, None] * spec.e).max(initial=0.0))
     recon_block = 2.0 * lam * (float(np.einsum("it,it->i", W, W).max(initial=0.0))
                                + float(np.einsum("st,st->t", IB, IB).max(initial=0.0)))
-    return 1e-3 * max(loss_block, recon_block, 1e-300)
+    return _GN_DAMPING0 * max(loss_block, recon_block, 1e-300)
 
 
 def _stationary(spec: TaskSpectra, W, GW, B, R, losses, lam, mu, xtol) -> bool:
@@ -615,7 +620,7 @@ class AMTL(LinearMTLModel):
         fused = tasks.memo(("amtl.orthonormal_spectra", 1), lambda: _orthonormal_spectra(spec))
         residuals = tasks.memo(("compa.amtl.residuals", 1), lambda: _LossResiduals(spec))
         B = np.zeros((T, T))
-        F, L = _objective(spec, W, GW, B, lam, mu)
+        F, L, R = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
         F0 = F
         # F >= 0, so F itself bounds F - inf F: at or below this level the fit is a certified
@@ -626,7 +631,7 @@ class AMTL(LinearMTLModel):
         it, cg_iters, b_sweeps = 0, 0, 0
         beta, n_extrap = _EXTRAP[0], 0
         near = False
-        gn, E, R = False, None, None
+        gn, E = False, None
         nu = grow = 0.0
         gn_steps = gn_cg = gn_rejected = gn_exits = gn_shortened = strikes = rejects = 0
         gn_entry = _GN_SWITCH * F0
@@ -702,14 +707,14 @@ class AMTL(LinearMTLModel):
                 continue
             # B-step: vectorised descent steps on all columns (none increases F)
             B = B.copy()
-            C, diagC, G, pen = _b_setup(W, B, L, lam, mu)
+            C, diagC, G, pen = _b_setup(W, B, L, lam, mu, R)
             p, _ = _b_descent(B, G, W, C, diagC, pen, int(self.b_passes), 0.0)
             b_sweeps += p
             GW_old = GW
             # W-step: PCG on the convex quadratic, warm-started at W (exact when B = 0)
             W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu, fused, finish=near)
             cg_iters += n_cg
-            F_new, L = _objective(spec, W, GW, B, lam, mu)
+            F_new, L, R = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
             F = F_new
             # the block step's F; an accepted extrapolation lowers it
@@ -728,9 +733,9 @@ class AMTL(LinearMTLModel):
                 GWe = GW + beta * (GW - GW_old)
                 Be = np.maximum(B + beta * (B - B_old), 0.0)
                 np.fill_diagonal(Be, 0.0)
-                Fe, Le = _objective(spec, We, GWe, Be, lam, mu)
+                Fe, Le, Re = _objective(spec, We, GWe, Be, lam, mu)
                 if Fe < F_new:
-                    W, GW, B, L, F = We, GWe, Be, Le, Fe
+                    W, GW, B, L, R, F = We, GWe, Be, Le, Re, Fe
                     hist[-1] = Fe
                     n_extrap += 1
                     beta = min(beta * _EXTRAP[1], _EXTRAP[3])
