@@ -409,7 +409,8 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
-def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves):
+def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
+                       eta_screen=None):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
     r = [sqrt(c_t) E_t]_t (E: ``_LossResiduals``, c_t = 1 + mu sum_s B_ts) and
     sqrt(2 lam) (W - W B); variables W and the free entries of B (B_st > 0, or = 0 with a
@@ -422,7 +423,10 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry is
     free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T.  Entries of B that the
     step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
-    at most ``resolves`` times; what still goes below 0 is clipped.
+    at most ``resolves`` times; what still goes below 0 is clipped.  With ``eta_screen`` > ``eta``
+    the solves that only pick the active set (those before the last re-solve) stop at relative
+    residual ``eta_screen``; the returned step always comes from a solve to ``eta`` (a screening
+    solve that fixes no entry is continued, warm-started, to ``eta`` on the same free set).
     Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
     fraction a of the projected step (``along(1)`` is the step itself)."""
     T = spec.T
@@ -456,7 +460,11 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     y1, y2 = np.zeros_like(r1), np.zeros_like(r2)
     fixed = np.zeros((T, T), dtype=bool)
     n_cg = 0
-    for attempt in range(int(resolves) + 1):
+    screening = eta_screen is not None and eta_screen > eta
+    attempt = -1
+    while True:
+        attempt += 1
+        loose = screening and attempt < int(resolves)
         mask = free.astype(np.float64)
         beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
         Ed = E / diag1
@@ -467,7 +475,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         dW, dB = jac_t(y1, y2, mask)
         h1, h2 = jac(dW, dB)
         q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
-        thr = float(eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
+        thr = float(eta_screen if loose else eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
         z1, z2 = precond(q1, q2, Ed, sm)
         p1, p2 = z1, z2
         rz = np.sum(q1 * z1) + np.sum(q2 * z2)
@@ -492,7 +500,10 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         dW, dB = jac_t(y1, y2, mask)
         dB += dB_fix
         below = free & (B + dB < 0)
-        if not below.any() or attempt == int(resolves):
+        if loose and not below.any():
+            screening = False            # the free set held: finish this solve to eta
+            continue
+        if not below.any() or attempt >= int(resolves):
             break
         free &= ~below
         fixed |= below
@@ -516,6 +527,8 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # block-coordinate iterations; a window of steps that must halve F
 _GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0.2, 100, 3, 3, 10
 _GN_WINDOW_FALL = 0.5
+# forcing term of the inner solves that only screen the active set (all but the last)
+_GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
 _GN_RESUME = 0.5
 # rejected steps in a row (each doubles the growth of the damping) before the phase hands back
@@ -660,7 +673,8 @@ class AMTL(LinearMTLModel):
                 GW = spec.gram_apply(W)
             if gn:
                 along, n_cg = _gauss_newton_step(
-                    spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES)
+                    spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES,
+                    _GN_ETA_SCREEN)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
