@@ -64,7 +64,9 @@ guarded extrapolation of the outer iterates:
   conditions), and b_t moves to the minimiser of q_t on the segment [b_t, b_t + d_t]
   (alpha_t = min(1, -grad^T d_t / d_t^T C d_t)), so no column's objective, hence F, increases.
   One step costs one product C D (T^3, or 2 d T^2 through W when d < T / 2) and O(T^2)
-  elementwise work: no Python loop over rows.  ``b_passes`` steps per outer iteration (default
+  elementwise work: no Python loop over rows.  The starting gradient C B - C = -W^T R comes
+  from the reconstruction residual R = W - W B that the previous objective evaluation formed
+  (one d T^2 product; until issue 23's fifth round C B - C, a T^3 one, when T <= 2 d).  ``b_passes`` steps per outer iteration (default
   2; the outer loop drives B to its fixed point.  4 steps were tried in issue 23's fourth
   round: on synthetic-attributes[seed=101] attr0 they cut the outer iterations of the slowest
   fits by a quarter, 15-20 % less CPU per fit, but on MovieLens (T = 587, d = 21, where the
@@ -110,11 +112,30 @@ guarded extrapolation of the outer iterates:
   data and be reconstructed from the others, so inf F = 0 and block-coordinate descent
   converges only linearly towards it (synthetic-attributes attr0: about 800-2000 outer
   iterations); Gauss-Newton converges fast exactly when the residual -> 0.  So once
-  F <= 1e-2 F_0 (``_GN_SWITCH``) the fit takes damped Gauss-Newton steps jointly in W and the
+  F <= 0.1 F_0 (``_GN_SWITCH``) the fit takes damped Gauss-Newton steps jointly in W and the
   free entries of B (B_st > 0, or = 0 with a negative partial derivative; the diagonal never):
   delta = J^T y with (J J^T + nu I) y = -r by preconditioned CG in the residual space (block
-  preconditioner, ``_gauss_newton_step``), entries that would go negative are fixed at 0 and
-  the step re-solved once, then clipped.  A step is accepted only if F strictly decreases; if
+  preconditioner, ``_gauss_newton_step``) to relative residual 0.2 (``_GN_ETA``); entries that
+  would go negative are fixed at 0 and the step re-solved, up to three times
+  (``_GN_RESOLVES``), then what is still negative is clipped; the solves that only screen the
+  active set (all but the last) stop at relative residual 0.6 (``_GN_ETA_SCREEN``), the step
+  itself always comes from a solve to 0.2.  Why (issue 23, fifth round; chosen on
+  synthetic-attributes[seed=101], training split of rep 0, at the design's points
+  (lam, mu) = (1, 1.30) and (3.33, 2.43) on attr0 and (0.72, 0.85) on attr1): the first solve
+  of a step frees every zero entry with a negative partial derivative, and most of them come
+  back negative (thousands per step).  With a single re-solve thousands were clipped, the
+  clipped steps were shortened or rejected, the phase handed back, and the block iterations
+  needed hundreds of iterations to halve F before it resumed: the published store's 67
+  capped search fits of 2,100 (synthetic-attributes seed 0), all at (1, 1.30) and
+  (3.33, 2.43) but seven.  With three re-solves a handful of entries (at most ~60) is left to
+  clip and those fits converge with no rejected step; together with the looser forcing term
+  (0.05 before) the three design fits took 10 / 12 / 10 steps and 534 / 1,026 / 432 inner
+  iterations (one re-solve at 0.05: 11 / 17 / 10 and 598 / 1,775 / 507).  Entering at
+  0.1 F_0 (1e-2 before) cut their block iterations from 282 / 1,016 / 333 to 41 / 432 / 135
+  for 1.5-1.7 x the inner iterations, a net gain since one block iteration costs about two
+  and a half inner ones; at 0.3 F_0 the inner solves cost more than the block iterations they
+  saved.  The screening forcing term cut the inner iterations by a further 38 / 10 / 22 %.
+  A step is accepted only if F strictly decreases; if
   the projected step does not, the points 1/2, 1/4, 1/8 of the way along it (projected onto
   B >= 0 again; ``_GN_BACKTRACK``) are tried, and only if none decreases F is the step rejected
   (nu grows; Madsen-Nielsen-Tingleff damping update, with the gain ratio of the point taken),
