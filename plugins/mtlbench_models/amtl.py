@@ -66,12 +66,15 @@ guarded extrapolation of the outer iterates:
   One step costs one product C D (T^3, or 2 d T^2 through W when d < T / 2) and O(T^2)
   elementwise work: no Python loop over rows.  The starting gradient C B - C = -W^T R comes
   from the reconstruction residual R = W - W B that the previous objective evaluation formed
-  (one d T^2 product; until issue 23's fifth round C B - C, a T^3 one, when T <= 2 d).  ``b_passes`` steps per outer iteration (default
-  2; the outer loop drives B to its fixed point.  4 steps were tried in issue 23's fourth
-  round: on synthetic-attributes[seed=101] attr0 they cut the outer iterations of the slowest
-  fits by a quarter, 15-20 % less CPU per fit, but on MovieLens (T = 587, d = 21, where the
-  T x T work dominates an iteration) the iterations stayed the same (75 -> 76 at lam = mu = 1)
-  and each cost about a quarter more, so the default stayed 2); ``b_step`` runs the same steps
+  (one d T^2 product; until issue 23's fifth round C B - C, a T^3 one, when T <= 2 d).
+  ``b_passes`` steps per outer iteration (default 2; the outer loop drives B to its fixed
+  point.  4 steps were tried in issue 23's fourth round: on synthetic-attributes[seed=101]
+  attr0 they cut the outer iterations of the slowest fits by a quarter, 15-20 % less CPU per
+  fit, but on MovieLens (T = 587, d = 21, where the T x T work dominates an iteration) the
+  iterations stayed the same (75 -> 76 at lam = mu = 1) and each cost about a quarter more, so
+  the default stayed 2; in the fifth round 4 B-steps with 4 CG iterations halved the outer
+  iterations of the slow interpolating fits but not the inner work, which is what they cost:
+  no faster); ``b_step`` runs the same steps
   until the KKT residual max |d| <= tol x max(1, max B) (the exact solver the cvxpy oracle test
   checks).
 * W-step (B fixed): the smooth convex quadratic
