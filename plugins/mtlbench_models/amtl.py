@@ -216,10 +216,10 @@ Per unit (search + refit, CPU seconds of old and new units run at the same time,
 core; the machine was loaded, so wall times were 3-6 x these): synthetic-attributes[seed=101]
 attr0 39.3 -> 26.7 (1.47 x); seed 0: attr1 60.0 -> 46.2 (1.30 x; old: 1 capped search fit),
 attr3 46.0 -> 28.4 (1.62 x), attr6 88.9 -> 83.1 (1.07 x; old: 2 capped); every search fit of
-every unit converged.  Where it did not pay: on attr6 (seed 0) at (3.33, 2.43), entering at 0.1 F_0 the LM phase took
-56 steps (11 rejected, 3 hand-backs) and 9,534 inner iterations, about twice the work of
-entering at 1e-2 F_0 there (1,181 block iterations, 14 steps, 1,163 inner iterations); the
-design data did not show it (the same point on seed 101, attr0 and attr6: 12-16 steps, no
+every unit converged.  Where it did not pay: on attr6 (seed 0) at (3.33, 2.43), entering at
+0.1 F_0 the LM phase took 56 steps (11 rejected, 3 hand-backs) and 9,534 inner iterations,
+about twice the work of entering at 1e-2 F_0 there (1,181 block iterations, 14 steps, 1,163
+inner iterations); the design data did not show it (the same point on seed 101, attr0 and attr6: 12-16 steps, no
 rejection).
 
 Initialisation, the same for every (lam, mu): B = 0 and W = per-task ridge with the
