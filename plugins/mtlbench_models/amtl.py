@@ -219,8 +219,8 @@ attr3 46.0 -> 28.4 (1.62 x), attr6 88.9 -> 83.1 (1.07 x; old: 2 capped); every s
 every unit converged.  Where it did not pay: on attr6 (seed 0) at (3.33, 2.43), entering at
 0.1 F_0 the LM phase took 56 steps (11 rejected, 3 hand-backs) and 9,534 inner iterations,
 about twice the work of entering at 1e-2 F_0 there (1,181 block iterations, 14 steps, 1,163
-inner iterations); the design data did not show it (the same point on seed 101, attr0 and attr6: 12-16 steps, no
-rejection).
+inner iterations); the design data did not show it (the same point on seed 101, attr0 and
+attr6: 12-16 steps, no rejection).
 
 Initialisation, the same for every (lam, mu): B = 0 and W = per-task ridge with the
 lam-independent weight s_X.  (Until issue 24 the fit started at W0, the B = 0 stationary point,
