@@ -323,7 +323,7 @@ def test_gauss_newton_residuals_and_jacobian_match_finite_differences(n):
 
 
 def test_gauss_newton_phase_reaches_a_certified_stationary_point_when_tasks_interpolate():
-    """n_t < d and T > d: inf F = 0, the fit's objective falls below 1e-2 F_0 and the
+    """n_t < d and T > d: inf F = 0, the fit's objective falls below 0.1 F_0 and the
     Levenberg-Marquardt phase takes over; the fit converges, never increases F (to rounding),
     keeps B feasible, and its history agrees with ``amtl_objective``."""
     tasks = _tasks(5, T=14, d=10, n=5)
@@ -337,7 +337,7 @@ def test_gauss_newton_phase_reaches_a_certified_stationary_point_when_tasks_inte
     assert np.all(m.B_ >= 0) and np.all(np.diag(m.B_) == 0)
     assert h[-1] == pytest.approx(amtl_objective(Xs, ys, m.coef_, m.B_, m.lam_, m.mu_),
                                   rel=1e-8, abs=1e-12 * h[0])
-    assert h[-1] < 1e-2 * h[0]
+    assert h[-1] < amtl_mod._GN_SWITCH * h[0]
 
 
 def test_interpolating_fit_stops_at_the_global_certificate():
@@ -362,10 +362,12 @@ def test_interpolating_fit_stops_at_the_global_certificate():
     assert all(obj > level for obj, cert in seen if cert is None)
 
 
-def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled():
+@pytest.mark.parametrize("resolves, eta_screen", [(1, None), (3, None), (3, 0.6)])
+def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resolves, eta_screen):
     """``_gauss_newton_step`` returns the projected step as a path: every point keeps B >= 0
     with a zero diagonal, and the model's predicted decrease agrees with the actual decrease of
-    F to first order for a short piece of the step."""
+    F to first order for a short piece of the step -- with one or several active-set re-solves,
+    and with loose screening solves before the last one."""
     tasks = _tasks(5, T=14, d=10, n=5)
     spec = TaskSpectra.of(tasks)
     res = amtl_mod._LossResiduals(spec)
@@ -376,7 +378,8 @@ def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled():
     np.fill_diagonal(B, 0.0)
     F, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
     nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
-    along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 0.05, 100, 1)
+    along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 0.05, 100,
+                                              resolves, eta_screen)
     assert n_cg > 0
     for frac in amtl_mod._GN_BACKTRACK:
         W_a, B_a, pred = along(frac)

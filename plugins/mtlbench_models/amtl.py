@@ -64,12 +64,17 @@ guarded extrapolation of the outer iterates:
   conditions), and b_t moves to the minimiser of q_t on the segment [b_t, b_t + d_t]
   (alpha_t = min(1, -grad^T d_t / d_t^T C d_t)), so no column's objective, hence F, increases.
   One step costs one product C D (T^3, or 2 d T^2 through W when d < T / 2) and O(T^2)
-  elementwise work: no Python loop over rows.  ``b_passes`` steps per outer iteration (default
-  2; the outer loop drives B to its fixed point.  4 steps were tried in issue 23's fourth
-  round: on synthetic-attributes[seed=101] attr0 they cut the outer iterations of the slowest
-  fits by a quarter, 15-20 % less CPU per fit, but on MovieLens (T = 587, d = 21, where the
-  T x T work dominates an iteration) the iterations stayed the same (75 -> 76 at lam = mu = 1)
-  and each cost about a quarter more, so the default stayed 2); ``b_step`` runs the same steps
+  elementwise work: no Python loop over rows.  The starting gradient C B - C = -W^T R comes
+  from the reconstruction residual R = W - W B that the previous objective evaluation formed
+  (one d T^2 product; until issue 23's fifth round C B - C, a T^3 one, when T <= 2 d).
+  ``b_passes`` steps per outer iteration (default 2; the outer loop drives B to its fixed
+  point.  4 steps were tried in issue 23's fourth round: on synthetic-attributes[seed=101]
+  attr0 they cut the outer iterations of the slowest fits by a quarter, 15-20 % less CPU per
+  fit, but on MovieLens (T = 587, d = 21, where the T x T work dominates an iteration) the
+  iterations stayed the same (75 -> 76 at lam = mu = 1) and each cost about a quarter more, so
+  the default stayed 2; in the fifth round 4 B-steps with 4 CG iterations halved the outer
+  iterations of the slow interpolating fits but not the inner work, which is what they cost:
+  no faster); ``b_step`` runs the same steps
   until the KKT residual max |d| <= tol x max(1, max B) (the exact solver the cvxpy oracle test
   checks).
 * W-step (B fixed): the smooth convex quadratic
@@ -110,11 +115,30 @@ guarded extrapolation of the outer iterates:
   data and be reconstructed from the others, so inf F = 0 and block-coordinate descent
   converges only linearly towards it (synthetic-attributes attr0: about 800-2000 outer
   iterations); Gauss-Newton converges fast exactly when the residual -> 0.  So once
-  F <= 1e-2 F_0 (``_GN_SWITCH``) the fit takes damped Gauss-Newton steps jointly in W and the
+  F <= 0.1 F_0 (``_GN_SWITCH``) the fit takes damped Gauss-Newton steps jointly in W and the
   free entries of B (B_st > 0, or = 0 with a negative partial derivative; the diagonal never):
   delta = J^T y with (J J^T + nu I) y = -r by preconditioned CG in the residual space (block
-  preconditioner, ``_gauss_newton_step``), entries that would go negative are fixed at 0 and
-  the step re-solved once, then clipped.  A step is accepted only if F strictly decreases; if
+  preconditioner, ``_gauss_newton_step``) to relative residual 0.2 (``_GN_ETA``); entries that
+  would go negative are fixed at 0 and the step re-solved, up to three times
+  (``_GN_RESOLVES``), then what is still negative is clipped; the solves that only screen the
+  active set (all but the last) stop at relative residual 0.6 (``_GN_ETA_SCREEN``), the step
+  itself always comes from a solve to 0.2.  Why (issue 23, fifth round; chosen on
+  synthetic-attributes[seed=101], training split of rep 0, at the design's points
+  (lam, mu) = (1, 1.30) and (3.33, 2.43) on attr0 and (0.72, 0.85) on attr1): the first solve
+  of a step frees every zero entry with a negative partial derivative, and most of them come
+  back negative (thousands per step).  With a single re-solve thousands were clipped, the
+  clipped steps were shortened or rejected, the phase handed back, and the block iterations
+  needed hundreds of iterations to halve F before it resumed: the published store's 67
+  capped search fits of 2,100 (synthetic-attributes seed 0), all at (1, 1.30) and
+  (3.33, 2.43) but seven.  With three re-solves a handful of entries (at most ~60) is left to
+  clip and those fits converge with no rejected step; together with the looser forcing term
+  (0.05 before) the three design fits took 10 / 12 / 10 steps and 534 / 1,026 / 432 inner
+  iterations (one re-solve at 0.05: 11 / 17 / 10 and 598 / 1,775 / 507).  Entering at
+  0.1 F_0 (1e-2 before) cut their block iterations from 282 / 1,016 / 333 to 41 / 432 / 135
+  for 1.5-1.7 x the inner iterations, a net gain since one block iteration costs about two
+  and a half inner ones; at 0.3 F_0 the inner solves cost more than the block iterations they
+  saved.  The screening forcing term cut the inner iterations by a further 38 / 10 / 22 %.
+  A step is accepted only if F strictly decreases; if
   the projected step does not, the points 1/2, 1/4, 1/8 of the way along it (projected onto
   B >= 0 again; ``_GN_BACKTRACK``) are tried, and only if none decreases F is the step rejected
   (nu grows; Madsen-Nielsen-Tingleff damping update, with the gain ratio of the point taken),
@@ -177,6 +201,27 @@ outer iterations instead of 1,412.  (10, 10), far outside the searched range, re
 interpolation) the fits tried, (1, 1) and (0.3, 1), take the old iterates: the Gauss-Newton
 phase does not start there.
 
+Measured (issue 23, fifth round; old = the fourth round's solver).  Per fit
+(bench_amtl_objective.py --dataset-params seed=101, attr0): at the B = 0 points (0.3, 1) and
+(1, 3) identical; at the six transfer points of the searched range both fits end at or below
+the certificate level (|F_new - F_old| <= 9.7e-10 F_0), in 14-90 outer iterations instead of
+20-601, and (10, 10), which capped at F = 44.3 before, now reaches the certificate in 54
+iterations.  Simulated
+(5 points): relative differences <= 4e-13, or new lower (-2.7e-6 at (1, 0.3), -1.8e-5 at
+(3, 0.1)).  MovieLens (T = 587, d = 21, n_t > d): at (1, 1) and (1, 0.3) the iterates are
+bit-identical to the old ones (the LM phase does not start; the B-step's saved product is the
+only change there), CPU 2.62 -> 2.60 s at (1, 1).  Still capped in both solvers (positive
+optimum, block iterations only, not addressed here): simulated (3, 0.1) and MovieLens (1, 0.3).
+Per unit (search + refit, CPU seconds of old and new units run at the same time, one per
+core; the machine was loaded, so wall times were 3-6 x these): synthetic-attributes[seed=101]
+attr0 39.3 -> 26.7 (1.47 x); seed 0: attr1 60.0 -> 46.2 (1.30 x; old: 1 capped search fit),
+attr3 46.0 -> 28.4 (1.62 x), attr6 88.9 -> 83.1 (1.07 x; old: 2 capped); every search fit of
+every unit converged.  Where it did not pay: on attr6 (seed 0) at (3.33, 2.43), entering at
+0.1 F_0 the LM phase took 56 steps (11 rejected, 3 hand-backs) and 9,534 inner iterations,
+about twice the work of entering at 1e-2 F_0 there (1,181 block iterations, 14 steps, 1,163
+inner iterations); the design data did not show it (the same point on seed 101, attr0 and
+attr6: 12-16 steps, no rejection).
+
 Initialisation, the same for every (lam, mu): B = 0 and W = per-task ridge with the
 lam-independent weight s_X.  (Until issue 24 the fit started at W0, the B = 0 stationary point,
 when ``mu`` >= 1 and so returned plain ridge there by construction; from the common start a fit
@@ -231,12 +276,13 @@ def _sparse_if_worth(B):
     return sparse.csr_matrix(B) if nnz <= 0.05 * T * T else B
 
 
-def _objective(spec: TaskSpectra, W, GW, B, lam, mu) -> tuple[float, np.ndarray]:
-    """F(W, B) and the per-task losses, from GW = [X_t^T X_t w_t]_t (no pass over the data)."""
+def _objective(spec: TaskSpectra, W, GW, B, lam, mu):
+    """(F(W, B), the per-task losses, R = W - W B), from GW = [X_t^T X_t w_t]_t (no pass over
+    the data); R is what the next B-step's gradient needs (``_b_setup``)."""
     fit = np.einsum("it,it->t", W, GW - 2.0 * spec.Xty) + spec.yy
     L = 0.5 * np.maximum(fit, 0.0)
     R = W - W @ B
-    return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L
+    return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R)), L, R
 
 
 def _c_times(W, C, D):
@@ -291,16 +337,18 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
     return steps, res
 
 
-def _b_setup(W, B, losses, lam, mu):
-    """(C or None, diag C, G = C B - C, pen) for the B-step at W (see ``_b_descent``)."""
+def _b_setup(W, B, losses, lam, mu, R=None):
+    """(C or None, diag C, G = C B - C, pen) for the B-step at W (see ``_b_descent``).  G is
+    formed as W^T (W B - W) (2 d T^2, no T x T x T product), or d T^2 when the reconstruction
+    residual R = W - W B of this (W, B) is given (the objective evaluation has it)."""
     d, T = W.shape
     diagC = np.einsum("it,it->t", W, W)
+    WB_W = W @ B - W if R is None else -R
+    G = W.T @ WB_W
     if T <= 2 * d:
         C = W.T @ W
-        G = C @ B - C
     else:                                # d << T (MovieLens, Lenk): never form T x T x T products
         C = None
-        G = W.T @ (W @ B - W)
     pen = mu * np.asarray(losses, dtype=np.float64) / (2.0 * lam)
     return C, diagC, G, pen
 
@@ -406,7 +454,8 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
-def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves):
+def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
+                       eta_screen=None):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
     r = [sqrt(c_t) E_t]_t (E: ``_LossResiduals``, c_t = 1 + mu sum_s B_ts) and
     sqrt(2 lam) (W - W B); variables W and the free entries of B (B_st > 0, or = 0 with a
@@ -419,7 +468,10 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry is
     free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T.  Entries of B that the
     step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
-    at most ``resolves`` times; what still goes below 0 is clipped.
+    at most ``resolves`` times; what still goes below 0 is clipped.  With ``eta_screen`` > ``eta``
+    the solves that only pick the active set (those before the last re-solve) stop at relative
+    residual ``eta_screen``; the returned step always comes from a solve to ``eta`` (a screening
+    solve that fixes no entry is continued, warm-started, to ``eta`` on the same free set).
     Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
     fraction a of the projected step (``along(1)`` is the step itself)."""
     T = spec.T
@@ -453,7 +505,11 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     y1, y2 = np.zeros_like(r1), np.zeros_like(r2)
     fixed = np.zeros((T, T), dtype=bool)
     n_cg = 0
-    for attempt in range(int(resolves) + 1):
+    screening = eta_screen is not None and eta_screen > eta
+    attempt = -1
+    while True:
+        attempt += 1
+        loose = screening and attempt < int(resolves)
         mask = free.astype(np.float64)
         beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
         Ed = E / diag1
@@ -464,7 +520,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         dW, dB = jac_t(y1, y2, mask)
         h1, h2 = jac(dW, dB)
         q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
-        thr = float(eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
+        thr = float(eta_screen if loose else eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
         z1, z2 = precond(q1, q2, Ed, sm)
         p1, p2 = z1, z2
         rz = np.sum(q1 * z1) + np.sum(q2 * z2)
@@ -489,7 +545,10 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         dW, dB = jac_t(y1, y2, mask)
         dB += dB_fix
         below = free & (B + dB < 0)
-        if not below.any() or attempt == int(resolves):
+        if loose and not below.any():
+            screening = False            # the free set held: finish this solve to eta
+            continue
+        if not below.any() or attempt >= int(resolves):
             break
         free &= ~below
         fixed |= below
@@ -511,12 +570,16 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # F <= _GN_SWITCH F_0; forcing term and CG cap of its inner solve; re-solves after fixing B
 # entries at 0; poor accepted steps (gain ratio < 1/4) in a row before it hands back to
 # block-coordinate iterations; a window of steps that must halve F
-_GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-2, 0.05, 100, 1, 3, 10
+_GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0.2, 100, 3, 3, 10
 _GN_WINDOW_FALL = 0.5
+# forcing term of the inner solves that only screen the active set (all but the last)
+_GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
 _GN_RESUME = 0.5
 # rejected steps in a row (each doubles the growth of the damping) before the phase hands back
 _GN_REJECTS = 10
+# the first damping, relative to the largest diagonal entry of J J^T
+_GN_DAMPING0 = 1e-3
 # fractions of a Levenberg-Marquardt step tried, in order, before it counts as rejected
 _GN_BACKTRACK = (1.0, 0.5, 0.25, 0.125)
 
@@ -530,7 +593,7 @@ def _lm_initial_damping(spec: TaskSpectra, W, B, lam, mu) -> float:
     loss_block = float((c[:, None] * spec.e).max(initial=0.0))
     recon_block = 2.0 * lam * (float(np.einsum("it,it->i", W, W).max(initial=0.0))
                                + float(np.einsum("st,st->t", IB, IB).max(initial=0.0)))
-    return 1e-3 * max(loss_block, recon_block, 1e-300)
+    return _GN_DAMPING0 * max(loss_block, recon_block, 1e-300)
 
 
 def _stationary(spec: TaskSpectra, W, GW, B, R, losses, lam, mu, xtol) -> bool:
@@ -579,8 +642,10 @@ class AMTL(LinearMTLModel):
     supports_warm_start = False
     # s per unit on the reference problem (mtlbench.runner.cost): 56.7 measured idle before issue
     # 23's fourth round, divided by that round's old/new unit-time ratio there (1.44 and 1.72
-    # in two side-by-side bench_paper_scale.py runs on a loaded machine)
-    cost_hint = 35.0
+    # in two side-by-side bench_paper_scale.py runs on a loaded machine), = 35.0, divided by the
+    # fifth round's old/new ratio of the unit's CPU time there (39.3 s / 26.7 s = 1.47, old and
+    # new run at the same time, one per core, on a loaded machine)
+    cost_hint = 24.0
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
     # the loss.  Units of this machine (issue 24's run; T = 139 .. 587, sizes 5e4 .. 2e6):
@@ -615,7 +680,7 @@ class AMTL(LinearMTLModel):
         fused = tasks.memo(("amtl.orthonormal_spectra", 1), lambda: _orthonormal_spectra(spec))
         residuals = tasks.memo(("compa.amtl.residuals", 1), lambda: _LossResiduals(spec))
         B = np.zeros((T, T))
-        F, L = _objective(spec, W, GW, B, lam, mu)
+        F, L, R = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
         F0 = F
         # F >= 0, so F itself bounds F - inf F: at or below this level the fit is a certified
@@ -626,7 +691,7 @@ class AMTL(LinearMTLModel):
         it, cg_iters, b_sweeps = 0, 0, 0
         beta, n_extrap = _EXTRAP[0], 0
         near = False
-        gn, E, R = False, None, None
+        gn, E = False, None
         nu = grow = 0.0
         gn_steps = gn_cg = gn_rejected = gn_exits = gn_shortened = strikes = rejects = 0
         gn_entry = _GN_SWITCH * F0
@@ -655,7 +720,8 @@ class AMTL(LinearMTLModel):
                 GW = spec.gram_apply(W)
             if gn:
                 along, n_cg = _gauss_newton_step(
-                    spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES)
+                    spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES,
+                    _GN_ETA_SCREEN)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
@@ -702,14 +768,14 @@ class AMTL(LinearMTLModel):
                 continue
             # B-step: vectorised descent steps on all columns (none increases F)
             B = B.copy()
-            C, diagC, G, pen = _b_setup(W, B, L, lam, mu)
+            C, diagC, G, pen = _b_setup(W, B, L, lam, mu, R)
             p, _ = _b_descent(B, G, W, C, diagC, pen, int(self.b_passes), 0.0)
             b_sweeps += p
             GW_old = GW
             # W-step: PCG on the convex quadratic, warm-started at W (exact when B = 0)
             W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu, fused, finish=near)
             cg_iters += n_cg
-            F_new, L = _objective(spec, W, GW, B, lam, mu)
+            F_new, L, R = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
             F = F_new
             # the block step's F; an accepted extrapolation lowers it
@@ -728,9 +794,9 @@ class AMTL(LinearMTLModel):
                 GWe = GW + beta * (GW - GW_old)
                 Be = np.maximum(B + beta * (B - B_old), 0.0)
                 np.fill_diagonal(Be, 0.0)
-                Fe, Le = _objective(spec, We, GWe, Be, lam, mu)
+                Fe, Le, Re = _objective(spec, We, GWe, Be, lam, mu)
                 if Fe < F_new:
-                    W, GW, B, L, F = We, GWe, Be, Le, Fe
+                    W, GW, B, L, R, F = We, GWe, Be, Le, Re, Fe
                     hist[-1] = Fe
                     n_extrap += 1
                     beta = min(beta * _EXTRAP[1], _EXTRAP[3])
