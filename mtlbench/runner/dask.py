@@ -468,12 +468,12 @@ class _DaskRun:
         whose worker died is over: Dask runs the unit again, and its next start restarts the
         clock (the unit is not recorded as over time while it waits for a new worker)."""
         now = time.monotonic()
-        # when they are given up: before the cancel, which frees the worker's slot for a queued
-        # unit, and before the restart, which takes seconds
-        given_up = datetime.now(timezone.utc)
         late = [k for k in pending if k in self.started and now - self.started[k] > limit]
         if not late:
             return
+        # when they are given up: before the cancel, which frees the worker's slot for a queued
+        # unit, and before the restart, which takes seconds
+        given_up = datetime.now(timezone.utc)
         processing = self.client.processing()
         for key in late:
             if key not in processing.get(self.where.get(key), ()):
