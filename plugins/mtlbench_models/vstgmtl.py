@@ -159,14 +159,19 @@ average feature energy mean_t tr(X_t^T X_t)/d); the authors' hyperparameter grid
 """
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
-from mtlbench_models._prox import (ksupport_sq, l1_ball_threshold_rows, prox_ksupport_sq,
-                                   prox_ksupport_sq_with_value)
+from mtlbench_models._prox import ksupport_sq, l1_ball_threshold_rows, prox_ksupport_sq_with_value
 
 _INEXACT = 0.1      # inner tolerance <= this x the previous relative change of W (docstring)
 _JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iterations (docstring)
+#: ``tasks.memo`` key of the data pieces (``_Problem``); its version changes with _Problem's
+#: arithmetic, so that a TaskSet never hands one version's pieces to another
+_MEMO_KEY = ("vstgmtl.svd-problem", 5)
 
 
 class _Problem:
@@ -237,7 +242,9 @@ class _Problem:
         ``gram``, else ``proj(W)``."""
         if self.gram is None:
             return self.proj(W)
-        return np.matmul(self.gram, np.ascontiguousarray(W.T)[:, :, None])[:, :, 0]
+        # w_t^T H_t (H_t symmetric): the row-vector form streams H_t row by row, faster than
+        # H_t w_t as a column (the same products; rounding-level differences)
+        return np.matmul(W.T[:, None, :], self.gram)[:, 0, :]
 
     def loss_image(self, W: np.ndarray, Im: np.ndarray) -> float:
         """sum_t 1/2 ||y_t - X_t w_t||^2 from Im = ``image(W)``; with ``gram``,
@@ -264,7 +271,7 @@ class _Problem:
 
     def loss_w(self, W: np.ndarray) -> float:
         """sum_t 1/2 ||y_t - X_t w_t||^2."""
-        return self.loss_proj(self.proj(W))
+        return self.loss_image(W, self.image(W))
 
     def loss(self, U: np.ndarray, V: np.ndarray) -> float:
         return self.loss_w(U @ V)
@@ -278,6 +285,10 @@ class _Problem:
 
     def task_blocks(self, U: np.ndarray):
         """Per-task V-step pieces: U^T X_t^T X_t U (T x K x K) and U^T X_t^T y_t (K x T)."""
+        if self.gram is not None:
+            # H_t U for every task as ONE matrix product (T d x d times d x K), then U^T (H_t U)
+            HU = (self.gram.reshape(-1, self.d) @ U).reshape(self.T, self.d, -1)
+            return np.matmul(U.T, HU), U.T @ self.Xty
         M = np.matmul(U.T, self.Q) * self.s[:, None, :]            # T x K x r: U^T Q diag(s)
         A = np.matmul(M, M.transpose(0, 2, 1))
         b = np.einsum("tkr,tr->kt", M, self.c)
@@ -300,6 +311,47 @@ def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
     A = np.abs(V) - (tau1[:, None] if tau1.ndim else tau1)
     np.maximum(A, 0.0, out=A)
     return np.sign(V) * np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None])
+
+
+def _prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int) -> tuple[np.ndarray,
+                                                                          np.ndarray]:
+    """``_prox.prox_ksupport_sq_with_value(V, lam, k)`` for a K x m matrix V (columns = task
+    codes) and one weight lam_j > 0 per column: the same closed form with the same arithmetic
+    (bit-identical results, tested), laid out with the columns last so that every numpy call
+    runs over contiguous rows (the sort and the prefix sums along axis 0, the k x K x m bracket
+    ratios reduced over the leading axes), with W = min(scaled, max(thresholded, 0)) and the
+    signs by ``copysign``: about 1.3-2x faster at the sizes of the joint steps and V-steps.
+    Other cases (k >= K, some lam_j = 0, large k K m) go to the shared function."""
+    p, m = V.shape
+    if k >= p or m == 0 or k * p * m > (1 << 20) or not float(lam.min()) > 0.0:
+        return prox_ksupport_sq_with_value(V, lam, k)
+    A = np.abs(V)
+    prefix = np.empty((p + 1, m))                 # row b: z_1 + ... + z_b per column
+    prefix[0] = 0.0
+    np.cumsum(np.sort(A, axis=0)[::-1], axis=0, out=prefix[1:])
+    budget, offset = _bracket_constants_cols(k, p)                       # k - a, |b - a|
+    inv_lam = 1.0 / lam
+    ratio = prefix[None, 1:, :] - prefix[:k, None, :]                  # S_ab, k x K x m
+    ratio /= budget * inv_lam + offset
+    tau = ratio.max(axis=1).min(axis=0)
+    scaled = A / (1.0 + lam)
+    thresholded = A - tau
+    saturated = scaled <= thresholded
+    np.maximum(thresholded, 0.0, out=thresholded)
+    W = np.minimum(scaled, thresholded)
+    val = np.einsum("ij,ij->j", W, np.where(saturated, W, tau * inv_lam))
+    return np.copysign(W, V, out=W), val
+
+
+@functools.lru_cache(maxsize=64)
+def _bracket_constants_cols(k: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """(k - a as k x 1 x 1, |b - a| as k x p x 1) for a = 0..k-1, b = 1..p (read-only)."""
+    a = np.arange(k)[:, None, None]
+    budget = (k - a).astype(np.float64)
+    offset = np.abs(np.arange(1, p + 1)[None, :, None] - a).astype(np.float64)
+    budget.flags.writeable = False
+    offset.flags.writeable = False
+    return budget, offset
 
 
 def vstg_objective(prob: _Problem, U, V, g1, g2, mu, k) -> float:
@@ -376,7 +428,7 @@ class VSTGMTL(LinearMTLModel):
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "VSTGMTL":
         self._validate(tasks)
-        prob = tasks.memo(("vstgmtl.svd-problem", 4), lambda: _Problem(tasks))
+        prob = tasks.memo(_MEMO_KEY, lambda: _Problem(tasks))
         T, d = prob.T, prob.d
         K = int(min(self.n_bases, d, T))
         k = int(min(self.k, K))
@@ -476,14 +528,19 @@ class VSTGMTL(LinearMTLModel):
             Px = prob.image(Wx)
         U_prev, V_prev, tk = state.momentum if state.momentum is not None else (U, V, 1.0)
         c = state.joint_c
+        diagH = prob.diagH
         n = 0
+        weights_at = None
         while n < n_steps:
             n += 1
-            # diagonal metric: row i of U ~ sum_t (X_t^T X_t)_ii ||v_t||^2 / K, column t of V
-            # ~ sum_i (X_t^T X_t)_ii ||U_i||^2 / K (the average diagonal of each Hessian block)
-            wU = _row_weights(prob.diagH @ np.einsum("kt,kt->t", V, V) / K)
-            wV = _row_weights(np.einsum("ik,ik->i", U, U) @ prob.diagH / K)
-            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
+            if weights_at is not U:                   # (a rejected step keeps the point)
+                # diagonal metric: row i of U ~ sum_t (X_t^T X_t)_ii ||v_t||^2 / K, column t
+                # of V ~ sum_i (X_t^T X_t)_ii ||U_i||^2 / K (the average diagonal of each
+                # Hessian block)
+                wU = _row_weights(diagH @ np.einsum("kt,kt->t", V, V) / K)
+                wV = _row_weights(np.einsum("ik,ik->i", U, U) @ diagH / K)
+                weights_at = U
+            t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * tk * tk))
             beta = (tk - 1.0) / t_next
             if beta > 0.0:
                 Uy, Vy = U + beta * (U - U_prev), V + beta * (V - V_prev)
@@ -497,14 +554,14 @@ class VSTGMTL(LinearMTLModel):
             for _ in range(100):                      # backtracking (bounded: non-finite data)
                 aU, aV = c * wU, c * wV
                 Un = prox_l1_l1inf_rows(Uy - GU / aU[:, None], g1 / aU, g2 / aU)
-                Vn, ksq = prox_ksupport_sq_with_value(Vy - GV / aV, 2.0 * mu / aV, k)
+                Vn, ksq = _prox_ksupport_sq_cols(Vy - GV / aV, 2.0 * mu / aV, k)
                 Wn = Un @ Vn
                 Pn = prob.image(Wn)
                 fn = prob.loss_image(Wn, Pn)
                 DU, DV = Un - Uy, Vn - Vy
-                lin = float(np.einsum("ik,ik->", GU, DU)) + float(np.einsum("kt,kt->", GV, DV))
-                sq = 0.5 * (float(wU @ np.einsum("ik,ik->i", DU, DU))
-                            + float(np.einsum("kt,kt->t", DV, DV) @ wV))
+                DU2, DV2 = DU * DU, DV * DV
+                lin = float(np.vdot(GU, DU)) + float(np.vdot(GV, DV))
+                sq = 0.5 * float(wU @ DU2.sum(axis=1) + DV2.sum(axis=0) @ wV)
                 if fn <= fy + lin + c * sq + 1e-12 * abs(fy):
                     break
                 c *= 2.0
@@ -637,7 +694,7 @@ class VSTGMTL(LinearMTLModel):
             AY = AVc + beta * (AVc - AVp)
             G = AY - ba
             fY = quad(Y, AY, ba)
-            vn = prox_ksupport_sq(Y - G / La, 2.0 * mu / La, k)
+            vn = _prox_ksupport_sq_cols(Y - G / La, 2.0 * mu / La, k)[0]
             Avn = _task_matvec(Aa, vn)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
                 D = vn - Y
@@ -646,8 +703,8 @@ class VSTGMTL(LinearMTLModel):
                 if not bad.any():
                     break
                 La[bad] *= 2.0
-                vn[:, bad] = prox_ksupport_sq(Y[:, bad] - G[:, bad] / La[bad],
-                                                   2.0 * mu / La[bad], k)
+                vn[:, bad] = _prox_ksupport_sq_cols(Y[:, bad] - G[:, bad] / La[bad],
+                                                    2.0 * mu / La[bad], k)[0]
                 Avn[:, bad] = _task_matvec(Aa[bad], vn[:, bad])
             tn[np.einsum("at,at->t", Y - vn, vn - vc) > 0] = 1.0      # restart
             Vp[:, act], Vc[:, act], tk[act] = vc, vn, tn
