@@ -251,7 +251,7 @@ class _Problem:
         sum_t 1/2 w_t^T H_t w_t - (X_t^T y_t)^T w_t + 1/2 ||y_t||^2."""
         if self.gram is None:
             return self.loss_proj(Im)
-        return 0.5 * float(np.einsum("dt,td->", W, Im + self.XtyT2)) + self.loss_const
+        return 0.5 * float(np.vdot(W.T, Im + self.XtyT2)) + self.loss_const
 
     def loss_grad(self, W: np.ndarray, Im: np.ndarray) -> tuple[float, np.ndarray]:
         """(loss, its gradient d x T: X_t^T (X_t w_t - y_t) in column t) from Im = ``image(W)``."""
@@ -260,7 +260,7 @@ class _Problem:
             return (0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum())),
                     self.back(self.s * R))
         G = Im + 0.5 * self.XtyT2
-        return (0.5 * float(np.einsum("dt,td->", W, G + 0.5 * self.XtyT2)) + self.loss_const,
+        return (0.5 * float(np.vdot(W.T, G + 0.5 * self.XtyT2)) + self.loss_const,
                 G.T)
 
     def hess(self, W: np.ndarray) -> np.ndarray:
@@ -295,7 +295,7 @@ class _Problem:
         return A, b
 
 
-def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
+def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2, out: np.ndarray | None = None) -> np.ndarray:
     """argmin_Z 1/2 ||Z - V||_F^2 + sum_i (tau1_i ||Z[i, :]||_1 + tau2_i ||Z[i, :]||_inf)
     (``tau1``, ``tau2``: scalars or one value per row).
 
@@ -304,27 +304,34 @@ def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
     subtracts the same amount from all moduli), so the l_inf subdifferential at the thresholded
     row contains the one at the original row (or the row becomes 0, where the subdifferential
     is the whole dual ball); by Yu (2013, "On decomposing the proximal map", Thm. 1) the
-    composition is then the prox of the sum.  Checked against cvxpy in the tests.  The l_inf
+    composition is then the prox of the sum.  Checked against cvxpy in the tests.  ``out``: an
+    array of V's shape to write the result into (returned).  The l_inf
     prox clips the thresholded moduli A at the row's l1-ball threshold (``prox_l1inf_rows``),
     written out here to take the signs once."""
     tau1 = np.asarray(tau1, dtype=np.float64)
     A = np.abs(V) - (tau1[:, None] if tau1.ndim else tau1)
     np.maximum(A, 0.0, out=A)
-    return np.sign(V) * np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None])
+    return np.multiply(np.sign(V), np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None]), out=out)
 
 
-def _prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int) -> tuple[np.ndarray,
-                                                                          np.ndarray]:
+def _prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int,
+                           out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``_prox.prox_ksupport_sq_with_value(V, lam, k)`` for a K x m matrix V (columns = task
     codes) and one weight lam_j > 0 per column: the same closed form with the same arithmetic
-    (bit-identical results, tested), laid out with the columns last so that every numpy call
-    runs over contiguous rows (the sort and the prefix sums along axis 0, the k x K x m bracket
-    ratios reduced over the leading axes), with W = min(scaled, max(thresholded, 0)) and the
-    signs by ``copysign``: about 1.3-2x faster at the sizes of the joint steps and V-steps.
-    Other cases (k >= K, some lam_j = 0, large k K m) go to the shared function."""
+    (the same W and values: bit-identical in the tests, which assert 1e-12), laid out with the
+    columns last so that every numpy call runs over contiguous rows (the sort and the prefix
+    sums along axis 0, the k x K x m bracket ratios reduced over the leading axes), with
+    W = min(scaled, max(thresholded, 0)) and the signs by ``copysign``: about 1.3-2x faster at
+    the sizes of the joint steps and V-steps.
+    Other cases (k >= K, some lam_j = 0, large k K m) go to the shared function.  ``out``: an
+    array of V's shape to write W into (returned as W)."""
     p, m = V.shape
     if k >= p or m == 0 or k * p * m > (1 << 20) or not float(lam.min()) > 0.0:
-        return prox_ksupport_sq_with_value(V, lam, k)
+        W, val = prox_ksupport_sq_with_value(V, lam, k)
+        if out is not None:
+            out[...] = W
+            W = out
+        return W, val
     A = np.abs(V)
     prefix = np.empty((p + 1, m))                 # row b: z_1 + ... + z_b per column
     prefix[0] = 0.0
@@ -339,8 +346,8 @@ def _prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int) -> tuple[np.n
     saturated = scaled <= thresholded
     np.maximum(thresholded, 0.0, out=thresholded)
     W = np.minimum(scaled, thresholded)
-    val = np.einsum("ij,ij->j", W, np.where(saturated, W, tau * inv_lam))
-    return np.copysign(W, V, out=W), val
+    val = (W * np.where(saturated, W, tau * inv_lam)).sum(axis=0)
+    return np.copysign(W, V, out=W if out is None else out), val
 
 
 @functools.lru_cache(maxsize=64)
@@ -369,8 +376,9 @@ def _row_weights(w: np.ndarray) -> np.ndarray:
 class _State:
     """Solver data carried from one step to the next: the power-iteration vectors of the
     U-step (``power``, d x K) and of the V-step (``v_power``, K x T), the inner tolerances,
-    and of the joint steps the metric scale (``joint_c``), the momentum (previous iterate and
-    FISTA's t) and the point where they ended with W = U V and its ``image`` (``last_joint``)."""
+    and of the joint steps the metric scale (``joint_c``), the momentum (previous iterate as a
+    flat vector (vec U, vec V), and FISTA's t) and the point where they ended (the flat vector,
+    its U and V views, W = U V and its ``image``: ``last_joint``)."""
 
     def __init__(self):
         self.power = None
@@ -518,50 +526,73 @@ class VSTGMTL(LinearMTLModel):
     def _joint_steps(self, prob: _Problem, U, V, F, g1, g2, mu, k, state: _State,
                      n_steps: int):
         """``n_steps`` accelerated proximal-gradient steps on F over (U, V) jointly (docstring:
-        "Joint steps").  Monotone: F never increases.  Returns (U, V, F, steps taken)."""
-        K = U.shape[1]
-        last = state.last_joint                       # (U, V, image(U V)) where the last call ended
-        if last is not None and last[0] is U and last[1] is V:
-            Wx, Px = last[2], last[3]
+        "Joint steps").  Monotone: F never increases.  Returns (U, V, F, steps taken).
+
+        The two blocks live in one flat vector z = (vec U, vec V) (U and V are views of it), so
+        that the extrapolation, the step, the descent test and the restart test are one numpy
+        call each over both blocks; the metric is stored entrywise over z (``wz``)."""
+        (d, K), T = U.shape, V.shape[1]
+        nU = d * K
+
+        def blocks(x):                                # (U, V) views of a flat vector
+            return x[:nU].reshape(d, K), x[nU:].reshape(K, T)
+
+        last = state.last_joint            # (z, U, V, W = U V, image(W)) where the last call ended
+        if last is not None and last[1] is U and last[2] is V:
+            z, Wx, Px = last[0], last[3], last[4]
         else:
+            z = np.concatenate((U.ravel(), V.ravel()))
+            U, V = blocks(z)
             Wx = U @ V
             Px = prob.image(Wx)
-        U_prev, V_prev, tk = state.momentum if state.momentum is not None else (U, V, 1.0)
+        z_prev, tk = state.momentum if state.momentum is not None else (z, 1.0)
         c = state.joint_c
         diagH = prob.diagH
-        n = 0
+        wz = np.empty_like(z)
+        wzU, wzV = blocks(wz)
         weights_at = None
+        n = 0
         while n < n_steps:
             n += 1
-            if weights_at is not U:                   # (a rejected step keeps the point)
+            if weights_at is not z:                   # (a rejected step keeps the point)
                 # diagonal metric: row i of U ~ sum_t (X_t^T X_t)_ii ||v_t||^2 / K, column t
                 # of V ~ sum_i (X_t^T X_t)_ii ||U_i||^2 / K (the average diagonal of each
                 # Hessian block)
-                wU = _row_weights(diagH @ np.einsum("kt,kt->t", V, V) / K)
-                wV = _row_weights(np.einsum("ik,ik->i", U, U) @ diagH / K)
-                weights_at = U
+                wU = _row_weights(diagH @ (V * V).sum(axis=0) / K)
+                wV = _row_weights((U * U).sum(axis=1) @ diagH / K)
+                wzU[...] = wU[:, None]
+                wzV[...] = wV
+                weights_at = z
             t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * tk * tk))
             beta = (tk - 1.0) / t_next
             if beta > 0.0:
-                Uy, Vy = U + beta * (U - U_prev), V + beta * (V - V_prev)
+                y = z + beta * (z - z_prev)
+                Uy, Vy = blocks(y)
                 Wy = Uy @ Vy
                 Py = prob.image(Wy)
             else:
-                Uy, Vy, Wy, Py = U, V, Wx, Px
+                y, Uy, Vy, Wy, Py = z, U, V, Wx, Px
             fy, Bg = prob.loss_grad(Wy, Py)                              # Bg: grad_W at Y
-            GU, GV = Bg @ Vy.T, Uy.T @ Bg
+            g = np.empty_like(z)                                         # (grad_U, grad_V) at Y
+            gU, gV = blocks(g)
+            np.matmul(Bg, Vy.T, out=gU)
+            np.matmul(Uy.T, Bg, out=gV)
             c *= 0.8                                  # let the step grow again (local curvature)
             for _ in range(100):                      # backtracking (bounded: non-finite data)
+                x = y - g / (c * wz)
+                zn = np.empty_like(z)
+                Un, Vn = blocks(zn)
                 aU, aV = c * wU, c * wV
-                Un = prox_l1_l1inf_rows(Uy - GU / aU[:, None], g1 / aU, g2 / aU)
-                Vn, ksq = _prox_ksupport_sq_cols(Vy - GV / aV, 2.0 * mu / aV, k)
+                xU, xV = blocks(x)
+                prox_l1_l1inf_rows(xU, g1 / aU, g2 / aU, out=Un)
+                ksq = _prox_ksupport_sq_cols(xV, 2.0 * mu / aV, k, out=Vn)[1]
                 Wn = Un @ Vn
                 Pn = prob.image(Wn)
                 fn = prob.loss_image(Wn, Pn)
-                DU, DV = Un - Uy, Vn - Vy
-                DU2, DV2 = DU * DU, DV * DV
-                lin = float(np.vdot(GU, DU)) + float(np.vdot(GV, DV))
-                sq = 0.5 * float(wU @ DU2.sum(axis=1) + DV2.sum(axis=0) @ wV)
+                D = zn - y
+                wD = wz * D
+                lin = float(np.vdot(g, D))
+                sq = 0.5 * float(np.vdot(wD, D))
                 if fn <= fy + lin + c * sq + 1e-12 * abs(fy):
                     break
                 c *= 2.0
@@ -574,14 +605,13 @@ class VSTGMTL(LinearMTLModel):
                     continue                          # and retry from the current point
                 break                                 # a plain step failed: stationary here
             # adaptive restart (O'Donoghue & Candes 2015) when the momentum points uphill
-            uphill = (float(wU @ np.einsum("ik,ik->i", DU, Un - U))         # DU = Un - Uy
-                      + float(np.einsum("kt,kt->t", DV, Vn - V) @ wV)) < 0.0
+            uphill = float(np.vdot(wD, zn - z)) < 0.0                       # D = zn - y
             tk = 1.0 if uphill else t_next
-            U_prev, V_prev = U, V
-            U, V, Wx, Px, F = Un, Vn, Wn, Pn, Fn
+            z_prev = z
+            z, U, V, Wx, Px, F = zn, Un, Vn, Wn, Pn, Fn
         state.joint_c = c
-        state.momentum = (U_prev, V_prev, tk)
-        state.last_joint = (U, V, Wx, Px)
+        state.momentum = (z_prev, tk)
+        state.last_joint = (z, U, V, Wx, Px)
         return U, V, F, n
 
     def _u_step(self, prob: _Problem, U, V, g1, g2, state: _State):
