@@ -326,6 +326,13 @@ def test_image_loss_and_gradient_match_direct_formulas(d, n):
     assert prob.loss_image(W, Im) == pytest.approx(loss, rel=1e-12)
     np.testing.assert_allclose(G, grad, rtol=1e-10, atol=1e-10 * np.abs(grad).max())
     np.testing.assert_allclose(prob.hess(W), hess, rtol=1e-10, atol=1e-10 * np.abs(hess).max())
+    for rho in (1e-3, 0.7, 50.0):
+        got = prob.ridge(W, rho)
+        for t, X in enumerate(Xs):
+            want = np.linalg.solve(X.T @ X + rho * np.eye(d), X.T @ tasks.y(t) + rho * W[:, t])
+            np.testing.assert_allclose(got[:, t], want, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(prob.diagH, np.stack([np.diag(X.T @ X) for X in Xs], axis=1),
+                               rtol=1e-10, atol=1e-12)
     U = np.random.default_rng(5).standard_normal((d, 3))
     A, b = prob.task_blocks(U)
     for t, X in enumerate(Xs):

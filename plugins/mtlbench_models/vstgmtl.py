@@ -171,7 +171,7 @@ _INEXACT = 0.1      # inner tolerance <= this x the previous relative change of 
 _JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iterations (docstring)
 #: ``tasks.memo`` key of the data pieces (``_Problem``); its version changes with _Problem's
 #: arithmetic, so that a TaskSet never hands one version's pieces to another
-_MEMO_KEY = ("vstgmtl.svd-problem", 5)
+_MEMO_KEY = ("vstgmtl.svd-problem", 6)
 
 
 class _Problem:
@@ -202,8 +202,24 @@ class _Problem:
         self.T, self.d = T, d = tasks.T, tasks.d
         Xs = [np.asarray(tasks.X(t), dtype=np.float64) for t in range(T)]
         ys = [np.asarray(tasks.y(t), dtype=np.float64) for t in range(T)]
-        r = int(max(min(X.shape) for X in Xs))
-        self.r = r
+        self.r = r = int(max(min(X.shape) for X in Xs))
+        self.yy = np.array([float(y @ y) for y in ys])
+        if r == d:
+            self.gram = np.stack([X.T @ X for X in Xs])
+            self.Xty = np.stack([X.T @ y for X, y in zip(Xs, ys)], axis=1)     # d x T
+            self.diagH = np.diagonal(self.gram, axis1=1, axis2=2).T.copy()      # d x T
+            self._data = (Xs, ys)           # the SVD pieces: computed only if asked for
+        else:
+            self.gram = None
+            self._factor(Xs, ys)
+            self.Xty = self.back(self.sc)                                       # d x T
+            self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)          # d x T
+        self.XtyT2 = np.ascontiguousarray(-2.0 * self.Xty.T)                    # T x d
+        self.loss_const = 0.5 * float(self.yy.sum())
+
+    def _factor(self, Xs, ys) -> None:
+        """The SVD pieces ``Q``, ``s``, ``c``, ``res`` (and ``s2`` = s^2, ``sc`` = s c)."""
+        T, d, r = self.T, self.d, self.r
         self.Q = np.zeros((T, d, r))
         self.s = np.zeros((T, r))
         self.c = np.zeros((T, r))
@@ -217,12 +233,14 @@ class _Problem:
             self.res[t] = max(float(y @ y) - float(self.c[t] @ self.c[t]), 0.0)
         self.s2 = self.s ** 2
         self.sc = self.s * self.c
-        self.Xty = self.back(self.sc)                               # d x T
-        self.yy = np.array([float(y @ y) for y in ys])
-        self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)  # d x T
-        self.gram = np.stack([X.T @ X for X in Xs]) if r == d else None
-        self.XtyT2 = -2.0 * self.Xty.T                              # T x d
-        self.loss_const = 0.5 * float(self.yy.sum())
+
+    def __getattr__(self, name):
+        # with ``gram`` the fit needs no SVD piece (the per-task SVDs were most of the set-up
+        # time): they are computed at the first use, e.g. when a test switches ``gram`` off
+        if name in ("Q", "s", "c", "res", "s2", "sc") and "_data" in self.__dict__:
+            self._factor(*self.__dict__.pop("_data"))
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def proj(self, W: np.ndarray) -> np.ndarray:
         """Q_t^T w_t for every task: d x T -> T x r."""
@@ -279,9 +297,24 @@ class _Problem:
     def ridge(self, A: np.ndarray, rho: float) -> np.ndarray:
         """Column t: argmin_w 1/2 ||y_t - X_t w||^2 + rho/2 ||w - a_t||^2, i.e.
         (X_t^T X_t + rho I)^{-1} (X_t^T y_t + rho a_t)
-            = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho))."""
+            = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho));
+        with ``gram`` by one batched linear solve (T systems of size d)."""
+        if self.gram is not None:
+            H = self.gram + rho * np.eye(self.d)
+            return np.linalg.solve(H, (self.Xty + rho * A).T[:, :, None])[:, :, 0].T
         alpha = self.proj(A)
         return A + self.back(self.s * (self.c - self.s * alpha) / (self.s2 + rho))
+
+    @functools.cached_property
+    def ridge_svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The thin SVD (P, s, Q^T) of the per-task ridge W0 = argmin_W sum_t 1/2 ||y_t -
+        X_t w_t||^2 + lam/2 ||w_t||^2, lam = mean_t tr(X_t^T X_t) / d (the initialisation;
+        data-only, so computed once and shared by every fit; read-only)."""
+        lam = float(np.mean(self.diagH.sum(axis=0))) / self.d
+        out = np.linalg.svd(self.ridge(np.zeros((self.d, self.T)), lam), full_matrices=False)
+        for a in out:
+            a.flags.writeable = False
+        return tuple(out)
 
     def task_blocks(self, U: np.ndarray):
         """Per-task V-step pieces: U^T X_t^T X_t U (T x K x K) and U^T X_t^T y_t (K x T)."""
@@ -516,10 +549,7 @@ class VSTGMTL(LinearMTLModel):
         if (init is not None and getattr(init, "U_", None) is not None
                 and init.U_.shape == (prob.d, K) and init.V_.shape == (K, prob.T)):
             return init.U_.copy(), init.V_.copy()
-        # per-task ridge W0 = argmin 1/2||y_t - X_t w||^2 + lam/2 ||w||^2, lam = mean_t tr(G_t)/d
-        lam = float(np.mean(prob.s2.sum(axis=1))) / prob.d
-        W0 = prob.ridge(np.zeros((prob.d, prob.T)), lam)
-        P, s, Qt = np.linalg.svd(W0, full_matrices=False)
+        P, s, Qt = prob.ridge_svd
         r = np.sqrt(s[:K])
         return P[:, :K] * r, r[:, None] * Qt[:K]
 
