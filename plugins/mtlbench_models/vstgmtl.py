@@ -23,9 +23,12 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   once per TaskSet object (``tasks.memo``) and shared by every fit of a search; no n x n or
   dK x dK matrix is formed (at SUN scale, d = 2048 > n_t = 50, the n_t side is used).  When
   every task has n_t >= d (the simulated data: 136 x 80), the per-task Gram matrices
-  X_t^T X_t are stored as well (the same size as the Q_t then): the joint steps and U-steps
+  X_t^T X_t are stored instead (the same size as the Q_t then): the joint steps and U-steps
   get the loss and gradient at a point from one batched product H_t w_t instead of two
-  (Q_t^T w_t, then back); with n_t < d (paper scale: ~34 x 100) the SVD pieces stay cheaper.
+  (Q_t^T w_t, then back), the ridge solve is one batched linear solve, and the per-task SVDs
+  are not computed at all (they were 0.12 s of a simulated fit's set-up); with n_t < d (paper
+  scale: ~34 x 100) the SVD pieces stay cheaper.  The initial ridge W0 and its SVD are
+  data-only, computed once per problem (``_Problem.ridge_svd``).
 * Block iteration (the paper's scheme, as implemented before this version):
   U-step (V fixed): min_U sum_t 1/2 ||y_t - X_t U v_t||^2 + gamma1 ||U||_1 + gamma2 ||U||_{1,inf}
   by FISTA with adaptive momentum restart in a row metric (``_u_step``; row i weighted by the
@@ -34,7 +37,7 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   gamma1 ||.||_1 + gamma2 ||.||_{1,inf} is soft thresholding followed by the row-wise l_inf prox
   (``prox_l1_l1inf_rows``; the composition is exact, see there; checked against cvxpy).
   V-step (U fixed): separable over tasks; FISTA on every task at once with the exact prox of
-  the squared k-support norm (``_prox.prox_ksupport_sq``) and per-task steps (``_v_step``).
+  the squared k-support norm (``_prox_ksupport_sq_cols``) and per-task steps (``_v_step``).
   Each block update is kept only if it does not increase F (for the V-step per task); from the
   second outer iteration on, the point (2U - U0, 2V - V0) (the block step taken once more,
   Bro 1998; Rajih, Comon & Harshman 2008) replaces the result if it has a strictly smaller F.
@@ -54,9 +57,11 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   (O'Donoghue & Candes 2015); it carries over from one group of steps to the next.  So F never
   increases (tested).  Two batched products over the data per step with the Gram matrices,
   three without (plus one per backtracking trial).  The two proximal maps are closed forms
-  with a handful of vectorised numpy calls each (``_prox.prox_ksupport_sq_with_value``, which
-  also returns the penalty's value, and ``prox_l1_l1inf_rows``): at these sizes (K <= 40,
-  T = 100-200) the number of numpy calls, not the arithmetic, is their cost.
+  with a handful of vectorised numpy calls each (``_prox_ksupport_sq_cols``, the shared
+  ``_prox.prox_ksupport_sq_with_value`` laid out for K x T matrices, which also returns the
+  penalty's value, and ``prox_l1_l1inf_rows``): at these sizes (K <= 40, T = 100-200) the
+  number of numpy calls, not the arithmetic, is their cost.  (The two blocks are held in one
+  flat vector, so the extrapolation, the step and the two tests cost one call each.)
   Why: the loss depends on U V only, so it is invariant under U -> U R, V -> R^{-1} V; the
   penalties pick a sparse representative, and with n_t < d the data leave most of every w_t
   free, so F has long flat valleys in which block steps move slowly (the previous version
@@ -195,7 +200,10 @@ class _Problem:
     * ``gram`` T x d x d, X_t^T X_t, only when r = d (every task has n_t >= d): then it has
       the size of ``Q`` and the joint steps' loss and gradient at a point need one batched
       product H_t w_t instead of two (Q_t^T w_t, then Q_t (...)); else None.  The joint steps
-      use the pair ``image`` / ``loss_grad``, which picks the representation.
+      use the pair ``image`` / ``loss_grad``, which picks the representation.  With ``gram``
+      ``Xty`` and ``diagH`` come from the data directly, ``ridge`` is a batched solve, and the
+      SVD pieces (``Q``, ``s``, ``c``, ``res``, ``s2``, ``sc``) are computed only if some
+      caller asks for them (``__getattr__``; no fit does).
     """
 
     def __init__(self, tasks: TaskSet):
