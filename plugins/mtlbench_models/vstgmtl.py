@@ -435,7 +435,7 @@ class VSTGMTL(LinearMTLModel):
     accelerated by joint proximal-gradient steps on (U, V))."""
 
     name = "vstgmtl"
-    cost_hint = 7.2  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 5.8  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Jeong & Jun, Variable Selection and Task Grouping for Multi-Task Learning, "
              "KDD 2018")
     search_space = {"gamma1": Log([1e-2, 1e-1, 1.0], low=0.0, high=None),
