@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from mtlbench import TaskSet
-from mtlbench_models._prox import ksupport_norm
-from mtlbench_models.vstgmtl import VSTGMTL, _Problem, _State, prox_l1_l1inf_rows, vstg_objective
+from mtlbench_models._prox import ksupport_norm, prox_ksupport_sq_with_value
+from mtlbench_models.vstgmtl import (_MEMO_KEY, VSTGMTL, _Problem, _prox_ksupport_sq_cols, _State,
+                                     prox_l1_l1inf_rows, vstg_objective)
 
 
 def _tasks(seed, T=8, d=12, n=14):
@@ -325,6 +326,20 @@ def test_image_loss_and_gradient_match_direct_formulas(d, n):
     assert prob.loss_image(W, Im) == pytest.approx(loss, rel=1e-12)
     np.testing.assert_allclose(G, grad, rtol=1e-10, atol=1e-10 * np.abs(grad).max())
     np.testing.assert_allclose(prob.hess(W), hess, rtol=1e-10, atol=1e-10 * np.abs(hess).max())
+    for rho in (1e-3, 0.7, 50.0):
+        got = prob.ridge(W, rho)
+        for t, X in enumerate(Xs):
+            want = np.linalg.solve(X.T @ X + rho * np.eye(d), X.T @ tasks.y(t) + rho * W[:, t])
+            np.testing.assert_allclose(got[:, t], want, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(prob.diagH, np.stack([np.diag(X.T @ X) for X in Xs], axis=1),
+                               rtol=1e-10, atol=1e-12)
+    U = np.random.default_rng(5).standard_normal((d, 3))
+    A, b = prob.task_blocks(U)
+    for t, X in enumerate(Xs):
+        XU = X @ U
+        np.testing.assert_allclose(A[t], XU.T @ XU, rtol=1e-10, atol=1e-10 * np.abs(A[t]).max())
+        np.testing.assert_allclose(b[:, t], XU.T @ tasks.y(t), rtol=1e-10,
+                                   atol=1e-10 * np.abs(b).max())
 
 
 def test_fit_same_with_either_representation():
@@ -338,7 +353,25 @@ def test_fit_same_with_either_representation():
     prob.gram = None
     other = TaskSet.from_arrays("toy", [tasks.X(t) for t in range(tasks.T)],
                                 [tasks.y(t) for t in range(tasks.T)])
-    other.memo(("vstgmtl.svd-problem", 4), lambda: prob)
+    other.memo(_MEMO_KEY, lambda: prob)
     b = VSTGMTL(**kw).fit(other)
     assert a.converged_ and b.converged_
     assert b.objective_history_[-1] == pytest.approx(a.objective_history_[-1], rel=1e-6)
+
+
+@pytest.mark.parametrize("K,m,k", [(20, 100, 3), (5, 190, 4), (12, 30, 1), (40, 7, 5), (3, 9, 3)])
+def test_lean_ksupport_prox_equals_the_shared_one(K, m, k):
+    """The private column-layout prox of the squared k-support norm gives the shared function's
+    W and values (the same arithmetic: bit-identical here; asserted to 1e-12), with exact ties,
+    zero columns and entries and weights over many decades."""
+    rng = np.random.default_rng(K * m + k)
+    V = rng.standard_normal((K, m)) * 10.0 ** rng.uniform(-3, 3, m)
+    V[0, 0] = 0.0
+    V[:, 1] = 0.0
+    V[1, 2] = -V[2, 2]
+    V[:, 3] = 1.5
+    lam = 10.0 ** rng.uniform(-4, 4, m)
+    W, val = _prox_ksupport_sq_cols(V, lam, k)
+    W0, val0 = prox_ksupport_sq_with_value(V, lam, k)
+    np.testing.assert_allclose(W, W0, rtol=1e-12, atol=1e-12 * np.abs(W0).max())
+    np.testing.assert_allclose(val, val0, rtol=1e-12, atol=1e-12 * np.abs(val0).max())

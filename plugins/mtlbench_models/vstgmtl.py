@@ -23,9 +23,12 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   once per TaskSet object (``tasks.memo``) and shared by every fit of a search; no n x n or
   dK x dK matrix is formed (at SUN scale, d = 2048 > n_t = 50, the n_t side is used).  When
   every task has n_t >= d (the simulated data: 136 x 80), the per-task Gram matrices
-  X_t^T X_t are stored as well (the same size as the Q_t then): the joint steps and U-steps
+  X_t^T X_t are stored instead (the same size as the Q_t then): the joint steps and U-steps
   get the loss and gradient at a point from one batched product H_t w_t instead of two
-  (Q_t^T w_t, then back); with n_t < d (paper scale: ~34 x 100) the SVD pieces stay cheaper.
+  (Q_t^T w_t, then back), the ridge solve is one batched linear solve, and the per-task SVDs
+  are not computed at all (they were 0.12 s of a simulated fit's set-up); with n_t < d (paper
+  scale: ~34 x 100) the SVD pieces stay cheaper.  The initial ridge W0 and its SVD are
+  data-only, computed once per problem (``_Problem.ridge_svd``).
 * Block iteration (the paper's scheme, as implemented before this version):
   U-step (V fixed): min_U sum_t 1/2 ||y_t - X_t U v_t||^2 + gamma1 ||U||_1 + gamma2 ||U||_{1,inf}
   by FISTA with adaptive momentum restart in a row metric (``_u_step``; row i weighted by the
@@ -34,7 +37,7 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   gamma1 ||.||_1 + gamma2 ||.||_{1,inf} is soft thresholding followed by the row-wise l_inf prox
   (``prox_l1_l1inf_rows``; the composition is exact, see there; checked against cvxpy).
   V-step (U fixed): separable over tasks; FISTA on every task at once with the exact prox of
-  the squared k-support norm (``_prox.prox_ksupport_sq``) and per-task steps (``_v_step``).
+  the squared k-support norm (``_prox_ksupport_sq_cols``) and per-task steps (``_v_step``).
   Each block update is kept only if it does not increase F (for the V-step per task); from the
   second outer iteration on, the point (2U - U0, 2V - V0) (the block step taken once more,
   Bro 1998; Rajih, Comon & Harshman 2008) replaces the result if it has a strictly smaller F.
@@ -54,9 +57,11 @@ stopping rule is the one of the alternating scheme, checked on its block iterati
   (O'Donoghue & Candes 2015); it carries over from one group of steps to the next.  So F never
   increases (tested).  Two batched products over the data per step with the Gram matrices,
   three without (plus one per backtracking trial).  The two proximal maps are closed forms
-  with a handful of vectorised numpy calls each (``_prox.prox_ksupport_sq_with_value``, which
-  also returns the penalty's value, and ``prox_l1_l1inf_rows``): at these sizes (K <= 40,
-  T = 100-200) the number of numpy calls, not the arithmetic, is their cost.
+  with a handful of vectorised numpy calls each (``_prox_ksupport_sq_cols``, the shared
+  ``_prox.prox_ksupport_sq_with_value`` laid out for K x T matrices, which also returns the
+  penalty's value, and ``prox_l1_l1inf_rows``): at these sizes (K <= 40, T = 100-200) the
+  number of numpy calls, not the arithmetic, is their cost.  (The two blocks are held in one
+  flat vector, so the extrapolation, the step and the two tests cost one call each.)
   Why: the loss depends on U V only, so it is invariant under U -> U R, V -> R^{-1} V; the
   penalties pick a sparse representative, and with n_t < d the data leave most of every w_t
   free, so F has long flat valleys in which block steps move slowly (the previous version
@@ -105,7 +110,7 @@ objectives; ``bench_paper_scale.py --ref <previous> --models vstgmtl``: unit 8.5
 under the same load (2.0x), 20 of 20 search fits converged, test AUC 80.85 both; with
 ``--dataset-params seed=101`` (heavier load) 14.9 s vs 48.8 s (3.3x), AUC 80.16 both.
 Near-idle (2026-11-27 02:45, ``bench_paper_scale.py --ref dae191a --models
-amtl,tfcl-coc,vstgmtl --dataset-params seed=101``): 7.2 s vs 10.3 s, the ``cost_hint``;
+amtl,tfcl-coc,vstgmtl --dataset-params seed=101``): 7.2 s vs 10.3 s (the cost_hint then);
 ``bench_vstgmtl.py --data simulated``: median fit 0.39 s vs 0.63 s (target 0.3 s).  Where a
 fit's time goes now (cProfile, the 8 simulated points): the batched products H_t w_t ~40%
 (2 per joint step + 1 per backtracking trial; memory-bound, ~0.2 ms each idle), the two
@@ -113,6 +118,27 @@ proximal maps ~20%, the V-steps' K x K blocks ~7%, numpy call overhead of the re
 steps need another path, and on this non-convex problem another path stops at another point:
 a metric decay of 0.9 instead of 0.8 per joint step (6% fewer steps, half the backtracking
 trials) changed F by -1.7e-3 .. +2.6e-3 relative, higher at 4 of the 8 points; not adopted.
+Then (2026-11-27 evening, the same steps and decisions: the same outer iterations and joint
+steps at every point, F new vs old within 4.1e-13 relative on simulated[seed=101], 8.9e-14 on
+synthetic-attributes[seed=101]; only the rounding of products changed): the joint steps hold
+(U, V) as one flat vector, the k-support prox runs in a column layout
+(``_prox_ksupport_sq_cols``, bit-identical to the shared one in the tests), the V-steps' K x K
+products are batched matmuls, the Gram path builds no SVD (its set-up 0.01 s instead of
+0.13 s), the initial ridge and its SVD are computed once per problem.  Load ~1-1.5 on 2
+cores, CPU times: ``bench_vstgmtl.py --ref 6425ae2 --data simulated --repeat 3`` median fit
+0.21 s vs 0.25 s (1.2x; every point 1.06-1.3x, total 2.2 s vs 2.5 s); ``--data attributes``
+(SVD path, same command) median 0.31 s vs 0.34 s (1.1x, total 4.0 s vs 4.3 s; 11 of 12
+points faster, one 4% slower); default ``VSTGMTL()`` on the simulated (seed 0) training
+split of rep 0, best of 5 in 3 interleaved rounds: 0.23 s vs 0.31 s (1.35x), 0.28 s vs
+0.42 s (1.5x) from a fresh TaskSet (set-up included): the issue's 0.3 s target is met.
+``bench_paper_scale.py --ref 6425ae2 --models vstgmtl``: 5.1 s vs 5.2 s; with
+``--dataset-params seed=101`` (the ``cost_hint``'s reference problem) 5.8 s vs 6.2 s, 20 of
+20 search fits converged, AUC equal.  Still ~40% of a simulated fit is the
+batched products H_t w_t (4,829 over the 8 points), memory-bound (0.12 ms each with the Gram
+matrices in cache, 0.3 ms in a fit on a shared machine); stacking two products in one call
+(T x 2 x d) was slower (BLAS gemm packs each d x d block); a leaner l1/l_{1,inf} prox
+(transposed layout, negated sorts) measured within noise, not adopted; the row-vector form
+w_t^T H_t (kept: no transposed copy of W) is within noise of the column form H_t w_t.
 ``converged_`` says whether the rule was met within ``max_iter`` outer iterations (default 500,
 a safety cap, not a tuning knob).  ``diagnostics_`` counts the U-step, V-step and joint steps
 and the accepted extrapolations.  ``report_progress`` is called once per outer iteration with
@@ -159,14 +185,19 @@ average feature energy mean_t tr(X_t^T X_t)/d); the authors' hyperparameter grid
 """
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
-from mtlbench_models._prox import (ksupport_sq, l1_ball_threshold_rows, prox_ksupport_sq,
-                                   prox_ksupport_sq_with_value)
+from mtlbench_models._prox import ksupport_sq, l1_ball_threshold_rows, prox_ksupport_sq_with_value
 
 _INEXACT = 0.1      # inner tolerance <= this x the previous relative change of W (docstring)
 _JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iterations (docstring)
+#: ``tasks.memo`` key of the data pieces (``_Problem``); its version changes with _Problem's
+#: arithmetic, so that a TaskSet never hands one version's pieces to another
+_MEMO_KEY = ("vstgmtl.svd-problem", 6)
 
 
 class _Problem:
@@ -190,15 +221,34 @@ class _Problem:
     * ``gram`` T x d x d, X_t^T X_t, only when r = d (every task has n_t >= d): then it has
       the size of ``Q`` and the joint steps' loss and gradient at a point need one batched
       product H_t w_t instead of two (Q_t^T w_t, then Q_t (...)); else None.  The joint steps
-      use the pair ``image`` / ``loss_grad``, which picks the representation.
+      use the pair ``image`` / ``loss_grad``, which picks the representation.  With ``gram``
+      ``Xty`` and ``diagH`` come from the data directly, ``ridge`` is a batched solve, and the
+      SVD pieces (``Q``, ``s``, ``c``, ``res``, ``s2``, ``sc``) are computed only if some
+      caller asks for them (``__getattr__``; no fit does).
     """
 
     def __init__(self, tasks: TaskSet):
         self.T, self.d = T, d = tasks.T, tasks.d
         Xs = [np.asarray(tasks.X(t), dtype=np.float64) for t in range(T)]
         ys = [np.asarray(tasks.y(t), dtype=np.float64) for t in range(T)]
-        r = int(max(min(X.shape) for X in Xs))
-        self.r = r
+        self.r = r = int(max(min(X.shape) for X in Xs))
+        self.yy = np.array([float(y @ y) for y in ys])
+        if r == d:
+            self.gram = np.stack([X.T @ X for X in Xs])
+            self.Xty = np.stack([X.T @ y for X, y in zip(Xs, ys)], axis=1)     # d x T
+            self.diagH = np.diagonal(self.gram, axis1=1, axis2=2).T.copy()      # d x T
+            self._data = (Xs, ys)           # the SVD pieces: computed only if asked for
+        else:
+            self.gram = None
+            self._factor(Xs, ys)
+            self.Xty = self.back(self.sc)                                       # d x T
+            self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)          # d x T
+        self.XtyT2 = np.ascontiguousarray(-2.0 * self.Xty.T)                    # T x d
+        self.loss_const = 0.5 * float(self.yy.sum())
+
+    def _factor(self, Xs, ys) -> None:
+        """The SVD pieces ``Q``, ``s``, ``c``, ``res`` (and ``s2`` = s^2, ``sc`` = s c)."""
+        T, d, r = self.T, self.d, self.r
         self.Q = np.zeros((T, d, r))
         self.s = np.zeros((T, r))
         self.c = np.zeros((T, r))
@@ -212,12 +262,14 @@ class _Problem:
             self.res[t] = max(float(y @ y) - float(self.c[t] @ self.c[t]), 0.0)
         self.s2 = self.s ** 2
         self.sc = self.s * self.c
-        self.Xty = self.back(self.sc)                               # d x T
-        self.yy = np.array([float(y @ y) for y in ys])
-        self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)  # d x T
-        self.gram = np.stack([X.T @ X for X in Xs]) if r == d else None
-        self.XtyT2 = -2.0 * self.Xty.T                              # T x d
-        self.loss_const = 0.5 * float(self.yy.sum())
+
+    def __getattr__(self, name):
+        # with ``gram`` the fit needs no SVD piece (the per-task SVDs were most of the set-up
+        # time): they are computed at the first use, e.g. when a test switches ``gram`` off
+        if name in ("Q", "s", "c", "res", "s2", "sc") and "_data" in self.__dict__:
+            self._factor(*self.__dict__.pop("_data"))
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def proj(self, W: np.ndarray) -> np.ndarray:
         """Q_t^T w_t for every task: d x T -> T x r."""
@@ -237,14 +289,16 @@ class _Problem:
         ``gram``, else ``proj(W)``."""
         if self.gram is None:
             return self.proj(W)
-        return np.matmul(self.gram, np.ascontiguousarray(W.T)[:, :, None])[:, :, 0]
+        # w_t^T H_t (H_t symmetric): the row-vector form streams H_t row by row, faster than
+        # H_t w_t as a column (the same products; rounding-level differences)
+        return np.matmul(W.T[:, None, :], self.gram)[:, 0, :]
 
     def loss_image(self, W: np.ndarray, Im: np.ndarray) -> float:
         """sum_t 1/2 ||y_t - X_t w_t||^2 from Im = ``image(W)``; with ``gram``,
         sum_t 1/2 w_t^T H_t w_t - (X_t^T y_t)^T w_t + 1/2 ||y_t||^2."""
         if self.gram is None:
             return self.loss_proj(Im)
-        return 0.5 * float(np.einsum("dt,td->", W, Im + self.XtyT2)) + self.loss_const
+        return 0.5 * float(np.vdot(W.T, Im + self.XtyT2)) + self.loss_const
 
     def loss_grad(self, W: np.ndarray, Im: np.ndarray) -> tuple[float, np.ndarray]:
         """(loss, its gradient d x T: X_t^T (X_t w_t - y_t) in column t) from Im = ``image(W)``."""
@@ -253,7 +307,7 @@ class _Problem:
             return (0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum())),
                     self.back(self.s * R))
         G = Im + 0.5 * self.XtyT2
-        return (0.5 * float(np.einsum("dt,td->", W, G + 0.5 * self.XtyT2)) + self.loss_const,
+        return (0.5 * float(np.vdot(W.T, G + 0.5 * self.XtyT2)) + self.loss_const,
                 G.T)
 
     def hess(self, W: np.ndarray) -> np.ndarray:
@@ -264,7 +318,7 @@ class _Problem:
 
     def loss_w(self, W: np.ndarray) -> float:
         """sum_t 1/2 ||y_t - X_t w_t||^2."""
-        return self.loss_proj(self.proj(W))
+        return self.loss_image(W, self.image(W))
 
     def loss(self, U: np.ndarray, V: np.ndarray) -> float:
         return self.loss_w(U @ V)
@@ -272,19 +326,38 @@ class _Problem:
     def ridge(self, A: np.ndarray, rho: float) -> np.ndarray:
         """Column t: argmin_w 1/2 ||y_t - X_t w||^2 + rho/2 ||w - a_t||^2, i.e.
         (X_t^T X_t + rho I)^{-1} (X_t^T y_t + rho a_t)
-            = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho))."""
+            = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho));
+        with ``gram`` by one batched linear solve (T systems of size d)."""
+        if self.gram is not None:
+            H = self.gram + rho * np.eye(self.d)
+            return np.linalg.solve(H, (self.Xty + rho * A).T[:, :, None])[:, :, 0].T
         alpha = self.proj(A)
         return A + self.back(self.s * (self.c - self.s * alpha) / (self.s2 + rho))
 
+    @functools.cached_property
+    def ridge_svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The thin SVD (P, s, Q^T) of the per-task ridge W0 = argmin_W sum_t 1/2 ||y_t -
+        X_t w_t||^2 + lam/2 ||w_t||^2, lam = mean_t tr(X_t^T X_t) / d (the initialisation;
+        data-only, so computed once and shared by every fit; read-only)."""
+        lam = float(np.mean(self.diagH.sum(axis=0))) / self.d
+        out = np.linalg.svd(self.ridge(np.zeros((self.d, self.T)), lam), full_matrices=False)
+        for a in out:
+            a.flags.writeable = False
+        return tuple(out)
+
     def task_blocks(self, U: np.ndarray):
         """Per-task V-step pieces: U^T X_t^T X_t U (T x K x K) and U^T X_t^T y_t (K x T)."""
+        if self.gram is not None:
+            # H_t U for every task as ONE matrix product (T d x d times d x K), then U^T (H_t U)
+            HU = (self.gram.reshape(-1, self.d) @ U).reshape(self.T, self.d, -1)
+            return np.matmul(U.T, HU), U.T @ self.Xty
         M = np.matmul(U.T, self.Q) * self.s[:, None, :]            # T x K x r: U^T Q diag(s)
         A = np.matmul(M, M.transpose(0, 2, 1))
         b = np.einsum("tkr,tr->kt", M, self.c)
         return A, b
 
 
-def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
+def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2, out: np.ndarray | None = None) -> np.ndarray:
     """argmin_Z 1/2 ||Z - V||_F^2 + sum_i (tau1_i ||Z[i, :]||_1 + tau2_i ||Z[i, :]||_inf)
     (``tau1``, ``tau2``: scalars or one value per row).
 
@@ -293,13 +366,61 @@ def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2) -> np.ndarray:
     subtracts the same amount from all moduli), so the l_inf subdifferential at the thresholded
     row contains the one at the original row (or the row becomes 0, where the subdifferential
     is the whole dual ball); by Yu (2013, "On decomposing the proximal map", Thm. 1) the
-    composition is then the prox of the sum.  Checked against cvxpy in the tests.  The l_inf
+    composition is then the prox of the sum.  Checked against cvxpy in the tests.  ``out``: an
+    array of V's shape to write the result into (returned).  The l_inf
     prox clips the thresholded moduli A at the row's l1-ball threshold (``prox_l1inf_rows``),
     written out here to take the signs once."""
     tau1 = np.asarray(tau1, dtype=np.float64)
     A = np.abs(V) - (tau1[:, None] if tau1.ndim else tau1)
     np.maximum(A, 0.0, out=A)
-    return np.sign(V) * np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None])
+    return np.multiply(np.sign(V), np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None]), out=out)
+
+
+def _prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int,
+                           out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``_prox.prox_ksupport_sq_with_value(V, lam, k)`` for a K x m matrix V (columns = task
+    codes) and one weight lam_j > 0 per column: the same closed form with the same arithmetic
+    (the same W and values: bit-identical in the tests, which assert 1e-12), laid out with the
+    columns last so that every numpy call runs over contiguous rows (the sort and the prefix
+    sums along axis 0, the k x K x m bracket ratios reduced over the leading axes), with
+    W = min(scaled, max(thresholded, 0)) and the signs by ``copysign``: about 1.3-2x faster at
+    the sizes of the joint steps and V-steps.
+    Other cases (k >= K, some lam_j = 0, large k K m) go to the shared function.  ``out``: an
+    array of V's shape to write W into (returned as W)."""
+    p, m = V.shape
+    if k >= p or m == 0 or k * p * m > (1 << 20) or not float(lam.min()) > 0.0:
+        W, val = prox_ksupport_sq_with_value(V, lam, k)
+        if out is not None:
+            out[...] = W
+            W = out
+        return W, val
+    A = np.abs(V)
+    prefix = np.empty((p + 1, m))                 # row b: z_1 + ... + z_b per column
+    prefix[0] = 0.0
+    np.cumsum(np.sort(A, axis=0)[::-1], axis=0, out=prefix[1:])
+    budget, offset = _bracket_constants_cols(k, p)                       # k - a, |b - a|
+    inv_lam = 1.0 / lam
+    ratio = prefix[None, 1:, :] - prefix[:k, None, :]                  # S_ab, k x K x m
+    ratio /= budget * inv_lam + offset
+    tau = ratio.max(axis=1).min(axis=0)
+    scaled = A / (1.0 + lam)
+    thresholded = A - tau
+    saturated = scaled <= thresholded
+    np.maximum(thresholded, 0.0, out=thresholded)
+    W = np.minimum(scaled, thresholded)
+    val = (W * np.where(saturated, W, tau * inv_lam)).sum(axis=0)
+    return np.copysign(W, V, out=W if out is None else out), val
+
+
+@functools.lru_cache(maxsize=64)
+def _bracket_constants_cols(k: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """(k - a as k x 1 x 1, |b - a| as k x p x 1) for a = 0..k-1, b = 1..p (read-only)."""
+    a = np.arange(k)[:, None, None]
+    budget = (k - a).astype(np.float64)
+    offset = np.abs(np.arange(1, p + 1)[None, :, None] - a).astype(np.float64)
+    budget.flags.writeable = False
+    offset.flags.writeable = False
+    return budget, offset
 
 
 def vstg_objective(prob: _Problem, U, V, g1, g2, mu, k) -> float:
@@ -317,8 +438,9 @@ def _row_weights(w: np.ndarray) -> np.ndarray:
 class _State:
     """Solver data carried from one step to the next: the power-iteration vectors of the
     U-step (``power``, d x K) and of the V-step (``v_power``, K x T), the inner tolerances,
-    and of the joint steps the metric scale (``joint_c``), the momentum (previous iterate and
-    FISTA's t) and the point where they ended with W = U V and its ``image`` (``last_joint``)."""
+    and of the joint steps the metric scale (``joint_c``), the momentum (previous iterate as a
+    flat vector (vec U, vec V), and FISTA's t) and the point where they ended (the flat vector,
+    its U and V views, W = U V and its ``image``: ``last_joint``)."""
 
     def __init__(self):
         self.power = None
@@ -334,7 +456,7 @@ class VSTGMTL(LinearMTLModel):
     accelerated by joint proximal-gradient steps on (U, V))."""
 
     name = "vstgmtl"
-    cost_hint = 7.2  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 5.8  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Jeong & Jun, Variable Selection and Task Grouping for Multi-Task Learning, "
              "KDD 2018")
     search_space = {"gamma1": Log([1e-2, 1e-1, 1.0], low=0.0, high=None),
@@ -376,7 +498,7 @@ class VSTGMTL(LinearMTLModel):
     # ------------------------------------------------------------------ fit
     def fit(self, tasks: TaskSet, init=None) -> "VSTGMTL":
         self._validate(tasks)
-        prob = tasks.memo(("vstgmtl.svd-problem", 4), lambda: _Problem(tasks))
+        prob = tasks.memo(_MEMO_KEY, lambda: _Problem(tasks))
         T, d = prob.T, prob.d
         K = int(min(self.n_bases, d, T))
         k = int(min(self.k, K))
@@ -456,55 +578,80 @@ class VSTGMTL(LinearMTLModel):
         if (init is not None and getattr(init, "U_", None) is not None
                 and init.U_.shape == (prob.d, K) and init.V_.shape == (K, prob.T)):
             return init.U_.copy(), init.V_.copy()
-        # per-task ridge W0 = argmin 1/2||y_t - X_t w||^2 + lam/2 ||w||^2, lam = mean_t tr(G_t)/d
-        lam = float(np.mean(prob.s2.sum(axis=1))) / prob.d
-        W0 = prob.ridge(np.zeros((prob.d, prob.T)), lam)
-        P, s, Qt = np.linalg.svd(W0, full_matrices=False)
+        P, s, Qt = prob.ridge_svd
         r = np.sqrt(s[:K])
         return P[:, :K] * r, r[:, None] * Qt[:K]
 
     def _joint_steps(self, prob: _Problem, U, V, F, g1, g2, mu, k, state: _State,
                      n_steps: int):
         """``n_steps`` accelerated proximal-gradient steps on F over (U, V) jointly (docstring:
-        "Joint steps").  Monotone: F never increases.  Returns (U, V, F, steps taken)."""
-        K = U.shape[1]
-        last = state.last_joint                       # (U, V, image(U V)) where the last call ended
-        if last is not None and last[0] is U and last[1] is V:
-            Wx, Px = last[2], last[3]
+        "Joint steps").  Monotone: F never increases.  Returns (U, V, F, steps taken).
+
+        The two blocks live in one flat vector z = (vec U, vec V) (U and V are views of it), so
+        that the extrapolation, the step, the descent test and the restart test are one numpy
+        call each over both blocks; the metric is stored entrywise over z (``wz``)."""
+        (d, K), T = U.shape, V.shape[1]
+        nU = d * K
+
+        def blocks(x):                                # (U, V) views of a flat vector
+            return x[:nU].reshape(d, K), x[nU:].reshape(K, T)
+
+        last = state.last_joint            # (z, U, V, W = U V, image(W)) where the last call ended
+        if last is not None and last[1] is U and last[2] is V:
+            z, Wx, Px = last[0], last[3], last[4]
         else:
+            z = np.concatenate((U.ravel(), V.ravel()))
+            U, V = blocks(z)
             Wx = U @ V
             Px = prob.image(Wx)
-        U_prev, V_prev, tk = state.momentum if state.momentum is not None else (U, V, 1.0)
+        z_prev, tk = state.momentum if state.momentum is not None else (z, 1.0)
         c = state.joint_c
+        diagH = prob.diagH
+        wz = np.empty_like(z)
+        wzU, wzV = blocks(wz)
+        weights_at = None
         n = 0
         while n < n_steps:
             n += 1
-            # diagonal metric: row i of U ~ sum_t (X_t^T X_t)_ii ||v_t||^2 / K, column t of V
-            # ~ sum_i (X_t^T X_t)_ii ||U_i||^2 / K (the average diagonal of each Hessian block)
-            wU = _row_weights(prob.diagH @ np.einsum("kt,kt->t", V, V) / K)
-            wV = _row_weights(np.einsum("ik,ik->i", U, U) @ prob.diagH / K)
-            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * tk * tk))
+            if weights_at is not z:                   # (a rejected step keeps the point)
+                # diagonal metric: row i of U ~ sum_t (X_t^T X_t)_ii ||v_t||^2 / K, column t
+                # of V ~ sum_i (X_t^T X_t)_ii ||U_i||^2 / K (the average diagonal of each
+                # Hessian block)
+                wU = _row_weights(diagH @ (V * V).sum(axis=0) / K)
+                wV = _row_weights((U * U).sum(axis=1) @ diagH / K)
+                wzU[...] = wU[:, None]
+                wzV[...] = wV
+                weights_at = z
+            t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * tk * tk))
             beta = (tk - 1.0) / t_next
             if beta > 0.0:
-                Uy, Vy = U + beta * (U - U_prev), V + beta * (V - V_prev)
+                y = z + beta * (z - z_prev)
+                Uy, Vy = blocks(y)
                 Wy = Uy @ Vy
                 Py = prob.image(Wy)
             else:
-                Uy, Vy, Wy, Py = U, V, Wx, Px
+                y, Uy, Vy, Wy, Py = z, U, V, Wx, Px
             fy, Bg = prob.loss_grad(Wy, Py)                              # Bg: grad_W at Y
-            GU, GV = Bg @ Vy.T, Uy.T @ Bg
+            g = np.empty_like(z)                                         # (grad_U, grad_V) at Y
+            gU, gV = blocks(g)
+            np.matmul(Bg, Vy.T, out=gU)
+            np.matmul(Uy.T, Bg, out=gV)
             c *= 0.8                                  # let the step grow again (local curvature)
             for _ in range(100):                      # backtracking (bounded: non-finite data)
+                x = y - g / (c * wz)
+                zn = np.empty_like(z)
+                Un, Vn = blocks(zn)
                 aU, aV = c * wU, c * wV
-                Un = prox_l1_l1inf_rows(Uy - GU / aU[:, None], g1 / aU, g2 / aU)
-                Vn, ksq = prox_ksupport_sq_with_value(Vy - GV / aV, 2.0 * mu / aV, k)
+                xU, xV = blocks(x)
+                prox_l1_l1inf_rows(xU, g1 / aU, g2 / aU, out=Un)
+                ksq = _prox_ksupport_sq_cols(xV, 2.0 * mu / aV, k, out=Vn)[1]
                 Wn = Un @ Vn
                 Pn = prob.image(Wn)
                 fn = prob.loss_image(Wn, Pn)
-                DU, DV = Un - Uy, Vn - Vy
-                lin = float(np.einsum("ik,ik->", GU, DU)) + float(np.einsum("kt,kt->", GV, DV))
-                sq = 0.5 * (float(wU @ np.einsum("ik,ik->i", DU, DU))
-                            + float(np.einsum("kt,kt->t", DV, DV) @ wV))
+                D = zn - y
+                wD = wz * D
+                lin = float(np.vdot(g, D))
+                sq = 0.5 * float(np.vdot(wD, D))
                 if fn <= fy + lin + c * sq + 1e-12 * abs(fy):
                     break
                 c *= 2.0
@@ -517,14 +664,13 @@ class VSTGMTL(LinearMTLModel):
                     continue                          # and retry from the current point
                 break                                 # a plain step failed: stationary here
             # adaptive restart (O'Donoghue & Candes 2015) when the momentum points uphill
-            uphill = (float(wU @ np.einsum("ik,ik->i", DU, Un - U))         # DU = Un - Uy
-                      + float(np.einsum("kt,kt->t", DV, Vn - V) @ wV)) < 0.0
+            uphill = float(np.vdot(wD, zn - z)) < 0.0                       # D = zn - y
             tk = 1.0 if uphill else t_next
-            U_prev, V_prev = U, V
-            U, V, Wx, Px, F = Un, Vn, Wn, Pn, Fn
+            z_prev = z
+            z, U, V, Wx, Px, F = zn, Un, Vn, Wn, Pn, Fn
         state.joint_c = c
-        state.momentum = (U_prev, V_prev, tk)
-        state.last_joint = (U, V, Wx, Px)
+        state.momentum = (z_prev, tk)
+        state.last_joint = (z, U, V, Wx, Px)
         return U, V, F, n
 
     def _u_step(self, prob: _Problem, U, V, g1, g2, state: _State):
@@ -637,7 +783,7 @@ class VSTGMTL(LinearMTLModel):
             AY = AVc + beta * (AVc - AVp)
             G = AY - ba
             fY = quad(Y, AY, ba)
-            vn = prox_ksupport_sq(Y - G / La, 2.0 * mu / La, k)
+            vn = _prox_ksupport_sq_cols(Y - G / La, 2.0 * mu / La, k)[0]
             Avn = _task_matvec(Aa, vn)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
                 D = vn - Y
@@ -646,8 +792,8 @@ class VSTGMTL(LinearMTLModel):
                 if not bad.any():
                     break
                 La[bad] *= 2.0
-                vn[:, bad] = prox_ksupport_sq(Y[:, bad] - G[:, bad] / La[bad],
-                                                   2.0 * mu / La[bad], k)
+                vn[:, bad] = _prox_ksupport_sq_cols(Y[:, bad] - G[:, bad] / La[bad],
+                                                    2.0 * mu / La[bad], k)[0]
                 Avn[:, bad] = _task_matvec(Aa[bad], vn[:, bad])
             tn[np.einsum("at,at->t", Y - vn, vn - vc) > 0] = 1.0      # restart
             Vp[:, act], Vc[:, act], tk[act] = vc, vn, tn
@@ -666,8 +812,9 @@ class VSTGMTL(LinearMTLModel):
 
 
 def _task_matvec(A: np.ndarray, V: np.ndarray) -> np.ndarray:
-    """Column t: A_t v_t (A: T x K x K, V: K x T -> K x T)."""
-    return np.einsum("tab,bt->at", A, V)
+    """Column t: A_t v_t (A: T x K x K, V: K x T -> K x T).  (A batched matrix product: 2-3x
+    faster than the equivalent einsum at K = 20-40.)"""
+    return np.matmul(A, V.T[:, :, None])[:, :, 0].T
 
 
 def _power_lambda_max(A: np.ndarray, state: "_State") -> np.ndarray:
