@@ -27,7 +27,8 @@ from .data import TaskSet
 from .errors import ConfigError
 from .syntax import check_type, fmt_value, init_params
 
-__all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of",
+__all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of", "load_tasks",
+           "LOAD_BLAS_THREADS",
            "configure_dataset", "COMMON_PARAM_ALIASES"]
 
 #: Spellings accepted for a dataset parameter of another name (when the class has the target
@@ -94,6 +95,24 @@ class Dataset:
     def layout_help(self) -> str:
         """Which files are expected, in which layout (shown by ``mtlbench datasets``)."""
         return ""
+
+
+#: BLAS threads while a dataset plugin builds a problem's data.  The bits of generated or
+#: preprocessed data (e.g. a PCA: ``synthetic-attributes``, ``shoes``) can depend on how many
+#: threads the BLAS uses, by rounding (seen: ``synthetic-attributes`` loaded with 2 threads has
+#: another data fingerprint than with 1).  Units load in workers with one thread, so every load
+#: in the core does too (:func:`load_tasks`): local and Dask runs, races, imports and figures
+#: see the same data on any machine.
+LOAD_BLAS_THREADS = 1
+
+
+def load_tasks(ds: Dataset, problem: str, data_dir: str | os.PathLike | None = None) -> TaskSet:
+    """``ds.load(problem, data_dir=...)`` with BLAS limited to :data:`LOAD_BLAS_THREADS`
+    threads: the one way the core loads a problem's data."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=LOAD_BLAS_THREADS):
+        return ds.load(problem, data_dir=Path(data_dir) if data_dir else None)
 
 
 def problems_of(ds: Dataset, data_dir: Path | None) -> list[str]:

@@ -15,8 +15,13 @@
 #
 # The run is resumable: finished units are in $STORE and are not recomputed (a unit's key
 # includes the code fingerprint of its model, so changed code is recomputed); rerun the script
-# after an interruption.  Failed units (exception, timeout, killed worker, non-finite scores)
-# are recorded and counted in the tables; retry them with RETRY=--retry-failed.
+# after an interruption.  The store is not in version control: when $STORE does not exist, it
+# is first rebuilt from the published $OUT/*.json (scripts/restore_store.py: every published
+# unit this code would compute, except repetition 0, whose runs store what the figures draw), so
+# after a change to one model only that model's units and repetition 0 are computed, and the
+# recomputed units are checked against the published ones (RESTORE=0: start from nothing).
+# Failed units (exception, timeout, killed worker, non-finite scores) are recorded and counted
+# in the tables; retry them with RETRY=--retry-failed.
 #
 # With n paired repetitions the smallest two-sided Wilcoxon p is 2/2^n; Holm multiplies the
 # smallest p of a column by the number of comparisons (13 for 14 models): n = 15 gives
@@ -42,6 +47,13 @@ FORCE=${FORCE:-}                  # FORCE=--force (or 1): replace tables of anot
 # A model whose plugin fails to import must stop the run, not silently drop out of the tables.
 export MTLBENCH_STRICT_PLUGINS=1
 
+RESTORE=${RESTORE:-1}
+if [ "$RESTORE" = "1" ] && [ ! -e "$STORE" ]; then
+    echo "== rebuilding ${STORE} from the published ${OUT}/*.json"
+    python scripts/restore_store.py restore --leaderboards "$OUT" --store "$STORE" \
+        --data-dir "$DATA_DIR"
+fi
+
 echo "== plugins and models that will run (every discovered model)"
 mtlbench plugins
 mtlbench models
@@ -63,6 +75,10 @@ for part in $DATASETS; do
         *) run "$part" "$REAL_REPS" --data-dir "$DATA_DIR" ;;
     esac
 done
+
+echo "== units recomputed here vs the published units of the same key (bit for bit)"
+python scripts/restore_store.py check --leaderboards "$OUT" --store "$STORE" || \
+    echo "(differences above: this machine's arithmetic differs from the publishing one's)"
 
 echo "== failures (also counted in every table)"
 mtlbench results --store "$STORE" --failures

@@ -21,6 +21,7 @@ from .plots import (_order, ablation_plot, box_plot, convergence_plot, embedding
 
 def _ground_truth(units: pd.DataFrame, dataset: str, problem: str) -> tuple[dict | None, str]:
     """meta of the evaluated tasks (true_W, groups) loaded through the dataset plugin."""
+    from ..dataset import load_tasks
     from ..errors import MTLBenchError
     from ..plugins import get_registry
     from ..protocol import config_json, evaluable_tasks, restrict_tasks
@@ -40,7 +41,7 @@ def _ground_truth(units: pd.DataFrame, dataset: str, problem: str) -> tuple[dict
         return None, (f"dataset parameters {ds.params()} differ from the stored run's {stored}")
     name = problem.split("/", 1)[1] if "/" in problem else problem
     try:
-        tasks = ds.load(name)
+        tasks = load_tasks(ds, name)
     except Exception as exc:  # noqa: BLE001 - a figure must not stop publishing
         return None, f"cannot load {problem}: {exc}"
     if "true_W" not in tasks.meta:

@@ -314,6 +314,7 @@ def _local_check(unit: UnitRecord, dataset: str, cache: dict,
     :func:`mtlbench.protocol.make_split`."""
     import dataclasses
 
+    from ..dataset import load_tasks
     from ..plugins import get_registry
     from ..protocol import (PROTOCOL_VERSION, ProtocolConfig, config_json, evaluable_tasks,
                             make_split, restrict_tasks)
@@ -350,7 +351,7 @@ def _local_check(unit: UnitRecord, dataset: str, cache: dict,
                 cache[ck] = (None, f"dataset parameters {unit.dataset_params} differ from "
                                    f"this installation's {ds.params()}")
             else:
-                tasks = ds.load(name, data_dir=Path(data_dir) if data_dir else None)
+                tasks = load_tasks(ds, name, data_dir)
                 keep, _ = evaluable_tasks(tasks)
                 cache[ck] = (restrict_tasks(tasks, keep), None)
         except Exception as exc:  # noqa: BLE001 - reported as a refusal
@@ -422,28 +423,34 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     return data
 
 
+def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None) -> None:
+    """Write one published unit record of a checked file into ``store`` with ``origin``."""
+    from ..store import UNIT_COLUMNS
+
+    names = data.get("task_names") or {}
+    row = {c: getattr(u, c, None) for c in UNIT_COLUMNS}
+    row["dataset"] = data["dataset"]
+    trace = u.trace or []
+    info = u.search or {}
+    row["grid"] = ({"fits": trace, **{k: v for k, v in info.items() if k != "n_fits"}}
+                   if info and set(info) - {"n_fits"} else trace)
+    row["host"] = u.host or f"imported from {Path(data['path']).name}"
+    row["origin"] = origin
+    tnames = u.task_names or names.get(u.problem, [])
+    scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
+              for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
+    store.write_unit(row, scores)
+
+
 def write_import(data: dict[str, Any], store, log: Callable[[str], None] = print) -> int:
     """Write the units of a file checked by :func:`check_import` into ``store``, each with
     its origin ("verified" if --verify recomputed it, else "imported"); returns how many."""
-    from ..store import UNIT_COLUMNS
     from .imported import IMPORTED, VERIFIED
 
     path = Path(data["path"])
-    names = data.get("task_names") or {}
     n = 0
     for u in data["records"]:
-        row = {c: getattr(u, c, None) for c in UNIT_COLUMNS}
-        row["dataset"] = data["dataset"]
-        trace = u.trace or []
-        info = u.search or {}
-        row["grid"] = ({"fits": trace, **{k: v for k, v in info.items() if k != "n_fits"}}
-                       if info and set(info) - {"n_fits"} else trace)
-        row["host"] = u.host or f"imported from {path.name}"
-        row["origin"] = VERIFIED if u.key in data["verified"] else IMPORTED
-        tnames = u.task_names or names.get(u.problem, [])
-        scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
-                  for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
-        store.write_unit(row, scores)
+        _write_record(data, u, store, VERIFIED if u.key in data["verified"] else IMPORTED)
         n += 1
     verified = len(data["verified"])
     log(f"imported {n} unit(s) of {data['dataset']} from {path} into {store.path}"
@@ -460,5 +467,83 @@ def import_results(path: str | Path, store, log: Callable[[str], None] = print,
     return write_import(check_import(path, data_dir, verify, verify_seed, log), store, log)
 
 
+def restore_published(path: str | Path, store, data_dir: str | None = None,
+                      rep0: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Put the units of this project's own published leaderboard JSON back into the store
+    they were published from (a maintainer's tool: ``scripts/restore_store.py``).
+
+    Results stores are not kept in version control; the published JSON files are the record.
+    After the same checks as an import (:func:`check_import`: form, consistency, keys, data
+    and split fingerprints), a unit is restored only if its key is the key THIS installation
+    computes for it (same model and dataset code fingerprints, plugin versions and search
+    rule), i.e. exactly the unit ``compare`` would store; it is stored as computed here
+    (origin None, not "imported"), so ``compare`` skips it and the next publication is the
+    same store.  Units made by other code are left out (``compare`` recomputes them), and so
+    are repetition 0's units unless ``rep0``: only a run stores what the figures draw from
+    (rep 0's fitted arrays and convergence history, which the JSON does not carry), so
+    ``compare`` recomputes them, and :func:`check_restored` then checks that they equal the
+    published ones.  Returns counts: ``restored``, ``rep0`` (left for ``compare``), ``other_code``
+    (per model label, left for ``compare``)."""
+    from collections import Counter
+
+    from ..errors import MTLBenchError
+    from ..plugins import get_registry
+    from ..provenance import unit_provenance
+    from .imported import published_spec
+
+    data = check_import(path, data_dir, log=log)
+    dataset = data["dataset"]
+    reg = get_registry()
+    here: dict[str, Any] = {}
+    counts: dict[str, Any] = {"restored": 0, "rep0": 0, "other_code": Counter()}
+    for raw, rec in zip(data["units"], data["records"]):
+        name = raw["model_config"]["name"]
+        if name not in here:
+            try:
+                here[name] = unit_provenance(reg, name, dataset)
+            except MTLBenchError:
+                here[name] = None        # the model is not installed here
+        if here[name] is None or published_spec(raw, dataset, here[name]).key != raw["key"]:
+            counts["other_code"][raw["model"]] += 1
+            continue
+        if int(raw["rep"]) == 0 and not rep0:
+            counts["rep0"] += 1
+            continue
+        _write_record(data, rec, store, None)
+        counts["restored"] += 1
+    other = counts["other_code"]
+    log(f"{dataset}: restored {counts['restored']} unit(s) from {data['path']} into {store.path}"
+        + (f"; {counts['rep0']} of repetition 0 left for compare (it stores the figures' arrays)"
+           if counts["rep0"] else "")
+        + (f"; {sum(other.values())} made by other code than is installed, left for compare ("
+           + ", ".join(f"{m} {n}" for m, n in sorted(other.items())) + ")" if other else ""))
+    return counts
+
+
+def check_restored(path: str | Path, store) -> tuple[int, list[str]]:
+    """Compare the store's units with the published ones of the same key (the units that
+    ``compare`` recomputed after :func:`restore_published`, and any other): the selected
+    hyperparameters, the test AUC and every per-task AUC must be equal, bit for bit (the same
+    key means the same code, data, split, search and protocol).  Returns (units compared,
+    one line per difference)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    published = {u["key"]: u for u in data["units"] if u["status"] == "ok"}
+    rows = store.units(keys=published)
+    scores = store.task_scores(keys=published)
+    per_task = {k: g.sort_values("task_index")["test_auc"].tolist()
+                for k, g in scores.groupby("key")}
+    out = []
+    for row in rows.itertuples(index=False):
+        u = published[row.key]
+        where = f"{data['dataset']}: {u['model']} {u['problem']} rep {u['rep']}"
+        if row.status != "ok":
+            out.append(f"{where}: published ok, {row.status} here")
+        elif row.best_params != u["best_params"] or row.test_auc != u["test_auc"] \
+                or per_task.get(row.key) != list(u["task_auc"]):
+            out.append(f"{where}: published test AUC {u['test_auc']!r} at {u['best_params']}, "
+                       f"here {row.test_auc!r} at {row.best_params}")
+    return len(rows), out
+
 __all__ = ["publish", "import_results", "check_import", "write_import", "read_published",
+           "restore_published", "check_restored",
            "is_generated", "store_fingerprint", "MANIFEST", "SUMMARY_PAGE"]

@@ -28,12 +28,12 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from ..data import TaskSet
+from ..dataset import load_tasks
 from ..errors import ConfigError, MTLBenchError
 from ..plugins import get_registry
 from ..protocol import PROTOCOL_VERSION, ProtocolConfig, config_json, run_protocol
@@ -128,7 +128,7 @@ def load_problem(dataset: str, problem: str, data_dir: str | None,
     ds = get_registry().dataset(dataset)
     if config_json(ds.params()) != dataset_params_json:
         raise ConfigError(f"dataset {dataset!r} parameters differ between planning and execution")
-    return ds.load(problem, data_dir=Path(data_dir) if data_dir else None)
+    return load_tasks(ds, problem, data_dir)
 
 
 class UnitTimeout(BaseException):

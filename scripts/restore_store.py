@@ -1,0 +1,90 @@
+"""Rebuild the published results store from the published leaderboard JSON files.
+
+The store that ``scripts/publish_all.sh`` fills (``results/published.sqlite``) is not kept in
+version control; ``leaderboards/<dataset>.json`` are the record, one object per unit.  On a
+fresh checkout, before republishing after a change to one model, run
+
+    python scripts/restore_store.py restore [--data-dir ../shared/data]
+
+which puts back every published unit whose key this installation computes (same code
+fingerprints, plugin versions and search rule: exactly what ``compare`` would store), except
+repetition 0 (only a run stores the fitted arrays and convergence histories the figures draw
+from).  ``compare`` then recomputes repetition 0 and every unit of changed code, and nothing
+else;
+
+    python scripts/restore_store.py check
+
+compares every unit of the store with the published unit of the same key (selection, test AUC,
+every per-task AUC, bit for bit) and prints the differences: the recomputed repetition-0 units
+check that this machine reproduces the published numbers.  ``publish_all.sh`` runs both when its
+store does not exist yet.  Exit status: 0, or 1 if ``check`` found a difference (``restore``
+refuses a file that fails an import check with a one-line reason and status 2).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _files(folder: Path) -> list[Path]:
+    from mtlbench.report.publish import _is_leaderboard_json
+
+    out = []
+    for p in sorted(folder.glob("*.json")):
+        data = _is_leaderboard_json(p)
+        if data is not None and data.get("units"):
+            out.append(p)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("action", choices=("restore", "check"))
+    ap.add_argument("--leaderboards", default="leaderboards", help="published folder")
+    ap.add_argument("--store", default="results/published.sqlite")
+    ap.add_argument("--data-dir", default=None,
+                    help="folder of the real data sets (also $MTLBENCH_DATA_DIR)")
+    ap.add_argument("--rep0", action="store_true",
+                    help="restore repetition 0 too (the figures then lack their arrays)")
+    args = ap.parse_args(argv)
+
+    from mtlbench.dataset import resolve_data_dir
+    from mtlbench.errors import MTLBenchError
+    from mtlbench.report.publish import check_restored, restore_published
+    from mtlbench.store import ResultStore
+
+    files = _files(Path(args.leaderboards))
+    if not files:
+        print(f"no published leaderboard JSON with units in {args.leaderboards}/", file=sys.stderr)
+        return 2
+    if args.action == "restore":
+        ddir = resolve_data_dir(args.data_dir)
+        Path(args.store).parent.mkdir(parents=True, exist_ok=True)
+        with ResultStore(args.store) as store:
+            for p in files:
+                try:
+                    restore_published(p, store, data_dir=str(ddir) if ddir else None,
+                                      rep0=args.rep0)
+                except MTLBenchError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 2
+        return 0
+    if not Path(args.store).exists():
+        print(f"no store {args.store}", file=sys.stderr)
+        return 2
+    n_all, bad_all = 0, []
+    with ResultStore(args.store, readonly=True) as store:
+        for p in files:
+            n, bad = check_restored(p, store)
+            n_all += n
+            bad_all += bad
+    for line in bad_all:
+        print("differs:", line)
+    print(f"{n_all} unit(s) of the store compared with the published ones of the same key: "
+          f"{n_all - len(bad_all)} equal, {len(bad_all)} differ")
+    return 1 if bad_all else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
