@@ -128,6 +128,7 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
                      "(is_baseline): the win/tie/loss column is empty.")
     rows = _rows(units, sel, dataset, cells, problems, ranking.avg_rank, wtl or {})
     notes += _ranking_notes(rows, ranking, ok)
+    notes += _other_code_notes(units)
 
     n_set = {cells[m][p].n for m in labels for p in problems}
     absent = sel.absent.get(dataset, [])
@@ -302,6 +303,43 @@ def _rows(units: pd.DataFrame, sel: Selection, dataset: str, cells: Cells,
                              -(r.mean_test_auc_x100 if r.mean_test_auc_x100 is not None
                                else -math.inf), r.model))
     return rows
+
+
+def _other_code_notes(units: pd.DataFrame) -> list[str]:
+    """One sentence per model label with units that an installed model's current code would
+    not have made (its code fingerprint or plugin version changed since): a table shows what
+    is stored, so it says when that is not what the installed code computes.  Units without a
+    stored fingerprint, and models or datasets not installed here (imported third-party
+    results), are not judged."""
+    from ..plugins import get_registry
+    from ..provenance import provenance_differences, unit_provenance
+
+    try:
+        reg = get_registry()
+    except Exception:  # noqa: BLE001 - a note must not stop a table
+        return []
+    current: dict[tuple[str, str], Any] = {}
+    other: dict[str, Counter] = {}
+    total = Counter(units["model"])
+    for label, config, dataset, prov in zip(units["model"], units["model_config"],
+                                            units["dataset"], units["provenance"]):
+        name = config.get("name") if isinstance(config, dict) else None
+        if not prov or not name:
+            continue
+        pk = (str(name), str(dataset))
+        if pk not in current:
+            try:
+                current[pk] = unit_provenance(reg, *pk)
+            except Exception:  # noqa: BLE001 - not installed here: not judged
+                current[pk] = None
+        if current[pk] is None:
+            continue
+        for why in provenance_differences(prov, current[pk]):
+            other.setdefault(label, Counter())[why] += 1
+    return [f"{label}: {max(why.values())} of its {total[label]} unit(s) were made by other code "
+            f"than is installed now ({'; '.join(sorted(why))}); the table shows them as that "
+            "code computed them ('mtlbench compare' would recompute them)."
+            for label, why in sorted(other.items())]
 
 
 def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame) -> list[str]:
