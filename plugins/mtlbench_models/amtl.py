@@ -454,6 +454,98 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
+def _recon_block_inverse(W, B, lam, nu):
+    """U -> (2 lam (U (I - B)^T (I - B) + W W^T U) + nu U)^{-1} (d x T -> d x T), exact, in the
+    eigenbases of (I - B)^T (I - B) (T x T) and W W^T (through the T x T Gram W^T W; eigenvalues
+    below 1e-12 of the largest count as 0).  The reconstruction block of J J^T + nu I when every
+    B entry, the diagonal included, is free (``_lm_preconditioner``)."""
+    T = B.shape[0]
+    IB = np.eye(T) - B
+    ln, Qn = np.linalg.eigh(IB.T @ IB)
+    lk, Vk = np.linalg.eigh(W.T @ W)
+    keep = lk > 1e-12 * max(float(lk[-1]), 1e-300)
+    lk, Qk = lk[keep], (W @ Vk[:, keep]) / np.sqrt(lk[keep])
+    den_0 = 2.0 * lam * ln + nu
+    dden = 1.0 / (2.0 * lam * (lk[:, None] + ln[None, :]) + nu) - 1.0 / den_0
+
+    def solve(U2):
+        # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed once:
+        # two d x T x T products instead of three
+        M = U2 @ Qn
+        return (M / den_0 + Qk @ ((Qk.T @ M) * dden)) @ Qn.T
+
+    return solve
+
+
+def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu, nu, free,
+                       recon=None, coupling=None):
+    """The preconditioner of the Levenberg-Marquardt inner CG (``_gauss_newton_step``) on the
+    free set ``free`` (T x T bool, diagonal False): a function (u1, U2) -> M^{-1} (u1, U2), u1
+    T x (r + 1) (loss residuals), U2 d x T (reconstruction residuals).
+
+    With J = [J1; J2] (J1: Jacobian of r1 = [sqrt(c_t) E_t]_t, J2: of r2 = sqrt(2 lam) (W - W B),
+    both with respect to (W, free B entries)), D1 = J1 J1^T + nu I, exact and inverted exactly:
+    per task c_t diag(e_t) + beta_t E_t E_t^T + nu, beta_t = mu^2 / (4 c_t) x (free entries of
+    row t) (a Sherman-Morrison solve; exact when V_t has orthonormal columns), and D2 = the
+    reconstruction block 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (``_recon_block_inverse``;
+    J2 J2^T + nu I when every B entry is free).  ``coupling``:
+
+    * "none": block Jacobi, M = diag(D1, D2);
+    * "w" (default): symmetric block Gauss-Seidel M = (D + L) D^{-1} (D + L^T), L = [[0, 0],
+      [C^T, 0]], with C = J1_W J2_W^T the W part of the off-diagonal block J1 J2^T
+      (C U2 = [sqrt(c_t) s_t o V_t^T (sqrt(2 lam) (U2 - U2 B^T))_t, 0]; one projection);
+    * "full": the same with the whole off-diagonal block C = J1 J2^T (W and the free B entries).
+
+    Applying M^{-1} q: z1 = D1^{-1} q1; z2 = D2^{-1} (q2 - C^T z1); z1 = D1^{-1} (q1 - C z2).
+    M is symmetric positive definite whenever D is (M = (D + L) D^{-1} (D + L)^T), so CG stays
+    valid; C^T is the exact adjoint of C (``spec.lift`` is the adjoint of ``spec.project``)."""
+    coupling = _GN_COUPLING if coupling is None else coupling
+    T, r = spec.T, spec.r
+    c = 1.0 + mu * B.sum(axis=1)
+    if recon is None:
+        recon = _recon_block_inverse(W, B, lam, nu)
+    diag1 = np.concatenate([c[:, None] * spec.e, np.zeros((T, 1))], axis=1) + nu
+    beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
+    Ed = E / diag1
+    sm = beta / (1.0 + beta * np.einsum("tr,tr->t", E, Ed))
+
+    def d1_solve(u1):
+        return u1 / diag1 - (sm * np.einsum("tr,tr->t", Ed, u1))[:, None] * Ed
+
+    if coupling == "none":
+        return lambda u1, U2: (d1_solve(u1), recon(U2))
+    s2 = np.sqrt(2.0 * lam)
+    scs = np.sqrt(c)[:, None] * res.s                 # T x r
+    Bt = np.ascontiguousarray(B.T)
+    full = coupling == "full"
+    if full:
+        mask = free.astype(np.float64)
+        half = mu / (2.0 * np.sqrt(c))
+
+    def c_apply(U2):                                  # C U2: d x T -> T x (r + 1)
+        out = np.zeros((T, r + 1))
+        out[:, :r] = scs * spec.project(s2 * (U2 - U2 @ Bt))
+        if full:
+            g = -s2 * np.einsum("ts,ts->t", W.T @ U2, mask)
+            out += (half * g)[:, None] * E
+        return out
+
+    def ct_apply(u1):                                 # C^T u1: T x (r + 1) -> d x T
+        X = spec.lift(scs * u1[:, :r])
+        out = s2 * (X - X @ B)
+        if full:
+            q = half * np.einsum("tr,tr->t", E, u1)
+            out -= s2 * (W @ (q[:, None] * mask))
+        return out
+
+    def apply(u1, U2):
+        z1 = d1_solve(u1)
+        z2 = recon(U2 - ct_apply(z1))
+        return d1_solve(u1 - c_apply(z2)), z2
+
+    return apply
+
+
 def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
                        eta_screen=None):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
@@ -482,25 +574,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     np.fill_diagonal(free, False)
     r1, r2, jac, jac_t = _residual_jacobian(spec, res, W, B, E, R, lam, mu)
 
-    IB = np.eye(T) - B
-    ln, Qn = np.linalg.eigh(IB.T @ IB)
-    Kw = W.T @ W                               # W W^T = Qk diag(lk) Qk^T through the T x T Gram
-    lk, Vk = np.linalg.eigh(Kw)
-    keep = lk > 1e-12 * max(float(lk[-1]), 1e-300)
-    lk, Qk = lk[keep], (W @ Vk[:, keep]) / np.sqrt(lk[keep])
-    den_k = 2.0 * lam * (lk[:, None] + ln[None, :]) + nu
-    den_0 = 2.0 * lam * ln + nu
-    diag1 = np.concatenate([c[:, None] * spec.e, np.zeros((T, 1))], axis=1) + nu
-
-    dden = 1.0 / den_k - 1.0 / den_0
-
-    def precond(u1, U2, Ed, sm):
-        p1 = u1 / diag1 - (sm * np.einsum("tr,tr->t", Ed, u1))[:, None] * Ed
-        # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed once:
-        # two d x T x T products instead of three
-        M = U2 @ Qn
-        P2 = (M / den_0 + Qk @ ((Qk.T @ M) * dden)) @ Qn.T
-        return p1, P2
+    recon = _recon_block_inverse(W, B, lam, nu)
 
     y1, y2 = np.zeros_like(r1), np.zeros_like(r2)
     fixed = np.zeros((T, T), dtype=bool)
@@ -511,9 +585,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         attempt += 1
         loose = screening and attempt < int(resolves)
         mask = free.astype(np.float64)
-        beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
-        Ed = E / diag1
-        sm = beta / (1.0 + beta * np.einsum("tr,tr->t", E, Ed))
+        precond = _lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free, recon)
         dB_fix = np.where(fixed, -B, 0.0)
         f1, f2 = jac(np.zeros_like(W), dB_fix)
         b1, b2 = -r1 - f1, -r2 - f2
@@ -521,7 +593,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         h1, h2 = jac(dW, dB)
         q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
         thr = float(eta_screen if loose else eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
-        z1, z2 = precond(q1, q2, Ed, sm)
+        z1, z2 = precond(q1, q2)
         p1, p2 = z1, z2
         rz = np.sum(q1 * z1) + np.sum(q2 * z2)
         for _ in range(int(max_cg)):
@@ -536,7 +608,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             y2 += alpha * p2
             q1 -= alpha * h1
             q2 -= alpha * h2
-            z1, z2 = precond(q1, q2, Ed, sm)
+            z1, z2 = precond(q1, q2)
             rz_new = np.sum(q1 * z1) + np.sum(q2 * z2)
             p1 = z1 + (rz_new / rz) * p1
             p2 = z2 + (rz_new / rz) * p2
@@ -572,6 +644,8 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # block-coordinate iterations; a window of steps that must halve F
 _GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0.2, 100, 3, 3, 10
 _GN_WINDOW_FALL = 0.5
+# coupling of the inner CG's preconditioner (``_lm_preconditioner``)
+_GN_COUPLING = "w"
 # forcing term of the inner solves that only screen the active set (all but the last)
 _GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
