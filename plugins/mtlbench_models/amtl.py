@@ -206,12 +206,12 @@ Measured (issue 23, fifth round; old = the fourth round's solver).  Per fit
 (1, 3) identical; at the six transfer points of the searched range both fits end at or below
 the certificate level (|F_new - F_old| <= 9.7e-10 F_0), in 14-90 outer iterations instead of
 20-601, and (10, 10), which capped at F = 44.3 before, now reaches the certificate in 54
-iterations.  Simulated
-(5 points): relative differences <= 4e-13, or new lower (-2.7e-6 at (1, 0.3), -1.8e-5 at
-(3, 0.1)).  MovieLens (T = 587, d = 21, n_t > d): at (1, 1) and (1, 0.3) the iterates are
-bit-identical to the old ones (the LM phase does not start; the B-step's saved product is the
-only change there), CPU 2.62 -> 2.60 s at (1, 1).  Still capped in both solvers (positive
-optimum, block iterations only, not addressed here): simulated (3, 0.1) and MovieLens (1, 0.3).
+iterations.  Simulated (5 points): relative differences <= 4e-13, or new lower (-2.7e-6 at
+(1, 0.3), -1.8e-5 at (3, 0.1)).  MovieLens (T = 587, d = 21, n_t > d): at (1, 1) and (1, 0.3)
+the iterates are bit-identical to the old ones (the LM phase does not start; the B-step's
+saved product is the only change there), CPU 2.62 -> 2.60 s at (1, 1).  Still capped in both
+solvers (positive optimum, block iterations only, not addressed here): simulated (3, 0.1) and
+MovieLens (1, 0.3).
 Per unit (search + refit, CPU seconds of old and new units run at the same time, one per
 core; the machine was loaded, so wall times were 3-6 x these): synthetic-attributes[seed=101]
 attr0 39.3 -> 26.7 (1.47 x); seed 0: attr1 60.0 -> 46.2 (1.30 x; old: 1 capped search fit),
@@ -554,11 +554,17 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     negative partial derivative; never the diagonal).  The step minimises
     ||r + J delta||^2 + nu ||delta||^2, i.e. delta = J^T y with (J J^T + nu I) y = -r, solved by
     preconditioned CG in the residual space (T (r + 1) + d T unknowns) to relative residual
-    ``eta`` (at most ``max_cg`` iterations).  Preconditioner: J J^T without its off-diagonal
-    blocks, exact on each block: per task c_t diag(e_t) + beta_t E_t E_t^T + nu (a
+    ``eta`` (at most ``max_cg`` iterations).  Preconditioner (``_lm_preconditioner``): symmetric
+    block Gauss-Seidel over the two diagonal blocks of J J^T + nu I, coupled through W.  The
+    blocks are inverted exactly as before: per task c_t diag(e_t) + beta_t E_t E_t^T + nu (a
     Sherman-Morrison solve), and for the reconstruction block the Sylvester operator
     U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry is
-    free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T.  Entries of B that the
+    free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T (``_recon_block_inverse``);
+    the coupling C = J1_W J2_W^T (loss rows x reconstruction rows, one ``spec.project`` /
+    ``spec.lift`` pair and one d x T x T product each way) enters as
+    M = (D + L) D^{-1} (D + L^T), L = [[0, 0], [C^T, 0]], SPD like D.  Why: block Jacobi ignores
+    that both residuals move with W; see the module docstring for the measured numbers.
+    Entries of B that the
     step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
     at most ``resolves`` times; what still goes below 0 is clipped.  With ``eta_screen`` > ``eta``
     the solves that only pick the active set (those before the last re-solve) stop at relative
@@ -567,7 +573,6 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
     fraction a of the projected step (``along(1)`` is the step itself)."""
     T = spec.T
-    c = 1.0 + mu * B.sum(axis=1)
     L = 0.5 * np.einsum("tr,tr->t", E, E)
     gB = mu * L[:, None] - 2.0 * lam * (W.T @ R)
     free = (B > 0) | (gB < 0)
