@@ -650,7 +650,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 _GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0.2, 100, 3, 3, 10
 _GN_WINDOW_FALL = 0.5
 # coupling of the inner CG's preconditioner (``_lm_preconditioner``)
-_GN_COUPLING = "w"
+_GN_COUPLING = "full"
 # forcing term of the inner solves that only screen the active set (all but the last)
 _GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
