@@ -117,8 +117,9 @@ guarded extrapolation of the outer iterates:
   iterations); Gauss-Newton converges fast exactly when the residual -> 0.  So once
   F <= 0.1 F_0 (``_GN_SWITCH``) the fit takes damped Gauss-Newton steps jointly in W and the
   free entries of B (B_st > 0, or = 0 with a negative partial derivative; the diagonal never):
-  delta = J^T y with (J J^T + nu I) y = -r by preconditioned CG in the residual space (block
-  preconditioner, ``_gauss_newton_step``) to relative residual 0.2 (``_GN_ETA``); entries that
+  delta = J^T y with (J J^T + nu I) y = -r by preconditioned CG in the residual space
+  (``_gauss_newton_step``; symmetric block Gauss-Seidel preconditioner, ``_lm_preconditioner``,
+  see below) to relative residual 0.2 (``_GN_ETA``); entries that
   would go negative are fixed at 0 and the step re-solved, up to three times
   (``_GN_RESOLVES``), then what is still negative is clipped; the solves that only screen the
   active set (all but the last) stop at relative residual 0.6 (``_GN_ETA_SCREEN``), the step
@@ -147,7 +148,39 @@ guarded extrapolation of the outer iterates:
   each after a full inner solve, and the Gauss-Newton model itself predicted an increase for
   their clipped steps (gain ratio of the clipped step ~1): clipping at B >= 0 spoilt them, not
   too weak a damping, and the phase handed back three times; with the backtracking it runs from
-  its first entry to the end with no rejection (17 steps instead of 47).  The
+  its first entry to the end with no rejection (17 steps instead of 47).
+  Preconditioner of the inner CG (issue 23, sixth round; ``_lm_preconditioner``): with D1, D2
+  the two diagonal blocks of J J^T + nu I (loss residuals T x (r + 1), reconstruction residuals
+  d x T), each inverted exactly (per task a Sherman-Morrison solve; the Sylvester operator of
+  the reconstruction block in two eigenbases), and C = J1 J2^T the off-diagonal block, the
+  preconditioner is symmetric block Gauss-Seidel, M = (D + L) D^{-1} (D + L^T),
+  L = [[0, 0], [C^T, 0]]: z1 = D1^{-1} q1, z2 = D2^{-1} (q2 - C^T z1), z1 = D1^{-1} (q1 - C z2)
+  (SPD like D, so CG stays valid; it changes only how fast CG meets its forcing term).  Until
+  then it was block Jacobi (M = D), which ignores that both residuals move with W.  Why
+  (OMP_NUM_THREADS=1, 2026-11-27): per fit (bench_amtl_objective.py --ref main
+  --dataset-params seed=101, attr0 and attr1, 12 points each) the inner CG iterations fell to
+  0.30-0.67 x at the 19 fits that reach the certificate (median 0.5 x; 0.84 x at attr1
+  (10, 10), capped in both) for 1.5 x the CPU per iteration (2.36 against 1.54 ms at T = 190,
+  d = 100, setup included; the W part alone 2.03 ms), the LM steps changed by at most 3, and
+  every fit that reached the certificate still does (|F_new - F_old| <= 7.4e-10 F_0).  Per
+  unit (search + refit as bench_paper_scale.py runs it, CPU seconds of old and new in one
+  process, one after the other): synthetic-attributes[seed=101] attr0 8.75 -> 8.07 (1.08 x;
+  twice more 8.55 -> 8.31, 8.58 -> 7.95), attr1 17.60 -> 15.98 (1.10 x), attr3 8.57 -> 8.02
+  (1.07 x), attr6 7.74 -> 7.37 (1.05 x); seed 0: attr1 15.04 -> 12.60 (1.19 x), attr3 7.71 ->
+  6.99 (1.10 x), attr6 24.80 -> 16.82 (1.47 x); the same test AUCs and selections, every
+  search fit converged; the unit's inner CG iterations 0.36-0.54 x.  Less than the halved
+  inner iterations suggest: the LM phase is a small part of most units (78-96 LM steps in a
+  unit of 20 fits and a refit).  Coupling through the whole C (W and the free B
+  entries: C U2 = J1 (J2^T U2), two more d x T x T products) rather than its W part alone
+  (C_W = J1_W J2_W^T: one projection / lift pair): the W part alone cut the inner iterations
+  as much and cost less per iteration (units 1.08-1.21 x), but on synthetic-attributes seed 0
+  attr6 its steps were rejected 43 times in the unit (7 hand-backs; old 11 and 3; full
+  coupling 0 and 1), unit CPU 24.8 -> 52.5 s.  Not changed: the objective, the forcing terms,
+  the active-set screening, the acceptance and damping rules.  Still path-sensitive: where the
+  LM phase rejects steps a different inexact step can cost or save a lot (attr6 seed 0,
+  (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both certified); (10, 10) on
+  synthetic-attributes[seed=101] attr1, a decade outside the start range, caps at 2,000
+  iterations in both (F 111.2 old, 121.9 new).  The
   phase hands back to block-coordinate iterations after 3 poor steps (gain ratio < 1/4), 10
   rejections in a row or a window of 10 steps that did not halve F (it resumes once the block
   iterations have halved F, ``_GN_RESUME``: until issue 23's third round it waited for a
@@ -491,10 +524,11 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
     J2 J2^T + nu I when every B entry is free).  ``coupling``:
 
     * "none": block Jacobi, M = diag(D1, D2);
-    * "w" (default): symmetric block Gauss-Seidel M = (D + L) D^{-1} (D + L^T), L = [[0, 0],
+    * "w": symmetric block Gauss-Seidel M = (D + L) D^{-1} (D + L^T), L = [[0, 0],
       [C^T, 0]], with C = J1_W J2_W^T the W part of the off-diagonal block J1 J2^T
       (C U2 = [sqrt(c_t) s_t o V_t^T (sqrt(2 lam) (U2 - U2 B^T))_t, 0]; one projection);
-    * "full": the same with the whole off-diagonal block C = J1 J2^T (W and the free B entries).
+    * "full" (``_GN_COUPLING``, the default): the same with the whole off-diagonal block
+      C = J1 J2^T (W and the free B entries; two more d x T x T products per application).
 
     Applying M^{-1} q: z1 = D1^{-1} q1; z2 = D2^{-1} (q2 - C^T z1); z1 = D1^{-1} (q1 - C z2).
     M is symmetric positive definite whenever D is (M = (D + L) D^{-1} (D + L)^T), so CG stays
@@ -560,10 +594,10 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     Sherman-Morrison solve), and for the reconstruction block the Sylvester operator
     U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry is
     free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T (``_recon_block_inverse``);
-    the coupling C = J1_W J2_W^T (loss rows x reconstruction rows, one ``spec.project`` /
-    ``spec.lift`` pair and one d x T x T product each way) enters as
-    M = (D + L) D^{-1} (D + L^T), L = [[0, 0], [C^T, 0]], SPD like D.  Why: block Jacobi ignores
-    that both residuals move with W; see the module docstring for the measured numbers.
+    the off-diagonal block C = J1 J2^T (loss rows x reconstruction rows, W and the free B
+    entries) enters as M = (D + L) D^{-1} (D + L^T), L = [[0, 0], [C^T, 0]], SPD like D.  Why:
+    block Jacobi ignores that both residuals move with W; the measured numbers are in the module
+    docstring.
     Entries of B that the
     step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
     at most ``resolves`` times; what still goes below 0 is clipped.  With ``eta_screen`` > ``eta``
@@ -723,8 +757,10 @@ class AMTL(LinearMTLModel):
     # 23's fourth round, divided by that round's old/new unit-time ratio there (1.44 and 1.72
     # in two side-by-side bench_paper_scale.py runs on a loaded machine), = 35.0, divided by the
     # fifth round's old/new ratio of the unit's CPU time there (39.3 s / 26.7 s = 1.47, old and
-    # new run at the same time, one per core, on a loaded machine)
-    cost_hint = 24.0
+    # new run at the same time, one per core, on a loaded machine), = 24.0, divided by the sixth
+    # round's (block Gauss-Seidel preconditioner) ratio there: 1.06 (unit CPU seconds of old and
+    # new in one process, three pairs: 25.88 s / 24.33 s; module docstring)
+    cost_hint = 22.6
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
     # the loss.  Units of this machine (issue 24's run; T = 139 .. 587, sizes 5e4 .. 2e6):
