@@ -148,7 +148,21 @@ guarded extrapolation of the outer iterates:
   each after a full inner solve, and the Gauss-Newton model itself predicted an increase for
   their clipped steps (gain ratio of the clipped step ~1): clipping at B >= 0 spoilt them, not
   too weak a damping, and the phase handed back three times; with the backtracking it runs from
-  its first entry to the end with no rejection (17 steps instead of 47).
+  its first entry to the end with no rejection (17 steps instead of 47).  The
+  phase hands back to block-coordinate iterations after 3 poor steps (gain ratio < 1/4), 10
+  rejections in a row or a window of 10 steps that did not halve F (it resumes once the block
+  iterations have halved F, ``_GN_RESUME``: until issue 23's third round it waited for a
+  hundredfold fall, and at (lam, mu) = (3, 3) on synthetic-attributes[seed=101] attr0 (training
+  split, rep 0) the phase left once after 30 steps and never came back: the fit hit the cap at
+  F = 0.55 (F_0 = 3944); resuming at the halving converges there to F = 2e-10 in 1,412
+  iterations), or when its steps meet every part of the stopping rule below
+  plus the B-step's KKT residual (``_stationary``; it resumes once F has halved): a heavily
+  damped step is small far from a minimum too, so convergence is declared only by a
+  block-coordinate step (or by the global certificate below, which needs no step size).  Why
+  the result is at least as good: both phases are descent methods on the same F from the same
+  start, the stationarity rule is unchanged, the certificate stops only at a global optimum to
+  the rule's absolute objective tolerance, and where F -> 0 the phase reaches 1e-9 F_0 where
+  the block iterations alone stopped at 3e-4 (bench_amtl_objective.py).
   Preconditioner of the inner CG (issue 23, sixth round; ``_lm_preconditioner``): with D1, D2
   the two diagonal blocks of J J^T + nu I (loss residuals T x (r + 1), reconstruction residuals
   d x T), each inverted exactly (per task a Sherman-Morrison solve; the Sylvester operator of
@@ -168,33 +182,21 @@ guarded extrapolation of the outer iterates:
   twice more 8.55 -> 8.31, 8.58 -> 7.95), attr1 17.60 -> 15.98 (1.10 x), attr3 8.57 -> 8.02
   (1.07 x), attr6 7.74 -> 7.37 (1.05 x); seed 0: attr1 15.04 -> 12.60 (1.19 x), attr3 7.71 ->
   6.99 (1.10 x), attr6 24.80 -> 16.82 (1.47 x); the same test AUCs and selections, every
-  search fit converged; the unit's inner CG iterations 0.36-0.54 x.  Less than the halved
-  inner iterations suggest: the LM phase is a small part of most units (78-96 LM steps in a
-  unit of 20 fits and a refit).  Coupling through the whole C (W and the free B
-  entries: C U2 = J1 (J2^T U2), two more d x T x T products) rather than its W part alone
-  (C_W = J1_W J2_W^T: one projection / lift pair): the W part alone cut the inner iterations
-  as much and cost less per iteration (units 1.08-1.21 x), but on synthetic-attributes seed 0
-  attr6 its steps were rejected 43 times in the unit (7 hand-backs; old 11 and 3; full
-  coupling 0 and 1), unit CPU 24.8 -> 52.5 s.  Not changed: the objective, the forcing terms,
-  the active-set screening, the acceptance and damping rules.  Still path-sensitive: where the
-  LM phase rejects steps a different inexact step can cost or save a lot (attr6 seed 0,
+  search fit converged; the unit's inner CG iterations 0.36-0.54 x (78-117 LM steps per
+  unit; less gain than that suggests: a CG iteration costs 1.5 x and the block-coordinate
+  iterations are unchanged).  Simulated (5 points) and MovieLens (2 points; n_t > d, the LM
+  phase does not start): old and new iterates bit-identical.  Coupling through the whole C (W
+  and the free B entries: C U2 = J1 (J2^T U2), two more d x T x T products) rather than its W
+  part alone (C_W = J1_W J2_W^T: one projection / lift pair): the W part alone cut the inner
+  iterations as much and cost less per iteration (units 1.08-1.21 x), but on
+  synthetic-attributes seed 0 attr6 its steps were rejected 43 times in the unit (7
+  hand-backs; old 11 and 3; full coupling 0 and 1), unit CPU 24.8 -> 52.5 s.  Not changed:
+  the objective, the forcing terms, the active-set screening, the acceptance and damping
+  rules.  Still path-sensitive: where the LM phase rejects steps a different inexact step can
+  cost or save a lot (attr6 seed 0,
   (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both certified); (10, 10) on
   synthetic-attributes[seed=101] attr1, a decade outside the start range, caps at 2,000
-  iterations in both (F 111.2 old, 121.9 new).  The
-  phase hands back to block-coordinate iterations after 3 poor steps (gain ratio < 1/4), 10
-  rejections in a row or a window of 10 steps that did not halve F (it resumes once the block
-  iterations have halved F, ``_GN_RESUME``: until issue 23's third round it waited for a
-  hundredfold fall, and at (lam, mu) = (3, 3) on synthetic-attributes[seed=101] attr0 (training
-  split, rep 0) the phase left once after 30 steps and never came back: the fit hit the cap at
-  F = 0.55 (F_0 = 3944); resuming at the halving converges there to F = 2e-10 in 1,412
-  iterations), or when its steps meet every part of the stopping rule below
-  plus the B-step's KKT residual (``_stationary``; it resumes once F has halved): a heavily
-  damped step is small far from a minimum too, so convergence is declared only by a
-  block-coordinate step (or by the global certificate below, which needs no step size).  Why
-  the result is at least as good: both phases are descent methods on the same F from the same
-  start, the stationarity rule is unchanged, the certificate stops only at a global optimum to
-  the rule's absolute objective tolerance, and where F -> 0 the phase reaches 1e-9 F_0 where
-  the block iterations alone stopped at 3e-4 (bench_amtl_objective.py).
+  iterations in both (F 111.2 old, 121.9 new).
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
