@@ -193,10 +193,9 @@ guarded extrapolation of the outer iterates:
   hand-backs; old 11 and 3; full coupling 0 and 1), unit CPU 24.8 -> 52.5 s.  Not changed:
   the objective, the forcing terms, the active-set screening, the acceptance and damping
   rules.  Still path-sensitive: where the LM phase rejects steps a different inexact step can
-  cost or save a lot (attr6 seed 0,
-  (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both certified); (10, 10) on
-  synthetic-attributes[seed=101] attr1, a decade outside the start range, caps at 2,000
-  iterations in both (F 111.2 old, 121.9 new).
+  cost or save a lot (attr6 seed 0, (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both
+  certified); (10, 10) on synthetic-attributes[seed=101] attr1, a decade outside the start
+  range, caps at 2,000 iterations in both (F 111.2 old, 121.9 new).
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
