@@ -518,9 +518,9 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
     T x (r + 1) (loss residuals), U2 d x T (reconstruction residuals).
 
     With J = [J1; J2] (J1: Jacobian of r1 = [sqrt(c_t) E_t]_t, J2: of r2 = sqrt(2 lam) (W - W B),
-    both with respect to (W, free B entries)), D1 = J1 J1^T + nu I, exact and inverted exactly:
-    per task c_t diag(e_t) + beta_t E_t E_t^T + nu, beta_t = mu^2 / (4 c_t) x (free entries of
-    row t) (a Sherman-Morrison solve; exact when V_t has orthonormal columns), and D2 = the
+    both with respect to (W, free B entries)), D1 = the loss block, inverted exactly: per task
+    c_t diag(e_t) + beta_t E_t E_t^T + nu, beta_t = mu^2 / (4 c_t) x (free entries of row t) (a
+    Sherman-Morrison solve; = J1 J1^T + nu I when V_t has orthonormal columns), and D2 = the
     reconstruction block 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (``_recon_block_inverse``;
     J2 J2^T + nu I when every B entry is free).  ``coupling``:
 
@@ -590,21 +590,22 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     ||r + J delta||^2 + nu ||delta||^2, i.e. delta = J^T y with (J J^T + nu I) y = -r, solved by
     preconditioned CG in the residual space (T (r + 1) + d T unknowns) to relative residual
     ``eta`` (at most ``max_cg`` iterations).  Preconditioner (``_lm_preconditioner``): symmetric
-    block Gauss-Seidel over the two diagonal blocks of J J^T + nu I, coupled through W.  The
-    blocks are inverted exactly as before: per task c_t diag(e_t) + beta_t E_t E_t^T + nu (a
-    Sherman-Morrison solve), and for the reconstruction block the Sylvester operator
-    U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry is
-    free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T (``_recon_block_inverse``);
-    the off-diagonal block C = J1 J2^T (loss rows x reconstruction rows, W and the free B
-    entries) enters as M = (D + L) D^{-1} (D + L^T), L = [[0, 0], [C^T, 0]], SPD like D.  Why:
-    block Jacobi ignores that both residuals move with W; the measured numbers are in the module
-    docstring.
-    Entries of B that the
-    step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
-    at most ``resolves`` times; what still goes below 0 is clipped.  With ``eta_screen`` > ``eta``
-    the solves that only pick the active set (those before the last re-solve) stop at relative
-    residual ``eta_screen``; the returned step always comes from a solve to ``eta`` (a screening
-    solve that fixes no entry is continued, warm-started, to ``eta`` on the same free set).
+    block Gauss-Seidel over the two diagonal blocks of J J^T + nu I, which are inverted exactly
+    as before: per task c_t diag(e_t) + beta_t E_t E_t^T + nu (a Sherman-Morrison solve), and
+    for the reconstruction block the Sylvester operator
+    U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry
+    is free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T
+    (``_recon_block_inverse``); the off-diagonal block C = J1 J2^T (loss rows x reconstruction
+    rows; through W and the free B entries) enters as M = (D + L) D^{-1} (D + L^T),
+    L = [[0, 0], [C^T, 0]], SPD like D.  Why: block Jacobi (M = D, until issue 23's sixth
+    round) ignores that both residuals move with W; the inner iterations halve (the measured
+    numbers are in the module docstring).
+    Entries of B that the step would drive below 0 are set to 0 and the step recomputed for the
+    others (warm-started), at most ``resolves`` times; what still goes below 0 is clipped.  With
+    ``eta_screen`` > ``eta`` the solves that only pick the active set (those before the last
+    re-solve) stop at relative residual ``eta_screen``; the returned step always comes from a
+    solve to ``eta`` (a screening solve that fixes no entry is continued, warm-started, to
+    ``eta`` on the same free set).
     Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
     fraction a of the projected step (``along(1)`` is the step itself)."""
     T = spec.T
