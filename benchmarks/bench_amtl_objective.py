@@ -14,7 +14,8 @@ F old, the same difference over F_0 (the start's objective: where inf F = 0 both
 0 and the relative difference of two numbers ~1e-10 F_0 says nothing, while a fit that stops at
 the global certificate F <= tol 1e-3 F_0 is within that absolute tolerance of the infimum),
 iterations, converged (T/F, with the new fit's rule: o = objective certificate, s =
-stationarity), seconds, transfers, and whether the two fits' W and B are bit-identical (= or ~).
+stationarity), CPU seconds (process time), transfers, whether the two fits' W and B are
+bit-identical (= or ~), Levenberg-Marquardt steps and their inner CG iterations (old/new).
 The summary lists the points where both fits end at or below the certificate level
 tol x 1e-3 x F_0 (both global minima to the stopping rule's tolerance, where a relative
 difference of two numbers ~1e-10 F_0 says nothing) apart from the relative differences at the
@@ -48,6 +49,11 @@ from mtlbench_models import amtl as amtl_new
 POINTS = "0.03:0.1,0.3:0.3,0.3:1,1:0.3,1:1,1:3,3:0.1,3:3,10:10"
 
 
+def lm(m, what) -> str:
+    """The fit's Levenberg-Marquardt steps or inner CG iterations (diagnostics), as text."""
+    return str(m.diagnostics_.get("gauss_newton_" + what, "-"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ref", default="main")
@@ -57,7 +63,12 @@ def main() -> None:
     ap.add_argument("--dataset", default="synthetic-attributes")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--skip-old", action="store_true")
+    ap.add_argument("--coupling", default=None,
+                    help="the new fit's LM preconditioner coupling (none, w, full; default: the "
+                         "module's _GN_COUPLING)")
     args = ap.parse_args()
+    if args.coupling:
+        amtl_new._GN_COUPLING = args.coupling
     from mtlbench.plugins import get_registry
     sel = args.dataset + (f"[{args.dataset_params}]" if args.dataset_params else "")
     tr, _ = race_problem(get_registry(), sel, args.problem, args.data_dir, 0, ProtocolConfig())
@@ -68,13 +79,13 @@ def main() -> None:
           f"{'-' if old is None else args.ref}")
     print(f"{'lam':>6s} {'mu':>6s} {'F old':>14s} {'F new':>14s} {'rel diff':>10s} "
           f"{'diff/F0':>9s} {'it old':>6s} {'it new':>6s} {'conv o/n':>9s} {'s old':>7s} "
-          f"{'s new':>7s} {'B o/n':>11s} {'same':>4s}")
+          f"{'s new':>7s} {'B o/n':>11s} {'same':>4s} {'LM o/n':>7s} {'inner CG o/n':>13s}")
     rels, certified = [], []
     for pt in args.points.split(","):
         lam, mu = (float(v) for v in pt.split(":"))
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         n = amtl_new.AMTL(lam=lam, mu=mu).fit(tr)
-        s_new = time.perf_counter() - t0
+        s_new = time.process_time() - t0
         F_new = amtl_new.amtl_objective(Xs, ys, n.coef_, n.B_, n.lam_, n.mu_)
         row = f"{lam:6g} {mu:6g} "
         F0 = n.objective_history_[0]
@@ -83,11 +94,12 @@ def main() -> None:
         if old is None:
             print(row + f"{'-':>14s} {F_new:14.8g} {'-':>10s} {'-':>9s} {'-':>6s} {n.n_iter_:6d} "
                   f"{'-':>4s}/{conv_new:>4s} {'-':>7s} {s_new:7.2f} "
-                  f"{'-':>5s}/{np.count_nonzero(n.B_):5d}", flush=True)
+                  f"{'-':>5s}/{np.count_nonzero(n.B_):5d} {'-':>4s} -/{lm(n, 'steps')} "
+                  f"{'-':>6s}/{lm(n, 'cg_iters')}", flush=True)
             continue
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         o = old.AMTL(lam=lam, mu=mu).fit(tr)
-        s_old = time.perf_counter() - t0
+        s_old = time.process_time() - t0
         assert abs(o.mu_ - n.mu_) <= 1e-12 * n.mu_ and o.lam_ == n.lam_   # same raw lambda, mu
         F_old = amtl_new.amtl_objective(Xs, ys, o.coef_, o.B_, n.lam_, n.mu_)
         rel = (F_new - F_old) / abs(F_old)
@@ -103,7 +115,8 @@ def main() -> None:
               f"{o.n_iter_:6d} {n.n_iter_:6d} {str(o.converged_)[0]:>4s}/{conv_new:>4s} "
               f"{s_old:7.2f} {s_new:7.2f} "
               f"{np.count_nonzero(o.B_):5d}/{np.count_nonzero(n.B_):5d} "
-              f"{'=' if same else '~':>4s}", flush=True)
+              f"{'=' if same else '~':>4s} {lm(o, 'steps')}/{lm(n, 'steps')} "
+              f"{lm(o, 'cg_iters'):>6s}/{lm(n, 'cg_iters')}", flush=True)
     if certified:
         print(f"both fits at or below the certificate level tol 1e-3 F_0 (global minima to the "
               f"stopping rule's tolerance): {', '.join(certified)}")

@@ -389,3 +389,129 @@ def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resol
     F_a = amtl_mod._residual_objective(spec, res, W_a, B_a, lam, mu)[0]
     assert pred > 0
     assert F - F_a == pytest.approx(pred, rel=1e-2)
+
+
+def _lm_instance(n, seed=7, T=6, d=8):
+    """A small Levenberg-Marquardt instance: tasks, spectra, residuals, (W, B) with every
+    off-diagonal B entry positive (all free), lam, mu, E, R and the dense Jacobian split into its
+    W columns and its B columns (free entries), built by applying ``jac`` to unit vectors."""
+    tasks = _tasks(seed, T=T, d=d, n=n)
+    spec = TaskSpectra.of(tasks)
+    res = amtl_mod._LossResiduals(spec)
+    rng = np.random.default_rng(seed)
+    lam, mu = 0.6, 0.3
+    W = rng.standard_normal((d, T))
+    B = 0.2 + rng.random((T, T))
+    np.fill_diagonal(B, 0.0)
+    _, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
+    r1, r2, jac, _ = amtl_mod._residual_jacobian(spec, res, W, B, E, R, lam, mu)
+    free = B > 0
+    cols_w, cols_b = [], []
+    for k in range(d * T):
+        dW = np.zeros(d * T)
+        dW[k] = 1.0
+        j1, j2 = jac(dW.reshape(d, T), np.zeros((T, T)))
+        cols_w.append(np.concatenate([j1.ravel(), j2.ravel()]))
+    for s_, t_ in zip(*np.nonzero(free)):
+        dB = np.zeros((T, T))
+        dB[s_, t_] = 1.0
+        j1, j2 = jac(np.zeros((d, T)), dB)
+        cols_b.append(np.concatenate([j1.ravel(), j2.ravel()]))
+    JW, JB = np.array(cols_w).T, np.array(cols_b).T
+    return spec, res, W, B, E, R, r1, r2, lam, mu, free, JW, JB
+
+
+def _dense(apply, n1, shape1, shape2):
+    """The matrix of the linear map ``apply`` on the residual space (u1, U2), flattened."""
+    N = n1 + shape2[0] * shape2[1]
+    cols = []
+    for k in range(N):
+        v = np.zeros(N)
+        v[k] = 1.0
+        z1, z2 = apply(v[:n1].reshape(shape1), v[n1:].reshape(shape2))
+        cols.append(np.concatenate([z1.ravel(), z2.ravel()]))
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("coupling", ["none", "w", "full"])
+@pytest.mark.parametrize("n", [4, 12])          # n < d (kernel-side spectra) and n >= d
+def test_lm_preconditioner_is_spd_and_the_inverse_of_the_block_gauss_seidel_matrix(n, coupling):
+    """``_lm_preconditioner`` as a dense matrix P (applied to unit vectors): symmetric to 1e-10
+    relative, positive definite (smallest eigenvalue > 1e-12 x the largest), and equal (1e-8
+    relative) to the inverse of M = (D + L) D^{-1} (D + L^T), L = [[0, 0], [C^T, 0]], built
+    densely: D1 = the loss block of J J^T + nu I (exact when V_t is orthonormal, n >= d), D2 =
+    the reconstruction block of J J^T + nu I plus 2 lam w_t w_t^T per column (what the
+    preconditioner's Sylvester operator adds: it treats the diagonal of B as free), C = the
+    off-diagonal block of J_W J_W^T ("w") or of J J^T ("full"), C = 0 ("none")."""
+    spec, res, W, B, E, R, r1, r2, lam, mu, free, JW, JB = _lm_instance(n)
+    nu = 0.3 * amtl_mod._lm_initial_damping(spec, W, B, lam, mu) + 0.05
+    P = _dense(amtl_mod._lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
+                                           coupling=coupling), r1.size, r1.shape, r2.shape)
+    n1 = r1.size
+    assert np.abs(P - P.T).max() <= 1e-10 * np.abs(P).max()
+    ev = np.linalg.eigvalsh(0.5 * (P + P.T))
+    assert ev.min() > 1e-12 * ev.max()
+    JJ = JW @ JW.T + JB @ JB.T + nu * np.eye(JW.shape[0])
+    D1 = JJ[:n1, :n1]
+    d, T = W.shape
+    extra = np.zeros((d * T, d * T))             # U -> 2 lam w_t w_t^T u_t, U flattened row-major
+    for t in range(T):
+        idx = np.arange(d) * T + t
+        extra[np.ix_(idx, idx)] = 2.0 * lam * np.outer(W[:, t], W[:, t])
+    D2 = JJ[n1:, n1:] + extra
+    if coupling == "none":
+        C = np.zeros((n1, d * T))
+    elif coupling == "w":
+        C = (JW @ JW.T)[:n1, n1:]
+    else:
+        C = JJ[:n1, n1:]
+    if n >= d:                                   # orthonormal V_t: the loss block is exact
+        assert amtl_mod._orthonormal_spectra(spec)
+        P_jacobi = _dense(amtl_mod._lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
+                                                      coupling="none"), n1, r1.shape, r2.shape)
+        np.testing.assert_allclose(np.linalg.inv(P_jacobi[:n1, :n1]), D1, rtol=0,
+                                   atol=1e-9 * np.abs(D1).max())
+    else:                                        # kernel side: D1 is the preconditioner's own
+        P_jacobi = _dense(amtl_mod._lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
+                                                      coupling="none"), n1, r1.shape, r2.shape)
+        D1 = np.linalg.inv(P_jacobi[:n1, :n1])
+    np.testing.assert_allclose(np.linalg.inv(P_jacobi[n1:, n1:]), D2, rtol=0,
+                               atol=1e-9 * np.abs(D2).max())
+    Z = np.zeros_like(C)
+    D = np.block([[D1, Z], [Z.T, D2]])
+    DL = np.block([[D1, Z], [C.T, D2]])
+    M = DL @ np.linalg.solve(D, DL.T)
+    Minv = np.linalg.inv(M)
+    np.testing.assert_allclose(P, Minv, rtol=0, atol=1e-8 * np.abs(Minv).max())
+
+
+@pytest.mark.parametrize("coupling", ["none", "w", "full"])
+@pytest.mark.parametrize("n", [4, 12])
+def test_lm_step_with_a_tight_forcing_term_is_the_dense_levenberg_marquardt_step(n, coupling):
+    """With forcing term 1e-12 and no active-set re-solve, ``_gauss_newton_step``'s step equals
+    delta = J^T y, (J J^T + nu I) y = -r solved densely (J from ``jac`` on unit vectors), to
+    1e-8 relative to the step's largest entry, for every preconditioner (B entries the step
+    drives below 0 are clipped by the step, so B is compared where it stays positive)."""
+    spec, res, W, B, E, R, r1, r2, lam, mu, free, JW, JB = _lm_instance(n)
+    amtl_mod_coupling = amtl_mod._GN_COUPLING
+    amtl_mod._GN_COUPLING = coupling
+    try:
+        nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
+        along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 1e-12,
+                                                  10_000, 0)
+    finally:
+        amtl_mod._GN_COUPLING = amtl_mod_coupling
+    J = np.concatenate([JW, JB], axis=1)
+    r = np.concatenate([r1.ravel(), r2.ravel()])
+    y = np.linalg.solve(J @ J.T + nu * np.eye(J.shape[0]), -r)
+    delta = J.T @ y
+    d, T = W.shape
+    dW = delta[:d * T].reshape(d, T)
+    dB = np.zeros((T, T))
+    dB[free] = delta[d * T:]
+    W1, B1, _ = along(1.0)
+    scale = np.abs(delta).max()
+    np.testing.assert_allclose(W1 - W, dW, rtol=0, atol=1e-8 * scale)
+    keep = (B + dB > 0) & free
+    np.testing.assert_allclose((B1 - B)[keep], dB[keep], rtol=0, atol=1e-8 * scale)
+    assert n_cg > 0

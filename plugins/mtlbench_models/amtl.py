@@ -117,8 +117,9 @@ guarded extrapolation of the outer iterates:
   iterations); Gauss-Newton converges fast exactly when the residual -> 0.  So once
   F <= 0.1 F_0 (``_GN_SWITCH``) the fit takes damped Gauss-Newton steps jointly in W and the
   free entries of B (B_st > 0, or = 0 with a negative partial derivative; the diagonal never):
-  delta = J^T y with (J J^T + nu I) y = -r by preconditioned CG in the residual space (block
-  preconditioner, ``_gauss_newton_step``) to relative residual 0.2 (``_GN_ETA``); entries that
+  delta = J^T y with (J J^T + nu I) y = -r by preconditioned CG in the residual space
+  (``_gauss_newton_step``; symmetric block Gauss-Seidel preconditioner, ``_lm_preconditioner``,
+  see below) to relative residual 0.2 (``_GN_ETA``); entries that
   would go negative are fixed at 0 and the step re-solved, up to three times
   (``_GN_RESOLVES``), then what is still negative is clipped; the solves that only screen the
   active set (all but the last) stop at relative residual 0.6 (``_GN_ETA_SCREEN``), the step
@@ -162,6 +163,39 @@ guarded extrapolation of the outer iterates:
   start, the stationarity rule is unchanged, the certificate stops only at a global optimum to
   the rule's absolute objective tolerance, and where F -> 0 the phase reaches 1e-9 F_0 where
   the block iterations alone stopped at 3e-4 (bench_amtl_objective.py).
+  Preconditioner of the inner CG (issue 23, sixth round; ``_lm_preconditioner``): with D1, D2
+  the two diagonal blocks of J J^T + nu I (loss residuals T x (r + 1), reconstruction residuals
+  d x T), each inverted exactly (per task a Sherman-Morrison solve; the Sylvester operator of
+  the reconstruction block in two eigenbases), and C = J1 J2^T the off-diagonal block, the
+  preconditioner is symmetric block Gauss-Seidel, M = (D + L) D^{-1} (D + L^T),
+  L = [[0, 0], [C^T, 0]]: z1 = D1^{-1} q1, z2 = D2^{-1} (q2 - C^T z1), z1 = D1^{-1} (q1 - C z2)
+  (SPD like D, so CG stays valid; it changes only how fast CG meets its forcing term).  Until
+  then it was block Jacobi (M = D), which ignores that both residuals move with W.  Why
+  (OMP_NUM_THREADS=1, 2026-11-27): per fit (bench_amtl_objective.py --ref main
+  --dataset-params seed=101, attr0 and attr1, 12 points each) the inner CG iterations fell to
+  0.30-0.67 x at the 19 fits that reach the certificate (median 0.5 x; 0.84 x at attr1
+  (10, 10), capped in both) for 1.5 x the CPU per iteration (2.36 against 1.54 ms at T = 190,
+  d = 100, setup included; the W part alone 2.03 ms), the LM steps changed by at most 3, and
+  every fit that reached the certificate still does (|F_new - F_old| <= 7.4e-10 F_0).  Per
+  unit (search + refit as bench_paper_scale.py runs it, CPU seconds of old and new in one
+  process, one after the other): synthetic-attributes[seed=101] attr0 8.75 -> 8.07 (1.08 x;
+  twice more 8.55 -> 8.31, 8.58 -> 7.95), attr1 17.60 -> 15.98 (1.10 x), attr3 8.57 -> 8.02
+  (1.07 x), attr6 7.74 -> 7.37 (1.05 x); seed 0: attr1 15.04 -> 12.60 (1.19 x), attr3 7.71 ->
+  6.99 (1.10 x), attr6 24.80 -> 16.82 (1.47 x); the same test AUCs and selections, every
+  search fit converged; the unit's inner CG iterations 0.36-0.54 x (78-117 LM steps per
+  unit; less gain than that suggests: a CG iteration costs 1.5 x and the block-coordinate
+  iterations are unchanged).  Simulated (5 points) and MovieLens (2 points; n_t > d, the LM
+  phase does not start): old and new iterates bit-identical.  Coupling through the whole C (W
+  and the free B entries: C U2 = J1 (J2^T U2), two more d x T x T products) rather than its W
+  part alone (C_W = J1_W J2_W^T: one projection / lift pair): the W part alone cut the inner
+  iterations as much and cost less per iteration (units 1.08-1.21 x), but on
+  synthetic-attributes seed 0 attr6 its steps were rejected 43 times in the unit (7
+  hand-backs; old 11 and 3; full coupling 0 and 1), unit CPU 24.8 -> 52.5 s.  Not changed:
+  the objective, the forcing terms, the active-set screening, the acceptance and damping
+  rules.  Still path-sensitive: where the LM phase rejects steps a different inexact step can
+  cost or save a lot (attr6 seed 0, (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both
+  certified); (10, 10) on synthetic-attributes[seed=101] attr1, a decade outside the start
+  range, caps at 2,000 iterations in both (F 111.2 old, 121.9 new).
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
@@ -206,12 +240,12 @@ Measured (issue 23, fifth round; old = the fourth round's solver).  Per fit
 (1, 3) identical; at the six transfer points of the searched range both fits end at or below
 the certificate level (|F_new - F_old| <= 9.7e-10 F_0), in 14-90 outer iterations instead of
 20-601, and (10, 10), which capped at F = 44.3 before, now reaches the certificate in 54
-iterations.  Simulated
-(5 points): relative differences <= 4e-13, or new lower (-2.7e-6 at (1, 0.3), -1.8e-5 at
-(3, 0.1)).  MovieLens (T = 587, d = 21, n_t > d): at (1, 1) and (1, 0.3) the iterates are
-bit-identical to the old ones (the LM phase does not start; the B-step's saved product is the
-only change there), CPU 2.62 -> 2.60 s at (1, 1).  Still capped in both solvers (positive
-optimum, block iterations only, not addressed here): simulated (3, 0.1) and MovieLens (1, 0.3).
+iterations.  Simulated (5 points): relative differences <= 4e-13, or new lower (-2.7e-6 at
+(1, 0.3), -1.8e-5 at (3, 0.1)).  MovieLens (T = 587, d = 21, n_t > d): at (1, 1) and (1, 0.3)
+the iterates are bit-identical to the old ones (the LM phase does not start; the B-step's
+saved product is the only change there), CPU 2.62 -> 2.60 s at (1, 1).  Still capped in both
+solvers (positive optimum, block iterations only, not addressed here): simulated (3, 0.1) and
+MovieLens (1, 0.3).
 Per unit (search + refit, CPU seconds of old and new units run at the same time, one per
 core; the machine was loaded, so wall times were 3-6 x these): synthetic-attributes[seed=101]
 attr0 39.3 -> 26.7 (1.47 x); seed 0: attr1 60.0 -> 46.2 (1.30 x; old: 1 capped search fit),
@@ -454,6 +488,99 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
+def _recon_block_inverse(W, B, lam, nu):
+    """U -> (2 lam (U (I - B)^T (I - B) + W W^T U) + nu U)^{-1} (d x T -> d x T), exact, in the
+    eigenbases of (I - B)^T (I - B) (T x T) and W W^T (through the T x T Gram W^T W; eigenvalues
+    below 1e-12 of the largest count as 0).  The reconstruction block of J J^T + nu I when every
+    B entry, the diagonal included, is free (``_lm_preconditioner``)."""
+    T = B.shape[0]
+    IB = np.eye(T) - B
+    ln, Qn = np.linalg.eigh(IB.T @ IB)
+    lk, Vk = np.linalg.eigh(W.T @ W)
+    keep = lk > 1e-12 * max(float(lk[-1]), 1e-300)
+    lk, Qk = lk[keep], (W @ Vk[:, keep]) / np.sqrt(lk[keep])
+    den_0 = 2.0 * lam * ln + nu
+    dden = 1.0 / (2.0 * lam * (lk[:, None] + ln[None, :]) + nu) - 1.0 / den_0
+
+    def solve(U2):
+        # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed once:
+        # two d x T x T products instead of three
+        M = U2 @ Qn
+        return (M / den_0 + Qk @ ((Qk.T @ M) * dden)) @ Qn.T
+
+    return solve
+
+
+def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu, nu, free,
+                       recon=None, coupling=None):
+    """The preconditioner of the Levenberg-Marquardt inner CG (``_gauss_newton_step``) on the
+    free set ``free`` (T x T bool, diagonal False): a function (u1, U2) -> M^{-1} (u1, U2), u1
+    T x (r + 1) (loss residuals), U2 d x T (reconstruction residuals).
+
+    With J = [J1; J2] (J1: Jacobian of r1 = [sqrt(c_t) E_t]_t, J2: of r2 = sqrt(2 lam) (W - W B),
+    both with respect to (W, free B entries)), D1 = the loss block, inverted exactly: per task
+    c_t diag(e_t) + beta_t E_t E_t^T + nu, beta_t = mu^2 / (4 c_t) x (free entries of row t) (a
+    Sherman-Morrison solve; = J1 J1^T + nu I when V_t has orthonormal columns), and D2 = the
+    reconstruction block 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (``_recon_block_inverse``;
+    J2 J2^T + nu I when every B entry is free).  ``coupling``:
+
+    * "none": block Jacobi, M = diag(D1, D2);
+    * "w": symmetric block Gauss-Seidel M = (D + L) D^{-1} (D + L^T), L = [[0, 0],
+      [C^T, 0]], with C = J1_W J2_W^T the W part of the off-diagonal block J1 J2^T
+      (C U2 = [sqrt(c_t) s_t o V_t^T (sqrt(2 lam) (U2 - U2 B^T))_t, 0]; one projection);
+    * "full" (``_GN_COUPLING``, the default): the same with the whole off-diagonal block
+      C = J1 J2^T (W and the free B entries; two more d x T x T products per application).
+
+    Applying M^{-1} q: z1 = D1^{-1} q1; z2 = D2^{-1} (q2 - C^T z1); z1 = D1^{-1} (q1 - C z2).
+    M is symmetric positive definite whenever D is (M = (D + L) D^{-1} (D + L)^T), so CG stays
+    valid; C^T is the exact adjoint of C (``spec.lift`` is the adjoint of ``spec.project``)."""
+    coupling = _GN_COUPLING if coupling is None else coupling
+    T, r = spec.T, spec.r
+    c = 1.0 + mu * B.sum(axis=1)
+    if recon is None:
+        recon = _recon_block_inverse(W, B, lam, nu)
+    diag1 = np.concatenate([c[:, None] * spec.e, np.zeros((T, 1))], axis=1) + nu
+    beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
+    Ed = E / diag1
+    sm = beta / (1.0 + beta * np.einsum("tr,tr->t", E, Ed))
+
+    def d1_solve(u1):
+        return u1 / diag1 - (sm * np.einsum("tr,tr->t", Ed, u1))[:, None] * Ed
+
+    if coupling == "none":
+        return lambda u1, U2: (d1_solve(u1), recon(U2))
+    s2 = np.sqrt(2.0 * lam)
+    scs = np.sqrt(c)[:, None] * res.s                 # T x r
+    Bt = np.ascontiguousarray(B.T)
+    full = coupling == "full"
+    if full:
+        mask = free.astype(np.float64)
+        half = mu / (2.0 * np.sqrt(c))
+
+    def c_apply(U2):                                  # C U2: d x T -> T x (r + 1)
+        out = np.zeros((T, r + 1))
+        out[:, :r] = scs * spec.project(s2 * (U2 - U2 @ Bt))
+        if full:
+            g = -s2 * np.einsum("ts,ts->t", W.T @ U2, mask)
+            out += (half * g)[:, None] * E
+        return out
+
+    def ct_apply(u1):                                 # C^T u1: T x (r + 1) -> d x T
+        X = spec.lift(scs * u1[:, :r])
+        out = s2 * (X - X @ B)
+        if full:
+            q = half * np.einsum("tr,tr->t", E, u1)
+            out -= s2 * (W @ (q[:, None] * mask))
+        return out
+
+    def apply(u1, U2):
+        z1 = d1_solve(u1)
+        z2 = recon(U2 - ct_apply(z1))
+        return d1_solve(u1 - c_apply(z2)), z2
+
+    return apply
+
+
 def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
                        eta_screen=None):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
@@ -462,45 +589,33 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     negative partial derivative; never the diagonal).  The step minimises
     ||r + J delta||^2 + nu ||delta||^2, i.e. delta = J^T y with (J J^T + nu I) y = -r, solved by
     preconditioned CG in the residual space (T (r + 1) + d T unknowns) to relative residual
-    ``eta`` (at most ``max_cg`` iterations).  Preconditioner: J J^T without its off-diagonal
-    blocks, exact on each block: per task c_t diag(e_t) + beta_t E_t E_t^T + nu (a
-    Sherman-Morrison solve), and for the reconstruction block the Sylvester operator
-    U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry is
-    free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T.  Entries of B that the
-    step would drive below 0 are set to 0 and the step recomputed for the others (warm-started),
-    at most ``resolves`` times; what still goes below 0 is clipped.  With ``eta_screen`` > ``eta``
-    the solves that only pick the active set (those before the last re-solve) stop at relative
-    residual ``eta_screen``; the returned step always comes from a solve to ``eta`` (a screening
-    solve that fixes no entry is continued, warm-started, to ``eta`` on the same free set).
+    ``eta`` (at most ``max_cg`` iterations).  Preconditioner (``_lm_preconditioner``): symmetric
+    block Gauss-Seidel over the two diagonal blocks of J J^T + nu I, which are inverted exactly
+    as before: per task c_t diag(e_t) + beta_t E_t E_t^T + nu (a Sherman-Morrison solve), and
+    for the reconstruction block the Sylvester operator
+    U -> 2 lam (U (I - B)^T (I - B) + W W^T U) + nu U (what J J^T is there when every B entry
+    is free), inverted in the eigenbases of (I - B)^T (I - B) and W W^T
+    (``_recon_block_inverse``); the off-diagonal block C = J1 J2^T (loss rows x reconstruction
+    rows; through W and the free B entries) enters as M = (D + L) D^{-1} (D + L^T),
+    L = [[0, 0], [C^T, 0]], SPD like D.  Why: block Jacobi (M = D, until issue 23's sixth
+    round) ignores that both residuals move with W; the inner iterations halve (the measured
+    numbers are in the module docstring).
+    Entries of B that the step would drive below 0 are set to 0 and the step recomputed for the
+    others (warm-started), at most ``resolves`` times; what still goes below 0 is clipped.  With
+    ``eta_screen`` > ``eta`` the solves that only pick the active set (those before the last
+    re-solve) stop at relative residual ``eta_screen``; the returned step always comes from a
+    solve to ``eta`` (a screening solve that fixes no entry is continued, warm-started, to
+    ``eta`` on the same free set).
     Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
     fraction a of the projected step (``along(1)`` is the step itself)."""
     T = spec.T
-    c = 1.0 + mu * B.sum(axis=1)
     L = 0.5 * np.einsum("tr,tr->t", E, E)
     gB = mu * L[:, None] - 2.0 * lam * (W.T @ R)
     free = (B > 0) | (gB < 0)
     np.fill_diagonal(free, False)
     r1, r2, jac, jac_t = _residual_jacobian(spec, res, W, B, E, R, lam, mu)
 
-    IB = np.eye(T) - B
-    ln, Qn = np.linalg.eigh(IB.T @ IB)
-    Kw = W.T @ W                               # W W^T = Qk diag(lk) Qk^T through the T x T Gram
-    lk, Vk = np.linalg.eigh(Kw)
-    keep = lk > 1e-12 * max(float(lk[-1]), 1e-300)
-    lk, Qk = lk[keep], (W @ Vk[:, keep]) / np.sqrt(lk[keep])
-    den_k = 2.0 * lam * (lk[:, None] + ln[None, :]) + nu
-    den_0 = 2.0 * lam * ln + nu
-    diag1 = np.concatenate([c[:, None] * spec.e, np.zeros((T, 1))], axis=1) + nu
-
-    dden = 1.0 / den_k - 1.0 / den_0
-
-    def precond(u1, U2, Ed, sm):
-        p1 = u1 / diag1 - (sm * np.einsum("tr,tr->t", Ed, u1))[:, None] * Ed
-        # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed once:
-        # two d x T x T products instead of three
-        M = U2 @ Qn
-        P2 = (M / den_0 + Qk @ ((Qk.T @ M) * dden)) @ Qn.T
-        return p1, P2
+    recon = _recon_block_inverse(W, B, lam, nu)
 
     y1, y2 = np.zeros_like(r1), np.zeros_like(r2)
     fixed = np.zeros((T, T), dtype=bool)
@@ -511,9 +626,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         attempt += 1
         loose = screening and attempt < int(resolves)
         mask = free.astype(np.float64)
-        beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
-        Ed = E / diag1
-        sm = beta / (1.0 + beta * np.einsum("tr,tr->t", E, Ed))
+        precond = _lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free, recon)
         dB_fix = np.where(fixed, -B, 0.0)
         f1, f2 = jac(np.zeros_like(W), dB_fix)
         b1, b2 = -r1 - f1, -r2 - f2
@@ -521,7 +634,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         h1, h2 = jac(dW, dB)
         q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
         thr = float(eta_screen if loose else eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
-        z1, z2 = precond(q1, q2, Ed, sm)
+        z1, z2 = precond(q1, q2)
         p1, p2 = z1, z2
         rz = np.sum(q1 * z1) + np.sum(q2 * z2)
         for _ in range(int(max_cg)):
@@ -536,7 +649,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             y2 += alpha * p2
             q1 -= alpha * h1
             q2 -= alpha * h2
-            z1, z2 = precond(q1, q2, Ed, sm)
+            z1, z2 = precond(q1, q2)
             rz_new = np.sum(q1 * z1) + np.sum(q2 * z2)
             p1 = z1 + (rz_new / rz) * p1
             p2 = z2 + (rz_new / rz) * p2
@@ -572,6 +685,8 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
 # block-coordinate iterations; a window of steps that must halve F
 _GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0.2, 100, 3, 3, 10
 _GN_WINDOW_FALL = 0.5
+# coupling of the inner CG's preconditioner (``_lm_preconditioner``)
+_GN_COUPLING = "full"
 # forcing term of the inner solves that only screen the active set (all but the last)
 _GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
@@ -644,8 +759,10 @@ class AMTL(LinearMTLModel):
     # 23's fourth round, divided by that round's old/new unit-time ratio there (1.44 and 1.72
     # in two side-by-side bench_paper_scale.py runs on a loaded machine), = 35.0, divided by the
     # fifth round's old/new ratio of the unit's CPU time there (39.3 s / 26.7 s = 1.47, old and
-    # new run at the same time, one per core, on a loaded machine)
-    cost_hint = 24.0
+    # new run at the same time, one per core, on a loaded machine), = 24.0, divided by the sixth
+    # round's (block Gauss-Seidel preconditioner) ratio there: 1.06 (unit CPU seconds of old and
+    # new in one process, three pairs: 25.88 s / 24.33 s; module docstring)
+    cost_hint = 22.6
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
     # the loss.  Units of this machine (issue 24's run; T = 139 .. 587, sizes 5e4 .. 2e6):
