@@ -374,6 +374,27 @@ class ResultStore:
         df["model_name"] = [_name_of(v, m) for v, m in zip(df.model_config, df.model)]
         return df.drop(columns=["model_config"])
 
+    def delete_units(self, keys: Iterable[str]) -> int:
+        """Remove these units with their per-task scores and arrays, in one transaction;
+        returns how many units were removed."""
+        keys = list(keys)
+        if self.readonly:
+            raise StoreError(f"cannot delete units from {str(self.path)!r}: opened read-only")
+        try:
+            with self._conn:
+                n = 0
+                for i in range(0, len(keys), 500):
+                    part = keys[i:i + 500]
+                    marks = ", ".join("?" * len(part))
+                    for table in ("task_scores", "arrays"):
+                        self._conn.execute(f"DELETE FROM {table} WHERE key IN ({marks})", part)
+                    n += self._conn.execute(f"DELETE FROM units WHERE key IN ({marks})",
+                                            part).rowcount
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot delete units from {str(self.path)!r}: "
+                             f"{_cause(self.path, exc)}") from None
+        return n
+
     # ------------------------------------------------------------------ races
     def write_race(self, rows: Iterable[dict[str, Any]]) -> None:
         """Insert or replace the rows of one race (:data:`RACE_COLUMNS`), in one transaction."""

@@ -17,8 +17,14 @@ else;
 compares every unit of the store with the published unit of the same key (selection, test AUC,
 every per-task AUC, bit for bit) and prints the differences: the recomputed repetition-0 units
 check that this machine reproduces the published numbers.  ``publish_all.sh`` runs both when its
-store does not exist yet.  Exit status: 0, or 1 if ``check`` found a difference (``restore``
-refuses a file that fails an import check with a one-line reason and status 2).
+store does not exist yet.
+
+    python scripts/restore_store.py prune [--delete]
+
+lists the store's units made by other code than is installed (superseded by a republication:
+the tables leave them out and count them) and, with ``--delete``, removes them; copy the store
+first if you may want them back.  Exit status: 0, or 1 if ``check`` found a difference
+(``restore`` refuses a file that fails an import check with a one-line reason and status 2).
 """
 from __future__ import annotations
 
@@ -38,16 +44,47 @@ def _files(folder: Path) -> list[Path]:
     return out
 
 
+def _prune(path: str, delete: bool) -> int:
+    from collections import Counter
+
+    from mtlbench.plugins import get_registry
+    from mtlbench.provenance import stale_keys
+    from mtlbench.store import ResultStore
+
+    if not Path(path).exists():
+        print(f"no store {path}", file=sys.stderr)
+        return 2
+    with ResultStore(path, readonly=not delete) as store:
+        stale = stale_keys(store, get_registry())
+        units = store.units(keys=stale)
+        why = {}
+        for key, model, dataset in zip(units["key"], units["model"], units["dataset"]):
+            why.setdefault((model, dataset), "; ".join(stale[key]))
+        for (model, dataset), n in sorted(Counter(zip(units["model"], units["dataset"])).items()):
+            print(f"{model} {dataset}: {n} unit(s) of other code ({why[model, dataset]})")
+        if delete and stale:
+            n = store.delete_units(stale)
+            print(f"removed {n} unit(s) made by other code than is installed")
+        else:
+            print(f"{len(stale)} unit(s) made by other code than is installed"
+                  + ("" if not stale else "; --delete removes them"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("action", choices=("restore", "check"))
+    ap.add_argument("action", choices=("restore", "check", "prune"))
     ap.add_argument("--leaderboards", default="leaderboards", help="published folder")
     ap.add_argument("--store", default="results/published.sqlite")
     ap.add_argument("--data-dir", default=None,
                     help="folder of the real data sets (also $MTLBENCH_DATA_DIR)")
     ap.add_argument("--rep0", action="store_true",
                     help="restore repetition 0 too (the figures then lack their arrays)")
+    ap.add_argument("--delete", action="store_true",
+                    help="prune: remove the listed units (default: only list them)")
     args = ap.parse_args(argv)
+    if args.action == "prune":
+        return _prune(args.store, args.delete)
 
     from mtlbench.dataset import resolve_data_dir
     from mtlbench.errors import MTLBenchError

@@ -169,3 +169,29 @@ def test_units_races_and_dask_runs_load_through_it(monkeypatch):
         unit.load_problem.cache_clear()
     assert set(ds.seen) == {1}
 
+
+
+def test_prune_lists_then_removes_units_of_other_code(published, tmp_path, capsys):
+    store, _ = published
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(Path(store).read_bytes())
+    con = sqlite3.connect(copy)
+    for key, prov in con.execute("SELECT key, provenance FROM units WHERE model = 'lasso' "
+                                 "AND rep > 0").fetchall():
+        p = json.loads(prov)
+        p["model"]["code"] = "0" * 16          # as if made before lasso's solver changed
+        con.execute("UPDATE units SET provenance = ? WHERE key = ?", (json.dumps(p), key))
+    con.commit()
+    con.close()
+    script = _script()
+    assert script.main(["prune", "--store", str(copy)]) == 0
+    text = capsys.readouterr().out
+    assert "lasso simulated: 2 unit(s) of other code (model code changed" in text
+    assert len(_units(copy)) == 6                                   # only listed
+    assert script.main(["prune", "--store", str(copy), "--delete"]) == 0
+    assert "removed 2 unit(s)" in capsys.readouterr().out
+    left = _units(copy)
+    assert len(left) == 4 and sorted(v[0] for v in left.values()).count("lasso") == 1
+    con = sqlite3.connect(copy)
+    assert con.execute("SELECT COUNT(DISTINCT key) FROM task_scores").fetchone()[0] == 4
+    con.close()
