@@ -176,7 +176,7 @@ def estimate_wall_time(todo: Sequence["UnitSpec"], expected: Mapping[str, "Expec
 def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:
     """A ``dataset/problem`` the dataset does not list: let the dataset explain (its loader
     knows what the user's folder holds and what to use instead) before the generic message."""
-    from .dataset import problems_of
+    from .dataset import load_tasks, problems_of
     from .errors import UnknownNameError
 
     for name in names:
@@ -187,7 +187,7 @@ def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None)
         listed = problems_of(ds, data_dir)
         if listed and prob not in listed:
             try:
-                ds.load(prob, data_dir=data_dir)
+                load_tasks(ds, prob, data_dir)
             except UnknownNameError:  # the dataset's own account of the problem name
                 raise
             except Exception:  # noqa: BLE001 - missing data etc.: the generic message follows
@@ -375,7 +375,7 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
     is at hand (``note`` says why a problem could not be loaded; a dataset that lists no
     problems without its files gives one row with ``problem=None``).  ``layout`` adds the
     dataset's file-layout help."""
-    from .dataset import problems_of, resolve_data_dir
+    from .dataset import load_tasks, problems_of, resolve_data_dir
     from .errors import MTLBenchError
     from .plugins import get_registry
 
@@ -400,7 +400,7 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
             row = {**base, "problem": prob}
             if load and base["availability"] in ("generated", "cached", "in data-dir"):
                 try:
-                    s = ds.load(prob, data_dir=ddir).summary()
+                    s = load_tasks(ds, prob, ddir).summary()
                     row.update(tasks=int(s["tasks"]), items=int(s["items"]),
                                features=int(s["features"]),
                                positive_share=round(float(s["positive_share"]), 3))
