@@ -40,6 +40,7 @@ from typing import Any, Mapping
 
 __all__ = ["code_fingerprint", "source_files", "class_provenance", "unit_provenance",
            "model_provenance", "dataset_provenance", "provenance_differences", "stale_keys",
+           "other_code_units",
            "stale_note"]
 
 #: The core's package: never part of a plugin's fingerprint (its version is recorded instead).
@@ -292,12 +293,21 @@ def stale_keys(store: Any, registry: Any, keys: Any = None) -> dict[str, list[st
     """Units of ``store`` (all, or ``keys``) made by other code than what is installed now:
     ``{key: [reason, ...]}`` (a model or dataset no longer installed, another plugin version,
     changed code, or no fingerprint because an older mtlbench stored it)."""
-    df = store.units(keys=keys)
+    return other_code_units(store.units(keys=keys), registry)
+
+
+def other_code_units(units: Any, registry: Any, judge_unknown: bool = True) -> dict[str, list[str]]:
+    """The rows of a unit table (``ResultStore.units``) made by other code than what is
+    installed now: ``{key: [reason, ...]}``.  With ``judge_unknown`` False, units stored
+    without a fingerprint and units of a model or dataset not installed here are not judged
+    (left out) instead of reported."""
     out: dict[str, list[str]] = {}
     current: dict[tuple[str, str], Any] = {}
-    for key, config, dataset, prov in zip(df["key"], df["model_config"], df["dataset"],
-                                          df["provenance"]):
+    for key, config, dataset, prov in zip(units["key"], units["model_config"], units["dataset"],
+                                          units["provenance"]):
         name = (config or {}).get("name") if isinstance(config, dict) else None
+        if not judge_unknown and (not prov or not name):
+            continue
         pk = (str(name), str(dataset))
         if pk not in current:
             try:
@@ -305,7 +315,8 @@ def stale_keys(store: Any, registry: Any, keys: Any = None) -> dict[str, list[st
             except Exception:  # noqa: BLE001 - uninstalled model or dataset
                 current[pk] = None
         if current[pk] is None:
-            out[key] = [f"model {name!r} or dataset {dataset!r} is not installed now"]
+            if judge_unknown:
+                out[key] = [f"model {name!r} or dataset {dataset!r} is not installed now"]
             continue
         diff = provenance_differences(prov, current[pk])
         if diff:

@@ -312,34 +312,21 @@ def _other_code_notes(units: pd.DataFrame) -> list[str]:
     stored fingerprint, and models or datasets not installed here (imported third-party
     results), are not judged."""
     from ..plugins import get_registry
-    from ..provenance import provenance_differences, unit_provenance
+    from ..provenance import other_code_units
 
     try:
-        reg = get_registry()
+        other = other_code_units(units, get_registry(), judge_unknown=False)
     except Exception:  # noqa: BLE001 - a note must not stop a table
         return []
-    current: dict[tuple[str, str], Any] = {}
-    other: dict[str, Counter] = {}
     total = Counter(units["model"])
-    for label, config, dataset, prov in zip(units["model"], units["model_config"],
-                                            units["dataset"], units["provenance"]):
-        name = config.get("name") if isinstance(config, dict) else None
-        if not prov or not name:
-            continue
-        pk = (str(name), str(dataset))
-        if pk not in current:
-            try:
-                current[pk] = unit_provenance(reg, *pk)
-            except Exception:  # noqa: BLE001 - not installed here: not judged
-                current[pk] = None
-        if current[pk] is None:
-            continue
-        for why in provenance_differences(prov, current[pk]):
-            other.setdefault(label, Counter())[why] += 1
-    return [f"{label}: {max(why.values())} of its {total[label]} unit(s) were made by other code "
-            f"than is installed now ({'; '.join(sorted(why))}); the table shows them as that "
+    why: dict[str, Counter] = {}
+    for label, key in zip(units["model"], units["key"]):
+        for reason in other.get(key, ()):
+            why.setdefault(label, Counter())[reason] += 1
+    return [f"{label}: {max(c.values())} of its {total[label]} unit(s) were made by other code "
+            f"than is installed now ({'; '.join(sorted(c))}); the table shows them as that "
             "code computed them ('mtlbench compare' would recompute them)."
-            for label, why in sorted(other.items())]
+            for label, c in sorted(why.items())]
 
 
 def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame) -> list[str]:
