@@ -254,7 +254,10 @@ def edge_report(space: Mapping[str, Any], trace: Sequence[Mapping[str, Any]],
         if not declared.ordered or not _is_num(v):
             continue
         par = resolve(declared, selected, context or {})
-        if par.at_low(v) or par.at_high(v):
+        # at the searcher's resolution: points are told apart by their 12 significant digits,
+        # so a start value within rounding of a bound (999.9999999999999 under high = 1000)
+        # is that bound, and the search rightly does not extend past it
+        if any(par.at_low(x) or par.at_high(x) for x in (v, _clean(v))):
             at_bound.append(key)
             continue
         vals = sorted({_clean(t["params"][key]) for t in trace

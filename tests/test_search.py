@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from mtlbench import Categorical, Int, LinearMTLModel, Linear, Log, TaskSet
 from mtlbench.protocol import ProtocolConfig, parameter_grid, run_protocol
@@ -248,6 +248,9 @@ def test_space_json_round_trip():
                     unique_by=lambda v: round(math.log(v), 6)),
        peak=st.floats(-6, 6), budget=st.integers(4, 25),
        high=st.one_of(st.none(), st.floats(1e3, 1e5)))
+# a start value within rounding of the bound is that bound; the bound itself, exactly
+@example(grid=[999.9999999999999], peak=3.0, budget=4, high=1000.0)
+@example(grid=[11.0], peak=3.0, budget=4, high=1000.6224371040516)
 def test_adaptive_properties(grid, peak, budget, high):
     """Whatever the grid, peak, budget and bound: at most ``budget`` fits (unless the start
     is larger: it is fitted in full, as by the protocol), no point twice, every point within
