@@ -104,6 +104,7 @@ class Estimate:
     compute_seconds: float       # sum of the expected unit times
     by_source: dict[str, tuple[int, float]]  # source -> (units, seconds)
     workers: int | None          # None: a Dask cluster of unknown size
+    hint_scaling: str = ""       # how hints were scaled to this machine (Expected.note)
 
     @property
     def units(self) -> int:
@@ -125,7 +126,8 @@ class Estimate:
         for src, what in (("stored", "from stored times of the same model and problem"),
                           ("scaled", "extrapolated from the model's times on other problems, "
                                      "scaled by problem size"),
-                          ("hint", "extrapolated from the model's cost_hint"),
+                          ("hint", "extrapolated from the model's cost_hint"
+                                   + (f" ({self.hint_scaling})" if self.hint_scaling else "")),
                           ("default", "with no time or hint at all, counted as 1 s each")):
             n, t = self.by_source.get(src, (0, 0.0))
             if n:
@@ -170,7 +172,8 @@ def estimate_wall_time(todo: Sequence["UnitSpec"], expected: Mapping[str, "Expec
         by_source[e.source] = (n + 1, t + e.seconds)
     compute = float(sum(e.seconds for e in times))
     wall = spread_longest_first([e.seconds for e in times], workers) if workers else None
-    return Estimate(wall, compute, by_source, workers)
+    notes = sorted({e.note for e in times if e.source == "hint" and e.note})
+    return Estimate(wall, compute, by_source, workers, "; ".join(notes))
 
 
 def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:
@@ -235,7 +238,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     settings; nothing runs."""
     from .dataset import resolve_data_dir
     from .plugins import get_registry
-    from .runner.cost import expected_unit_seconds, problem_size, problem_tasks
+    from .runner.cost import (expected_unit_seconds, probed_machine_speed, problem_size,
+                              problem_tasks)
     from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
                          resolve_problems)
@@ -294,7 +298,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     expected = expected_unit_seconds(
         todo, history, {pid: problem_size(s) for pid, s in summaries.items()},
         cost_hint_reader(reg), {pid: problem_tasks(s) for pid, s in summaries.items()},
-        cost_scaling_reader(reg))
+        cost_scaling_reader(reg), probed_machine_speed)
     workers = _workers(jobs, scheduler)
     return Plan(specs=specs, todo=todo, selections=selections, problems=problems,
                 summaries=summaries, config=pconf,

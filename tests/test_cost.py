@@ -153,3 +153,54 @@ def test_every_builtin_model_has_a_cost_hint():
             declared = getattr(reg.model_class(name), "cost_scaling", None)
             if declared is not None:  # a built-in declaration must be read as written
                 assert scaling_exponents(declared) == {**DEFAULT_SCALING, **declared}, name
+
+
+def test_with_nothing_timed_here_hints_are_scaled_by_the_machine_probe():
+    calls = []
+
+    def speed():
+        calls.append(1)
+        return 0.4
+
+    specs = [Spec("b", "p"), Spec("b", "p", 1), Spec("c", "p")]
+    exp = expected_unit_seconds(specs, None, {"p": REFERENCE_SIZE}, {"b": 10.0, "c": 5.0}.get,
+                                machine_speed=speed)
+    assert exp["b/p/0"] == Expected(pytest.approx(4.0, rel=1e-12), "hint")
+    assert exp["c/p/0"].seconds == pytest.approx(2.0, rel=1e-12)
+    assert "timed probe" in exp["b/p/0"].note
+    assert len(calls) == 1                                   # probed once per plan
+    # nothing needs a hint: the probe is not run
+    expected_unit_seconds([Spec("d", "p")], None, {"p": 1.0}, None, machine_speed=speed)
+    assert len(calls) == 1
+
+
+def test_models_timed_here_take_precedence_over_the_probe():
+    history = _history([("a", "a", "p", 6.0, REFERENCE_SIZE)])
+
+    def speed():
+        raise AssertionError("the probe must not run when stored times give the factor")
+
+    exp = expected_unit_seconds([Spec("b", "p")], history, {"p": REFERENCE_SIZE},
+                                {"a": 2.0, "b": 10.0}.get, machine_speed=speed)
+    assert exp["b/p/0"] == Expected(pytest.approx(30.0, rel=1e-12), "hint")
+    assert "timed here" in exp["b/p/0"].note
+
+
+@pytest.mark.parametrize("speed", [lambda: float("nan"), lambda: 0.0, lambda: 1 / 0])
+def test_a_broken_probe_leaves_hints_unscaled(speed):
+    exp = expected_unit_seconds([Spec("b", "p")], None, {"p": REFERENCE_SIZE}, {"b": 10.0}.get,
+                                machine_speed=speed)
+    assert exp["b/p/0"] == Expected(pytest.approx(10.0, rel=1e-12), "hint")
+    assert "unscaled" in exp["b/p/0"].note
+
+
+def test_the_machine_probe_is_a_positive_time_and_the_plan_names_it():
+    from mtlbench.runner.cost import machine_probe_seconds, probed_machine_speed
+
+    t = machine_probe_seconds()
+    assert 0.0 < t < 60.0
+    assert probed_machine_speed() > 0.0
+    todo = [Spec("c", "p")]
+    est = api.estimate_wall_time(todo, {"c/p/0": Expected(1.0, "hint", "x0.4 for this machine: "
+                                                                      "a timed probe")}, 2)
+    assert "cost_hint (x0.4 for this machine: a timed probe)" in est.text()

@@ -13,7 +13,8 @@ wall-time estimate (``compare --dry-run``).  For each pending unit, in order of 
     the model class's ``cost_hint`` (seconds of one unit on the reference problem
     :data:`REFERENCE_PROBLEM`, default search and budget, one BLAS thread, on the machine of
     :data:`REFERENCE_MACHINE`), scaled to the unit's problem by size as above and to this
-    machine by the median ratio of stored to hinted times of units that have both;
+    machine by the median ratio of stored to hinted times of units that have both, or, where
+    no unit has both (an empty store), by the machine probe below;
 ``default``
     :data:`DEFAULT_COST` (a model without a hint and never timed).
 
@@ -31,12 +32,26 @@ per iteration against O(N d) for the loss) declares a task exponent.  A factor i
 where a measure of either problem is not known.  An extrapolated time is marked as such:
 between problems of one data set (e.g. the attributes of Shoes) the measures differ little and
 the scaled times are close; across data sets they are a rough guess.
+
+The machine probe (issue 23).  The hints are seconds on one machine; machines differ by
+several times (the same code ran 2-5x faster on a 2-core AVX-512 EPYC than on the 2-core
+machine the hints were first measured on, so an empty store's plan of the paper-scale job said
+84 min for a job measured at 33 min).  :func:`machine_probe_seconds` times a fixed workload of
+the kinds units spend their time on (batched per-task products over a paper-scale problem,
+T x T and d x d eigen-, singular-value and linear solves, a Python loop over tasks with small
+products), one BLAS thread, the best of five runs (the least disturbed by other load), about
+0.2 s in all, once per process and only when a plan needs it.  The hints are scaled by its
+ratio to :data:`REFERENCE_PROBE_SECONDS`, the probe's time on a machine where the hints hold.
+It is a proxy: models whose time goes to BLAS gain more from a wide-vector CPU than those
+whose time goes to Python, so one factor is right on average, not per model.
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 DEFAULT_COST = 1.0
@@ -50,14 +65,74 @@ REFERENCE_SIZE = 9500 * 100  # 190 users x 50 labels, 100 features
 REFERENCE_TASKS = 190
 REFERENCE_MACHINE = "2 cores (x86-64, OpenBLAS), one unit per core, nothing else running"
 SOURCES = ("stored", "scaled", "hint", "default")
+#: seconds of :func:`machine_probe_seconds` on a machine where the built-in models' cost_hints
+#: hold.  Calibration (2026-11-27, a 2-core AVX-512 "AMD EPYC", OpenBLAS 0.3.31, numpy 2.4.6):
+#: the probe took 0.029-0.033 s there; every built-in model's unit on REFERENCE_PROBLEM
+#: (``OMP_NUM_THREADS=1 python benchmarks/bench_paper_scale.py --dataset-params seed=101
+#: --problem attr0``; sum 33.1 s) took 0.21-0.40 x its hint, median 0.335 (the same median
+#: rule as the stored/hinted ratio above), so the reference is 0.030 / 0.335 = 0.090 s.
+REFERENCE_PROBE_SECONDS = 0.090
 
 
 @dataclass(frozen=True)
 class Expected:
-    """Expected seconds of one unit and where the number comes from (one of :data:`SOURCES`)."""
+    """Expected seconds of one unit and where the number comes from (one of :data:`SOURCES`);
+    ``note``: how a hint was scaled to this machine (not part of equality)."""
 
     seconds: float
     source: str
+    note: str = field(default="", compare=False)
+
+
+def _probe_workload(rng) -> float:
+    """The probe's fixed work (module docstring); returns a number so nothing is optimised
+    away."""
+    import numpy as np
+
+    T, n, d = 190, 50, 100                     # the reference problem's tasks, labels, features
+    X = rng.standard_normal((T, n, d))
+    y = np.sign(rng.standard_normal((T, n)))
+    W = np.zeros((d, T))
+    XT = X.transpose(0, 2, 1)
+    for _ in range(30):                        # batched per-task loss and gradient passes
+        r = np.matmul(X, W.T[:, :, None])[:, :, 0] - y
+        G = np.matmul(XT, r[:, :, None])[:, :, 0].T
+        W -= 1e-4 * G
+        np.maximum(W, 0.0, out=W)
+    C = W.T @ W + np.eye(T)
+    for _ in range(3):                         # T x T and d x T dense linear algebra
+        np.linalg.eigh(C)
+        np.linalg.svd(W, full_matrices=False)
+        np.linalg.solve(C, W.T)
+    acc = 0.0
+    for _ in range(5):                         # a Python loop over tasks, small products
+        for t in range(T):
+            g = X[t].T @ (X[t] @ W[:, t] - y[t])
+            acc += float(g @ g)
+    return acc
+
+
+@functools.lru_cache(maxsize=1)
+def machine_probe_seconds(repeats: int = 5) -> float:
+    """Wall seconds of the probe's workload on this machine, one BLAS thread, best of
+    ``repeats`` runs (cached for the process)."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    best = math.inf
+    with threadpool_limits(limits=1):
+        for _ in range(max(int(repeats), 1)):
+            rng = np.random.default_rng(0)
+            t0 = time.perf_counter()
+            _probe_workload(rng)
+            best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def probed_machine_speed() -> float:
+    """This machine's unit times over the hints' reference machine's, by the probe (< 1: this
+    machine is faster)."""
+    return machine_probe_seconds() / REFERENCE_PROBE_SECONDS
 
 
 def problem_size(summary: Mapping[str, Any]) -> float:
@@ -102,7 +177,8 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
                           sizes: Mapping[str, float] | None = None,
                           hint_of: Callable[[str], float | None] | None = None,
                           tasks: Mapping[str, float] | None = None,
-                          scaling_of: Callable[[str], Any] | None = None
+                          scaling_of: Callable[[str], Any] | None = None,
+                          machine_speed: Callable[[], float] | None = None
                           ) -> dict[str, Expected]:
     """Expected seconds of each unit, by key (see the module docstring for the rule).
 
@@ -111,7 +187,10 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
     :meth:`mtlbench.store.ResultStore.unit_times` returns); ``sizes`` and ``tasks``: problem
     id -> size and number of tasks of the problems being planned (the measures recorded with
     stored units fill in the rest); ``hint_of``: model name -> its ``cost_hint`` or None;
-    ``scaling_of``: model name -> its ``cost_scaling`` or None."""
+    ``scaling_of``: model name -> its ``cost_scaling`` or None; ``machine_speed``: called (at
+    most once, and only when a hint is used and no unit has both a stored time and a hint)
+    for this machine's times over the hints' machine's, e.g. :func:`probed_machine_speed`
+    (None, or a failure: 1)."""
     sizes = dict(sizes or {})
     tasks = dict(tasks or {})
     by_label: dict[tuple[str, str], float] = {}
@@ -179,7 +258,25 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
         h = hint(name)
         if h and sizes.get(prob):
             ratios.append(t / (h * from_reference(name, prob)))
-    machine = float(statistics.median(ratios)) if ratios else 1.0
+    machine: list[Any] = []                  # [factor, how], filled at the first hint
+
+    def machine_factor() -> tuple[float, str]:
+        if not machine:
+            if ratios:
+                f = float(statistics.median(ratios))
+                how = f"x{f:.2g} for this machine: models timed here against their hints"
+            else:
+                f, how = 1.0, "unscaled: nothing timed here and no machine probe"
+                if machine_speed is not None:
+                    try:
+                        v = float(machine_speed())
+                        if math.isfinite(v) and v > 0:
+                            f = v
+                            how = f"x{f:.2g} for this machine: a timed probe"
+                    except Exception:  # noqa: BLE001 - a planning aid only: unscaled
+                        pass
+            machine.extend((f, how))
+        return machine[0], machine[1]
 
     out: dict[str, Expected] = {}
     for s in specs:
@@ -195,7 +292,8 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
             continue
         h = hint(s.model)
         if h is not None:
-            out[s.key] = Expected(h * machine * from_reference(s.model, s.problem), "hint")
+            f, how = machine_factor()
+            out[s.key] = Expected(h * f * from_reference(s.model, s.problem), "hint", how)
             continue
         out[s.key] = Expected(DEFAULT_COST, "default")
     return out
