@@ -445,3 +445,30 @@ def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path)
     csv = to_csv(lb)
     assert "degenerate,selected_fit_not_converged,refit_not_converged,failed_search_fits" in csv
     st.close()
+
+
+def test_machines_name_their_cpu_and_units_without_one_are_kept_apart(tmp_path):
+    # two CPUs behind one host name (a machine replaced between sessions, issue 23): the
+    # provenance lists them apart, with the CPU where the units recorded it
+    rows = [unit("stl", r, 0.7) for r in range(3)]
+    rows += [unit("best", r, 0.8, extra={"versions": {
+        "mtlbench": "0.1.0", "plugin": "mtlbench 0.1.0", "cpu_count": "2",
+        "platform": "Linux-test", "cpu": "AMD EPYC, AVX-512"}}) for r in range(3)]
+    with make_store(tmp_path / "s.sqlite", rows) as st:
+        lb = build_leaderboard(st, "toy")
+    machines = {(m.cpu, m.units) for m in lb.provenance.machines}
+    assert machines == {(None, 3), ("AMD EPYC, AVX-512", 3)}
+    text = to_markdown(lb)
+    assert "testhost (2 CPUs, AMD EPYC, AVX-512, Linux-test; 3 units)" in text
+    assert "testhost (2 CPUs, Linux-test; 3 units)" in text
+    back = json.loads(to_json(lb))
+    assert [m.get("cpu") for m in back["provenance"]["machines"]] in (
+        [None, "AMD EPYC, AVX-512"], ["AMD EPYC, AVX-512", None])   # no key where not recorded
+
+
+def test_a_unit_records_the_cpu_it_ran_on():
+    from mtlbench.runner.unit import cpu_description, versions
+
+    cpu = cpu_description()
+    assert isinstance(cpu, str) and cpu
+    assert versions()["cpu"] == cpu

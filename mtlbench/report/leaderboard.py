@@ -478,9 +478,10 @@ def _machines(units: pd.DataFrame) -> list[Machine]:
     for host, v in zip(units["host"], units["versions"]):
         v = v if isinstance(v, dict) else {}
         machines[(host or "unknown", v.get("cpu_count", "not recorded"),
-                  v.get("platform", "not recorded"))] += 1
-    return [Machine(host=h, cpu_count=c, platform=pl, units=n)
-            for (h, c, pl), n in sorted(machines.items())]
+                  v.get("platform", "not recorded"), v.get("cpu"))] += 1
+    return [Machine(host=h, cpu_count=c, platform=pl, units=n, cpu=cpu)
+            for (h, c, pl, cpu), n in sorted(machines.items(),
+                                                  key=lambda kv: [str(x or "") for x in kv[0]])]
 
 
 def _provenance(units: pd.DataFrame, dataset: str) -> Provenance:

@@ -62,6 +62,8 @@ def _machines_text(machines: Sequence[Machine], units: bool = True,
     for m in machines:
         cpus = ("CPU count not recorded" if m.cpu_count in (None, "not recorded", "None")
                 else f"{m.cpu_count} CPUs")
+        if m.cpu not in (None, "not recorded", ""):
+            cpus += f", {m.cpu}"
         plat = "" if not platform or m.platform in (None, "not recorded") else f", {m.platform}"
         n = f"; {m.units} units" if units and len(machines) > 1 else ""
         parts.append(f"{m.host} ({cpus}{plat}{n})")
