@@ -27,7 +27,8 @@ Findings (2026-11-27, branch speed-coc6; no solver change adopted):
     backtracking C_g from the first sweep (x0.9 / x0.95 per sweep): F -0.9 % to +0.6 %;
     secant extrapolation every 10 sweeps: F mostly higher; null-space step at every ratio:
     F +0.4 % at two points, 1.7x CPU per sweep; backtracking C_g only once a sweep changed
-    F by <= 1e-6 and only outside the null-space step's range (``patches/coc_capped_delayed_ls.patch``):
+    F by <= 1e-6 and only outside the null-space step's range
+    (``patches/coc_capped_delayed_ls.patch``):
     8 of the 9 capped A fits converge (1,513-1,987 sweeps; attr2 rep 6 still capped), F lower at
     8 of 9 but +2.5e-3 at attr2 rep 13; B unchanged (capped); and in the unit attr1 rep 4 the
     search then selects elsewhere: test AUC 84.36 -> 81.69.  The experimental switches of
