@@ -1,6 +1,19 @@
 """Shared set-up of the benchmark scripts (run them as ``python benchmarks/NAME.py``)."""
 from __future__ import annotations
 
+import os
+
+
+def worker_env(tree: str | None = None) -> dict[str, str]:
+    """The environment of a timed worker process: one BLAS thread (as in every unit) and, for
+    the code of another git ref checked out at ``tree``, that tree's package, model and dataset
+    plugins first on PYTHONPATH."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [tree, f"{tree}/plugins", f"{tree}/datasets", env.get("PYTHONPATH", "")])
+    return env
+
 
 def simulated_specs(models: list[str], reps: int):
     """Planned units of ``models`` (selectors such as ``"stl"`` or ``"lasso[rho_ratio=0.1]"``)

@@ -46,6 +46,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import worker_env
+
 REPO = Path(__file__).resolve().parents[1]
 POINTS = {
     "A": {"k": 5, "lam_common": 0.0533669923121, "lam_group": 43.2876128108,
@@ -78,9 +81,7 @@ def _worker(path: str, params: str, model: str, out: str) -> None:
 
 
 def _run(tree, path, params, model, out=""):
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if tree:
-        env["PYTHONPATH"] = os.pathsep.join([tree, f"{tree}/plugins", f"{tree}/datasets"])
+    env = worker_env(tree)
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", path,
                            params, model, out], env=env, capture_output=True, text=True,
                           cwd=tree or str(REPO))
@@ -91,14 +92,13 @@ def _run(tree, path, params, model, out=""):
 
 
 def train_split(dataset: str, problem: str, rep: int):
+    """The protocol's training split of repetition ``rep``, loaded the way units load it (one
+    BLAS thread: the data's bits depend on it)."""
     from mtlbench.plugins import get_registry
-    from mtlbench.protocol import (ProtocolConfig, evaluable_tasks, make_split,
-                                   restrict_tasks)
+    from mtlbench.protocol import ProtocolConfig
+    from mtlbench.race import race_problem
 
-    tasks = get_registry().dataset(dataset).load(problem)
-    tasks = restrict_tasks(tasks, evaluable_tasks(tasks)[0])
-    split = make_split(tasks, ProtocolConfig(), rep)
-    return tasks.subset(split.train, name=f"{tasks.name}[train]", meta={})
+    return race_problem(get_registry(), dataset, problem, None, rep, ProtocolConfig())[0]
 
 
 def main() -> None:

@@ -30,6 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import worker_env
+
 REPO = Path(__file__).resolve().parents[1]
 UNIT_TARGET, SUM_TARGET = 10.0, 80.0
 
@@ -60,10 +63,7 @@ def _worker(tasks_path: str, model: str, rep: int) -> None:
 
 
 def _run(env_path: str | None, tasks_path: str, model: str, rep: int) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    if env_path:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [env_path, f"{env_path}/plugins", f"{env_path}/datasets", env.get("PYTHONPATH", "")])
+    env = worker_env(env_path)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", tasks_path, model, str(rep)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                           cwd=env_path or str(REPO))
