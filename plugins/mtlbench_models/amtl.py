@@ -196,6 +196,25 @@ guarded extrapolation of the outer iterates:
   cost or save a lot (attr6 seed 0, (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both
   certified); (10, 10) on synthetic-attributes[seed=101] attr1, a decade outside the start
   range, caps at 2,000 iterations in both (F 111.2 old, 121.9 new).
+  Shared products in the inner CG (issue 23, seventh round; ``_GN_SHARE``): with the full
+  coupling the preconditioner forms z2 - z2 B^T and W^T z2 for its C z2, and jac_t needs the
+  same two products for the search direction p2 = z2 + beta p2; both are linear in z2, so they
+  are carried along p2's recurrence instead of recomputed (two d x T x T products fewer per
+  inner iteration), and with orthonormal spectra (project(lift(x)) = x) the projection of the
+  W part of J^T p as well (one projection fewer); a step's first solve starts at y = 0, whose
+  residual needs no Jacobian product.  Only rounding changes (the same LM steps and inner
+  iterations at every fit measured, F within 5e-9 relative).  Per fit (bench_amtl_objective.py,
+  seed 101, attr0 / attr1 at (1, 1.3), (3.33, 2.43), (1, 1)): 1.07-1.11 x CPU; per unit
+  (bench_paper_scale.py, old/new wall time, one run each): seed 101 attr0 1.08 / 1.10 / 1.08 /
+  1.10 / 1.10, attr1 1.04 / 1.07 / 1.07 / 1.03, seed 0 attr6 1.09 / 1.11 (the same AUCs and
+  selections, every search fit converged; attr1's unit is mostly block iterations, which this
+  does not touch).  Tried in the same round and not adopted (benchmarks/patches/README.md):
+  Eisenstat-Walker forcing terms (looser solves while F falls slowly stall the phase, two fits
+  capped at 2,000 iterations; with a stall guard neutral) and warm-starting each step's first
+  inner solve from the previous step's solution scaled by the exact line minimiser (9-16 %
+  fewer inner iterations at seed 101 attr0, units 1.20-1.22 x there, but it changes the path,
+  and seed 0 attr6's (3.33, 2.43) fit, chaotic in its step count (33-53 LM steps across
+  variants), made that unit 0.94-0.97 x).
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
@@ -475,16 +494,22 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     scs = sc[:, None] * res.s
     half = mu / (2.0 * sc)
 
-    def jac(dW, dB):
+    def jac(dW, dB, PdW=None):
+        # PdW: spec.project(dW) when the caller has it
         u1 = (half * dB.sum(axis=1))[:, None] * E
-        u1[:, :r] += scs * spec.project(dW)
+        u1[:, :r] += scs * (spec.project(dW) if PdW is None else PdW)
         return u1, s2 * (dW - dW @ B - W @ dB)
 
     def jac_t(u1, U2, mask):
-        dW = spec.lift(scs * u1[:, :r]) + s2 * (U2 - U2 @ Bt)
-        q = half * np.einsum("tr,tr->t", E, u1)
-        return dW, (q[:, None] - s2 * (W.T @ U2)) * mask
+        return jac_t_parts(u1, U2 - U2 @ Bt, W.T @ U2, mask)
 
+    def jac_t_parts(u1, K2, WU2, mask):
+        # J^T [u1; U2] from K2 = U2 - U2 B^T and WU2 = W^T U2 (shared with the preconditioner)
+        dW = spec.lift(scs * u1[:, :r]) + s2 * K2
+        q = half * np.einsum("tr,tr->t", E, u1)
+        return dW, (q[:, None] - s2 * WU2) * mask
+
+    jac_t.parts = jac_t_parts
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
@@ -557,13 +582,20 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
         mask = free.astype(np.float64)
         half = mu / (2.0 * np.sqrt(c))
 
-    def c_apply(U2):                                  # C U2: d x T -> T x (r + 1)
+    def c_parts(U2):                                  # C U2 and the products it formed
+        K = U2 - U2 @ Bt
         out = np.zeros((T, r + 1))
-        out[:, :r] = scs * spec.project(s2 * (U2 - U2 @ Bt))
+        PK = spec.project(s2 * K)
+        out[:, :r] = scs * PK
+        WU = None
         if full:
-            g = -s2 * np.einsum("ts,ts->t", W.T @ U2, mask)
+            WU = W.T @ U2
+            g = -s2 * np.einsum("ts,ts->t", WU, mask)
             out += (half * g)[:, None] * E
-        return out
+        return out, K, WU, PK
+
+    def c_apply(U2):                                  # C U2: d x T -> T x (r + 1)
+        return c_parts(U2)[0]
 
     def ct_apply(u1):                                 # C^T u1: T x (r + 1) -> d x T
         X = spec.lift(scs * u1[:, :r])
@@ -578,11 +610,21 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
         z2 = recon(U2 - ct_apply(z1))
         return d1_solve(u1 - c_apply(z2)), z2
 
+    def apply_parts(u1, U2):
+        """apply, plus z2 - z2 B^T and W^T z2 (the products jac_t needs for z2; None for
+        W^T z2 unless the coupling is "full")."""
+        z1 = d1_solve(u1)
+        z2 = recon(U2 - ct_apply(z1))
+        cz, K, WU, PK = c_parts(z2)
+        return d1_solve(u1 - cz), z2, K, WU, PK
+
+    if full:
+        apply.parts = apply_parts
     return apply
 
 
 def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
-                       eta_screen=None):
+                       eta_screen=None, orthonormal=False):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
     r = [sqrt(c_t) E_t]_t (E: ``_LossResiduals``, c_t = 1 + mu sum_s B_ts) and
     sqrt(2 lam) (W - W B); variables W and the free entries of B (B_st > 0, or = 0 with a
@@ -614,6 +656,8 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     free = (B > 0) | (gB < 0)
     np.fill_diagonal(free, False)
     r1, r2, jac, jac_t = _residual_jacobian(spec, res, W, B, E, R, lam, mu)
+    r = spec.r
+    scs_r = np.sqrt(1.0 + mu * B.sum(axis=1))[:, None] * res.s
 
     recon = _recon_block_inverse(W, B, lam, nu)
 
@@ -628,20 +672,38 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         mask = free.astype(np.float64)
         precond = _lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free, recon)
         dB_fix = np.where(fixed, -B, 0.0)
-        f1, f2 = jac(np.zeros_like(W), dB_fix)
-        b1, b2 = -r1 - f1, -r2 - f2
-        dW, dB = jac_t(y1, y2, mask)
-        h1, h2 = jac(dW, dB)
-        q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
+        if fixed.any():
+            f1, f2 = jac(np.zeros_like(W), dB_fix)
+            b1, b2 = -r1 - f1, -r2 - f2
+        else:                                    # J 0 = 0: no product needed
+            b1, b2 = -r1, -r2
+        if attempt == 0:                         # y = 0: the residual is b, no product needed
+            q1, q2 = b1.copy(), b2.copy()
+        else:
+            dW, dB = jac_t(y1, y2, mask)
+            h1, h2 = jac(dW, dB)
+            q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
         thr = float(eta_screen if loose else eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
-        z1, z2 = precond(q1, q2)
+        # with the full coupling the preconditioner forms z2 - z2 B^T and W^T z2, which jac_t
+        # needs for p2: carried along p2's recurrence (linear), two d x T x T products fewer
+        shared = _GN_SHARE and hasattr(precond, "parts")
+        if shared:
+            z1, z2, zK, zW, zP = precond.parts(q1, q2)
+            pK, pW, pP = zK, zW, zP
+        else:
+            z1, z2 = precond(q1, q2)
         p1, p2 = z1, z2
         rz = np.sum(q1 * z1) + np.sum(q2 * z2)
         for _ in range(int(max_cg)):
             if np.sqrt(np.sum(q1 * q1) + np.sum(q2 * q2)) <= thr:
                 break
-            dW, dB = jac_t(p1, p2, mask)
-            h1, h2 = jac(dW, dB)
+            if shared:
+                dW, dB = jac_t.parts(p1, pK, pW, mask)
+                # orthonormal V_t: project(lift(x)) = x, so project(dW) = scs p1 + project(s2 pK)
+                h1, h2 = jac(dW, dB, scs_r * p1[:, :r] + pP if orthonormal else None)
+            else:
+                dW, dB = jac_t(p1, p2, mask)
+                h1, h2 = jac(dW, dB)
             h1 += nu * p1
             h2 += nu * p2
             alpha = rz / (np.sum(p1 * h1) + np.sum(p2 * h2))
@@ -649,10 +711,17 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             y2 += alpha * p2
             q1 -= alpha * h1
             q2 -= alpha * h2
-            z1, z2 = precond(q1, q2)
+            if shared:
+                z1, z2, zK, zW, zP = precond.parts(q1, q2)
+            else:
+                z1, z2 = precond(q1, q2)
             rz_new = np.sum(q1 * z1) + np.sum(q2 * z2)
             p1 = z1 + (rz_new / rz) * p1
             p2 = z2 + (rz_new / rz) * p2
+            if shared:
+                pK = zK + (rz_new / rz) * pK
+                pW = zW + (rz_new / rz) * pW
+                pP = zP + (rz_new / rz) * pP
             rz = rz_new
             n_cg += 1
         dW, dB = jac_t(y1, y2, mask)
@@ -687,6 +756,9 @@ _GN_SWITCH, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES, _GN_STRIKES, _GN_WINDOW = 1e-1, 0
 _GN_WINDOW_FALL = 0.5
 # coupling of the inner CG's preconditioner (``_lm_preconditioner``)
 _GN_COUPLING = "full"
+# carry the preconditioner's products for jac_t along the inner CG's recurrence
+# (``_gauss_newton_step``; False recomputes them, as before issue 23's seventh round)
+_GN_SHARE = True
 # forcing term of the inner solves that only screen the active set (all but the last)
 _GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
@@ -761,8 +833,9 @@ class AMTL(LinearMTLModel):
     # fifth round's old/new ratio of the unit's CPU time there (39.3 s / 26.7 s = 1.47, old and
     # new run at the same time, one per core, on a loaded machine), = 24.0, divided by the sixth
     # round's (block Gauss-Seidel preconditioner) ratio there: 1.06 (unit CPU seconds of old and
-    # new in one process, three pairs: 25.88 s / 24.33 s; module docstring)
-    cost_hint = 22.6
+    # new in one process, three pairs: 25.88 s / 24.33 s; module docstring), = 22.6, divided by
+    # the seventh round's (shared inner-CG products) 1.08, the median of its unit ratios there
+    cost_hint = 20.9
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
     # the loss.  Units of this machine (issue 24's run; T = 139 .. 587, sizes 5e4 .. 2e6):
@@ -838,7 +911,7 @@ class AMTL(LinearMTLModel):
             if gn:
                 along, n_cg = _gauss_newton_step(
                     spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES,
-                    _GN_ETA_SCREEN)
+                    _GN_ETA_SCREEN, fused)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
