@@ -426,6 +426,29 @@ def test_levenberg_marquardt_shared_products_give_the_same_step(eta, monkeypatch
     assert p1 == pytest.approx(p0, rel=1e-7)
 
 
+@pytest.mark.parametrize("resolves", [0, 3])
+def test_levenberg_marquardt_never_takes_a_step_its_clipping_spoilt(resolves, monkeypatch):
+    """A step that still drives B entries below 0 after the allowed re-solves is clipped only if
+    the Gauss-Newton model predicts a decrease for the clipped step; otherwise those entries are
+    fixed at 0 and the step re-solved.  Interpolating instance (n_t < d < T) whose LM phase,
+    with clipping unconditional, takes clipped steps the model predicts to increase F (4 of 18
+    steps at 3 re-solves, most steps at 0)."""
+    monkeypatch.setattr(amtl_mod, "_GN_RESOLVES", resolves)
+    orig = amtl_mod._gauss_newton_step
+    clipped_steps = []
+
+    def spy(*args, **kwargs):
+        along, n_cg = orig(*args, **kwargs)
+        if along.clipped:
+            clipped_steps.append(along(1.0)[2])
+        return along, n_cg
+
+    monkeypatch.setattr(amtl_mod, "_gauss_newton_step", spy)
+    m = AMTL(lam=1.0, mu=1.3).fit(_tasks(0, T=30, d=10, n=5))
+    assert m.converged_ and m.diagnostics_["gauss_newton_steps"] > 0
+    assert all(pred > 0 for pred in clipped_steps), clipped_steps
+
+
 def _lm_instance(n, seed=7, T=6, d=8):
     """A small Levenberg-Marquardt instance: tasks, spectra, residuals, (W, B) with every
     off-diagonal B entry positive (all free), lam, mu, E, R and the dense Jacobian split into its
