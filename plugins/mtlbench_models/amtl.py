@@ -223,7 +223,7 @@ guarded extrapolation of the outer iterates:
   step could still drive thousands of B entries below 0 (far along the continuum of minimisers
   the minimum-norm Gauss-Newton step crosses many bounds), and clipping them spoilt the step: on
   synthetic-attributes[seed=101] attr2 (training split of rep 0) at (lam, mu) = (3.33, 2.43) the
-  clipped step predicted an INCREASE of F at 26 of 55 LM steps (13 rejected, two hand-backs, 6,169
+  clipped step predicted an INCREASE of F at 37 of 55 LM steps (13 rejected, two hand-backs, 6,169
   inner iterations, 11.9 s CPU).  The test is the Gauss-Newton model the phase trusts anyway (no
   constant): a clipped step must predict a decrease, otherwise the entries are fixed and the step
   re-solved.  There: 27 steps, none rejected, 3,311 inner iterations, 6.5 s; at most 5 re-solves
