@@ -444,9 +444,31 @@ def test_levenberg_marquardt_never_takes_a_step_its_clipping_spoilt(resolves, mo
         return along, n_cg
 
     monkeypatch.setattr(amtl_mod, "_gauss_newton_step", spy)
-    m = AMTL(lam=1.0, mu=1.3).fit(_tasks(0, T=30, d=10, n=5))
+    tasks = _tasks(0, T=30, d=10, n=5)
+    spec = TaskSpectra.of(tasks)
+    assert amtl_mod._interpolating(spec, amtl_mod._LossResiduals(spec))    # n_t < d: guarded
+    m = AMTL(lam=1.0, mu=1.3).fit(tasks)
     assert m.converged_ and m.diagnostics_["gauss_newton_steps"] > 0
     assert all(pred > 0 for pred in clipped_steps), clipped_steps
+
+
+def test_interpolating_means_every_task_can_fit_its_labels():
+    """The guard of the clipping applies where inf F = 0 is possible: n_t < d (full-rank X_t)
+    for every task; one task with more rows than features (rho_t > 0) turns it off."""
+    def check(n):
+        tasks = _tasks(1, T=8, d=6, n=n)
+        spec = TaskSpectra.of(tasks)
+        return amtl_mod._interpolating(spec, amtl_mod._LossResiduals(spec))
+
+    assert check(4) and not check(12)
+    rng = np.random.default_rng(0)
+    Xs = [rng.standard_normal((4, 6)) for _ in range(5)] + [rng.standard_normal((9, 6))]
+    ys = [np.where(rng.random(len(X)) < 0.5, -1.0, 1.0) for X in Xs]
+    for y in ys:
+        y[:2] = (-1.0, 1.0)
+    tasks = TaskSet.from_arrays("mixed", Xs, ys)
+    spec = TaskSpectra.of(tasks)
+    assert not amtl_mod._interpolating(spec, amtl_mod._LossResiduals(spec))
 
 
 def _lm_instance(n, seed=7, T=6, d=8):

@@ -643,7 +643,7 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
 
 
 def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
-                       eta_screen=None, orthonormal=False):
+                       eta_screen=None, orthonormal=False, guard_clipping=False):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
     r = [sqrt(c_t) E_t]_t (E: ``_LossResiduals``, c_t = 1 + mu sum_s B_ts) and
     sqrt(2 lam) (W - W B); variables W and the free entries of B (B_st > 0, or = 0 with a
@@ -662,9 +662,10 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     round) ignores that both residuals move with W; the inner iterations halve (the measured
     numbers are in the module docstring).
     Entries of B that the step would drive below 0 are set to 0 and the step recomputed for the
-    others (warm-started), at most ``resolves`` times; what still goes below 0 is clipped if the
-    model predicts a decrease of F for the clipped step, and otherwise fixed at 0 as well and the
-    step re-solved (to ``eta``), until that holds or no entry goes below 0.  With
+    others (warm-started), at most ``resolves`` times; what still goes below 0 is clipped (with
+    ``guard_clipping``: only if the model predicts a decrease of F for the clipped step, and
+    otherwise fixed at 0 as well and the step re-solved to ``eta``, until that holds or no entry
+    goes below 0; ``_interpolating``).  With
     ``eta_screen`` > ``eta`` the solves that only pick the active set (those before the last
     re-solve) stop at relative residual ``eta_screen``; the returned step always comes from a
     solve to ``eta`` (a screening solve that fixes no entry is continued, warm-started, to
@@ -761,7 +762,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             continue
         if not below.any():
             break
-        if attempt >= int(resolves) and _clipped_decrease(dW, dB) > 0.0:
+        if attempt >= int(resolves) and (not guard_clipping or _clipped_decrease(dW, dB) > 0.0):
             break
         free &= ~below
         fixed |= below
@@ -801,6 +802,16 @@ _GN_REJECTS = 10
 _GN_DAMPING0 = 1e-3
 # fractions of a Levenberg-Marquardt step tried, in order, before it counts as rejected
 _GN_BACKTRACK = (1.0, 0.5, 0.25, 0.125)
+
+
+def _interpolating(spec: TaskSpectra, res: _LossResiduals) -> bool:
+    """Whether every task can fit its training labels exactly (its loss floor rho_t^2 / 2,
+    ``_LossResiduals``, at most ``_loss_floor``): the case n_t < d with full-rank X_t, where
+    inf F = 0 and the fits the Levenberg-Marquardt phase finishes end at the global certificate.
+    Only then does a step guard its clipping (``_gauss_newton_step``, ``guard_clipping``): where
+    some task cannot interpolate, the phase ends at a stationary point with F > 0 that depends
+    on the path, and the old clipping is kept (module docstring)."""
+    return bool(np.all(0.5 * res.rho * res.rho <= _loss_floor(spec)))
 
 
 def _lm_initial_damping(spec: TaskSpectra, W, B, lam, mu) -> float:
@@ -901,6 +912,7 @@ class AMTL(LinearMTLModel):
         GW = spec.gram_apply(W)            # kept in step with W through the CG updates
         fused = tasks.memo(("amtl.orthonormal_spectra", 1), lambda: _orthonormal_spectra(spec))
         residuals = tasks.memo(("compa.amtl.residuals", 1), lambda: _LossResiduals(spec))
+        guard = _interpolating(spec, residuals)
         B = np.zeros((T, T))
         F, L, R = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
@@ -944,7 +956,7 @@ class AMTL(LinearMTLModel):
             if gn:
                 along, n_cg = _gauss_newton_step(
                     spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES,
-                    _GN_ETA_SCREEN, fused)
+                    _GN_ETA_SCREEN, fused, guard)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
