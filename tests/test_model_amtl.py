@@ -362,12 +362,9 @@ def test_interpolating_fit_stops_at_the_global_certificate():
     assert all(obj > level for obj, cert in seen if cert is None)
 
 
-@pytest.mark.parametrize("resolves, eta_screen", [(1, None), (3, None), (3, 0.6)])
-def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resolves, eta_screen):
-    """``_gauss_newton_step`` returns the projected step as a path: every point keeps B >= 0
-    with a zero diagonal, and the model's predicted decrease agrees with the actual decrease of
-    F to first order for a short piece of the step -- with one or several active-set re-solves,
-    and with loose screening solves before the last one."""
+def _lm_step_instance():
+    """A small Levenberg-Marquardt step instance (T = 14, d = 10, n_t = 5; about half the B
+    entries positive): (spec, res, W, B, E, R, lam, mu, nu, F)."""
     tasks = _tasks(5, T=14, d=10, n=5)
     spec = TaskSpectra.of(tasks)
     res = amtl_mod._LossResiduals(spec)
@@ -378,6 +375,16 @@ def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resol
     np.fill_diagonal(B, 0.0)
     F, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
     nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
+    return spec, res, W, B, E, R, lam, mu, nu, F
+
+
+@pytest.mark.parametrize("resolves, eta_screen", [(1, None), (3, None), (3, 0.6)])
+def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resolves, eta_screen):
+    """``_gauss_newton_step`` returns the projected step as a path: every point keeps B >= 0
+    with a zero diagonal, and the model's predicted decrease agrees with the actual decrease of
+    F to first order for a short piece of the step -- with one or several active-set re-solves,
+    and with loose screening solves before the last one."""
+    spec, res, W, B, E, R, lam, mu, nu, F = _lm_step_instance()
     along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 0.05, 100,
                                               resolves, eta_screen)
     assert n_cg > 0
@@ -391,26 +398,12 @@ def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resol
     assert F - F_a == pytest.approx(pred, rel=1e-2)
 
 
-def _lm_step_instance():
-    tasks = _tasks(5, T=14, d=10, n=5)
-    spec = TaskSpectra.of(tasks)
-    res = amtl_mod._LossResiduals(spec)
-    rng = np.random.default_rng(3)
-    lam, mu = 0.5, 0.2
-    W = rng.standard_normal((tasks.d, tasks.T))
-    B = np.where(rng.random((tasks.T, tasks.T)) < 0.5, 0.0, 0.1 * rng.random((tasks.T, tasks.T)))
-    np.fill_diagonal(B, 0.0)
-    F, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
-    nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
-    return spec, res, W, B, E, R, lam, mu, nu
-
-
 @pytest.mark.parametrize("eta", [0.05, 0.2])
 def test_levenberg_marquardt_shared_products_give_the_same_step(eta, monkeypatch):
     """Carrying z2 - z2 B^T, W^T z2 (and, with orthonormal spectra, the projection) along the
     CG recurrence instead of recomputing them for p2 changes only rounding: the same CG
     iterations and the same step."""
-    spec, res, W, B, E, R, lam, mu, nu = _lm_step_instance()
+    spec, res, W, B, E, R, lam, mu, nu, _ = _lm_step_instance()
     ortho = amtl_mod._orthonormal_spectra(spec)
     out = {}
     for share in (False, True):
