@@ -47,11 +47,11 @@ def main() -> None:
         m = A.AMTL(lam=lam_r, mu=mu_r, max_iter=k).fit(tr)
         W, B0, lam, mu = m.coef_, m.B_, m.lam_, m.mu_
         F0 = m.objective_history_[0]
+        GW = spec.gram_apply(W)
         L = spec.losses(W)
 
-        def F_of(B):
-            R = W - W @ B
-            return float(((1.0 + mu * B.sum(axis=1)) * L).sum() + lam * np.sum(R * R))
+        def F_of(B):                       # F at the fitted W (the module's own objective)
+            return A._objective(spec, W, GW, B, lam, mu)[0]
 
         res = {}
         for passes in (1, 2, 4, 8, 20, 500):
