@@ -13,35 +13,42 @@ iteration.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import types
 from pathlib import Path
-
-import numpy as np
 
 from mtlbench.protocol import ProtocolConfig
 from mtlbench.race import race_problem
 
 HERE = Path(__file__).resolve().parent
+
+
+def _at(indent: int, *lines: str) -> str:
+    """Source lines at ``indent`` spaces (a line's own leading spaces add to it)."""
+    return "".join(" " * indent + ln + "\n" for ln in lines)
+
+
+_LM_TRACE = ("_TRACE.append(dict(it=it, ev='lm', F=F, acc=accepted, frac=frac, ncg=n_cg, nu=nu, "
+             "strikes=strikes, nnz=int(np.count_nonzero(B))))")
+_BCD_TRACE = ("_TRACE.append(dict(it=it, ev='bcd', F=F, ext=n_extrap, beta=beta, cg=n_cg, "
+              "nnz=int(np.count_nonzero(B)), near=near, wres=self._w_residual, "
+              "dF=hist[-2] - hist[-1] if len(hist) > 1 else 0.0))")
+_WINDOW = _at(16, "if F > _GN_WINDOW_FALL * window_F:", "    strikes = _GN_STRIKES")
+_HANDBACK = _at(16, "gn, gn_entry, gn_exits = False, _GN_RESUME * F, gn_exits + 1")
+_STAT_HANDBACK = _at(20, "gn, gn_entry, gn_exits, near = False, 0.5 * F, gn_exits + 1, True")
+_LM_DONE = _at(16, "hist.append(F)", "report_progress(it, F, _certificate(F, certified_level))")
+_BCD_DONE = _at(12, "if F <= certified_level:") + " " * 16 + "# the quadratic form cancels"
+# (solver source, the same source with a trace call) pairs: the trace adds no solver step
 PATCHES = [
-    ("                if F > _GN_WINDOW_FALL * window_F:\n                    strikes = _GN_STRIKES\n",
-     "                if F > _GN_WINDOW_FALL * window_F:\n                    strikes = _GN_STRIKES\n"
-     "                    _TRACE.append(dict(it=it, ev='window', F=F))\n"),
-    ("                gn, gn_entry, gn_exits = False, _GN_RESUME * F, gn_exits + 1\n",
-     "                _TRACE.append(dict(it=it, ev='handback', F=F, strikes=strikes, rejects=rejects))\n"
-     "                gn, gn_entry, gn_exits = False, _GN_RESUME * F, gn_exits + 1\n"),
-    ("                    gn, gn_entry, gn_exits, near = False, 0.5 * F, gn_exits + 1, True\n",
-     "                    _TRACE.append(dict(it=it, ev='stat_handback', F=F))\n"
-     "                    gn, gn_entry, gn_exits, near = False, 0.5 * F, gn_exits + 1, True\n"),
-    ("                hist.append(F)\n                report_progress(it, F, _certificate(F, certified_level))\n",
-     "                hist.append(F)\n                _TRACE.append(dict(it=it, ev='lm', F=F, acc=accepted, frac=frac, ncg=n_cg, nu=nu, strikes=strikes, nnz=int(np.count_nonzero(B))))\n"
-     "                report_progress(it, F, _certificate(F, certified_level))\n"),
-    ("            if F <= certified_level:\n                # the quadratic form cancels",
-     "            _TRACE.append(dict(it=it, ev='bcd', F=F, ext=n_extrap, beta=beta, cg=n_cg, nnz=int(np.count_nonzero(B)), near=near, wres=self._w_residual, dF=hist[-2]-hist[-1] if len(hist) > 1 else 0.0))\n"
-     "            if F <= certified_level:\n                # the quadratic form cancels"),
-    ("                gn = True\n",
-     "                gn = True\n                _TRACE.append(dict(it=it, ev='enter', F=F))\n"),
+    (_WINDOW, _WINDOW + _at(20, "_TRACE.append(dict(it=it, ev='window', F=F))")),
+    (_HANDBACK, _at(16, "_TRACE.append(dict(it=it, ev='handback', F=F, strikes=strikes, "
+                        "rejects=rejects))") + _HANDBACK),
+    (_STAT_HANDBACK, _at(20, "_TRACE.append(dict(it=it, ev='stat_handback', F=F))")
+     + _STAT_HANDBACK),
+    (_LM_DONE, _at(16, "hist.append(F)", _LM_TRACE,
+                   "report_progress(it, F, _certificate(F, certified_level))")),
+    (_BCD_DONE, _at(12, _BCD_TRACE) + _BCD_DONE),
+    (_at(16, "gn = True"), _at(16, "gn = True", "_TRACE.append(dict(it=it, ev='enter', F=F))")),
 ]
 
 
@@ -80,7 +87,8 @@ def main() -> None:
         mod.__dict__[k] = type(mod.__dict__[k])(eval(v))
     lam, mu = (float(v) for v in args.point.split(":"))
     t0 = time.process_time()
-    m = mod.AMTL(lam=lam, mu=mu, **{k: eval(v) for k, v in (kv.split('=', 1) for kv in args.kw)}).fit(tr)
+    kw = {k: eval(v) for k, v in (kv.split("=", 1) for kv in args.kw)}
+    m = mod.AMTL(lam=lam, mu=mu, **kw).fit(tr)
     cpu = time.process_time() - t0
     tr_ = mod.__dict__["_TRACE"]
     F0 = m.objective_history_[0]
@@ -122,7 +130,8 @@ def main() -> None:
                 prev_ext = r["ext"]
                 seg["cg"] += r["cg"]
             if args.every and r["it"] % args.every == 0:
-                print("     ", {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+                print("     ", {k: (f"{v:.4g}" if isinstance(v, float) else v)
+                                for k, v in r.items()})
         else:
             flush(seg)
             seg = None
