@@ -35,7 +35,8 @@ def main() -> None:
     ap.add_argument("--problem", default="attr6")
     ap.add_argument("--rep", type=int, default=0)
     ap.add_argument("--dataset-params", default="")
-    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--top", type=int, default=15,
+                    help="functions listed per table (0: the per-fit table only)")
     args = ap.parse_args()
 
     reg = get_registry()
@@ -80,6 +81,8 @@ def main() -> None:
               f"{f['iters']:7d}{conv:>6s}{f['lm']:5d}{f['lm_cg']:7d}{f['rej']:5d}"
               f"{f['exits']:5d}{f['cg']:8d}")
     for key, title in (("tottime", "own time"), ("cumulative", "cumulative time")):
+        if args.top <= 0:
+            break
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats(key).print_stats(args.top)
         lines = [ln for ln in s.getvalue().splitlines() if ln.strip()]
