@@ -14,6 +14,15 @@ Round 9's numbers (seed 101 attr0, (1, 1.3), k = 50 / 150 / 300): 2 B-steps leav
 0.95 of the B gap, 2 CG iterations 0.92 / 0.96 / 0.96 of the W gap: both blocks are solved
 far from exactly, which is why the block phase creeps (module docstring).
 
+``--preconditioners`` (round 10) adds the W-step's PCG with two other preconditioners: the
+Sylvester operator S P + 2 lam P M with S = mean_t c_t G_t (M exact, the data curvature
+averaged over tasks; two eigenbases), and a two-level one (block-diagonal, then the Sylvester
+solve on the residual, then block-diagonal again: symmetric multiplicative, SPD).  Round 10's
+numbers (same fit, k = 30 / 150): after 2 iterations the Sylvester one leaves 0.76 / 0.85 and the
+two-level one 0.42 / 0.59 of the gap (block-diagonal 0.90 / 0.96); a Sylvester solve costs
+four dense products (two d x d x T, two d x T x T) and a two-level one that plus two Hessian
+products (benchmarks/patches/README.md, round 10).
+
     OMP_NUM_THREADS=1 python benchmarks/probe_amtl_subproblems.py --dataset-params seed=101 \
         --problem attr0 --point 1:1.299 --at 50,150,300
 """
@@ -37,6 +46,8 @@ def main() -> None:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--point", default="1:1.299")
     ap.add_argument("--at", default="50,150,300")
+    ap.add_argument("--preconditioners", action="store_true",
+                    help="also the W-step's PCG with the Sylvester and two-level preconditioners")
     args = ap.parse_args()
     from mtlbench.plugins import get_registry
     sel = args.dataset + (f"[{args.dataset_params}]" if args.dataset_params else "")
@@ -79,26 +90,53 @@ def main() -> None:
         def q(X):
             return 0.5 * np.sum(X * H(X)) - np.sum(rhs * X)
 
-        def pcg(n):
+        def block_diagonal(R):             # the solver's preconditioner
+            return spec.shifted_solve(R, c, a)
+
+        def pcg(n, prec=block_diagonal):
             X = W.copy()
             R = rhs - H(X)
-            Z = spec.shifted_solve(R, c, a)
+            Z = prec(R)
             P, rz, out = Z, np.sum(R * Z), []
             for _ in range(n):
                 HP = H(P)
                 al = rz / np.sum(P * HP)
                 X, R = X + al * P, R - al * HP
                 out.append(q(X))
-                Z = spec.shifted_solve(R, c, a)
+                Z = prec(R)
                 rzn = np.sum(R * Z)
                 P, rz = Z + rzn / rz * P, rzn
             return out
 
         qs = pcg(300)
         qstar, q0 = qs[-1], q(W)
+
+        def left(qk):                      # the fraction of the W-step's gap left after k
+            return " ".join(f"k{i} {(qk[i - 1] - qstar) / (q0 - qstar):.3f}"
+                            for i in (1, 2, 3, 5, 10, 20))
+
         print(f"  W-step gap {q0 - qstar:.4g} (M eigenvalues {ev[0]:.1e} .. {ev[-1]:.3g}, "
-              f"{int((ev < 1e-3).sum())} below 1e-3); left after k CG iterations:",
-              " ".join(f"k{i} {(qs[i - 1] - qstar) / (q0 - qstar):.3f}" for i in (1, 2, 3, 5, 10, 20)))
+              f"{int((ev < 1e-3).sum())} below 1e-3); left after k CG iterations:", left(qs))
+        if not args.preconditioners:
+            continue
+        # the task-averaged data curvature S = mean_t c_t G_t with M exactly: the Sylvester
+        # operator S P + 2 lam P M, inverted in the eigenbases of S and M
+        S = np.einsum("t,tir,tr,tjr->ij", c, spec.V, spec.e, spec.V) / T
+        s_ev, U = np.linalg.eigh(S)
+        m_ev, Q = np.linalg.eigh(2.0 * lam * M)
+
+        def sylvester(R):
+            return U @ ((U.T @ R @ Q) / (s_ev[:, None] + m_ev[None, :])) @ Q.T
+
+        def two_level(R):                  # block-diagonal smoother around the Sylvester solve
+            z = block_diagonal(R)
+            z = z + sylvester(R - H(z))
+            return z + block_diagonal(R - H(z))
+
+        for name, prec, cost in (("Sylvester", sylvester, "4 dense products"),
+                                 ("two-level", two_level, "those + 2 Hessian products")):
+            print(f"  {name} ({cost} per iteration): left after k CG iterations:",
+                  left(pcg(20, prec)))
 
 
 if __name__ == "__main__":
