@@ -17,7 +17,9 @@ far from exactly, which is why the block phase creeps (module docstring).
 ``--preconditioners`` (round 10) adds the W-step's PCG with two other preconditioners: the
 Sylvester operator S P + 2 lam P M with S = mean_t c_t G_t (M exact, the data curvature
 averaged over tasks; two eigenbases), and a two-level one (block-diagonal, then the Sylvester
-solve on the residual, then block-diagonal again: symmetric multiplicative, SPD).  Round 10's
+solve on the residual, then block-diagonal again: symmetric multiplicative; positive definite
+only if the block-diagonal step contracts in the energy norm, which is not guaranteed, but CG
+converged steadily with it in these runs; the reverse order stalled).  Round 10's
 numbers (same fit, k = 30 / 150): after 2 iterations the Sylvester one leaves 0.76 / 0.85 and the
 two-level one 0.42 / 0.59 of the gap (block-diagonal 0.90 / 0.96); a Sylvester solve costs
 four dense products (two d x d x T, two d x T x T) and a two-level one that plus two Hessian
