@@ -200,7 +200,7 @@ guarded extrapolation of the outer iterates:
   cost or save a lot (attr6 seed 0, (3.33, 2.43): 34 -> 47 steps, 5.9 -> 10.7 s CPU, both
   certified); (10, 10) on synthetic-attributes[seed=101] attr1, a decade outside the start
   range, caps at 2,000 iterations in both (F 111.2 old, 121.9 new).
-  Shared products in the inner CG (issue 23, seventh round; ``_GN_SHARE``): with the full
+  Shared products in the inner CG (issue 23, eighth round; ``_GN_SHARE``): with the full
   coupling the preconditioner forms z2 - z2 B^T and W^T z2 for its C z2, and jac_t needs the
   same two products for the search direction p2 = z2 + beta p2; both are linear in z2, so they
   are carried along p2's recurrence instead of recomputed (two d x T x T products fewer per
@@ -518,7 +518,8 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     """F(W, B) = 1/2 ||r(W, B)||^2 with r = (r1, r2), r1 = [sqrt(c_t) E_t]_t (T x (r + 1),
     ``_LossResiduals``; c_t = 1 + mu sum_s B_ts), r2 = sqrt(2 lam) (W - W B) (d x T).  Returns
     (r1, r2, jac, jac_t): jac(dW, dB) = J [dW; dB] (the directional derivative of r), and
-    jac_t(u1, U2, mask) = J^T [u1; U2] restricted to the B entries where ``mask`` is 1.  The
+    jac_t(u1, U2, mask) = J^T [u1; U2] restricted to the B entries where ``mask`` is 1
+    (``jac.scs`` = sqrt(c_t) s_t, T x r, the factor of J1's W part).  The
     derivative of sqrt(c_t) E_t in B_ts is mu E_t / (2 sqrt(c_t)) for every s (c_t depends on
     task t's outgoing row sum)."""
     r = spec.r
@@ -544,6 +545,7 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
         return dW, (q[:, None] - s2 * WU2) * mask
 
     jac_t.parts = jac_t_parts
+    jac.scs = scs                      # sqrt(c_t) s_t (T x r), the loss rows' scale
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
@@ -628,9 +630,6 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
             out += (half * g)[:, None] * E
         return out, K, WU, PK
 
-    def c_apply(U2):                                  # C U2: d x T -> T x (r + 1)
-        return c_parts(U2)[0]
-
     def ct_apply(u1):                                 # C^T u1: T x (r + 1) -> d x T
         X = spec.lift(scs * u1[:, :r])
         out = s2 * (X - X @ B)
@@ -639,18 +638,17 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
             out -= s2 * (W @ (q[:, None] * mask))
         return out
 
-    def apply(u1, U2):
-        z1 = d1_solve(u1)
-        z2 = recon(U2 - ct_apply(z1))
-        return d1_solve(u1 - c_apply(z2)), z2
-
     def apply_parts(u1, U2):
-        """apply, plus z2 - z2 B^T and W^T z2 (the products jac_t needs for z2; None for
-        W^T z2 unless the coupling is "full")."""
+        """M^{-1} (u1, U2) = (z1, z2), plus the products C z2 formed that jac_t needs for z2:
+        z2 - z2 B^T, W^T z2 (None unless the coupling is "full") and the projection of
+        sqrt(2 lam) (z2 - z2 B^T)."""
         z1 = d1_solve(u1)
         z2 = recon(U2 - ct_apply(z1))
         cz, K, WU, PK = c_parts(z2)
         return d1_solve(u1 - cz), z2, K, WU, PK
+
+    def apply(u1, U2):
+        return apply_parts(u1, U2)[:2]
 
     if full:
         apply.parts = apply_parts
@@ -695,7 +693,6 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     np.fill_diagonal(free, False)
     r1, r2, jac, jac_t = _residual_jacobian(spec, res, W, B, E, R, lam, mu)
     r = spec.r
-    scs_r = np.sqrt(1.0 + mu * B.sum(axis=1))[:, None] * res.s
 
     recon = _recon_block_inverse(W, B, lam, nu)
 
@@ -704,11 +701,15 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     n_cg = 0
     half_rr = 0.5 * (np.sum(r1 * r1) + np.sum(r2 * r2))
 
-    def _clipped_decrease(dW, dB):
-        B_a = np.maximum(B + dB, 0.0)
+    def clip_and_predict(dW, dB, a=1.0):
+        """The point a of the way along the step (dW, dB), projected: W + a dW,
+        max(0, B + a dB) (diagonal 0), and the decrease of F the Gauss-Newton model predicts
+        for it."""
+        B_a = np.maximum(B + a * dB, 0.0)
         np.fill_diagonal(B_a, 0.0)
-        h1, h2 = jac(dW, B_a - B)
-        return float(half_rr - 0.5 * (np.sum((r1 + h1) ** 2) + np.sum((r2 + h2) ** 2)))
+        h1, h2 = jac(a * dW, B_a - B)
+        return W + a * dW, B_a, float(half_rr - 0.5 * (np.sum((r1 + h1) ** 2)
+                                                     + np.sum((r2 + h2) ** 2)))
     screening = eta_screen is not None and eta_screen > eta
     attempt = -1
     while True:
@@ -745,7 +746,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             if shared:
                 dW, dB = jac_t.parts(p1, pK, pW, mask)
                 # orthonormal V_t: project(lift(x)) = x, so project(dW) = scs p1 + project(s2 pK)
-                h1, h2 = jac(dW, dB, scs_r * p1[:, :r] + pP if orthonormal else None)
+                h1, h2 = jac(dW, dB, jac.scs * p1[:, :r] + pP if orthonormal else None)
             else:
                 dW, dB = jac_t(p1, p2, mask)
                 h1, h2 = jac(dW, dB)
@@ -777,19 +778,15 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             continue
         if not below.any():
             break
-        if attempt >= int(resolves) and (not guard_clipping or _clipped_decrease(dW, dB) > 0.0):
+        if attempt >= int(resolves) and (not guard_clipping
+                                         or clip_and_predict(dW, dB)[2] > 0.0):
             break
         free &= ~below
         fixed |= below
 
     def along(a):
-        """The point a of the way along the projected step, W + a dW, max(0, B + a dB) (diagonal
-        0), and the decrease of F the Gauss-Newton model predicts for it."""
-        B_a = np.maximum(B + a * dB, 0.0)
-        np.fill_diagonal(B_a, 0.0)
-        h1, h2 = jac(a * dW, B_a - B)
-        return W + a * dW, B_a, float(half_rr - 0.5 * (np.sum((r1 + h1) ** 2)
-                                                     + np.sum((r2 + h2) ** 2)))
+        """``clip_and_predict`` at the fraction a of the step taken."""
+        return clip_and_predict(dW, dB, a)
 
     along.resolves, along.clipped = attempt, int(below.sum())
 
@@ -805,7 +802,7 @@ _GN_WINDOW_FALL = 0.5
 # coupling of the inner CG's preconditioner (``_lm_preconditioner``)
 _GN_COUPLING = "full"
 # carry the preconditioner's products for jac_t along the inner CG's recurrence
-# (``_gauss_newton_step``; False recomputes them, as before issue 23's seventh round)
+# (``_gauss_newton_step``; False recomputes them, as before issue 23's eighth round)
 _GN_SHARE = True
 # forcing term of the inner solves that only screen the active set (all but the last)
 _GN_ETA_SCREEN = 0.6
@@ -892,7 +889,7 @@ class AMTL(LinearMTLModel):
     # new run at the same time, one per core, on a loaded machine), = 24.0, divided by the sixth
     # round's (block Gauss-Seidel preconditioner) ratio there: 1.06 (unit CPU seconds of old and
     # new in one process, three pairs: 25.88 s / 24.33 s; module docstring), = 22.6, divided by
-    # the seventh round's (shared inner-CG products) 1.08, the median of its unit ratios there
+    # the eighth round's (shared inner-CG products) 1.08, the median of its unit ratios there
     cost_hint = 20.9
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
