@@ -234,6 +234,52 @@ def test_b_descent_step_never_increases_any_column(seed, d, T):
         np.testing.assert_allclose(G, W.T @ W @ B - W.T @ W, atol=1e-9 * (1 + np.abs(W).max() ** 2))
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 6), T=st.integers(2, 8))
+def test_b_descent_with_float32_directions_never_increases_any_column(seed, d, T):
+    """The fit's B-step forms C D in float32 (``low``): each step still keeps B feasible and
+    lowers every column's objective, up to float32 rounding of the curvature (1e-6 relative),
+    and its gradient G stays C B - C to float32 rounding."""
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((d, T))
+    losses = rng.uniform(0.1, 3.0, T)
+    lam, mu = 0.7, 0.2
+    B = np.abs(rng.standard_normal((T, T))) * (rng.random((T, T)) < 0.4)
+    np.fill_diagonal(B, 0.0)
+
+    def cols(B):
+        return lam * np.sum((W - W @ B) ** 2, axis=0) + mu * losses @ B
+
+    for _ in range(3):
+        before = cols(B)
+        C, diagC, G, pen = _b_setup(W, B, losses, lam, mu, low=np.float32)
+        _b_descent(B, G, W, C, diagC, pen, 2, 0.0, low=np.float32)
+        assert B.dtype == np.float64 and G.dtype == np.float64
+        assert np.all(B >= 0) and np.all(np.diag(B) == 0)
+        assert np.all(cols(B) <= before + 1e-6 * (1.0 + np.abs(before)))
+        np.testing.assert_allclose(G, W.T @ W @ B - W.T @ W, atol=1e-5 * (1 + np.abs(W).max() ** 2))
+
+
+@pytest.mark.parametrize("d,n", [(3, 8), (9, 5)])
+def test_w_step_with_float32_coupling_keeps_the_gram_products_exact(d, n):
+    """The fit's W-step forms the coupling products of its CG directions in float32 (``low``):
+    X_t^T X_t W, which the objective is evaluated from, is still carried exactly (float64, 1e-9),
+    and CG run to relative residual 1e-6 still reaches the quadratic's minimiser (the float64
+    W-step's, to 1e-5 relative)."""
+    tasks = _tasks(4, T=4, d=d, n=n)
+    rng = np.random.default_rng(0)
+    B = np.abs(rng.standard_normal((4, 4)))
+    np.fill_diagonal(B, 0)
+    m = AMTL(cg_tol=1e-6, cg_max_iter=200)
+    spec = TaskSpectra(tasks)
+    W0 = np.zeros((d, 4))
+    W, GW, _ = m._w_step(spec, W0, W0, B, 0.8, 0.3, True, low=np.float32)
+    assert W.dtype == np.float64 and GW.dtype == np.float64
+    np.testing.assert_allclose(GW, spec.gram_apply(W), rtol=1e-9, atol=1e-9)
+    W64, _, _ = AMTL(cg_tol=1e-13, cg_max_iter=500)._w_step(spec, W0, W0, B, 0.8, 0.3, True)
+    np.testing.assert_allclose(W, W64, rtol=0, atol=1e-5 * np.abs(W64).max())
+
+
 def test_w_step_sparse_transfer_graph_path_matches_dense(monkeypatch):
     """T >= 200 with a sparse B: the W-step's products with B go through CSR; same result."""
     rng = np.random.default_rng(11)
@@ -558,20 +604,24 @@ def test_lm_preconditioner_is_spd_and_the_inverse_of_the_block_gauss_seidel_matr
     np.testing.assert_allclose(P, Minv, rtol=0, atol=1e-8 * np.abs(Minv).max())
 
 
+@pytest.mark.parametrize("low", [False, True])
 @pytest.mark.parametrize("coupling", ["none", "w", "full"])
 @pytest.mark.parametrize("n", [4, 12])
-def test_lm_step_with_a_tight_forcing_term_is_the_dense_levenberg_marquardt_step(n, coupling):
+def test_lm_step_with_a_tight_forcing_term_is_the_dense_levenberg_marquardt_step(n, coupling, low):
     """With forcing term 1e-12 and no active-set re-solve, ``_gauss_newton_step``'s step equals
     delta = J^T y, (J J^T + nu I) y = -r solved densely (J from ``jac`` on unit vectors), to
     1e-8 relative to the step's largest entry, for every preconditioner (B entries the step
-    drives below 0 are clipped by the step, so B is compared where it stays positive)."""
+    drives below 0 are clipped by the step, so B is compared where it stays positive).  With
+    the inner CG in float32 (``low``) too: float32 alone cannot reach 1e-12, so this checks that
+    the step's solve is finished in float64 to its forcing term."""
     spec, res, W, B, E, R, r1, r2, lam, mu, free, JW, JB = _lm_instance(n)
     amtl_mod_coupling = amtl_mod._GN_COUPLING
     amtl_mod._GN_COUPLING = coupling
+    view = amtl_mod._LowPrecisionSpectra(spec, res, np.float32) if low else None
     try:
         nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
         along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 1e-12,
-                                                  10_000, 0)
+                                                  2_000, 0, low=(view, view) if low else None)
     finally:
         amtl_mod._GN_COUPLING = amtl_mod_coupling
     J = np.concatenate([JW, JB], axis=1)
@@ -588,3 +638,20 @@ def test_lm_step_with_a_tight_forcing_term_is_the_dense_levenberg_marquardt_step
     keep = (B + dB > 0) & free
     np.testing.assert_allclose((B1 - B)[keep], dB[keep], rtol=0, atol=1e-8 * scale)
     assert n_cg > 0
+    if low:
+        assert along.polish > 0                # the float64 finish did the last digits
+
+
+def test_low_precision_spectra_project_and_lift_like_the_float64_ones():
+    """``_LowPrecisionSpectra``: the same batched products as ``TaskSpectra``, in float32 (to
+    float32 rounding, 1e-5 relative to the largest entry)."""
+    spec, res, W, *_ = _lm_instance(12)
+    view = amtl_mod._LowPrecisionSpectra(spec, res, np.float32)
+    rng = np.random.default_rng(3)
+    P = rng.standard_normal(W.shape)
+    Q = rng.standard_normal((spec.T, spec.r))
+    for got, want in ((view.project(P.astype(np.float32)), spec.project(P)),
+                      (view.lift(Q.astype(np.float32)), spec.lift(Q))):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_allclose(view.s, res.s, rtol=1e-6)

@@ -249,6 +249,44 @@ guarded extrapolation of the outer iterates:
   gated, Lenk's fits are bit-identical to the old ones.  School, Landmine and simulated were
   bit-identical even ungated (4-9 points each); they and MovieLens are not interpolating, so
   gated they are unchanged by construction; synthetic-attributes (n_t ~ 34 < d = 100) is.
+  Precision (issue 23, eleventh round; ``_GN_PRECISION``, ``_BLOCK_PRECISION``): on the same
+  interpolating problems, the products that only steer a search direction are formed in float32,
+  which halves their cost (GEMM and memory traffic); everything that decides what the fit
+  reports or accepts stays float64: F (both forms), the residuals r, the Jacobian that forms the
+  step and predicts its decrease, X_t^T X_t W (carried exactly), the B-step's gradient at its
+  start, every stopping test.
+  * The LM inner CG runs on float32 copies of W, B, E and the spectra
+    (``_LowPrecisionSpectra``; the eigendecompositions of the preconditioner in float64, then
+    cast).  The solve whose step is taken is then checked in float64 and, if its float64
+    relative residual is above the forcing term, continued in float64 from the float32
+    solution (``along.polish``: the float64 iterations; the dense-step test holds with a
+    forcing term of 1e-12), so every step meets the same forcing term as before.  float32 is
+    used only while nu >= 1e-7 x the largest diagonal entry of J J^T (``_GN_LOW_DAMPING``):
+    below it the float32 CG stagnates (synthetic-attributes[seed=101] attr1 (0.849, 1.6), the
+    last two steps at nu / max diag ~ 1e-8: 186 and 413 inner iterations against 29 in
+    float64, then 16 and 47 clipping re-solves without the float64 check).
+  * The block iterations form C D (B-step, C = W^T W in float32) and the W-step's coupling
+    products of its CG directions P (B) in float32; the W-step's starting residual, GP = G P
+    (float64 spectra) and the objective stay float64, so the perturbation is confined to the
+    step lengths and directions (about 1e-7 relative).  Only when ``cg_tol`` >= 1e-6 (the
+    default; a tighter W-step asks for float64).
+  Gated to interpolating problems (``_interpolating``), like the clipping guard, and for the
+  same reason: on Lenk (d = 14, fits end at path-dependent stationary points) float32 block
+  products made (lam, mu) = (1, 0.3) and (3, 3) run into the 2,000-iteration cap 1.3e-3 and
+  1.1e-2 above the old objective, and simulated (1, 0.3) ended 2e-6 higher; gated, every
+  non-interpolating data set takes the old float64 iterates bit for bit.  Measured
+  (OMP_NUM_THREADS=1, design seeds 101-103, training split of rep 0): per fit
+  (bench_amtl_objective.py --ref bbc1b9f, 12 points on seed 102 attr3 and seed 103 attr2, 4 on
+  seed 101 attr0 and attr1) every certified fit is still certified, every stationarity fit
+  ends at the old objective to 1.5e-8 relative with the same iterations, and the fits capped
+  in the old solver are capped in the new one (seed 102 attr3 (0.849, 1.78): F equal to
+  1e-8; seed 103 attr2 (1, 1.3): +0.8 % at the cap); LM fits 1.1-1.7 x faster.  Per unit
+  (bench_paper_scale.py --ref bbc1b9f --models amtl, old/new in one run): LM alone, seed 102
+  attr0..6 1.18 / 1.12 / 1.19 / 1.46 / 1.18 / 1.33 / 1.21 (sum 77.3 -> 63.5 s); both, seed 101
+  attr0..6 1.28 / 1.08 / 1.32 / 1.30 / 1.37 / 1.31 / 1.16, seed 103 1.31 / 1.04 / 1.25 / 1.23
+  / 1.15 / 1.34 / 1.27 (two runs at a time); the block part alone (--ref the LM-only commit)
+  1.10 / 1.07 on seed 101 attr1 / attr5.  The same test AUCs, selections and converged search
+  fits in all 21 units.
 
 Stopping rule (non-convex problem): decrease of F at most ``tol`` (default 1e-6) times
 max(F_{k-1}, 1e-3 F_0) (relative, except that a fit whose objective tends to 0 -- possible when
@@ -380,7 +418,7 @@ def _c_times(W, C, D):
     return W.T @ (W @ D)
 
 
-def _b_descent(B, G, W, C, diagC, pen, steps, tol):
+def _b_descent(B, G, W, C, diagC, pen, steps, tol, low=None):
     """Scaled projected-gradient steps with exact line search on all columns of the B-step (in
     place): B, G = C B - C (kept in step), W and C (or None) for products with C, diagC = diag C,
     pen = mu l / (2 lam).  The B-step's column t, divided by 2 lam, is the convex quadratic
@@ -394,10 +432,17 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
     minimiser of q_t on the segment, alpha_t = min(1, -g_t^T d_t / d_t^T C d_t), so no column's
     objective increases.
     Stops before a step when max |d| <= ``tol`` x max(1, max B) (the KKT residual).  One step
-    costs one product C D.  Returns (steps taken, last KKT residual)."""
+    costs one product C D, formed in ``low`` (e.g. float32; C then in ``low`` too, from
+    ``_b_setup(low=...)``) when given: B, G and the line search stay float64.  Returns (steps
+    taken, last KKT residual)."""
     live = diagC > 0
     inv = np.where(live, 1.0 / np.where(live, diagC, 1.0), 0.0)[:, None]
     dead = np.flatnonzero(~live)
+    if low is not None:
+        if C is None:
+            W = W.astype(low)
+        else:
+            C = C.astype(low, copy=False)
     Gp = np.empty_like(B)
     D = np.empty_like(B)
     res = np.inf
@@ -412,7 +457,7 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
         res = max(-float(D.min(initial=0.0)), float(D.max(initial=0.0)))
         if res <= tol * max(1.0, float(B.max(initial=0.0))):
             return k, res
-        CD = _c_times(W, C, D)
+        CD = _c_times(W, C, D if low is None else D.astype(low)).astype(np.float64, copy=False)
         num = -np.einsum("st,st->t", Gp, D)
         curv = np.einsum("st,st->t", D, CD)
         pos = curv > 0
@@ -424,16 +469,18 @@ def _b_descent(B, G, W, C, diagC, pen, steps, tol):
     return steps, res
 
 
-def _b_setup(W, B, losses, lam, mu, R=None):
+def _b_setup(W, B, losses, lam, mu, R=None, low=None):
     """(C or None, diag C, G = C B - C, pen) for the B-step at W (see ``_b_descent``).  G is
     formed as W^T (W B - W) (2 d T^2, no T x T x T product), or d T^2 when the reconstruction
-    residual R = W - W B of this (W, B) is given (the objective evaluation has it)."""
+    residual R = W - W B of this (W, B) is given (the objective evaluation has it).  With ``low``
+    C (when formed) is in that precision, for ``_b_descent(low=...)`` only."""
     d, T = W.shape
     diagC = np.einsum("it,it->t", W, W)
     WB_W = W @ B - W if R is None else -R
     G = W.T @ WB_W
     if T <= 2 * d:
-        C = W.T @ W
+        Wc = W if low is None else W.astype(low)
+        C = Wc.T @ Wc                    # in ``low`` when given: only _b_descent(low=...) reads it
     else:                                # d << T (MovieLens, Lenk): never form T x T x T products
         C = None
     pen = mu * np.asarray(losses, dtype=np.float64) / (2.0 * lam)
@@ -505,6 +552,26 @@ class _LossResiduals:
         return np.concatenate([self.s * spec.project(W) - self.ytil, self.rho[:, None]], axis=1)
 
 
+class _LowPrecisionSpectra:
+    """The stacked spectra V (T x d x r) and e (T x r) of ``TaskSpectra`` and the loss residuals'
+    scale s = sqrt(e) (``_LossResiduals``) in a lower precision, with the same ``project`` and
+    ``lift``: the operators of the Levenberg-Marquardt phase's inner CG (``_gauss_newton_step``,
+    ``low``) read them in place of the float64 ones (module docstring).  Data only: cached per
+    TaskSet."""
+
+    def __init__(self, spec: TaskSpectra, res: _LossResiduals, dtype):
+        self.T, self.d, self.r = spec.T, spec.d, spec.r
+        self.V = spec.V.astype(dtype)
+        self.e = spec.e.astype(dtype)
+        self.s = res.s.astype(dtype)
+
+    def project(self, P: np.ndarray) -> np.ndarray:
+        return np.matmul(self.V.transpose(0, 2, 1), P.T[:, :, None])[:, :, 0]
+
+    def lift(self, Q: np.ndarray) -> np.ndarray:
+        return np.matmul(self.V, Q[:, :, None])[:, :, 0].T
+
+
 def _residual_objective(spec, res: _LossResiduals, W, B, lam, mu):
     """(F, E, R, L): F(W, B) from the compressed loss residuals E (``_LossResiduals``), the
     reconstruction residual R = W - W B and the per-task losses L."""
@@ -524,7 +591,7 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     task t's outgoing row sum)."""
     r = spec.r
     sc = np.sqrt(1.0 + mu * B.sum(axis=1))
-    s2 = np.sqrt(2.0 * lam)
+    s2 = float(np.sqrt(2.0 * lam))    # a Python float keeps a float32 caller in float32
     Bt = np.ascontiguousarray(B.T)
     scs = sc[:, None] * res.s
     half = mu / (2.0 * sc)
@@ -549,7 +616,7 @@ def _residual_jacobian(spec: TaskSpectra, res: _LossResiduals, W, B, E, R, lam, 
     return sc[:, None] * E, s2 * R, jac, jac_t
 
 
-def _recon_block_inverse(W, B, lam, nu):
+def _recon_block_inverse(W, B, lam, nu, dtype=np.float64):
     """U -> (2 lam (U (I - B)^T (I - B) + W W^T U) + nu U)^{-1} (d x T -> d x T), exact, in the
     eigenbases of (I - B)^T (I - B) (T x T) and W W^T (through the T x T Gram W^T W; eigenvalues
     below 1e-12 of the largest count as 0).  The reconstruction block of J J^T + nu I when every
@@ -562,6 +629,7 @@ def _recon_block_inverse(W, B, lam, nu):
     lk, Qk = lk[keep], (W @ Vk[:, keep]) / np.sqrt(lk[keep])
     den_0 = 2.0 * lam * ln + nu
     dden = 1.0 / (2.0 * lam * (lk[:, None] + ln[None, :]) + nu) - 1.0 / den_0
+    Qn, Qk, den_0, dden = (np.asarray(a, dtype=dtype) for a in (Qn, Qk, den_0, dden))
 
     def solve(U2):
         # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed once:
@@ -600,8 +668,9 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
     c = 1.0 + mu * B.sum(axis=1)
     if recon is None:
         recon = _recon_block_inverse(W, B, lam, nu)
-    diag1 = np.concatenate([c[:, None] * spec.e, np.zeros((T, 1))], axis=1) + nu
-    beta = (mu * mu / (4.0 * c)) * free.sum(axis=1)
+    dt = E.dtype
+    diag1 = np.concatenate([c[:, None] * spec.e, np.zeros((T, 1), dtype=dt)], axis=1) + nu
+    beta = (mu * mu / (4.0 * c)) * free.sum(axis=1).astype(dt)
     Ed = E / diag1
     sm = beta / (1.0 + beta * np.einsum("tr,tr->t", E, Ed))
 
@@ -610,17 +679,17 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
 
     if coupling == "none":
         return lambda u1, U2: (d1_solve(u1), recon(U2))
-    s2 = np.sqrt(2.0 * lam)
+    s2 = float(np.sqrt(2.0 * lam))
     scs = np.sqrt(c)[:, None] * res.s                 # T x r
     Bt = np.ascontiguousarray(B.T)
     full = coupling == "full"
     if full:
-        mask = free.astype(np.float64)
+        mask = free.astype(dt)
         half = mu / (2.0 * np.sqrt(c))
 
     def c_parts(U2):                                  # C U2 and the products it formed
         K = U2 - U2 @ Bt
-        out = np.zeros((T, r + 1))
+        out = np.zeros((T, r + 1), dtype=dt)
         PK = spec.project(s2 * K)
         out[:, :r] = scs * PK
         WU = None
@@ -656,7 +725,7 @@ def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu,
 
 
 def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, max_cg, resolves,
-                       eta_screen=None, orthonormal=False, guard_clipping=False):
+                       eta_screen=None, orthonormal=False, guard_clipping=False, low=None):
     """One Levenberg-Marquardt step for F = 1/2 ||r(W, B)||^2 (see the module docstring):
     r = [sqrt(c_t) E_t]_t (E: ``_LossResiduals``, c_t = 1 + mu sum_s B_ts) and
     sqrt(2 lam) (W - W B); variables W and the free entries of B (B_st > 0, or = 0 with a
@@ -685,7 +754,12 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     ``eta`` on the same free set).
     Returns (along, CG iterations): ``along(a)`` = (W, B, predicted decrease of F) at the
     fraction a of the projected step (``along(1)`` is the step itself); ``along.resolves`` and
-    ``along.clipped``: the re-solves made and the entries clipped."""
+    ``along.clipped``: the re-solves made and the entries clipped.
+    ``low`` = (spectra, residuals) in a lower precision (``_LowPrecisionSpectra`` for both): the
+    inner CG runs on operators in that precision; the solve whose step is taken is checked in
+    float64 and, where it misses its forcing term there, continued in float64 from its solution
+    (``along.polish``: those float64 iterations).  The step itself, its clipping and its
+    predicted decrease are always float64."""
     T = spec.T
     L = 0.5 * np.einsum("tr,tr->t", E, E)
     gB = mu * L[:, None] - 2.0 * lam * (W.T @ R)
@@ -693,43 +767,43 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
     np.fill_diagonal(free, False)
     r1, r2, jac, jac_t = _residual_jacobian(spec, res, W, B, E, R, lam, mu)
     r = spec.r
+    ops = {np.dtype(np.float64): (spec, res, W, B, E, r1, r2, jac, jac_t)}
+    if low is not None:                # the inner CG in low's precision (module docstring)
+        spec_lo, res_lo = low
+        dt = spec_lo.V.dtype
+        W_lo, B_lo, E_lo = W.astype(dt), B.astype(dt), E.astype(dt)
+        ops[dt] = (spec_lo, res_lo, W_lo, B_lo, E_lo,
+                   *_residual_jacobian(spec_lo, res_lo, W_lo, B_lo, E_lo, R.astype(dt), lam, mu))
+    recons = {}
 
-    recon = _recon_block_inverse(W, B, lam, nu)
-
-    y1, y2 = np.zeros_like(r1), np.zeros_like(r2)
-    fixed = np.zeros((T, T), dtype=bool)
-    n_cg = 0
-    half_rr = 0.5 * (np.sum(r1 * r1) + np.sum(r2 * r2))
-
-    def clip_and_predict(dW, dB, a=1.0):
-        """The point a of the way along the step (dW, dB), projected: W + a dW,
-        max(0, B + a dB) (diagonal 0), and the decrease of F the Gauss-Newton model predicts
-        for it."""
-        B_a = np.maximum(B + a * dB, 0.0)
-        np.fill_diagonal(B_a, 0.0)
-        h1, h2 = jac(a * dW, B_a - B)
-        return W + a * dW, B_a, float(half_rr - 0.5 * (np.sum((r1 + h1) ** 2)
-                                                     + np.sum((r2 + h2) ** 2)))
-    screening = eta_screen is not None and eta_screen > eta
-    attempt = -1
-    while True:
-        attempt += 1
-        loose = screening and attempt < int(resolves)
-        mask = free.astype(np.float64)
-        precond = _lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free, recon)
-        dB_fix = np.where(fixed, -B, 0.0)
+    def pcg(dtype, y1, y2, forcing, cold):
+        """Preconditioned CG on (J J^T + nu I) y = -r - J [0; dB_fix] over the free set, from
+        (y1, y2) (zero if ``cold``), with the operators in ``dtype``, to relative residual
+        ``forcing`` (measured in that precision) or ``max_cg`` iterations.  Returns (y1, y2,
+        iterations)."""
+        spec_, res_, W_, B_, E_, r1_, r2_, jac_, jac_t_ = ops[dtype]
+        if cold:
+            y1, y2 = np.zeros_like(r1_), np.zeros_like(r2_)
+        else:
+            y1, y2 = np.asarray(y1, dtype=dtype), np.asarray(y2, dtype=dtype)
+        mask_ = free.astype(dtype)
         if fixed.any():
-            f1, f2 = jac(np.zeros_like(W), dB_fix)
-            b1, b2 = -r1 - f1, -r2 - f2
+            f1, f2 = jac_(np.zeros_like(W_), np.where(fixed, -B_, 0.0))
+            b1, b2 = -r1_ - f1, -r2_ - f2
         else:                                    # J 0 = 0: no product needed
-            b1, b2 = -r1, -r2
-        if attempt == 0:                         # y = 0: the residual is b, no product needed
+            b1, b2 = -r1_, -r2_
+        if cold:                                 # y = 0: the residual is b, no product needed
             q1, q2 = b1.copy(), b2.copy()
         else:
-            dW, dB = jac_t(y1, y2, mask)
-            h1, h2 = jac(dW, dB)
+            dW, dB = jac_t_(y1, y2, mask_)
+            h1, h2 = jac_(dW, dB)
             q1, q2 = b1 - h1 - nu * y1, b2 - h2 - nu * y2
-        thr = float(eta_screen if loose else eta) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
+        thr = float(forcing) * np.sqrt(np.sum(b1 * b1) + np.sum(b2 * b2))
+        if np.sqrt(np.sum(q1 * q1) + np.sum(q2 * q2)) <= thr:
+            return y1, y2, 0
+        if dtype not in recons:                  # the float64 finish rarely iterates
+            recons[dtype] = _recon_block_inverse(W, B, lam, nu, dtype)
+        precond = _lm_preconditioner(spec_, res_, W_, B_, E_, lam, mu, nu, free, recons[dtype])
         # with the full coupling the preconditioner forms z2 - z2 B^T and W^T z2, which jac_t
         # needs for p2: carried along p2's recurrence (linear), two d x T x T products fewer
         shared = _GN_SHARE and hasattr(precond, "parts")
@@ -740,16 +814,15 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
             z1, z2 = precond(q1, q2)
         p1, p2 = z1, z2
         rz = np.sum(q1 * z1) + np.sum(q2 * z2)
-        for _ in range(int(max_cg)):
-            if np.sqrt(np.sum(q1 * q1) + np.sum(q2 * q2)) <= thr:
-                break
+        n = 0
+        while n < int(max_cg) and np.sqrt(np.sum(q1 * q1) + np.sum(q2 * q2)) > thr:
             if shared:
-                dW, dB = jac_t.parts(p1, pK, pW, mask)
+                dW, dB = jac_t_.parts(p1, pK, pW, mask_)
                 # orthonormal V_t: project(lift(x)) = x, so project(dW) = scs p1 + project(s2 pK)
-                h1, h2 = jac(dW, dB, jac.scs * p1[:, :r] + pP if orthonormal else None)
+                h1, h2 = jac_(dW, dB, jac_.scs * p1[:, :r] + pP if orthonormal else None)
             else:
-                dW, dB = jac_t(p1, p2, mask)
-                h1, h2 = jac(dW, dB)
+                dW, dB = jac_t_(p1, p2, mask_)
+                h1, h2 = jac_(dW, dB)
             h1 += nu * p1
             h2 += nu * p2
             alpha = rz / (np.sum(p1 * h1) + np.sum(p2 * h2))
@@ -769,9 +842,41 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
                 pW = zW + (rz_new / rz) * pW
                 pP = zP + (rz_new / rz) * pP
             rz = rz_new
-            n_cg += 1
-        dW, dB = jac_t(y1, y2, mask)
-        dB += dB_fix
+            n += 1
+        return y1, y2, n
+
+    y1 = y2 = None
+    fixed = np.zeros((T, T), dtype=bool)
+    n_cg = n_polish = 0
+    half_rr = 0.5 * (np.sum(r1 * r1) + np.sum(r2 * r2))
+
+    def clip_and_predict(dW, dB, a=1.0):
+        """The point a of the way along the step (dW, dB), projected: W + a dW,
+        max(0, B + a dB) (diagonal 0), and the decrease of F the Gauss-Newton model predicts
+        for it."""
+        B_a = np.maximum(B + a * dB, 0.0)
+        np.fill_diagonal(B_a, 0.0)
+        h1, h2 = jac(a * dW, B_a - B)
+        return W + a * dW, B_a, float(half_rr - 0.5 * (np.sum((r1 + h1) ** 2)
+                                                     + np.sum((r2 + h2) ** 2)))
+    screening = eta_screen is not None and eta_screen > eta
+    attempt = -1
+    cg_dtype = next(reversed(ops))               # low's precision if given, else float64
+    while True:
+        attempt += 1
+        loose = screening and attempt < int(resolves)
+        forcing = eta_screen if loose else eta
+        y1, y2, n = pcg(cg_dtype, y1, y2, forcing, attempt == 0)
+        n_cg += n
+        if cg_dtype != np.float64 and not loose:
+            # the step's own solve must meet the forcing term in float64: check it there and,
+            # if it does not, go on in float64 from the low-precision solution (refinement)
+            y1, y2, n = pcg(np.dtype(np.float64), y1, y2, forcing, False)
+            n_cg += n
+            n_polish += n
+        mask = free.astype(np.float64)
+        dW, dB = jac_t(np.asarray(y1, dtype=np.float64), np.asarray(y2, dtype=np.float64), mask)
+        dB += np.where(fixed, -B, 0.0)
         below = free & (B + dB < 0)
         if loose and not below.any():
             screening = False            # the free set held: finish this solve to eta
@@ -789,6 +894,7 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         return clip_and_predict(dW, dB, a)
 
     along.resolves, along.clipped = attempt, int(below.sum())
+    along.polish = n_polish            # float64 iterations that finished a low-precision solve
 
     return along, n_cg
 
@@ -804,6 +910,12 @@ _GN_COUPLING = "full"
 # carry the preconditioner's products for jac_t along the inner CG's recurrence
 # (``_gauss_newton_step``; False recomputes them, as before issue 23's eighth round)
 _GN_SHARE = True
+# precision of the inner CG's operators (``_gauss_newton_step``, ``low``; None: float64)
+_GN_PRECISION = np.float32
+# precision of the block iterations' search-direction products (W-step CG, B-step; None: float64)
+_BLOCK_PRECISION = np.float32
+# ... only while the damping nu is at least this fraction of J J^T's largest diagonal entry
+_GN_LOW_DAMPING = 1e-7
 # forcing term of the inner solves that only screen the active set (all but the last)
 _GN_ETA_SCREEN = 0.6
 # after Gauss-Newton stopped paying, block-coordinate iterations until F has fallen by this factor
@@ -889,8 +1001,10 @@ class AMTL(LinearMTLModel):
     # new run at the same time, one per core, on a loaded machine), = 24.0, divided by the sixth
     # round's (block Gauss-Seidel preconditioner) ratio there: 1.06 (unit CPU seconds of old and
     # new in one process, three pairs: 25.88 s / 24.33 s; module docstring), = 22.6, divided by
-    # the eighth round's (shared inner-CG products) 1.08, the median of its unit ratios there
-    cost_hint = 20.9
+    # the eighth round's (shared inner-CG products) 1.08, the median of its unit ratios there,
+    # = 20.9, divided by the eleventh round's (float32 direction products) 1.275, the median of
+    # its 14 unit ratios on seeds 101 and 103
+    cost_hint = 16.4
     # Between problems the unit time follows the task count, not the data size: the T x T
     # transfer matrix costs O(d T^2) per iteration (B-step, LM products) against O(N d) for
     # the loss.  Units of this machine (issue 24's run; T = 139 .. 587, sizes 5e4 .. 2e6):
@@ -925,6 +1039,14 @@ class AMTL(LinearMTLModel):
         fused = tasks.memo(("amtl.orthonormal_spectra", 1), lambda: _orthonormal_spectra(spec))
         residuals = tasks.memo(("compa.amtl.residuals", 1), lambda: _LossResiduals(spec))
         guard = _interpolating(spec, residuals)
+        # the block iterations' direction products in low precision only where the W-step's
+        # CG is asked for no more than that precision supports (docstring)
+        block_low = _BLOCK_PRECISION if guard and float(self.cg_tol) >= 1e-6 else None
+        low = None
+        if _GN_PRECISION is not None and guard:
+            view = tasks.memo(("amtl.low_spectra", np.dtype(_GN_PRECISION).name),
+                              lambda: _LowPrecisionSpectra(spec, residuals, _GN_PRECISION))
+            low = (view, view)
         B = np.zeros((T, T))
         F, L, R = _objective(spec, W, GW, B, lam, mu)
         hist = [F]
@@ -940,7 +1062,7 @@ class AMTL(LinearMTLModel):
         gn, E = False, None
         nu = grow = 0.0
         gn_steps = gn_cg = gn_rejected = gn_exits = gn_shortened = strikes = rejects = 0
-        gn_resolves = gn_resolves_max = 0
+        gn_resolves = gn_resolves_max = gn_polish = 0
         gn_entry = _GN_SWITCH * F0
         window_F, window_n = F, 0
         self._w_residual = np.inf
@@ -968,12 +1090,15 @@ class AMTL(LinearMTLModel):
             if gn:
                 along, n_cg = _gauss_newton_step(
                     spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES,
-                    _GN_ETA_SCREEN, fused, guard)
+                    _GN_ETA_SCREEN, fused, guard,
+                    low if low is not None and nu >= _GN_LOW_DAMPING * _lm_initial_damping(
+                        spec, W, B, lam, mu) / _GN_DAMPING0 else None)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
                 gn_resolves += along.resolves
                 gn_resolves_max = max(gn_resolves_max, along.resolves)
+                gn_polish += along.polish
                 for frac in _GN_BACKTRACK:
                     # the projected step, then shorter pieces of it: clipping at B >= 0 is
                     # what spoils a full step, far more often than the damping is too weak
@@ -1017,12 +1142,13 @@ class AMTL(LinearMTLModel):
                 continue
             # B-step: vectorised descent steps on all columns (none increases F)
             B = B.copy()
-            C, diagC, G, pen = _b_setup(W, B, L, lam, mu, R)
-            p, _ = _b_descent(B, G, W, C, diagC, pen, int(self.b_passes), 0.0)
+            C, diagC, G, pen = _b_setup(W, B, L, lam, mu, R, block_low)
+            p, _ = _b_descent(B, G, W, C, diagC, pen, int(self.b_passes), 0.0, block_low)
             b_sweeps += p
             GW_old = GW
             # W-step: PCG on the convex quadratic, warm-started at W (exact when B = 0)
-            W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu, fused, finish=near)
+            W, GW, n_cg = self._w_step(spec, W, GW, B, lam, mu, fused, finish=near,
+                                       low=block_low)
             cg_iters += n_cg
             F_new, L, R = _objective(spec, W, GW, B, lam, mu)
             hist.append(F_new)
@@ -1076,6 +1202,7 @@ class AMTL(LinearMTLModel):
                              "gauss_newton_exits": int(gn_exits),
                              "gauss_newton_resolves": int(gn_resolves),
                              "gauss_newton_resolves_max": int(gn_resolves_max),
+                             "gauss_newton_float64_finish": int(gn_polish),
                              "mu_max": mu_max,
                              "converged": converged,
                              "converged_by": converged_by,
@@ -1083,7 +1210,7 @@ class AMTL(LinearMTLModel):
         return self
 
     def _w_step(self, spec: TaskSpectra, W, GW, B, lam, mu, fused: bool = False,
-                finish: bool = False):
+                finish: bool = False, low=None):
         """PCG for argmin_W sum_t c_t L_t(w_t) + lam ||W (I - B)||_F^2 from W (see docstring).
         GW = [G_t w_t]_t on entry; returns (W, GW, CG iterations), GW updated alongside W.
 
@@ -1094,6 +1221,10 @@ class AMTL(LinearMTLModel):
         in the same batched product as Z: two passes over the stacked spectra per CG iteration
         (one projection, one two-column lift) instead of three.  Same CG, same iterates up to
         rounding.
+
+        ``low`` (e.g. float32): the coupling products of the CG directions, P (I - B)(I - B)^T, in
+        that precision (module docstring, eleventh round); the starting residual, G P and the
+        iterates stay float64, so GW is still exact.
 
         ``finish`` (the previous outer iteration met every other part of the stopping rule): CG
         goes on past ``cg_max_iter`` until the relative residual is at most xtol / 2, at most
@@ -1106,16 +1237,26 @@ class AMTL(LinearMTLModel):
         if d > T:                      # P M with M formed once (T^3): one d T^2 product per call
             IB = np.eye(T) - B
             M = IB @ IB.T
+            M_lo = M if low is None else M.astype(low)
 
             def coupling(P):
                 return P @ M
+
+            def coupling_lo(P):
+                return (P.astype(M_lo.dtype) @ M_lo).astype(np.float64, copy=False)
         else:                          # P M = (P - P B) - (P - P B) B^T: 2 d T^2 (or 2 d nnz)
             Bm = _sparse_if_worth(B)
             Bt = Bm.T.copy()
+            Bm_lo, Bt_lo = (Bm, Bt) if low is None else (Bm.astype(low), Bt.astype(low))
 
             def coupling(P):
                 Q = P - P @ Bm
                 return Q - Q @ Bt
+
+            def coupling_lo(P):
+                P = P.astype(Bm_lo.dtype)
+                Q = P - P @ Bm_lo
+                return (Q - Q @ Bt_lo).astype(np.float64, copy=False)
 
         rhs = spec.Xty * c
         X, GX = W.copy(), GW.copy()
@@ -1144,7 +1285,7 @@ class AMTL(LinearMTLModel):
             GP = spec.gram_apply(P)
         n = 0
         for n in range(1, _FINISH_CG * max_cg + 1):
-            HP = c * GP + (2.0 * lam) * coupling(P)
+            HP = c * GP + (2.0 * lam) * coupling_lo(P)
             alpha = rz / float(np.sum(P * HP))
             X = X + alpha * P
             GX = GX + alpha * GP
