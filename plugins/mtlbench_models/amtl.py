@@ -565,11 +565,8 @@ class _LowPrecisionSpectra:
         self.e = spec.e.astype(dtype)
         self.s = res.s.astype(dtype)
 
-    def project(self, P: np.ndarray) -> np.ndarray:
-        return np.matmul(self.V.transpose(0, 2, 1), P.T[:, :, None])[:, :, 0]
-
-    def lift(self, Q: np.ndarray) -> np.ndarray:
-        return np.matmul(self.V, Q[:, :, None])[:, :, 0].T
+    project = TaskSpectra.project        # the same batched products, on this object's V
+    lift = TaskSpectra.lift
 
 
 def _residual_objective(spec, res: _LossResiduals, W, B, lam, mu):
@@ -620,7 +617,9 @@ def _recon_block_inverse(W, B, lam, nu, dtype=np.float64):
     """U -> (2 lam (U (I - B)^T (I - B) + W W^T U) + nu U)^{-1} (d x T -> d x T), exact, in the
     eigenbases of (I - B)^T (I - B) (T x T) and W W^T (through the T x T Gram W^T W; eigenvalues
     below 1e-12 of the largest count as 0).  The reconstruction block of J J^T + nu I when every
-    B entry, the diagonal included, is free (``_lm_preconditioner``)."""
+    B entry, the diagonal included, is free (``_lm_preconditioner``).  Applied in ``dtype``;
+    ``solve.astype(dtype)`` is the same inverse in another precision, from the same
+    eigendecompositions (formed once, in float64)."""
     T = B.shape[0]
     IB = np.eye(T) - B
     ln, Qn = np.linalg.eigh(IB.T @ IB)
@@ -629,15 +628,21 @@ def _recon_block_inverse(W, B, lam, nu, dtype=np.float64):
     lk, Qk = lk[keep], (W @ Vk[:, keep]) / np.sqrt(lk[keep])
     den_0 = 2.0 * lam * ln + nu
     dden = 1.0 / (2.0 * lam * (lk[:, None] + ln[None, :]) + nu) - 1.0 / den_0
-    Qn, Qk, den_0, dden = (np.asarray(a, dtype=dtype) for a in (Qn, Qk, den_0, dden))
+    parts = (Qn, Qk, den_0, dden)
 
-    def solve(U2):
-        # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed once:
-        # two d x T x T products instead of three
-        M = U2 @ Qn
-        return (M / den_0 + Qk @ ((Qk.T @ M) * dden)) @ Qn.T
+    def in_precision(dt):
+        Qn_, Qk_, den_0_, dden_ = (np.asarray(a, dtype=dt) for a in parts)
 
-    return solve
+        def solve(U2):
+            # Qk (A Qn / den_k) Qn^T + (U2 - Qk Qk^T U2) Qn / den_0 Qn^T with U2 Qn formed
+            # once: two d x T x T products instead of three
+            M = U2 @ Qn_
+            return (M / den_0_ + Qk_ @ ((Qk_.T @ M) * dden_)) @ Qn_.T
+
+        solve.astype = in_precision
+        return solve
+
+    return in_precision(dtype)
 
 
 def _lm_preconditioner(spec: TaskSpectra, res: _LossResiduals, W, B, E, lam, mu, nu, free,
@@ -802,7 +807,9 @@ def _gauss_newton_step(spec, res: _LossResiduals, W, B, E, R, lam, mu, nu, eta, 
         if np.sqrt(np.sum(q1 * q1) + np.sum(q2 * q2)) <= thr:
             return y1, y2, 0
         if dtype not in recons:                  # the float64 finish rarely iterates
-            recons[dtype] = _recon_block_inverse(W, B, lam, nu, dtype)
+            first = next(iter(recons.values()), None)
+            recons[dtype] = (_recon_block_inverse(W, B, lam, nu, dtype) if first is None
+                             else first.astype(dtype))
         precond = _lm_preconditioner(spec_, res_, W_, B_, E_, lam, mu, nu, free, recons[dtype])
         # with the full coupling the preconditioner forms z2 - z2 B^T and W^T z2, which jac_t
         # needs for p2: carried along p2's recurrence (linear), two d x T x T products fewer
@@ -938,16 +945,21 @@ def _interpolating(spec: TaskSpectra, res: _LossResiduals) -> bool:
     return bool(np.all(0.5 * res.rho * res.rho <= _loss_floor(spec)))
 
 
-def _lm_initial_damping(spec: TaskSpectra, W, B, lam, mu) -> float:
-    """1e-3 x the largest diagonal entry of J J^T (Madsen, Nielsen & Tingleff's rule for the
-    first Levenberg-Marquardt damping), from the diagonals of the blocks ``_gauss_newton_step``
-    preconditions with."""
+def _jjt_max_diag(spec: TaskSpectra, W, B, lam, mu) -> float:
+    """The largest diagonal entry of J J^T, from the diagonals of the blocks
+    ``_gauss_newton_step`` preconditions with (at least 1e-300)."""
     c = 1.0 + mu * B.sum(axis=1)
     IB = np.eye(B.shape[0]) - B
     loss_block = float((c[:, None] * spec.e).max(initial=0.0))
     recon_block = 2.0 * lam * (float(np.einsum("it,it->i", W, W).max(initial=0.0))
                                + float(np.einsum("st,st->t", IB, IB).max(initial=0.0)))
-    return _GN_DAMPING0 * max(loss_block, recon_block, 1e-300)
+    return max(loss_block, recon_block, 1e-300)
+
+
+def _lm_initial_damping(spec: TaskSpectra, W, B, lam, mu) -> float:
+    """1e-3 x the largest diagonal entry of J J^T (Madsen, Nielsen & Tingleff's rule for the
+    first Levenberg-Marquardt damping)."""
+    return _GN_DAMPING0 * _jjt_max_diag(spec, W, B, lam, mu)
 
 
 def _stationary(spec: TaskSpectra, W, GW, B, R, losses, lam, mu, xtol) -> bool:
@@ -1088,11 +1100,12 @@ class AMTL(LinearMTLModel):
                 gn, gn_entry, gn_exits = False, _GN_RESUME * F, gn_exits + 1
                 GW = spec.gram_apply(W)
             if gn:
+                # low precision only while the damping keeps the inner system well conditioned
+                step_low = low if low is not None and nu >= _GN_LOW_DAMPING * _jjt_max_diag(
+                    spec, W, B, lam, mu) else None
                 along, n_cg = _gauss_newton_step(
                     spec, residuals, W, B, E, R, lam, mu, nu, _GN_ETA, _GN_MAX_CG, _GN_RESOLVES,
-                    _GN_ETA_SCREEN, fused, guard,
-                    low if low is not None and nu >= _GN_LOW_DAMPING * _lm_initial_damping(
-                        spec, W, B, lam, mu) / _GN_DAMPING0 else None)
+                    _GN_ETA_SCREEN, fused, guard, step_low)
                 gn_steps += 1
                 window_n += 1
                 gn_cg += n_cg
@@ -1237,26 +1250,25 @@ class AMTL(LinearMTLModel):
         if d > T:                      # P M with M formed once (T^3): one d T^2 product per call
             IB = np.eye(T) - B
             M = IB @ IB.T
-            M_lo = M if low is None else M.astype(low)
 
-            def coupling(P):
-                return P @ M
-
-            def coupling_lo(P):
-                return (P.astype(M_lo.dtype) @ M_lo).astype(np.float64, copy=False)
+            def products(dtype):
+                M_ = M.astype(dtype, copy=False)
+                return lambda P: (P.astype(dtype, copy=False) @ M_).astype(np.float64, copy=False)
         else:                          # P M = (P - P B) - (P - P B) B^T: 2 d T^2 (or 2 d nnz)
             Bm = _sparse_if_worth(B)
             Bt = Bm.T.copy()
-            Bm_lo, Bt_lo = (Bm, Bt) if low is None else (Bm.astype(low), Bt.astype(low))
 
-            def coupling(P):
-                Q = P - P @ Bm
-                return Q - Q @ Bt
+            def products(dtype):
+                Bm_, Bt_ = Bm.astype(dtype, copy=False), Bt.astype(dtype, copy=False)
 
-            def coupling_lo(P):
-                P = P.astype(Bm_lo.dtype)
-                Q = P - P @ Bm_lo
-                return (Q - Q @ Bt_lo).astype(np.float64, copy=False)
+                def apply(P):
+                    P = P.astype(dtype, copy=False)
+                    Q = P - P @ Bm_
+                    return (Q - Q @ Bt_).astype(np.float64, copy=False)
+                return apply
+
+        coupling = products(np.float64)                 # the residual's: always float64
+        coupling_lo = coupling if low is None else products(low)
 
         rhs = spec.Xty * c
         X, GX = W.copy(), GW.copy()
