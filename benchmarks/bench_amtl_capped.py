@@ -60,7 +60,10 @@ def capped_fits(store: str, dataset: str, model: str = "amtl") -> list[dict]:
                        "and status = 'ok' order by problem, rep", (model, dataset)).fetchall()
     out = []
     for problem, rep, grid in rows:
-        for entry in json.loads(grid or "[]"):
+        entries = json.loads(grid or "[]")
+        if isinstance(entries, dict):             # older rows: the search summary with "fits"
+            entries = entries.get("fits", [])
+        for entry in entries:
             if isinstance(entry, dict) and entry.get("converged") is False:
                 out.append({"problem": problem.split("/", 1)[-1], "rep": int(rep),
                             "params": entry["params"], "n_iter": entry.get("n_iter")})
