@@ -59,13 +59,12 @@ def capped_fits(store: str, dataset: str, model: str = "amtl") -> list[dict]:
     con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     rows = con.execute("select problem, rep, grid from units where model = ? and dataset = ? "
                        "and status = 'ok' order by problem, rep", (model, dataset)).fetchall()
+    from mtlbench.report.select import search_trace
+
     out = []
     for problem, rep, grid in rows:
-        entries = json.loads(grid or "[]")
-        if isinstance(entries, dict):             # older rows: the search summary with "fits"
-            entries = entries.get("fits", [])
-        for entry in entries:
-            if isinstance(entry, dict) and entry.get("converged") is False:
+        for entry in search_trace(json.loads(grid or "[]"))[0]:
+            if entry.get("converged") is False:
                 out.append({"problem": problem.split("/", 1)[-1], "rep": int(rep),
                             "params": entry["params"], "n_iter": entry.get("n_iter")})
     return out
@@ -107,30 +106,27 @@ def main() -> None:
         keep = {tuple(s.split(":")) for s in args.only.split(",")}
         fits = [f for f in fits if (f["problem"], str(f["rep"])) in keep]
     print(f"{len(fits)} capped AMTL search fit(s) in {args.store} on {args.dataset}", flush=True)
-    tmp = tempfile.mkdtemp(prefix="amtl-capped-")
-    paths = {}
-    for f in fits:
-        key = (f["problem"], f["rep"])
-        if key not in paths:
-            paths[key] = os.path.join(tmp, f"{key[0]}-{key[1]}.pkl")
-            with threadpool_limits(limits=1), open(paths[key], "wb") as fh:
-                pickle.dump(train_split(args.dataset, key[0], key[1]), fh)
     jobs = []
     for f in fits:
         for name in args.variants.split(","):
             kw = {k: (args.lift if v is None else v) for k, v in VARIANTS[name].items()}
             jobs.append((f, name, {**f["params"], **kw}))
-    with ProcessPoolExecutor(max_workers=args.j) as pool:
-        futures = [pool.submit(_fit, paths[(f["problem"], f["rep"])], p) for f, _, p in jobs]
-        for (f, name, _), fut in zip(jobs, futures):
-            r = fut.result()
-            pt = ", ".join(f"{k} {v:.4g}" for k, v in f["params"].items())
-            print(f"{f['problem']} rep {f['rep']:2d} ({pt}) {name:12s} F/F0 {r['F_rel']:.3e} "
-                  f"iters {r['iters']:5d} stopped {r['stopped']:12s} transfers "
-                  f"{r['transfers']:5d} cpu {r['cpu']:6.1f} s", flush=True)
-    for p in paths.values():
-        os.unlink(p)
-    os.rmdir(tmp)
+    with tempfile.TemporaryDirectory(prefix="amtl-capped-") as tmp:
+        paths = {}                       # one pickled training split per (problem, rep)
+        for f in fits:
+            key = (f["problem"], f["rep"])
+            if key not in paths:
+                paths[key] = os.path.join(tmp, f"{key[0]}-{key[1]}.pkl")
+                with threadpool_limits(limits=1), open(paths[key], "wb") as fh:
+                    pickle.dump(train_split(args.dataset, key[0], key[1]), fh)
+        with ProcessPoolExecutor(max_workers=args.j) as pool:
+            futures = [pool.submit(_fit, paths[(f["problem"], f["rep"])], p) for f, _, p in jobs]
+            for (f, name, _), fut in zip(jobs, futures):
+                r = fut.result()
+                pt = ", ".join(f"{k} {v:.4g}" for k, v in f["params"].items())
+                print(f"{f['problem']} rep {f['rep']:2d} ({pt}) {name:12s} F/F0 "
+                      f"{r['F_rel']:.3e} iters {r['iters']:5d} stopped {r['stopped']:12s} "
+                      f"transfers {r['transfers']:5d} cpu {r['cpu']:6.1f} s", flush=True)
 
 
 if __name__ == "__main__":
