@@ -4,7 +4,7 @@ n_t < d, Gram matrices when n_t > d) and on degenerate integer designs."""
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from mtlbench import TaskSet
 from mtlbench.progress import ProgressRecorder
@@ -53,6 +53,7 @@ def test_lasso_objective_matches_cvxpy(seed, ratio, n, d):
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), ratio=st.floats(0.002, 0.9),
        shape=st.sampled_from([(6, 30), (40, 12), (15, 15)]))
+@example(seed=127, ratio=0.0078125, shape=(6, 30))      # the reference CD stops at max_iter
 def test_homotopy_and_coordinate_descent_agree(seed, ratio, shape):
     n, d = shape
     ts = _tasks(4, n, d, seed)
@@ -60,9 +61,17 @@ def test_homotopy_and_coordinate_descent_agree(seed, ratio, shape):
     s = LASSOSklearnCD(rho_ratio=ratio, max_iter=100_000).fit(ts)
     assert h.converged_
     Fh, Fs = h.fitted_objective(ts), s.fitted_objective(ts)
-    # both certify a gap <= 1e-8 ||y_t||^2 per task: their objectives differ by less
-    total_yy = sum(ts.y(t) @ ts.y(t) for t in range(ts.T))
-    assert abs(Fh - Fs) <= 1e-8 * total_yy
+    # each is above the optimum by at most its duality gap, whether or not it met its tolerance
+    # (scikit-learn's CD can stop at max_iter on n < d designs with a small rho: seed 127,
+    # ratio 2^-7, (6, 30) ends with a gap of 7.7e-6 on one task and says it did not converge)
+    data = _lasso_data(ts)
+    gap_h = float(data.gaps(h.coef_.T, h.rho_)[0].sum())
+    gap_s = float(data.gaps(s.coef_.T, s.rho_)[0].sum())
+    assert abs(Fh - Fs) <= max(gap_h, gap_s) + 1e-12 * abs(Fs)
+    if s.converged_:
+        # both certify a gap <= 1e-8 ||y_t||^2 per task: their objectives differ by less
+        total_yy = sum(ts.y(t) @ ts.y(t) for t in range(ts.T))
+        assert abs(Fh - Fs) <= 1e-8 * total_yy
     assert Fh <= Fs + 1e-12 * abs(Fs)
 
 
