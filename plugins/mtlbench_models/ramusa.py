@@ -212,7 +212,7 @@ class _StageSteps:
 
     def accelerated(self, W, W_prev, A, A_prev, L, L_acc, t_k):
         """FISTA-BKTR: the momentum and Y depend on the trial L (recomputed after each failed
-        trial).  Returns (Y, AY, grad at Y, W+, its singular values, state, value, L, t_next)."""
+        trial).  Returns (Y, grad at Y, W+, its singular values, state, value, L, t_next)."""
         while True:
             t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
             beta = (t_k - 1.0) / t_next
@@ -222,7 +222,7 @@ class _StageSteps:
             GY = self.grad_of(AY)
             Wn, s, An, fn, ok = self.trial(Y, GY, fY, L)
             if ok:
-                return Y, AY, GY, Wn, s, An, fn, L, t_next
+                return Y, GY, Wn, s, An, fn, L, t_next
             self.wait = PATIENCE
             L = min(2.0 * L, self.L_max)
 
@@ -270,12 +270,11 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
             st.wait -= 1
         else:
             L = max(L * down, 1e-12 * L_max)
-        Y, AY, GY, Wn, s, An, fn, L, t_next = st.accelerated(W, W_prev, A, A_prev, L, L_acc,
-                                                             t_k)
+        Y, GY, Wn, s, An, fn, L, t_next = st.accelerated(W, W_prev, A, A_prev, L, L_acc, t_k)
         Fn = fn + lam * s.sum()
         if Fn > F:  # restart from the last accepted point
             t_next = 1.0
-            Y, AY = W, A
+            Y = W
             Wn, s, An, fn, L, GY = st.prox_step(W, A, L)
             Fn = fn + lam * s.sum()
             if Fn > F:  # no progress possible at machine precision: W is optimal to rounding

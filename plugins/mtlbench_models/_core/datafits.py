@@ -62,7 +62,8 @@ from mtlbench import TaskSet
 __all__ = ["LeastSquares", "SquaredLoss", "SquaredAUCLoss", "LogisticLoss", "SVDForm",
            "TaskSpectra", "spectral_norm_sq", "ridge_solve", "task_xty", "task_grams",
            "task_lipschitz", "padded_task_rows", "padded_task_rows_t", "padded_predictions",
-           "task_eigenrows", "squared_auc_bruteforce", "squared_gap", "REPRESENTATIONS", "PAD_RATIO"]
+           "task_eigenrows", "squared_auc_bruteforce", "squared_gap", "REPRESENTATIONS",
+           "PAD_RATIO"]
 
 #: the representations of :class:`LeastSquares` (module docstring)
 REPRESENTATIONS = ("auto", "gram", "rows", "padded", "buckets", "svd")

@@ -17,7 +17,7 @@ penalty                g(W)                                                dual 
 ``L1Inf(lam)``         lam sum_i max_t |W_it|                              max_i ||G[i, :]||_1
 ``Nuclear(lam)``       lam sum_i sigma_i(W)                                sigma_1(G)
 ``SquaredFrobenius``   lam/2 ||W||_F^2  (smooth)                           ||V||^2 / (2 lam)
-``SquaredKSupport``    lam sum_t (||w_t||_k^sp)^2  (k-support norm)        sum_t ||v_t||_(k)^2/(4 lam)
+``SquaredKSupport``    lam sum_t (||w_t||_k^sp)^2  (k-support norm)        sum_t ||v_t||_(k)^2/4lam
 ``GraphLaplacian``     lam tr(W L W^T), L a T x T Laplacian (smooth)       --
 ``MeanRegularised``    lam sum_t ||w_t - mean_s w_s||^2  (smooth)          --
 ``CoCluster(lam, k)``  lam sum_{i > k} sigma_i(W)^2  (non-convex)          --
