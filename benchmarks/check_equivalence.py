@@ -27,6 +27,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -168,29 +169,38 @@ def main() -> int:
     print(f"old = {args.ref} (extracted to {old_tree}), new = working tree; one BLAS thread")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        for pname, tasks in sets.items():
-            path = str(Path(tmp) / f"{pname}.pkl")
-            with open(path, "wb") as fh:
-                pickle.dump(tasks, fh)
-            print(f"\n{pname}: {tasks.T} tasks, d = {tasks.d}, {tasks.n_total} training labels")
-            for model in models:
-                cls = reg.model_class(model)
-                points = _points(cls, tasks, args.points)
-                old = _run(old_tree, path, model, points)
-                new = _run(None, path, model, points)
-                print(f"{model} ({'convex' if cls.convex else 'non-convex'}, "
-                      f"{len(points)} points)")
-                if isinstance(old, str) or isinstance(new, str):
-                    print(f"  failed: old: {old if isinstance(old, str) else 'ok'}; "
-                          f"new: {new if isinstance(new, str) else 'ok'}")
-                    failures.append(f"{pname}/{model}")
-                    continue
-                text, ok = _compare(bool(cls.convex), old, new, len(points), args.rtol)
-                print(text, flush=True)
-                if not ok:
-                    failures.append(f"{pname}/{model}")
+        try:
+            _check_all(sets, models, reg, old_tree, tmp, args, failures)
+        finally:
+            shutil.rmtree(old_tree, ignore_errors=True)
     print("\nall as expected" if not failures else "\nnot as expected: " + ", ".join(failures))
     return 1 if failures else 0
+
+
+def _check_all(sets, models, reg, old_tree, tmp, args, failures) -> None:
+    """Fit every model on every training set with both trees; append what misses to
+    ``failures``."""
+    for pname, tasks in sets.items():
+        path = str(Path(tmp) / f"{pname}.pkl")
+        with open(path, "wb") as fh:
+            pickle.dump(tasks, fh)
+        print(f"\n{pname}: {tasks.T} tasks, d = {tasks.d}, {tasks.n_total} training labels")
+        for model in models:
+            cls = reg.model_class(model)
+            points = _points(cls, tasks, args.points)
+            old = _run(old_tree, path, model, points)
+            new = _run(None, path, model, points)
+            print(f"{model} ({'convex' if cls.convex else 'non-convex'}, "
+                  f"{len(points)} points)")
+            if isinstance(old, str) or isinstance(new, str):
+                print(f"  failed: old: {old if isinstance(old, str) else 'ok'}; "
+                      f"new: {new if isinstance(new, str) else 'ok'}")
+                failures.append(f"{pname}/{model}")
+                continue
+            text, ok = _compare(bool(cls.convex), old, new, len(points), args.rtol)
+            print(text, flush=True)
+            if not ok:
+                failures.append(f"{pname}/{model}")
 
 
 if __name__ == "__main__":
