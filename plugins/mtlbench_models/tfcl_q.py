@@ -248,8 +248,8 @@ from threadpoolctl import threadpool_limits
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._prox import (_prox_cocluster_with_truncation, _prox_cocluster_with_value,
-                    cocluster_penalty, prox_group_cols)
+from ._core.penalties import (SquaredFrobenius, cocluster_penalty, prox_cocluster_with_truncation,
+                              prox_cocluster_with_value, prox_group_cols)
 from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, SpectralGroups,
                          check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
@@ -420,9 +420,9 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
             sc = 1.0 + a3 / C
             basis = self.__dict__.get("_row_basis")
             if basis is None:
-                X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
+                X, omega = prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
                 return X, a2 * omega
-            X, _, top = _prox_cocluster_with_truncation(V / sc, (a2 / C) / sc, int(self.k))
+            X, _, top = prox_cocluster_with_truncation(V / sc, (a2 / C) / sc, int(self.k))
             X = nullspace_mm_step(X, top, basis, a2, a3)
             return X, a2 * cocluster_penalty(X, int(self.k))
         return tfcl_wstep(V, D, a2, a3, C), None
@@ -434,7 +434,7 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         gs = self.schedule == "gauss-seidel"
         Cc, Cg, Cp = self.C_["common"], self.C_["group"], self.C_["personal"]
         t0 = time.perf_counter()
-        tc_new = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)      # (Prox_c)
+        tc_new = SquaredFrobenius(self.alpha_["common"]).prox(tc - G.sum(1) / Cc, Cc)  # (Prox_c)
         t1 = time.perf_counter()
         timings["prox"] += t1 - t0
         if gs:
@@ -554,7 +554,7 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                 Y = [b + beta * (b - q) for b, q in zip((tc, tg, tp), prev)]
                 # J is quadratic: its residuals and gradient at the extrapolated point are
                 # exact by linearity.
-                R_Y = [r + beta * (r - q) for r, q in zip(R, R_prev)]
+                R_Y = J.combine(R, R_prev, beta)
                 cand = self._sweep(J, *Y, R_Y, G + beta * (G - G_prev), D, timings)
                 f_try = self._objective(cand[4], cand[0], cand[1], cand[2], D, cand[7])
                 if f_try <= f_ref:
