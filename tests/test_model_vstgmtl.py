@@ -4,7 +4,7 @@ formulas, the composed l1 + l_{1,inf} prox (also with per-row weights) agrees wi
 U-step and V-step reach the cvxpy optima of their convex sub-problems, the joint steps end at
 a point where both blocks are optimal (cvxpy), the memo gives bit-identical fits, progress is
 reported once per outer iteration, and the fitted model runs on the simulated data.
-(The k-support norm and prox oracles live in tests/test_prox.py.)"""
+(The k-support norm and prox oracles live in tests/test_penalties.py.)"""
 import cvxpy as cp
 import numpy as np
 import pytest
