@@ -147,84 +147,108 @@ class FISTA:
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
-        """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape)."""
-        smooth = datafit
-        kind = self.certificate
-        if kind == "auto":
-            kind = "gap" if _has_gap(penalty) else "residual"
-        if kind == "gap" and not _has_gap(penalty):
-            raise ValueError(f"FISTA: {type(penalty).__name__} has no dual norm or conjugate "
-                             "for a duality gap")
-        inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
-        sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
-        L_lip = max(float(smooth.lipschitz), 1e-12)
-        slack = self.slack
+        """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
 
-        def step_from(Y, SY, L):
-            """Proximal-gradient step from Y; returns (X+, its state, J(X+), L, grad J(Y))."""
-            fY, G = smooth.value_of(SY), smooth.grad_of(SY)
-            while True:
-                Xn = penalty.prox(Y - G / L, L)
-                D = Xn - Y
-                Sn = smooth.forward(Xn)
-                fn = smooth.value_of(Sn)
-                quad = fY + inner(G, D) + 0.5 * L * sqnorm(D)
-                if not self.backtracking or fn <= quad + slack * max(abs(quad), 1.0):
-                    return Xn, Sn, fn, L, G
-                L *= 2.0
+        Parameters
+        ----------
+        datafit : a datafit of ``datafits.py`` (or ``SumOfBlocks``): the smooth term
+        penalty : a penalty of ``penalties.py`` with ``value`` and ``prox``
+        W0 : array of shape (d, T) (stacked blocks (B, d, T) for ``SumOfBlocks``)
 
-        def certify(X, S, f, pen, step=None):
-            F = f + pen
-            if kind == "gap":
-                return _gap_of(smooth, penalty, S, X, pen) / max(abs(F), 1e-300)
-            if step is None:
-                return np.inf
-            Y, GY, L = step
-            E = smooth.grad_of(S) - GY + L * (Y - X)
-            return float(np.linalg.norm(E)) / (L_lip * max(1.0, float(np.linalg.norm(X))))
-
+        Returns
+        -------
+        Result : the minimiser, F after every iteration, iterations, certificate, converged
+        """
+        prob = _Composite(self, datafit, penalty)
         X = np.array(W0, dtype=np.float64)
-        S = smooth.forward(X)
-        f = smooth.value_of(S)
+        S = datafit.forward(X)
+        f = datafit.value_of(S)
         pen = penalty.value(X)
         F = f + pen
         hist = [float(F)]
-        cert = certify(X, S, f, pen)
-        report_progress(0, float(F), cert * abs(F) if kind == "gap" else None)
+        cert = prob.certify(X, S, f, pen)
+        report_progress(0, float(F), prob.reported(cert, F))
         if cert <= self.tol:
-            return Result(X, hist, 0, cert, kind, True)
+            return Result(X, hist, 0, cert, prob.kind, True)
         Y, SY = X, S
         t_k = 1.0
-        L = max(float(self.L0 if self.L0 is not None else smooth.lipschitz), 1e-12)
+        L = max(float(self.L0 if self.L0 is not None else datafit.lipschitz), 1e-12)
         it = 0
         for it in range(1, self.max_iter + 1):
-            Xn, Sn, fn, L, GY = step_from(Y, SY, L)
+            Xn, Sn, fn, L, GY = prob.step_from(Y, SY, L)
             base = Y
             pen_n = penalty.value(Xn)
             Fn = fn + pen_n
             if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
                 t_k = 1.0
-                Xn, Sn, fn, L, GY = step_from(X, S, L)
+                Xn, Sn, fn, L, GY = prob.step_from(X, S, L)
                 base = X
                 pen_n = penalty.value(Xn)
                 Fn = fn + pen_n
                 if Fn > F:                   # no progress possible at machine precision
-                    if kind == "residual":
-                        cert = certify(X, S, f, pen, (X, smooth.grad_of(S), L))
-                    else:
-                        cert = certify(X, S, f, pen)
+                    cert = prob.certify(X, S, f, pen, (X, datafit.grad_of(S), L))
                     break
             t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
             beta = (t_k - 1.0) / t_next
             Y = Xn + beta * (Xn - X)
-            SY = smooth.combine(Sn, S, beta)
+            SY = datafit.combine(Sn, S, beta)
             X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
             hist.append(float(F))
-            cert = certify(X, S, f, pen, (base, GY, L))
-            report_progress(it, float(F), cert * abs(F) if kind == "gap" else None)
+            cert = prob.certify(X, S, f, pen, (base, GY, L))
+            report_progress(it, float(F), prob.reported(cert, F))
             if cert <= self.tol:
                 break
-        return Result(X, hist, it, float(cert), kind, bool(cert <= self.tol))
+        return Result(X, hist, it, float(cert), prob.kind, bool(cert <= self.tol))
+
+
+class _Composite:
+    """J + g as :class:`FISTA` steps on it: the proximal-gradient step with backtracking and
+    the certificate of a point."""
+
+    def __init__(self, solver: FISTA, smooth, penalty) -> None:
+        kind = solver.certificate
+        if kind == "auto":
+            kind = "gap" if _has_gap(penalty) else "residual"
+        if kind == "gap" and not _has_gap(penalty):
+            raise ValueError(f"FISTA: {type(penalty).__name__} has no dual norm or conjugate "
+                             "for a duality gap")
+        self.kind, self.smooth, self.penalty = kind, smooth, penalty
+        self.backtracking, self.slack = solver.backtracking, solver.slack
+        self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
+        self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
+        self.L_lip = max(float(smooth.lipschitz), 1e-12)
+
+    def step_from(self, Y, SY, L):
+        """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
+        holds; returns (X+, its state, J(X+), L, grad J(Y))."""
+        smooth = self.smooth
+        fY, G = smooth.value_of(SY), smooth.grad_of(SY)
+        while True:
+            Xn = self.penalty.prox(Y - G / L, L)
+            D = Xn - Y
+            Sn = smooth.forward(Xn)
+            fn = smooth.value_of(Sn)
+            quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
+            if not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0):
+                return Xn, Sn, fn, L, G
+            L *= 2.0
+
+    def certify(self, X, S, f, pen, step=None) -> float:
+        """The relative duality gap at X, or the relative optimality residual of the step
+        ``step`` = (base point, gradient there, L) that produced X (inf without a step)."""
+        F = f + pen
+        if self.kind == "gap":
+            return _gap_of(self.smooth, self.penalty, S, X, pen) / max(abs(F), 1e-300)
+        if step is None:
+            return np.inf
+        Y, GY, L = step
+        E = self.smooth.grad_of(S) - GY + L * (Y - X)
+        return float(np.linalg.norm(E)) / (self.L_lip * max(1.0, float(np.linalg.norm(X))))
+
+    def reported(self, cert: float, F: float) -> float | None:
+        """The certificate given to ``report_progress``: the absolute gap (None for a
+        residual: it bounds no distance to the optimum)."""
+        return cert * abs(F) if self.kind == "gap" else None
 
 
 class BlockCoordinateDescent:
