@@ -14,8 +14,8 @@ from mtlbench import TaskSet
 from mtlbench.model import param_problems
 from mtlbench.space import Param, normalise_space, space_problems
 from mtlbench_models._core import penalties as pen
-from mtlbench_models._core.datafits import (LogisticLoss, SquaredAUCLoss, SquaredLoss,
-                                            ridge_solve, task_eigenrows)
+from mtlbench_models._core.datafits import LogisticLoss, SquaredAUCLoss, SquaredLoss
+from mtlbench_models._core.representations import ridge_solve, task_eigenrows
 from mtlbench_models._core.solvers import duality_gap
 from mtlbench_models.cocmtl import CoCMTL
 from mtlbench_models.lasso import LASSO

@@ -139,7 +139,8 @@ from scipy.linalg import cho_factor, cho_solve
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._core.datafits import SquaredLoss, task_eigenrows
+from ._core.datafits import SquaredLoss
+from ._core.representations import task_eigenrows
 # The co-cluster and mean-regularisation terms are the layer's penalties (shared with TFCL-Coc).
 from ._core.penalties import (cocluster_penalty, mean_reg_penalty, prox_cocluster,
                               prox_cocluster_with_value, prox_mean_reg, top_k_truncation)

@@ -58,8 +58,8 @@ from sklearn.linear_model import Lasso as _SkLasso
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 from mtlbench.progress import progress_active
 
-from ._core.datafits import SquaredLoss, padded_task_rows, padded_task_rows_t, squared_gap, \
-    task_grams
+from ._core.datafits import SquaredLoss, squared_gap
+from ._core.representations import padded_task_rows, padded_task_rows_t, task_grams
 from ._core.penalties import L1
 
 #: The path's incremental updates (inverse Gram, coefficients, correlations) are recomputed

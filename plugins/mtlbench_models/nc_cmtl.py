@@ -96,7 +96,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from mtlbench import Int, LinearMTLModel, Linear, Log, TaskSet, hookimpl, report_progress
 
-from ._core.datafits import padded_predictions, padded_task_rows, task_xty
+from ._core.representations import padded_predictions, padded_task_rows, task_xty
 
 
 def _g(x: np.ndarray) -> np.ndarray:

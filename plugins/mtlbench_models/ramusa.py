@@ -143,7 +143,8 @@ import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._core.datafits import SquaredLoss, padded_task_rows_t, task_xty
+from ._core.datafits import SquaredLoss
+from ._core.representations import padded_task_rows_t, task_xty
 from ._core.penalties import prox_trace
 from ._core.solvers import lbfgs
 

@@ -66,7 +66,8 @@ import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._core.datafits import SquaredLoss, squared_gap, task_xty
+from ._core.datafits import SquaredLoss, squared_gap
+from ._core.representations import task_xty
 from ._core.penalties import L21, BlockSum
 from ._core.solvers import FISTA, SumOfBlocks
 

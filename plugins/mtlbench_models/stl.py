@@ -31,7 +31,8 @@ import numpy as np
 from mtlbench import LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 from mtlbench.progress import progress_active
 
-from ._core.datafits import SquaredLoss, ridge_solve
+from ._core.datafits import SquaredLoss
+from ._core.representations import ridge_solve
 from ._core.penalties import SquaredFrobenius
 from ._core.solvers import duality_gap
 

@@ -191,7 +191,7 @@ import math
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
-from mtlbench_models._core.datafits import SVDForm
+from mtlbench_models._core.representations import SVDForm
 from mtlbench_models._core.penalties import (L1PlusL1Inf, SquaredKSupport, ksupport_sq,
                                              prox_ksupport_sq_with_value, prox_l1_l1inf_rows)
 

@@ -3,9 +3,9 @@
     min_W  J(W) + g(W),   W of shape (d, T), column t = task t
 
 * ``datafits`` -- J: :class:`SquaredLoss` (sum_t 1/2 ||y_t - X_t w_t||^2, one class with
-  selectable representations), :class:`SquaredAUCLoss` (the TFCL paper's pairwise surrogate),
-  :class:`LogisticLoss`; value, gradient, Lipschitz constants, states for iterative solvers,
-  and what a duality gap needs;
+  selectable representations, ``representations``), :class:`SquaredAUCLoss` (the TFCL
+  paper's pairwise surrogate), :class:`LogisticLoss`; value, gradient, Lipschitz constants,
+  states for iterative solvers, and what a duality gap needs;
 * ``penalties`` -- g: :class:`L1`, :class:`L21` (rows or columns), :class:`L1Inf`,
   :class:`Nuclear`, :class:`SquaredFrobenius`, :class:`SquaredKSupport`,
   :class:`GraphLaplacian`, :class:`MeanRegularised`, :class:`CoCluster`,
