@@ -119,12 +119,15 @@ class LeastSquares:
 
     # -- value and gradient at W
     def value(self, W: np.ndarray) -> float:
+        """J(W) for W of shape (d, T)."""
         return self.value_of(self.forward(W))
 
     def grad(self, W: np.ndarray) -> np.ndarray:
+        """grad J(W), shape (d, T): column t is Z_t^T (Z_t w_t - c_t)."""
         return self.grad_of(self.forward(W))
 
     def value_and_grad(self, W: np.ndarray) -> tuple[float, np.ndarray]:
+        """(J(W), grad J(W)) from one state."""
         S = self.forward(W)
         return self.value_of(S), self.grad_of(S)
 
@@ -183,9 +186,19 @@ def _combine(A1, A0, beta: float):
 class SquaredLoss(LeastSquares):
     """The instance-wise squared loss J(W) = sum_t 1/2 ||y_t - X_t w_t||^2 over ``tasks``.
 
-    ``representation``: ``auto`` (default), ``gram``, ``rows``, ``padded``, ``buckets`` or
-    ``svd`` (module docstring); the data-only pieces are cached on ``tasks``.  Also
-    ``ridge(lam)``: the per-task ridge solutions (d x T)."""
+    Parameters
+    ----------
+    tasks : TaskSet
+        T tasks over d features, X_t of shape (n_t, d), y_t of shape (n_t,).
+    representation : {"auto", "gram", "rows", "padded", "buckets", "svd"}
+        How J and grad J are evaluated (module docstring); the data-only pieces are cached
+        on ``tasks``.
+    wide : str
+        What ``auto`` takes when the Gram matrices would cost more than the rows.
+    pad_ratio : float
+        The padding bound of ``buckets``.
+
+    Also ``ridge(lam)``: the per-task ridge solutions (d x T)."""
 
     def __init__(self, tasks: TaskSet, representation: str = "auto", wide: str = "rows",
                  pad_ratio: float = PAD_RATIO) -> None:
@@ -193,7 +206,8 @@ class SquaredLoss(LeastSquares):
         super().__init__(_instance_rows(tasks), representation, wide, pad_ratio)
 
     def ridge(self, lam: float) -> np.ndarray:
-        """Column t: argmin_w 1/2 ||y_t - X_t w||^2 + lam/2 ||w||^2 (:func:`ridge_solve`)."""
+        """Column t of the (d, T) result: argmin_w 1/2 ||y_t - X_t w||^2 + lam/2 ||w||^2
+        (``representations.ridge_solve``)."""
         tasks = self._tasks
         return np.column_stack([ridge_solve(tasks.X(t), tasks.y(t), lam) for t in range(tasks.T)])
 
@@ -281,6 +295,7 @@ class LogisticLoss:
     dual point s sigma(-z) stays feasible for s in [0, 1] (``gap``)."""
 
     def __init__(self, tasks: TaskSet) -> None:
+        """``tasks``: T tasks, X_t of shape (n_t, d), labels y_t in {-1, +1} of shape (n_t,)."""
         self.d, self.T = tasks.d, tasks.T
         _, self.y3, self.n = padded_task_rows(tasks)
         self.X3t = padded_task_rows_t(tasks)

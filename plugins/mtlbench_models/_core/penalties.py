@@ -1,7 +1,9 @@
 """Penalties on W (d x T, column t = task t): value, proximal map, dual norm.
 
-Each penalty object has ``value(W)`` and ``prox(V, L)`` = argmin_X L/2 ||X - V||_F^2 + g(X)
-(the step of a proximal-gradient method with step constant L); a smooth penalty also has
+Each penalty object has ``value(W)`` (W of shape (d, T); stacked (B, d, T) for ``BlockSum``)
+and ``prox(V, L)`` = argmin_X L/2 ||X - V||_F^2 + g(X) (V of W's shape, L > 0 a float, or an
+array broadcasting against V for per-row step constants where the map allows it; the step
+of a proximal-gradient method with step constant L); a smooth penalty also has
 ``grad(W)`` and ``lipschitz``.  A penalty g = lam ||.|| (a weighted norm) has
 ``dual_norm(G)`` (the dual norm ||G||_*) and ``dual_scale(G)`` = min(1, lam / ||G||_*), the
 factor that puts a dual point into the dual ball {||.||_* <= lam} (the conjugate of g is the

@@ -99,7 +99,19 @@ def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None =
     the scores; module docstring of ``datafits.py``): for a norm penalty g = lam ||.|| the
     conjugate is the indicator of {||.||_* <= lam}, and s = ``penalty.dual_scale(grad J(W))``
     puts the point inside; for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
-    added.  Zero exactly at the optimum.  ``state``: ``datafit.forward(W)`` if known."""
+    added.  Zero exactly at the optimum, an upper bound of F(W) - F* everywhere.
+
+    Parameters
+    ----------
+    datafit, penalty : the problem's J and g
+    W : array of shape (d, T)
+    state : ``datafit.forward(W)`` if known
+    pen : ``penalty.value(W)`` if known
+
+    Returns
+    -------
+    float : the gap (absolute)
+    """
     S = datafit.forward(W) if state is None else state
     pen = penalty.value(W) if pen is None else pen
     G = datafit.grad_of(S)
@@ -262,6 +274,7 @@ class BlockCoordinateDescent:
         self.tol, self.max_sweeps = float(tol), int(max_sweeps)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
+        """Minimise J + g from ``W0`` (array of shape (d, T)); returns a :class:`Result`."""
         if getattr(datafit, "representation", None) != "gram":
             raise ValueError("BlockCoordinateDescent: the datafit must be a least-squares "
                              "datafit in the 'gram' representation")
