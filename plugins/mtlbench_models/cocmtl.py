@@ -293,14 +293,14 @@ class ReducedCoCluster:
         Phi(M) = sum_t phi_t(m_t),   phi_t(v) = min_w 1/2 ||y_t - X_t w||^2 + mu ||w - v||^2.
 
     phi_t is the per-task ridge problem pulled towards v; in the eigenbasis of the task's Gram
-    matrix (``_linalg.task_eigenrows``: rows R_t with R_t R_t^T = diag(e_t), targets z_t,
-    constant c_t) it is diagonal: phi_t(v) = 1/2 ||sqrt(omega_t) (z_t - R_t v)||^2 + c_t / 2,
+    matrix (``task_eigenrows``: rows R_t with R_t R_t^T = diag(e_t), targets z_t, constant
+    c_t) it is diagonal: phi_t(v) = 1/2 ||sqrt(omega_t) (z_t - R_t v)||^2 + c_t / 2,
     omega_t = 2 mu / (e_t + 2 mu) in (0, 1] -- a squared loss on reweighted rows, whose
     curvature is at most 2 mu whatever the data's scale.  The minimising w_t is
     v + R_t^T ((z_t - R_t v) / (e_t + 2 mu)), and grad J(W) there is -2 mu (w_t - v).
 
     Phi is minimised over the factors x = (c, U, B), M = c 1^T + U B^T (U: d x k, B: T x k),
-    by preconditioned L-BFGS (``_lbfgs.lbfgs``).  Preconditioner (the blocks of Phi's Hessian
+    by preconditioned L-BFGS (``_core.solvers.lbfgs``).  Preconditioner (the blocks of Phi's Hessian
     in the factors, cross terms dropped): c: (sum_t R^_t^T R^_t)^{-1} (exact, R^_t the
     reweighted rows); U: Hbar^{-1} G_U (B^T B)^{-1}, Hbar = the mean of R^_t^T R^_t (the
     scaled-gradient metric of Tong, Ma & Chi, JMLR 2021, with the data's curvature); B: for

@@ -161,10 +161,11 @@ class LeastSquares:
         return self.form.residual_norms_sq(S)
 
     # -- duality
-    def gap(self, S, W: np.ndarray, pen: float, s: float) -> float:
+    def gap(self, S, W: np.ndarray, pen: float, s: float, G: np.ndarray | None = None) -> float:
         """Duality gap at the dual point s r (r the residuals; module docstring), from the
-        state S of W: :func:`squared_gap` with <W, grad J(W)> and ||r||^2 = 2 J(W)."""
-        G = self.grad_of(S)
+        state S of W: :func:`squared_gap` with <W, grad J(W)> and ||r||^2 = 2 J(W) (``G``:
+        grad J(W) if known)."""
+        G = self.grad_of(S) if G is None else G
         rr = 2.0 * self.value_of(S)
         return float(squared_gap(pen, s, np.sum(W * G), rr))
 
@@ -333,7 +334,8 @@ class LogisticLoss:
         """-grad J(0) = [X_t^T y_t / 2]_t."""
         return -self.grad(np.zeros((self.d, self.T)))
 
-    def gap(self, Z: np.ndarray, W: np.ndarray, pen: float, s: float) -> float:
+    def gap(self, Z: np.ndarray, W: np.ndarray, pen: float, s: float,
+            G: np.ndarray | None = None) -> float:
         """pen + J(W) + sum_ti [a log a + (1 - a) log(1 - a)], a = s sigma(-z) (the datafit's
         conjugate at the dual point s Theta; module docstring)."""
         a = s * expit(-Z)

@@ -90,8 +90,8 @@ class SumOfBlocks:
     def sqnorm(D: np.ndarray) -> float:
         return functools.reduce(lambda a, b: a + b, (np.sum(x * x) for x in D))
 
-    def gap(self, S, X: np.ndarray, pen: float, s: float) -> float:
-        return self.datafit.gap(S, self.total(X), pen, s)
+    def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None) -> float:
+        return self.datafit.gap(S, self.total(X), pen, s, G)
 
 
 def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None = None) -> float:
@@ -116,9 +116,9 @@ def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None =
     pen = penalty.value(W) if pen is None else pen
     G = datafit.grad_of(S)
     if hasattr(penalty, "dual_scale"):
-        return datafit.gap(S, W, pen, penalty.dual_scale(G))
+        return datafit.gap(S, W, pen, penalty.dual_scale(G), G)
     if hasattr(penalty, "conjugate"):
-        return datafit.gap(S, W, pen + penalty.conjugate(-G), 1.0)
+        return datafit.gap(S, W, pen + penalty.conjugate(-G), 1.0, G)
     raise ValueError(f"duality_gap: {type(penalty).__name__} has neither a dual norm nor a "
                      "conjugate (use an optimality residual)")
 
@@ -130,8 +130,8 @@ def _has_gap(penalty) -> bool:
 def _gap_of(smooth, penalty, S, X, pen: float) -> float:
     G = smooth.grad_of(S)
     if hasattr(penalty, "dual_scale"):
-        return smooth.gap(S, X, pen, penalty.dual_scale(G))
-    return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0)
+        return smooth.gap(S, X, pen, penalty.dual_scale(G), G)
+    return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G)
 
 
 class FISTA:
@@ -198,7 +198,8 @@ class FISTA:
                 pen_n = penalty.value(Xn)
                 Fn = fn + pen_n
                 if Fn > F:                   # no progress possible at machine precision
-                    cert = prob.certify(X, S, f, pen, (X, datafit.grad_of(S), L))
+                    step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
+                    cert = prob.certify(X, S, f, pen, step)
                     break
             t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
             beta = (t_k - 1.0) / t_next
