@@ -85,10 +85,12 @@ class LeastSquares:
 
     def __init__(self, rows: _Rows, representation: str = "auto", wide: str = "rows",
                  pad_ratio: float = PAD_RATIO) -> None:
-        if representation not in REPRESENTATIONS or representation == "svd" and \
-                rows.kind != "sq":
+        if representation not in REPRESENTATIONS:
             raise ValueError(f"datafit: representation must be one of "
                              f"{', '.join(REPRESENTATIONS)}, got {representation!r}")
+        if representation == "svd" and rows.kind != "sq":
+            raise ValueError("datafit: the 'svd' representation is the squared loss's "
+                             "(SquaredLoss) only")
         self._rows = rows
         self.d, self.T = rows.d, rows.T
         if representation == "auto":
@@ -328,11 +330,6 @@ class LogisticLoss:
     def combine(Z1: np.ndarray, Z0: np.ndarray, beta: float) -> np.ndarray:
         """Margins of W1 + beta (W1 - W0) (linear in W)."""
         return Z1 + beta * (Z1 - Z0)
-
-    @property
-    def xty(self) -> np.ndarray:
-        """-grad J(0) = [X_t^T y_t / 2]_t."""
-        return -self.grad(np.zeros((self.d, self.T)))
 
     def gap(self, Z: np.ndarray, W: np.ndarray, pen: float, s: float,
             G: np.ndarray | None = None) -> float:
