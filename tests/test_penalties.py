@@ -91,7 +91,7 @@ def _prox_optimality_residual(V, lam, k, W):
 
 def _tricky_columns(draw_seed, p, m):
     """Columns with zeros, exact ties (also across signs), entries 1e-18 of the others and a
-    dynamic range of 1e+-6: the inputs where the earlier implementations failed."""
+    dynamic range of 1e+-6: the inputs that break segment searches for tau."""
     rng = np.random.default_rng(draw_seed)
     V = rng.standard_normal((p, m)) * 10.0 ** rng.uniform(-6, 6, m)
     V[rng.random((p, m)) < 0.3] = 0.0
@@ -132,8 +132,8 @@ def test_prox_ksupport_sq_value_is_the_norm_of_the_prox(p, k, m, seed):
 
 def test_prox_ksupport_sq_tiny_entry_regression():
     """A column with three O(0.01) entries and one of 3e-18, k = 3: the correct prox scales the
-    three by 1/(1+lam) (at most k entries are effectively nonzero); the earlier O(p log p)
-    version, accumulating slope x width products up to kinks at 1e17, returned 0."""
+    three by 1/(1+lam) (at most k entries are effectively nonzero); a segment search
+    accumulating slope x width products up to kinks at 1e17 returns 0 here."""
     v = np.array([4.9834e-02, -1.1340e-02, -1.1500e-02, 0, 0, 0, 0, 0, 0, -3.4716e-18])
     lam = 0.09006505
     w = prox_ksupport_sq(v, lam, 3)
@@ -143,9 +143,9 @@ def test_prox_ksupport_sq_tiny_entry_regression():
 
 
 def test_ksupport_sq_exact_ties_regression():
-    """Four nonzeros (three tied) and k = 4: the norm is the l2 norm.  The earlier formula
-    searched the r whose two strict inequalities hold; rounding of the tied average broke both
-    for the right r and the fallback r = k-1 returned (sum |w|)^2 / k, 16% too small."""
+    """Four nonzeros (three tied) and k = 4: the norm is the l2 norm.  A search for the r
+    whose two strict inequalities hold fails here (rounding of the tied average breaks both
+    for the right r, and a fallback r = k-1 gives (sum |w|)^2 / k, 16% too small)."""
     w = np.array([-54.008091526253835, -54.008091526253835, 54.008091526253835, 0.0, 0.0,
                   -125.28468793363798])
     assert ksupport_sq(w, 4) == pytest.approx(float(w @ w), rel=1e-14)
@@ -156,9 +156,9 @@ def test_ksupport_sq_exact_ties_regression():
 @given(st.integers(1, 20), st.integers(1, 25), st.integers(1, 6), st.integers(0, 10 ** 9))
 def test_ksupport_sq_bounds_continuity_and_columns(p, k, m, seed):
     """l2 <= ksup <= l1 (= l2 when at most k entries are nonzero), 1-Lipschitz in l2-norm
-    perturbations below the l1 bound |N(a) - N(b)| <= N(a - b) <= ||a - b||_1 (the tie cases
-    the earlier formula got wrong jump by far more), and the vectorised columns equal the
-    per-vector values."""
+    perturbations below the l1 bound |N(a) - N(b)| <= N(a - b) <= ||a - b||_1 (a formula that
+    mishandles ties jumps by far more), and the vectorised columns equal the per-vector
+    values."""
     V = _tricky_columns(seed, p, m)
     sq = ksupport_sq(V, k)
     l2, l1 = np.sqrt(np.einsum("ij,ij->j", V, V)), np.abs(V).sum(axis=0)
