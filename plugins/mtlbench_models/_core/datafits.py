@@ -163,12 +163,13 @@ class LeastSquares:
         return self.form.residual_norms_sq(S)
 
     # -- duality
-    def gap(self, S, W: np.ndarray, pen: float, s: float, G: np.ndarray | None = None) -> float:
+    def gap(self, S, W: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
+            f: float | None = None) -> float:
         """Duality gap at the dual point s r (r the residuals; module docstring), from the
-        state S of W: :func:`squared_gap` with <W, grad J(W)> and ||r||^2 = 2 J(W) (``G``:
-        grad J(W) if known)."""
+        state S of W: :func:`squared_gap` with <W, grad J(W)> and ||r||^2 = 2 J(W) (``G``,
+        ``f``: grad J(W) and J(W) if known)."""
         G = self.grad_of(S) if G is None else G
-        rr = 2.0 * self.value_of(S)
+        rr = 2.0 * (self.value_of(S) if f is None else f)
         return float(squared_gap(pen, s, np.sum(W * G), rr))
 
 
@@ -332,11 +333,12 @@ class LogisticLoss:
         return Z1 + beta * (Z1 - Z0)
 
     def gap(self, Z: np.ndarray, W: np.ndarray, pen: float, s: float,
-            G: np.ndarray | None = None) -> float:
+            G: np.ndarray | None = None, f: float | None = None) -> float:
         """pen + J(W) + sum_ti [a log a + (1 - a) log(1 - a)], a = s sigma(-z) (the datafit's
         conjugate at the dual point s Theta; module docstring)."""
         a = s * expit(-Z)
         ent = xlogy(a, a) + xlogy(1.0 - a, 1.0 - a)
-        return float(pen + self.value_of(Z) + np.sum(ent, where=self.mask))
+        f = self.value_of(Z) if f is None else f
+        return float(pen + f + np.sum(ent, where=self.mask))
 
 

@@ -90,8 +90,9 @@ class SumOfBlocks:
     def sqnorm(D: np.ndarray) -> float:
         return functools.reduce(lambda a, b: a + b, (np.sum(x * x) for x in D))
 
-    def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None) -> float:
-        return self.datafit.gap(S, self.total(X), pen, s, G)
+    def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
+            f: float | None = None) -> float:
+        return self.datafit.gap(S, self.total(X), pen, s, G, f)
 
 
 def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None = None) -> float:
@@ -127,11 +128,12 @@ def _has_gap(penalty) -> bool:
     return hasattr(penalty, "dual_scale") or hasattr(penalty, "conjugate")
 
 
-def _gap_of(smooth, penalty, S, X, pen: float) -> float:
+def _gap_of(smooth, penalty, S, X, pen: float, f: float) -> float:
+    """The duality gap at X (state S, J(X) = f, g(X) = pen)."""
     G = smooth.grad_of(S)
     if hasattr(penalty, "dual_scale"):
-        return smooth.gap(S, X, pen, penalty.dual_scale(G), G)
-    return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G)
+        return smooth.gap(S, X, pen, penalty.dual_scale(G), G, f)
+    return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
 
 
 class FISTA:
@@ -251,7 +253,7 @@ class _Composite:
         ``step`` = (base point, gradient there, L) that produced X (inf without a step)."""
         F = f + pen
         if self.kind == "gap":
-            return _gap_of(self.smooth, self.penalty, S, X, pen) / max(abs(F), 1e-300)
+            return _gap_of(self.smooth, self.penalty, S, X, pen, f) / max(abs(F), 1e-300)
         if step is None:
             return np.inf
         Y, GY, L = step
@@ -293,8 +295,9 @@ class BlockCoordinateDescent:
         def certificate():
             S = np.stack([W, HW])
             pen = penalty.value(W)
-            F = datafit.value_of(S) + pen
-            return F, _gap_of(datafit, penalty, S, W, pen) / max(abs(F), 1e-300)
+            f = datafit.value_of(S)
+            F = f + pen
+            return F, _gap_of(datafit, penalty, S, W, pen, f) / max(abs(F), 1e-300)
 
         F, cert = certificate()
         hist = [float(F)]
