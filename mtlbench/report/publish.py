@@ -380,6 +380,7 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     N units drawn at random (``verify_seed``) and recomputed here agree
     (:func:`mtlbench.report.imported.verify_units`).  Returns the data with ``verified``:
     the keys of the units recomputed."""
+    from ..rekey import rekey_published
     from .imported import check_keys, check_published, verify_units
 
     path = Path(path)
@@ -416,6 +417,11 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
                           f"installation computes — {'; '.join(parts)}{more}. "
                           "Nothing was imported.")
     check_keys(data, repr(str(path)))
+    rekeyed = rekey_published(data)  # units of the previous code fingerprint rule
+    if rekeyed:
+        units = [UnitRecord.from_json(u) for u in data["units"]]
+        log(f"{rekeyed} unit(s) of {str(path)!r} have code fingerprints of the previous rule "
+            "that name the code installed here: read under this rule's keys")
     data["verified"] = (verify_units(data, verify, verify_seed, data_dir, repr(str(path)), log)
                         if verify else set())
     data["path"] = str(path)
@@ -526,8 +532,13 @@ def check_restored(path: str | Path, store) -> tuple[int, list[str]]:
     hyperparameters, the test AUC and every per-task AUC must be equal, bit for bit (the same
     key means the same code, data, split, search and protocol).  Returns (units compared,
     one line per difference)."""
+    from ..rekey import rekey_published
+
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    published = {u["key"]: u for u in data["units"] if u["status"] == "ok"}
+    keys = [u["key"] for u in data["units"]]
+    rekey_published(data)  # a unit of the previous fingerprint rule: found by either key
+    published = {k: u for key, u in zip(keys, data["units"]) if u["status"] == "ok"
+                 for k in {key, u["key"]}}
     rows = store.units(keys=published)
     scores = store.task_scores(keys=published)
     per_task = {k: g.sort_values("task_index")["test_auc"].tolist()
