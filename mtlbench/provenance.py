@@ -20,7 +20,9 @@ layout.  So rewording a docstring or a comment, or reformatting, leaves the stor
 model current, while any change to the code (a constant, an operator, a default, a name, an
 added import) gives new keys.  Code that reads its own docstrings (``__doc__``) is the
 exception this rule does not see.  A file that does not parse counts by its bytes, with a
-warning saying so.  Each file is read once per version (path, modification time, size).
+warning saying so.  Each file is read once per version (path, modification time, size) and
+parsed once per content: the result is kept beside the file's bytecode in ``__pycache__``
+(not when Python writes no bytecode, ``PYTHONDONTWRITEBYTECODE``).
 
 The previous rule hashed the same files' bytes (:func:`text_fingerprint`).  Units stored and
 published under it are recognised when they were made by the code installed now
@@ -40,6 +42,7 @@ fingerprinted by its qualified name only and says so (``"code": null``).
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -166,16 +169,27 @@ class _Source:
     imports: tuple[tuple[int | None, str, tuple[str, ...]], ...]
 
 
+#: The version of the parsed-code digest (:func:`_canonical`): part of the digest and of the
+#: name of its cache files.  Any change to what ``_canonical`` writes changes every
+#: fingerprint: raise it then, and recognise the fingerprints of the rule before.
+CODE_RULE = 1
+
+
 @functools.lru_cache(maxsize=1024)
 def _read_source(path: str, mtime_ns: int, size: int) -> _Source:
-    """One file's digests and imports, read and parsed once per file version (path,
-    modification time, size).  A file that does not parse is hashed by its bytes (and
-    imports nothing), with a warning saying so."""
+    """One file's digests and imports, read once per file version (path, modification time,
+    size) and parsed once per content: the parsed result is kept beside Python's bytecode
+    cache of the file (:func:`_parsed_cache`).  A file that does not parse is hashed by its
+    bytes (and imports nothing), with a warning saying so."""
     try:
         data = Path(path).read_bytes()
     except OSError:
         data = b"<unreadable>"
     text = hashlib.sha256(data).digest()
+    cache = _parsed_cache(path)
+    kept = _read_parsed(cache, text) if cache else None
+    if kept is not None:
+        return _Source(kept[0], text, kept[1])
     try:
         tree = ast.parse(data, filename=path)
         canonical, imports = _canonical(tree)
@@ -185,7 +199,51 @@ def _read_source(path: str, mtime_ns: int, size: int) -> _Source:
                       "comments and docstrings included, changes the fingerprint",
                       stacklevel=2)
         return _Source(hashlib.sha256(b"bytes\0" + data).digest(), text, ())
-    return _Source(hashlib.sha256(b"ast\0" + canonical.encode()).digest(), text, imports)
+    code = hashlib.sha256(f"ast {CODE_RULE}\0{canonical}".encode()).digest()
+    if cache:
+        _write_parsed(cache, text, code, imports)
+    return _Source(code, text, imports)
+
+
+def _parsed_cache(path: str) -> str | None:
+    """Where the parsed digest and imports of source file ``path`` are kept: beside its
+    bytecode in ``__pycache__`` (or under ``sys.pycache_prefix``), named for this rule and
+    this interpreter (a syntax tree is the interpreter's).  Parsing every file of the built-in
+    plugins takes a large part of a second; reading the kept results, milliseconds."""
+    try:
+        pyc = importlib.util.cache_from_source(path)
+    except (NotImplementedError, ValueError):
+        return None
+    return f"{pyc[:-len('.pyc')]}.code-{CODE_RULE}.json"
+
+
+def _read_parsed(cache: str, text: bytes) -> tuple[bytes, tuple] | None:
+    """(code digest, imports) kept for a file whose bytes hash to ``text``, else None."""
+    try:
+        kept = json.loads(Path(cache).read_text(encoding="utf-8"))
+        if kept["sha256"] != text.hex():
+            return None
+        return bytes.fromhex(kept["code"]), tuple(
+            (level, module, tuple(names)) for level, module, names in kept["imports"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_parsed(cache: str, text: bytes, code: bytes, imports: tuple) -> None:
+    """Keep a file's parsed results (atomically; nothing when the folder is not writable or
+    Python writes no bytecode, ``sys.dont_write_bytecode``)."""
+    if sys.dont_write_bytecode:
+        return
+    target = Path(cache)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"sha256": text.hex(), "code": code.hex(),
+                                   "imports": [list(i) for i in imports]}), encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def _is_bare_string(node: Any) -> bool:

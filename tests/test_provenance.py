@@ -247,6 +247,28 @@ def test_a_file_that_does_not_parse_is_hashed_by_its_bytes_and_says_so(tmp_path,
     _forget("tp_unparsed")
 
 
+def test_the_parsed_code_is_kept_beside_the_bytecode_for_its_bytes_only(tmp_path, monkeypatch):
+    import mtlbench.provenance as prov
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    cls, pkg = _package(tmp_path, monkeypatch, "tp_kept", {"model.py": MODEL})
+    fp = prov.code_fingerprint(cls)
+    assert [f.name.split(".")[-2] for f in (pkg / "__pycache__").glob("model.*.json")] == [
+        f"code-{prov.CODE_RULE}"]
+
+    def unparsed(tree):
+        raise AssertionError("parsed again")
+
+    prov._read_source.cache_clear()  # a new process: only the kept results are left
+    prov._hash_files.cache_clear()
+    monkeypatch.setattr(prov, "_canonical", unparsed)
+    assert prov.code_fingerprint(cls) == fp
+    _rewrite(pkg / "model.py", MODEL.replace("# the scale", "# the scale, a comment"))
+    with pytest.raises(AssertionError, match="parsed again"):  # other bytes: parsed anew
+        prov.code_fingerprint(cls)
+    _forget("tp_kept")
+
+
 def _store_as_previous_rule(store, codes):
     """Rewrite the units of ``store`` as the previous fingerprint rule stored them: each
     unit's code fingerprints replaced by ``codes(part, class)`` and its key by the hash of its
