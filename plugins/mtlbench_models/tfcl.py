@@ -2,7 +2,7 @@
 
 Z. Yang, Q. Xu, X. Cao and Q. Huang, "Task-Feature Collaborative Learning with Application to
 Personalized Attribute Prediction", IEEE Transactions on Pattern Analysis and Machine
-Intelligence 43(11):4094-4110, 2021, doi:10.1109/TPAMI.2020.2991344 (``shared/paper``)::
+Intelligence 43(11):4094-4110, 2021, doi:10.1109/TPAMI.2020.2991344::
 
     (P)  min_{W, U in Gamma}  J(W) + alpha_1 <L(W), U> + alpha_2/2 ||W||_F^2
          Gamma = {U symmetric, 0 <= U <= I, tr U = k}
@@ -316,12 +316,12 @@ class TFCLNoAUC(TFCL):
     alpha_1 D_ij is the same for every task.  A weight that shapes the large tasks sets the
     small tasks' columns to exactly 0 (constant scores: AUC 0.5).  On MovieLens (587 users,
     12-1626 training ratings, per-user ||grad_t J(0)||_inf median 27, max 614) lam_group 0.04,
-    k 5 zeroes 480 of 587 users (median n_t 46 vs 219 for the others; validation AUC 52.3):
-    the old grid's smallest point, hence the published 52.50 +- 0.15.  The adaptive search
-    steps lam_group down to about 0.004 (4 users zeroed), where validation is 61.2 and test
-    61.6 (one repetition), next to STL.  The AUC loss (``tfcl``) is an average within each
-    task, so its gradients do not grow with n_t; it zeroes users too at strong weights (294
-    of 587 at lam_group 0.04, k 5, mostly the larger ones) but scored 60.4, not chance."""
+    k 5 zeroes 480 of 587 users (median n_t 46 vs 219 for the others; validation AUC 52.3).
+    The adaptive search steps lam_group down to about 0.004 (4 users zeroed), where
+    validation is 61.2 and test 61.6 (one repetition), next to STL.  The AUC loss (``tfcl``)
+    is an average within each task, so its gradients do not grow with n_t; it zeroes users
+    too at strong weights (294 of 587 at lam_group 0.04, k 5, mostly the larger ones) but
+    scored 60.4, not chance."""
 
     name = "tfcl-noauc"
     cost_hint = 2.0  # s per unit on the reference problem (mtlbench.runner.cost)
