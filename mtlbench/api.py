@@ -294,7 +294,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
-        rekeyed = rekey_store(rs, reg)  # units of the previous code fingerprint rule
+        rekeyed = rekey_store(rs, reg, specs)  # units of the previous fingerprint rule
         todo = pending_units(specs, rs, retry_failed, rerun=rerun)
         status = rs.statuses(s.key for s in specs)
         history = rs.unit_times()

@@ -21,7 +21,8 @@ A unit of other code, or of a model or dataset not installed here, keeps its key
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from ._json import config_json
 from .provenance import previous_rule_provenances, unit_provenance
@@ -48,13 +49,16 @@ class _Installed:
                 self.current[pk] = None
         return self.current[pk]
 
+    def before(self, pk: tuple[str, str]) -> list[dict[str, Any]]:
+        """The previous rule's provenances of the installed code (empty if not installed)."""
+        if pk not in self.previous:
+            self.previous[pk] = [] if self.here(pk) is None else \
+                previous_rule_provenances(self.registry, *pk)
+        return self.previous[pk]
+
     def same_code(self, pk: tuple[str, str], provenance: Mapping[str, Any]) -> bool:
         """Whether ``provenance`` is one the previous rule gives the installed code."""
-        if self.here(pk) is None or provenance == self.here(pk):
-            return False
-        if pk not in self.previous:
-            self.previous[pk] = previous_rule_provenances(self.registry, *pk)
-        return provenance in self.previous[pk]
+        return provenance != self.here(pk) and provenance in self.before(pk)
 
 
 def current_identity(unit: Mapping[str, Any], dataset: str,
@@ -98,12 +102,21 @@ def rekey_published(data: dict[str, Any], registry: Any = None) -> int:
     return n
 
 
-def rekey_store(store: Any, registry: Any) -> int:
+def rekey_store(store: Any, registry: Any, specs: Sequence[Any] | None = None) -> int:
     """Move the units of ``store`` (a writable :class:`~mtlbench.store.ResultStore`) that
     are of the previous rule and made by the code installed now to their keys under this
-    rule; returns how many moved.  Reads only the units' identities, and decides once per
-    (dataset, model configuration, provenance)."""
+    rule; returns how many moved.  With ``specs`` (the units a run plans) the store is read
+    only when one of the planned units that it lacks is stored under the previous rule (a
+    lookup by key); then every unit of the store is considered, so that no table mixes the
+    two rules.  Decided once per (dataset, model configuration, provenance)."""
     installed = _Installed(registry)
+    if specs is not None:
+        stored = store.statuses(s.key for s in specs)
+        before = [replace(s, provenance_json=config_json(prov)).key
+                  for s in specs if s.key not in stored
+                  for prov in installed.before((s.model, s.dataset))]
+        if not before or not store.statuses(before):
+            return 0
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for unit in store.unit_identities():
         groups.setdefault((str(unit["dataset"]), config_json(unit["model_config"]),

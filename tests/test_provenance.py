@@ -371,7 +371,7 @@ def test_published_units_of_the_previous_rule_import_under_this_rules_keys(dist,
     """``import-results`` of a file published under the previous rule by the code installed
     now: its keys are checked as published, then the units are stored under this rule's
     keys, and ``--verify`` recomputes them as units of the same code (bit-identical)."""
-    from mtlbench.report.publish import publish
+    from mtlbench.report.publish import README_HAND_START, publish
     from mtlbench.store import ResultStore
 
     theirs = str(tmp_path / "theirs.sqlite")
@@ -391,6 +391,18 @@ def test_published_units_of_the_previous_rule_import_under_this_rules_keys(dist,
     assert "recomputed with the same code" in out and "bit-identical" in out
     assert {r[2] for r in _rows(mine)} == now
     assert "ran 0 unit(s)" in _compare(mine).output
+
+    # the store the file was published from, moved to this rule's keys by compare, publishes
+    # into the same folder: the same store (no --force), its hand-written block kept
+    assert "4 stored unit(s) of the previous" in " ".join(_compare(theirs).output.split())
+    readme = tmp_path / "lb" / "README.md"
+    readme.write_text(readme.read_text().replace(README_HAND_START, README_HAND_START
+                                                 + "\nA note kept by the same store.", 1))
+    with ResultStore(theirs) as rs:
+        publish(rs, tmp_path / "lb", figures=False, log=lambda s: None)
+    assert "A note kept by the same store." in readme.read_text()
+    assert {u["key"] for u in json.loads((tmp_path / "lb" / "tiny.json").read_text())[
+        "units"]} == now
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ Rules
 -----
 * **Another store needs ``force``.**  The folder's tables came from the same store when every
   unit key its published JSON files list is still in the store being published (a store that
-  gained units since is the same store).  A folder with generated tables but no manifest, or
+  gained units since is the same store; a unit published under the previous code fingerprint
+  rule may be there under its key of this rule, :mod:`mtlbench.rekey`).  A folder with generated tables but no manifest, or
   whose units are not all in the store, was written from another store: publishing there
   raises :class:`ConfigError` unless ``force=True``.
 * **Stale files are removed**: every file the previous manifest lists (or, without a manifest,
@@ -110,6 +111,26 @@ def _previous(out: Path) -> tuple[dict[str, Any] | None, list[Path], set[str]]:
     return manifest, sorted(set(files)), keys
 
 
+def _not_rekeyed(out: Path, foreign: Sequence[str], store_keys: set[str]) -> list[str]:
+    """The keys of ``foreign`` (listed by the folder's JSON files, not in the store) whose units
+    are not in the store under their key of this code fingerprint rule either
+    (:mod:`mtlbench.rekey`: units published under the previous rule)."""
+    from ..rekey import rekey_published
+
+    moved: set[str] = set()
+    for p in out.glob("*.json"):
+        data = _is_leaderboard_json(p)
+        if data is None or not isinstance(data.get("units"), list):
+            continue
+        keys = [u.get("key") if isinstance(u, dict) else None for u in data["units"]]
+        try:
+            rekey_published(data)
+        except (KeyError, TypeError, ValueError, AttributeError):  # not a well-formed file
+            continue
+        moved |= {k for k, u in zip(keys, data["units"]) if u["key"] in store_keys}
+    return sorted(set(foreign) - moved)
+
+
 def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | None = None,
             figures: bool = True, log: Callable[[str], None] = print, force: bool = False,
             seed: int | None = None, models: Sequence[str] | None = None) -> dict[str, Any]:
@@ -123,6 +144,8 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
     store_keys = set(all_units["key"])
     manifest, old_files, old_keys = _previous(out)
     foreign = sorted(old_keys - store_keys)
+    if foreign:  # published under the previous code fingerprint rule, moved in the store since
+        foreign = _not_rekeyed(out, foreign, store_keys)
     same_store = not foreign and (manifest is not None or not old_files)
     if old_files and not same_store and not force:
         why = (f"{len(foreign)} published unit(s) are not in this store" if foreign else
