@@ -13,7 +13,7 @@ The code fingerprint of a class is the sha256 of the parsed code of the source f
   module's globals (imported modules, functions and classes), plus the private helper modules
   (``_*.py``) next to the class's module (e.g. shared numerics).
 
-Each file counts by its path relative to its top-level package and by its syntax tree
+Each file counts by its path below the folder of its top-level package and by its syntax tree
 (``ast.parse``) without what does nothing when the code runs: comments (not in the tree),
 docstrings and any other string standing alone as a statement, line and column numbers and
 layout.  So rewording a docstring or a comment, or reformatting, leaves the stored units of a
@@ -180,11 +180,13 @@ def _read_source(path: str, mtime_ns: int, size: int) -> _Source:
     """One file's digests and imports, read once per file version (path, modification time,
     size) and parsed once per content: the parsed result is kept beside Python's bytecode
     cache of the file (:func:`_parsed_cache`).  A file that does not parse is hashed by its
-    bytes (and imports nothing), with a warning saying so."""
+    bytes (and imports nothing), with a warning saying so; one that cannot be read, by a
+    placeholder."""
     try:
         data = Path(path).read_bytes()
-    except OSError:
-        data = b"<unreadable>"
+    except OSError:  # counted as such (a file that reappears changes the fingerprint)
+        unreadable = hashlib.sha256(b"<unreadable>").digest()
+        return _Source(unreadable, unreadable, ())
     text = hashlib.sha256(data).digest()
     cache = _parsed_cache(path)
     kept = _read_parsed(cache, text) if cache else None

@@ -327,6 +327,10 @@ def test_units_stored_under_the_previous_rule_by_this_code_stay_current(dist, tm
     assert _rows(store) == now  # this rule's keys and provenance; the same finish times
     con = sqlite3.connect(store)
     assert con.execute("SELECT COUNT(DISTINCT key) FROM task_scores").fetchone()[0] == 4
+    for table in ("task_scores", "arrays"):  # moved with their units
+        assert con.execute(f"SELECT COUNT(*) FROM {table} WHERE key NOT IN "
+                           "(SELECT key FROM units)").fetchone()[0] == 0
+    assert con.execute("SELECT COUNT(*) FROM arrays").fetchone()[0] > 0
     con.close()
     assert "previous code fingerprint rule" not in _compare(store).output  # once
 

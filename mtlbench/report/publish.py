@@ -11,9 +11,9 @@ Rules
 * **Another store needs ``force``.**  The folder's tables came from the same store when every
   unit key its published JSON files list is still in the store being published (a store that
   gained units since is the same store; a unit published under the previous code fingerprint
-  rule may be there under its key of this rule, :mod:`mtlbench.rekey`).  A folder with generated tables but no manifest, or
-  whose units are not all in the store, was written from another store: publishing there
-  raises :class:`ConfigError` unless ``force=True``.
+  rule may be there under its key of this rule, :mod:`mtlbench.rekey`).  A folder with
+  generated tables but no manifest, or whose units are not all in the store, was written from
+  another store: publishing there raises :class:`ConfigError` unless ``force=True``.
 * **Stale files are removed**: every file the previous manifest lists (or, without a manifest,
   every generated markdown / leaderboard JSON and the figures it links) that this publication
   does not write again.  Hand-written files (no generated marker) are never touched.
