@@ -59,7 +59,8 @@ lam_group 0.05, k 5; tfcl-q-nog lam_personal 0.1, 88.8; tfcl-coc 93.8 at k 4), c
 
 Ablations: ``tfcl-q-noauc`` (instance-wise squared loss), ``tfcl-q-nog`` (theta_g = 0, no
 U-step), ``tfcl-coc`` (alpha_2 <L(theta_g), U> replaced by CoCMTL's alpha_2 sum_{i>k}
-sigma_i(theta_g)^2, the ridge kept).  Unverified (not in the paper): the initialisation.
+sigma_i(theta_g)^2, the ridge kept).  Unverified (not in the paper, as for ``tfcl.py``): the
+initialisation, C, the stopping rule and the grid.
 """
 from __future__ import annotations
 
