@@ -28,7 +28,7 @@ from ._json import config_json
 from .provenance import previous_rule_provenances, unit_provenance
 from .report.imported import published_spec, search_versions
 
-__all__ = ["current_identity", "rekey_published", "rekey_store"]
+__all__ = ["rekey_published", "rekey_store"]
 
 
 class _Installed:
