@@ -70,6 +70,8 @@ class Plan:
     estimate: "Estimate | None" = None
     rerun: tuple[str, ...] = ()
     expected: dict[str, Any] = field(default_factory=dict)  # key -> runner.cost.Expected
+    #: stored units of the previous code fingerprint rule moved to their keys (mtlbench.rekey)
+    rekeyed: int = 0
 
     @property
     def labels(self) -> list[str]:
@@ -243,6 +245,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
                          resolve_problems)
+    from .rekey import rekey_store
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
@@ -291,6 +294,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
+        rekeyed = rekey_store(rs, reg, specs)  # units of the previous fingerprint rule
         todo = pending_units(specs, rs, retry_failed, rerun=rerun)
         status = rs.statuses(s.key for s in specs)
         history = rs.unit_times()
@@ -305,7 +309,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                 store=store_path, data_dir=ddir_s, jobs=jobs, timeout=timeout,
                 retry_failed=retry_failed, scheduler=scheduler, rerun=rerun,
                 stored_ok=sum(v == "ok" for v in status.values()),
-                stored_failed=sum(v != "ok" for v in status.values()),
+                stored_failed=sum(v != "ok" for v in status.values()), rekeyed=rekeyed,
                 expected=expected, estimate=estimate_wall_time(todo, expected, workers))
 
 

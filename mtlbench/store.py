@@ -395,6 +395,50 @@ class ResultStore:
                              f"{_cause(self.path, exc)}") from None
         return n
 
+    def unit_identities(self) -> list[dict[str, Any]]:
+        """What every stored unit's key is the hash of: key, model (label), dataset,
+        problem, rep, model_config, protocol, dataset_params and provenance (JSON decoded)."""
+        cols = ("key", "model", "dataset", "problem", "rep", "model_config", "protocol",
+                "dataset_params", "provenance")
+        out = []
+        for row in self._conn.execute(f"SELECT {', '.join(cols)} FROM units"):
+            unit = dict(zip(cols, row))
+            for col in cols[5:]:
+                if isinstance(unit[col], str):
+                    unit[col] = json.loads(unit[col])
+            out.append(unit)
+        return out
+
+    def rekey_units(self, moves: Mapping[str, tuple[str, Any]]) -> int:
+        """Move units to other keys, ``{old key: (new key, provenance)}``: each with its rows
+        of the per-unit tables and its ``provenance`` set, in one transaction; a unit whose
+        new key is taken stays where it is.  Returns how many moved."""
+        if self.readonly:
+            raise StoreError(f"cannot re-key units of {str(self.path)!r}: opened read-only")
+        con = self._conn
+        try:
+            with con:
+                # every table keyed by unit (task_scores, arrays and any later one), not the
+                # claims of running compares nor the races (keys of their own)
+                tables = [t for (t,) in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")
+                    if t not in ("units", "claims", "races")
+                    and "key" in {r[1] for r in con.execute(f"PRAGMA table_info({t})")}]
+                n = 0
+                for old, (new, provenance) in moves.items():
+                    if con.execute("SELECT 1 FROM units WHERE key = ?", (new,)).fetchone():
+                        continue
+                    moved = con.execute("UPDATE units SET key = ?, provenance = ? WHERE key = ?",
+                                        (new, json.dumps(provenance, sort_keys=True), old)
+                                        ).rowcount
+                    for table in tables if moved else ():
+                        con.execute(f"UPDATE {table} SET key = ? WHERE key = ?", (new, old))
+                    n += moved
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot re-key units of {str(self.path)!r}: "
+                             f"{_cause(self.path, exc)}") from None
+        return n
+
     # ------------------------------------------------------------------ races
     def write_race(self, rows: Iterable[dict[str, Any]]) -> None:
         """Insert or replace the rows of one race (:data:`RACE_COLUMNS`), in one transaction."""

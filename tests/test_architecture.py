@@ -125,7 +125,7 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
     {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
-     "mtlbench._forkserver", "mtlbench.provenance"},
+     "mtlbench._forkserver", "mtlbench.provenance", "mtlbench._published_fingerprints"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.design", "mtlbench.searcher",
      "mtlbench.synthetic", "mtlbench.fetch"},
@@ -144,7 +144,8 @@ CORE_LAYERS = [
      "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
      "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.report.race_figures",
-     "mtlbench.race", "mtlbench.scaffold"},
+     "mtlbench.race", "mtlbench.scaffold",
+     "mtlbench.rekey"},
     {"mtlbench.api"},
     CLI,
 ]

@@ -124,6 +124,9 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
     for pid, s in plan.summaries.items():
         console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
                       f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
+    if plan.rekeyed:
+        console.print(f"  {plan.rekeyed} stored unit(s) of the previous code fingerprint rule, "
+                      "made by the code installed now, moved to their keys under this rule")
     if dry_run:
         _print_plan(plan)
         return

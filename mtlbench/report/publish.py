@@ -10,9 +10,10 @@ Rules
 -----
 * **Another store needs ``force``.**  The folder's tables came from the same store when every
   unit key its published JSON files list is still in the store being published (a store that
-  gained units since is the same store).  A folder with generated tables but no manifest, or
-  whose units are not all in the store, was written from another store: publishing there
-  raises :class:`ConfigError` unless ``force=True``.
+  gained units since is the same store; a unit published under the previous code fingerprint
+  rule may be there under its key of this rule, :mod:`mtlbench.rekey`).  A folder with
+  generated tables but no manifest, or whose units are not all in the store, was written from
+  another store: publishing there raises :class:`ConfigError` unless ``force=True``.
 * **Stale files are removed**: every file the previous manifest lists (or, without a manifest,
   every generated markdown / leaderboard JSON and the figures it links) that this publication
   does not write again.  Hand-written files (no generated marker) are never touched.
@@ -110,6 +111,26 @@ def _previous(out: Path) -> tuple[dict[str, Any] | None, list[Path], set[str]]:
     return manifest, sorted(set(files)), keys
 
 
+def _not_rekeyed(out: Path, foreign: Sequence[str], store_keys: set[str]) -> list[str]:
+    """The keys of ``foreign`` (listed by the folder's JSON files, not in the store) whose units
+    are not in the store under their key of this code fingerprint rule either
+    (:mod:`mtlbench.rekey`: units published under the previous rule)."""
+    from ..rekey import rekey_published
+
+    moved: set[str] = set()
+    for p in out.glob("*.json"):
+        data = _is_leaderboard_json(p)
+        if data is None or not isinstance(data.get("units"), list):
+            continue
+        keys = [u.get("key") if isinstance(u, dict) else None for u in data["units"]]
+        try:
+            rekey_published(data)
+        except (KeyError, TypeError, ValueError, AttributeError):  # not a well-formed file
+            continue
+        moved |= {k for k, u in zip(keys, data["units"]) if u["key"] in store_keys}
+    return sorted(set(foreign) - moved)
+
+
 def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | None = None,
             figures: bool = True, log: Callable[[str], None] = print, force: bool = False,
             seed: int | None = None, models: Sequence[str] | None = None) -> dict[str, Any]:
@@ -123,6 +144,8 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
     store_keys = set(all_units["key"])
     manifest, old_files, old_keys = _previous(out)
     foreign = sorted(old_keys - store_keys)
+    if foreign:  # published under the previous code fingerprint rule, moved in the store since
+        foreign = _not_rekeyed(out, foreign, store_keys)
     same_store = not foreign and (manifest is not None or not old_files)
     if old_files and not same_store and not force:
         why = (f"{len(foreign)} published unit(s) are not in this store" if foreign else
@@ -380,6 +403,7 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     N units drawn at random (``verify_seed``) and recomputed here agree
     (:func:`mtlbench.report.imported.verify_units`).  Returns the data with ``verified``:
     the keys of the units recomputed."""
+    from ..rekey import rekey_published
     from .imported import check_keys, check_published, verify_units
 
     path = Path(path)
@@ -416,6 +440,11 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
                           f"installation computes — {'; '.join(parts)}{more}. "
                           "Nothing was imported.")
     check_keys(data, repr(str(path)))
+    rekeyed = rekey_published(data)  # units of the previous code fingerprint rule
+    if rekeyed:
+        units = [UnitRecord.from_json(u) for u in data["units"]]
+        log(f"{rekeyed} unit(s) of {str(path)!r} have code fingerprints of the previous rule "
+            "that name the code installed here: read under this rule's keys")
     data["verified"] = (verify_units(data, verify, verify_seed, data_dir, repr(str(path)), log)
                         if verify else set())
     data["path"] = str(path)
@@ -526,8 +555,13 @@ def check_restored(path: str | Path, store) -> tuple[int, list[str]]:
     hyperparameters, the test AUC and every per-task AUC must be equal, bit for bit (the same
     key means the same code, data, split, search and protocol).  Returns (units compared,
     one line per difference)."""
+    from ..rekey import rekey_published
+
     data = json.loads(Path(path).read_text(encoding="utf-8"))
-    published = {u["key"]: u for u in data["units"] if u["status"] == "ok"}
+    keys = [u["key"] for u in data["units"]]
+    rekey_published(data)  # a unit of the previous fingerprint rule: found by either key
+    published = {k: u for key, u in zip(keys, data["units"]) if u["status"] == "ok"
+                 for k in {key, u["key"]}}
     rows = store.units(keys=published)
     scores = store.task_scores(keys=published)
     per_task = {k: g.sort_values("task_index")["test_auc"].tolist()

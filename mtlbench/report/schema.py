@@ -271,8 +271,8 @@ class Machine(JsonRecord):
     cpu_count: Any
     platform: Any
     units: int
-    # the CPU's model name and widest vector ISA (written only where the units recorded it:
-    # units made before issue 23's last round did not)
+    # the CPU's model name and widest vector ISA (written only where the units recorded it;
+    # units of older mtlbench versions did not)
     cpu: Any = None
 
     OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"cpu"})

@@ -33,10 +33,9 @@ where a measure of either problem is not known.  An extrapolated time is marked 
 between problems of one data set (e.g. the attributes of Shoes) the measures differ little and
 the scaled times are close; across data sets they are a rough guess.
 
-The machine probe (issue 23).  The hints are seconds on one machine; machines differ by
-several times (the same code ran 2-5x faster on a 2-core AVX-512 EPYC than on the 2-core
-machine the hints were first measured on, so an empty store's plan of the paper-scale job said
-84 min for a job measured at 33 min).  :func:`machine_probe_seconds` times a fixed workload of
+The machine probe.  The hints are seconds on one machine; machines differ by several times
+(the same code runs 2-5x faster on a 2-core AVX-512 EPYC than on some 2-core machines
+without AVX-512).  :func:`machine_probe_seconds` times a fixed workload of
 the kinds units spend their time on (batched per-task products over a paper-scale problem,
 T x T and d x d eigen-, singular-value and linear solves, a Python loop over tasks with small
 products), one BLAS thread, the best of five runs (the least disturbed by other load), about
@@ -66,16 +65,14 @@ REFERENCE_TASKS = 190
 REFERENCE_MACHINE = "2 cores (x86-64, OpenBLAS), one unit per core, nothing else running"
 SOURCES = ("stored", "scaled", "hint", "default")
 #: seconds of :func:`machine_probe_seconds` on a machine where the built-in models' cost_hints
-#: hold.  Calibration (2026-11-27, a 2-core AVX-512 "AMD EPYC", OpenBLAS 0.3.31, numpy 2.4.6):
+#: hold.  Calibration (a 2-core AVX-512 "AMD EPYC", OpenBLAS 0.3.31, numpy 2.4.6):
 #: every built-in model's unit on REFERENCE_PROBLEM (``OMP_NUM_THREADS=1 python
 #: benchmarks/bench_paper_scale.py --dataset-params seed=101 --problem attr0``, the other core
 #: busy, as in a run of one unit per core; sum 33.1 s) took 0.21-0.40 x its hint, median
 #: 0.335 (the same median rule as the stored/hinted ratio above); the probe, which is meant
 #: to measure the undisturbed machine (best of five), took 0.0277-0.0298 s there with the
 #: machine idle (0.029-0.033 s with both cores busy), so the reference is 0.028 / 0.335 =
-#: 0.084 s.  (A first calibration paired the busy probe, 0.030 s, with the units: 0.090 s;
-#: the full paper-scale job then measured 1.33 x the dry run's estimate, which had probed the
-#: idle machine.)
+#: 0.084 s (the idle probe's time, because a plan probes the machine before its units run).
 REFERENCE_PROBE_SECONDS = 0.084
 
 

@@ -199,8 +199,8 @@ def _thread_time_limit(seconds: float) -> Iterator[None]:
         timer.cancel()
 
 
-#: widest vector instruction set named in a unit's ``cpu`` (the same code ran 2-5x faster on a
-#: 2-core AVX-512 machine than on a 2-core one without, issue 23), widest first
+#: widest vector instruction set named in a unit's ``cpu`` (the same code runs 2-5x faster on a
+#: 2-core AVX-512 machine than on a 2-core one without), widest first
 _VECTOR_ISA = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"),
                ("asimd", "NEON"))
 
