@@ -169,15 +169,7 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     jobs = merged.get("jobs", -1)  # -1: the number of usable CPUs
     timeout = merged.get("timeout")
     datasets = merged.get("datasets", ["simulated"])
-    selectors: list[str] = []
-    if options.get("model") is not None:  # -m, repeatable
-        for m in options["model"]:
-            if not isinstance(m, str) or not m.strip():
-                raise ConfigError("-m/--model is empty; give a model selector like 'lasso'")
-            selectors.append(m.strip())
-    selectors += from_cli.get("models", [])
-    if not selectors:
-        selectors = from_file.get("models", [])
+    selectors = from_cli.get("models") or from_file.get("models", [])
     protocol = ProtocolConfig(reps=reps, seed=seed, test_fraction=test_fraction,
                               val_fraction=val_fraction, search=search, budget=budget)
     return RunConfig(datasets=datasets, selectors=selectors, protocol=protocol, jobs=jobs,
