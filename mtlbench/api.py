@@ -8,7 +8,7 @@
                            store="results/demo.sqlite")
     res.to_frame()               # one row per unit (model, problem, repetition), pandas
     res.to_frame(level="task")   # one row per (unit, task) with the task's test AUC
-    res.summary()                # mean ± std test AUC per (problem, model)
+    res.summary()                # mean ± std test AUC per (problem, model), as `results`
     res.leaderboard()            # the leaderboard table of the dataset (ranks, tests, W/T/L)
     res.summary_across()         # across data sets: Friedman, ranks, CD, equivalence
 
@@ -17,6 +17,14 @@
 ``compare`` is what ``mtlbench compare`` runs: the command line is a thin layer that turns its
 options into a call of :func:`plan` and :func:`run` and prints what they return.  Nothing here
 prints or imports click/rich; progress reaches the caller through the ``on_result`` callback.
+
+One scale
+---------
+Every AUC in a frame of :class:`Results` is on the scale the tables print, x 100, in a column
+whose name ends in ``_x100`` (``test_auc_x100``, ``val_auc_x100``, ``test_auc_mean_x100``,
+``mean_auc_x100``); it is the same float the tables round (:func:`mtlbench.report.select.auc_x100`).
+The JSON records inside a unit row (the search trace in ``grid``, ``diagnostics``) are as
+stored, on the 0-1 scale.
 
 The store
 ---------
@@ -436,20 +444,36 @@ class Results:
 
     def to_frame(self, level: str = "unit") -> "pd.DataFrame":
         """A DataFrame with one row per unit (``level="unit"``: model, dataset, problem, rep,
-        status, test_auc, val_auc, best_params, times, fingerprints, ...) or per task of each
-        finished unit (``level="task"``: model, dataset, problem, rep, task_index, task_name,
-        test_auc, n_test, key)."""
+        status, test_auc_x100, val_auc_x100, best_params, times, fingerprints, ...) or per task
+        of each finished unit (``level="task"``: model, dataset, problem, rep, task_index,
+        task_name, test_auc_x100, n_test, key).  AUCs x 100 (module docstring)."""
+        if level not in ("unit", "task"):
+            raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
         with self._open() as rs:
             if level == "unit":
-                return rs.units(keys=self.keys)
-            if level == "task":
-                return rs.task_scores(keys=self.keys).reset_index(drop=True)
-        raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
+                df = rs.units(keys=self.keys)
+                cols = ("test_auc", "val_auc")
+            else:
+                df = rs.task_scores(keys=self.keys).reset_index(drop=True)
+                cols = ("test_auc",)
+        from .report.select import auc_x100
+
+        for col in cols:
+            df[col] = auc_x100(df[col].astype(float))[0]
+        return df.rename(columns={c: f"{c}_x100" for c in cols})
 
     def summary(self) -> "pd.DataFrame":
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures."""
+        """Mean ± std (over repetitions) of test AUC x 100 per (dataset, problem, model), with
+        finished and failed units and run time: the table ``mtlbench results`` and the end of
+        ``compare`` print (columns ``test_auc_mean_x100``, ``test_auc_std_x100``, ``reps``,
+        ``failed``, ``time_total_s``), over these results' units."""
+        from .report.select import Selection, results_frame
+
         with self._open() as rs:
-            return rs.summary(keys=self.keys).reset_index(drop=True)
+            frame = results_frame(Selection(units=rs.units(keys=self.keys)))
+        # planned repetitions and the seed belong to a selection (``results``), not to a set
+        # of units
+        return frame.drop(columns=["planned_reps", "seed"], errors="ignore")
 
     def failures(self) -> "pd.DataFrame":
         """Failed units with their message and traceback."""

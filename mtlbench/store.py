@@ -537,31 +537,6 @@ class ResultStore:
                                  (key, name)).fetchone()
         return None if row is None else np.load(io.BytesIO(row[0]), allow_pickle=False)
 
-    def summary(self, *, problems: Iterable[str] | None = None,
-                models: Iterable[str] | None = None,
-                keys: Iterable[str] | None = None) -> pd.DataFrame:
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures.
-
-        ``keys`` restricts to given units (a run's own units: the same model label may have
-        been run earlier with another search space or protocol)."""
-        df = self.units(problems=problems, models=models, keys=keys)
-        if df.empty:
-            return pd.DataFrame(columns=["problem", "model", "reps", "failed", "test_auc_mean",
-                                         "test_auc_std", "time_total"])
-        ok = df[df.status == "ok"]
-        g = ok.groupby(["problem", "model"])
-        out = pd.DataFrame({
-            "reps": g.size(),
-            "test_auc_mean": g.test_auc.mean(),
-            "test_auc_std": g.test_auc.std(ddof=1),
-            "time_total": g.time_total.sum(),
-        })
-        failed = df[df.status != "ok"].groupby(["problem", "model"]).size().rename("failed")
-        out = out.join(failed, how="outer").reset_index()
-        out["reps"] = out["reps"].fillna(0).astype(int)
-        out["failed"] = out["failed"].fillna(0).astype(int)
-        return out.sort_values(["problem", "test_auc_mean"], ascending=[True, False])
-
 
 def _name_of(config: Any, label: str) -> str:
     try:
