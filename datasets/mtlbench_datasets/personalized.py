@@ -59,7 +59,8 @@ import numpy as np
 
 from mtlbench import (Dataset, DatasetUnavailableError, DataValidationError, TaskSet,
                       UnknownNameError, hookimpl)
-from mtlbench.datasets_api import default_cache_dir, resolve_data_dir
+from mtlbench.datasets_api import (data_dir_hint, default_cache_dir, find_in_subfolders,
+                                   resolve_data_dir)
 
 # The layout's files, the label reader and the importer live in _attributes (re-exported here).
 from ._attributes import (  # noqa: F401
@@ -338,13 +339,22 @@ class PersonalizedAttributes(Dataset):
         looked = [str(f) for f, _ in self._candidates(ddir, cache_dir)]
         dd = ("no data folder given (use --data-dir DIR or set $MTLBENCH_DATA_DIR)" if ddir is None
               else f"data folder: {ddir}")
+        found = [f for f in find_in_subfolders(ddir, (LABELS_FILE,), skip=(ddir / self.name,)
+                                               if ddir is not None else ())
+                 if self._name_matches(f)]
+        hint = data_dir_hint(found, LABELS_FILE, ddir, self.name) if found else ""
         return (f"{self.name}: the data is not available locally ({dd}).\n"
-                f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
+                + (f"  {hint}.\n" if hint else "")
+                + f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
                 f"{LAYOUT_HELP}\n"
                 + (f"problems: the attributes in your labels.csv (the paper used: "
                    f"{', '.join(self.attributes)})\n" if self.attributes else "")
                 + f"get the data: {self.get_it}\n"
-                f"no checksum is defined: this data set has no canonical public copy.")
+                f"no checksum is defined: this data set has no canonical public copy.\n"
+                + ("" if hint else
+                   "without a copy: --datasets synthetic-attributes is generated data of the "
+                   "same layout and scale (users labelling shared items), to try the models "
+                   "and the protocol"))
 
     def _read_meta(self, folder: Path) -> dict:
         p = folder / META_FILE
