@@ -80,7 +80,7 @@ def test_models_and_datasets_options_take_repeats_and_commas(tmp_path):
     assert "3 model(s) x 1 problem(s)" in res.output
     res = CliRunner().invoke(cli, ["compare", "-m", "lasso]", "--dry-run",
                                    "--store", str(tmp_path / "r.sqlite")])
-    assert res.exit_code == 2 and "invalid model selector 'lasso]'" in res.output
+    assert res.exit_code == 2 and "invalid model selector in --models 'lasso]'" in res.output
 
 
 # ------------------------------------------------------------------ models at 100 columns

@@ -8,6 +8,7 @@ module              what
 ``info``            ``plugins``, ``models``, ``datasets``
 ``run``             ``compare``, ``results``, ``import-results``
 ``report``          ``leaderboard``, ``publish``
+``share``           ``merge``, ``best-params``
 ``new_plugin``      ``new-plugin`` (the files come from :mod:`mtlbench.scaffold`)
 ``_ui``             consoles, :func:`user_errors`, tables, the registry with its warnings
 ``_options``        options shared by several commands, opening a store

@@ -60,20 +60,33 @@ def figures_option(help_text: str):
                         default=None, help=help_text)
 
 
-def joined(values: tuple[str, ...] | list[str] | None, what: str = "selector"
+def joined(values: tuple[str, ...] | list[str] | None, option: str, what: str
            ) -> list[str] | None:
     """The entries of a repeatable, comma-separated option (``-m a,b -m c`` -> ``[a, b, c]``);
-    not given -> None; an empty entry or unbalanced brackets are an error naming ``what``
-    (e.g. "model selector") and the value."""
+    not given -> None.  An empty value or unbalanced brackets are an error naming the
+    ``option`` (``--models``) and ``what`` it takes (``model selector``)."""
     if not values:
         return None
     out = []
     for v in values:
+        if not v.strip():
+            raise ConfigError(f"{option} is empty; give at least one {what} (omit the option "
+                              "for the default)")
         try:
             out += csv_list(v)
         except ConfigError as exc:
-            raise ConfigError(f"invalid {what} {v!r}: {exc}") from None
+            raise ConfigError(f"invalid {what} in {option} {v!r}: {exc}") from None
     return out
+
+
+def model_list(values: tuple[str, ...] | None) -> list[str] | None:
+    """The values of ``-m/--models`` (:func:`joined`)."""
+    return joined(values, "--models", "model selector")
+
+
+def dataset_list(values: tuple[str, ...] | None) -> list[str] | None:
+    """The values of ``-d/--datasets`` (:func:`joined`)."""
+    return joined(values, "--datasets", "dataset selector")
 
 
 def csv_list(value: str | None) -> list[str] | None:

@@ -12,8 +12,8 @@ import click
 
 from ..api import DEFAULT_STORE
 from ..syntax import file_stem
-from ._options import (data_dir_option, dataset_option, figures_option, format_option, joined,
-                       models_option, open_store)
+from ._options import (data_dir_option, dataset_option, figures_option, format_option,
+                       model_list, models_option, open_store)
 from ._ui import console, emit, err_console, escape, registry, render_rows, user_errors
 
 __all__ = ["race"]
@@ -82,7 +82,7 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
                                   ("val_fraction", val_fraction)) if v is not None}
     config = ProtocolConfig(seed=seed, reps=rep + 1, **settings)
     train, info = rc.race_problem(reg, ds_name, prob, ddir_s, rep, config)
-    selectors = joined(models_, "model selector") or reg.model_names
+    selectors = model_list(models_) or reg.model_names
     source = open_store(from_store, readonly=True) if from_store else None
     try:
         selections = rc.race_selections(reg, selectors, problem=pid, rep=rep, seed=seed,

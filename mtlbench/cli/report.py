@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from ._options import (csv_list, dataset_option, datasets_option, figures_option, joined,
-                       models_option, open_store, seed_option, store_option)
+from ._options import (csv_list, dataset_list, dataset_option, datasets_option, figures_option,
+                       model_list, models_option, open_store, seed_option, store_option)
 from ._ui import console, err_console, escape, user_errors
 
 __all__ = ["leaderboard", "publish"]
@@ -61,7 +61,7 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, store: str,
                                "every figure)")
     rs = open_store(store, readonly=True)
     try:
-        models = joined(models_, "model selector")
+        models = model_list(models_)
         if across:
             text = _summary_text(rs, fmt, seed, models, blocks, focus, rope,
                                  Path(figures_dir) if figures_dir else None,
@@ -119,8 +119,8 @@ def publish(store: str, out: str, datasets_: tuple[str, ...], models_: tuple[str
 
     rs = open_store(store, readonly=True)
     try:
-        publish_to(rs, out, joined(datasets_, "dataset selector"), figures=figures,
-                   force=force, seed=seed, models=joined(models_, "model selector"),
+        publish_to(rs, out, dataset_list(datasets_), figures=figures,
+                   force=force, seed=seed, models=model_list(models_),
                    log=lambda s: console.print(escape(s), soft_wrap=True))
     finally:
         rs.close()

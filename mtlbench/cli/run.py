@@ -20,8 +20,8 @@ import click
 from .. import api
 from ..api import DEFAULT_STORE
 from ..syntax import split_top_level
-from ._options import (data_dir_option, datasets_option, format_option, joined, models_option,
-                       open_store, seed_option, store_option)
+from ._options import (data_dir_option, dataset_list, datasets_option, format_option,
+                       model_list, models_option, open_store, seed_option, store_option)
 from ._ui import console, err_console, escape, registry, user_errors
 
 __all__ = ["compare", "results", "import_results"]
@@ -92,8 +92,8 @@ def compare(datasets_: tuple[str, ...], models_: tuple[str, ...], reps: int | No
 
                 prestart()  # worker processes' imports overlap with planning
             registry()  # plugin warnings, once
-            plan = api.plan(joined(datasets_, "dataset selector"),
-                            joined(models_, "model selector"), reps=reps, seed=seed,
+            plan = api.plan(dataset_list(datasets_),
+                            model_list(models_), reps=reps, seed=seed,
                             jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
                             timeout=timeout, retry_failed=retry_failed, config=config_path,
                             test_fraction=test_fraction, val_fraction=val_fraction,
@@ -295,8 +295,8 @@ def results(store: str, datasets_: tuple[str, ...], models_: tuple[str, ...], se
 
     rs = open_store(store, readonly=True)
     try:
-        problems = joined(datasets_, "dataset selector")
-        models = joined(models_, "model selector")
+        problems = dataset_list(datasets_)
+        models = model_list(models_)
         all_units = rs.units()
         datasets = None
         if problems:
