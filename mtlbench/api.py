@@ -81,7 +81,9 @@ class Plan:
 
     @property
     def labels(self) -> list[str]:
-        return [s.label for s in self.selections]
+        """Every model label of the planned units, in plan order (a selection with values
+        pinned on some problems by the config file has another label there)."""
+        return list(dict.fromkeys(s.label for s in self.specs))
 
     @property
     def problem_ids(self) -> list[str]:
@@ -219,6 +221,38 @@ def _check_config_tables(reg, tables: Mapping[str, Mapping[str, Any]],
             raise ConfigError(f"config file {str(config)!r}: [models.{name}]: {exc}") from None
 
 
+def _pinned_selections(reg, selectors: Sequence[str], settings: Any,
+                       config: str | os.PathLike | None) -> dict[tuple[int, str], Any]:
+    """The selections of the config file's ``[models.NAME.problems."P"]`` pins:
+    ``(index of the selector, problem id) -> selection`` with the pinned values fixed over
+    the ``[models.NAME]`` table and under the selector's own overrides.  Every pin is checked,
+    also those of models or problems this run does not have."""
+    from .errors import unknown_name_message
+    from .selectors import apply_overrides, parse_selector
+
+    where = f"config file {str(config)!r}"
+    for name, pins in settings.problem_overrides.items():
+        table = settings.model_overrides.get(name, {})
+        for pid, values in pins.items():
+            ds = pid.split("/", 1)[0].split("[", 1)[0].strip()
+            if ds not in reg.dataset_names:
+                raise ConfigError(f"{where}: [models.{name}.problems.{pid!r}]: "
+                                  + unknown_name_message("dataset", ds, reg.dataset_names))
+            try:
+                apply_overrides(reg.model_class(name), {**table, **values}, name)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: [models.{name}.problems.{pid!r}]: {exc}") \
+                    from None
+    out = {}
+    for i, text in enumerate(selectors):
+        name, overrides = parse_selector(text)
+        table = settings.model_overrides.get(name, {})
+        for pid, values in settings.problem_overrides.get(name, {}).items():
+            out[(i, pid)] = apply_overrides(reg.model_class(name),
+                                            {**table, **values, **overrides}, name)
+    return out
+
+
 def _check_rerun(rerun: Sequence[str], selections: Sequence[Any]) -> None:
     """``--rerun NAME`` names a model of this run (registry name or label), or ``*``."""
     from .errors import unknown_name_message
@@ -250,7 +284,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                               problem_tasks)
     from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
-                         resolve_problems)
+                         problem_id, resolve_problems)
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
@@ -287,6 +321,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     if len(set(labels)) != len(labels):
         raise ConfigError(f"the same model selection is given twice: {labels}")
     _check_config_tables(reg, settings.model_overrides, config)
+    pinned = _pinned_selections(reg, selectors, settings, config)
     _check_rerun(rerun, selections)
 
     ddir = resolve_data_dir(data_dir)
@@ -294,8 +329,20 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     _explain_unlisted_problems(reg, ds_names, ddir)
     problems = resolve_problems(reg, ds_names, ddir_s)
     loaded = check_problems_load(reg, problems, ddir_s)
-    check_overrides(reg, selections, loaded, timeout)
-    specs = plan_units(reg, selections, problems, pconf)
+    per_problem = []  # the selections of each problem: pinned ones where the config pins
+    for ds_name, prob in problems:
+        pid = problem_id(ds_name, prob)
+        sels = [pinned.get((i, pid), sel) for i, sel in enumerate(selections)]
+        here = [s.label for s in sels]
+        if len(set(here)) != len(here):
+            raise ConfigError(f"on {pid} the same model selection would run twice (a value "
+                              f"pinned by the config file gives another selection's label): "
+                              f"{here}")
+        per_problem.append(((ds_name, prob), sels))
+    check_overrides(reg, list({s.label: s for _, sels in per_problem for s in sels}.values()),
+                    loaded, timeout)
+    specs = [spec for problem, sels in per_problem
+             for spec in plan_units(reg, sels, [problem], pconf)]
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
