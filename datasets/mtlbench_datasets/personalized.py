@@ -43,10 +43,10 @@ Attribute images, Patterson & Hays 2012; features: 2048-d Inception-V3): problem
 ``cluttered modern open_area rustic soothing``.  Neither has a known public download; both
 read the user's local copy.
 
-``mtlbench import-attributes`` (registered through ``register_commands``) turns CSV/NPY files
-into the layout; :func:`import_attributes` is the same as a function.  Both, the layout's file
-names and the ``labels.csv`` reader are in the private module ``_attributes.py`` and are
-re-exported here.
+``mtlbench import-attributes`` (registered through ``register_commands``) turns CSV, NumPy or
+MATLAB files into the layout; :func:`import_attributes` is the same as a function.  Both, the
+layout's file names and the ``labels.csv`` reader are in the private module ``_attributes.py``
+and are re-exported here.
 """
 from __future__ import annotations
 
@@ -150,7 +150,8 @@ class PersonalizedAttributes(Dataset):
     source: ClassVar[str] = "your own data (see docs/datasets.md, `mtlbench import-attributes`)"
     attributes: ClassVar[tuple[str, ...]] = ()
     attribute_aliases: ClassVar[dict[str, str]] = {}
-    get_it: ClassVar[str] = "build it from your CSV/NPY files with `mtlbench import-attributes`"
+    get_it: ClassVar[str] = ("build it from your CSV, NumPy or MATLAB files with "
+                             "`mtlbench import-attributes`")
 
     def __init__(self, n_components: int | None = 100, min_minority: int = 8, bias: bool = False):
         self.n_components = n_components
