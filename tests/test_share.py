@@ -61,7 +61,8 @@ def test_merge_gives_the_union_without_duplicates(both, tmp_path):
     res = _run("merge", a, b, "--store", target)
     assert res.exit_code == 0, res.output
     assert _keys(target) == sorted(set(_keys(a)) | set(_keys(b))) and len(_keys(target)) == 4
-    assert "4 unit(s) into" in res.output and "2 also in an earlier source" in res.output
+    assert "4 unit(s) into" in res.output
+    assert "2 also in another source (kept once)" in res.output
     # each unit copied exactly: row, per-task scores, fitted arrays (repetition 0's)
     with ResultStore(b, readonly=True) as sb, ResultStore(target, readonly=True) as stt:
         for key in _keys(b):
@@ -86,6 +87,11 @@ def test_merge_reads_published_files_as_import_results_does(both, tmp_path):
         units = stt.units()
     origin = dict(zip(units["model"], units["origin"]))
     assert not isinstance(origin["stl"], str) and origin["lasso"] == "imported"  # computed
+    # the file first: a store's copy of the same unit is still the one kept (arrays, history)
+    plan = plan_merge([str(out / "simulated.json"), str(a)], tmp_path / "t2.sqlite")
+    kept = {rec.model: src.kind for src, _, rec in plan.write}
+    assert kept == {"stl": "store", "lasso": "file"}
+    assert plan.duplicates == {str(out / "simulated.json"): 2}
 
 
 def test_a_conflicting_unit_is_refused_and_nothing_is_written(both, tmp_path):

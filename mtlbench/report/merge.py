@@ -68,6 +68,7 @@ class MergePlan:
     sources: list[_Source]
     write: list[tuple[_Source, dict[str, Any], Any]]   # (source, its checked data, record)
     duplicates: dict[str, int]                          # source label -> copies not written
+    #                                                     (the same results elsewhere)
     present: dict[str, int]                             # source label -> already in target
     replaced_failed: int = 0
 
@@ -79,7 +80,7 @@ class MergePlan:
             if self.present.get(s.label):
                 bits.append(f"{self.present[s.label]} already in the target")
             if self.duplicates.get(s.label):
-                bits.append(f"{self.duplicates[s.label]} also in an earlier source")
+                bits.append(f"{self.duplicates[s.label]} also in another source (kept once)")
             if s.failed:
                 bits.append(f"{s.failed} failed unit(s) left out (compare --retry-failed "
                             "reruns them)")
@@ -205,9 +206,11 @@ def plan_merge(sources: Sequence[str], target: str | os.PathLike,
                 if diff:
                     conflicts.append(_conflict(rec, first[0].label, src.label, diff))
                     continue
-                duplicates[src.label] = duplicates.get(src.label, 0) + 1
+                copy = src
                 if first[0].kind == "file" and src.kind == "store":
                     incoming[rec.key] = (src, data, rec)  # the copy with arrays and histories
+                    copy = first[0]
+                duplicates[copy.label] = duplicates.get(copy.label, 0) + 1
     present: dict[str, int] = {}
     replaced = 0
     write = list(incoming.values())
