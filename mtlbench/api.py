@@ -8,7 +8,7 @@
                            store="results/demo.sqlite")
     res.to_frame()               # one row per unit (model, problem, repetition), pandas
     res.to_frame(level="task")   # one row per (unit, task) with the task's test AUC
-    res.summary()                # mean ± std test AUC per (problem, model)
+    res.summary()                # mean ± std test AUC per (problem, model), as `results`
     res.leaderboard()            # the leaderboard table of the dataset (ranks, tests, W/T/L)
     res.summary_across()         # across data sets: Friedman, ranks, CD, equivalence
 
@@ -17,6 +17,14 @@
 ``compare`` is what ``mtlbench compare`` runs: the command line is a thin layer that turns its
 options into a call of :func:`plan` and :func:`run` and prints what they return.  Nothing here
 prints or imports click/rich; progress reaches the caller through the ``on_result`` callback.
+
+One scale
+---------
+Every AUC in a frame of :class:`Results` is on the scale the tables print, x 100, in a column
+whose name ends in ``_x100`` (``test_auc_x100``, ``val_auc_x100``, ``test_auc_mean_x100``,
+``mean_auc_x100``); it is the same float the tables round (:func:`mtlbench.report.select.auc_x100`).
+The JSON records inside a unit row (the search trace in ``grid``, ``diagnostics``) are as
+stored, on the 0-1 scale.
 
 The store
 ---------
@@ -75,7 +83,9 @@ class Plan:
 
     @property
     def labels(self) -> list[str]:
-        return [s.label for s in self.selections]
+        """Every model label of the planned units, in plan order (a selection with values
+        pinned on some problems by the config file has another label there)."""
+        return list(dict.fromkeys(s.label for s in self.specs))
 
     @property
     def problem_ids(self) -> list[str]:
@@ -213,6 +223,38 @@ def _check_config_tables(reg, tables: Mapping[str, Mapping[str, Any]],
             raise ConfigError(f"config file {str(config)!r}: [models.{name}]: {exc}") from None
 
 
+def _pinned_selections(reg, selectors: Sequence[str], settings: Any,
+                       config: str | os.PathLike | None) -> dict[tuple[int, str], Any]:
+    """The selections of the config file's ``[models.NAME.problems."P"]`` pins:
+    ``(index of the selector, problem id) -> selection`` with the pinned values fixed over
+    the ``[models.NAME]`` table and under the selector's own overrides.  Every pin is checked,
+    also those of models or problems this run does not have."""
+    from .errors import unknown_name_message
+    from .selectors import apply_overrides, parse_selector
+
+    where = f"config file {str(config)!r}"
+    for name, pins in settings.problem_overrides.items():
+        table = settings.model_overrides.get(name, {})
+        for pid, values in pins.items():
+            ds = pid.split("/", 1)[0].split("[", 1)[0].strip()
+            if ds not in reg.dataset_names:
+                raise ConfigError(f"{where}: [models.{name}.problems.{pid!r}]: "
+                                  + unknown_name_message("dataset", ds, reg.dataset_names))
+            try:
+                apply_overrides(reg.model_class(name), {**table, **values}, name)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: [models.{name}.problems.{pid!r}]: {exc}") \
+                    from None
+    out = {}
+    for i, text in enumerate(selectors):
+        name, overrides = parse_selector(text)
+        table = settings.model_overrides.get(name, {})
+        for pid, values in settings.problem_overrides.get(name, {}).items():
+            out[(i, pid)] = apply_overrides(reg.model_class(name),
+                                            {**table, **values, **overrides}, name)
+    return out
+
+
 def _check_rerun(rerun: Sequence[str], selections: Sequence[Any]) -> None:
     """``--rerun NAME`` names a model of this run (registry name or label), or ``*``."""
     from .errors import unknown_name_message
@@ -244,7 +286,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                               problem_tasks)
     from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
-                         resolve_problems)
+                         problem_id, resolve_problems)
     from .rekey import rekey_store
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
@@ -282,6 +324,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     if len(set(labels)) != len(labels):
         raise ConfigError(f"the same model selection is given twice: {labels}")
     _check_config_tables(reg, settings.model_overrides, config)
+    pinned = _pinned_selections(reg, selectors, settings, config)
     _check_rerun(rerun, selections)
 
     ddir = resolve_data_dir(data_dir)
@@ -289,8 +332,20 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     _explain_unlisted_problems(reg, ds_names, ddir)
     problems = resolve_problems(reg, ds_names, ddir_s)
     loaded = check_problems_load(reg, problems, ddir_s)
-    check_overrides(reg, selections, loaded, timeout)
-    specs = plan_units(reg, selections, problems, pconf)
+    per_problem = []  # the selections of each problem: pinned ones where the config pins
+    for ds_name, prob in problems:
+        pid = problem_id(ds_name, prob)
+        sels = [pinned.get((i, pid), sel) for i, sel in enumerate(selections)]
+        here = [s.label for s in sels]
+        if len(set(here)) != len(here):
+            raise ConfigError(f"on {pid} the same model selection would run twice (a value "
+                              f"pinned by the config file gives another selection's label): "
+                              f"{here}")
+        per_problem.append(((ds_name, prob), sels))
+    check_overrides(reg, list({s.label: s for _, sels in per_problem for s in sels}.values()),
+                    loaded, timeout)
+    specs = [spec for problem, sels in per_problem
+             for spec in plan_units(reg, sels, [problem], pconf)]
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
@@ -440,20 +495,36 @@ class Results:
 
     def to_frame(self, level: str = "unit") -> "pd.DataFrame":
         """A DataFrame with one row per unit (``level="unit"``: model, dataset, problem, rep,
-        status, test_auc, val_auc, best_params, times, fingerprints, ...) or per task of each
-        finished unit (``level="task"``: model, dataset, problem, rep, task_index, task_name,
-        test_auc, n_test, key)."""
+        status, test_auc_x100, val_auc_x100, best_params, times, fingerprints, ...) or per task
+        of each finished unit (``level="task"``: model, dataset, problem, rep, task_index,
+        task_name, test_auc_x100, n_test, key).  AUCs x 100 (module docstring)."""
+        if level not in ("unit", "task"):
+            raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
         with self._open() as rs:
             if level == "unit":
-                return rs.units(keys=self.keys)
-            if level == "task":
-                return rs.task_scores(keys=self.keys).reset_index(drop=True)
-        raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
+                df = rs.units(keys=self.keys)
+                cols = ("test_auc", "val_auc")
+            else:
+                df = rs.task_scores(keys=self.keys).reset_index(drop=True)
+                cols = ("test_auc",)
+        from .report.select import auc_x100
+
+        for col in cols:
+            df[col] = auc_x100(df[col].astype(float))[0]
+        return df.rename(columns={c: f"{c}_x100" for c in cols})
 
     def summary(self) -> "pd.DataFrame":
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures."""
+        """Mean ± std (over repetitions) of test AUC x 100 per (dataset, problem, model), with
+        finished and failed units and run time: the table ``mtlbench results`` and the end of
+        ``compare`` print (columns ``test_auc_mean_x100``, ``test_auc_std_x100``, ``reps``,
+        ``failed``, ``time_total_s``), over these results' units."""
+        from .report.select import Selection, results_frame
+
         with self._open() as rs:
-            return rs.summary(keys=self.keys).reset_index(drop=True)
+            frame = results_frame(Selection(units=rs.units(keys=self.keys)))
+        # planned repetitions and the seed belong to a selection (``results``), not to a set
+        # of units
+        return frame.drop(columns=["planned_reps", "seed"], errors="ignore")
 
     def failures(self) -> "pd.DataFrame":
         """Failed units with their message and traceback."""

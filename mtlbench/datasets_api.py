@@ -29,7 +29,10 @@ Files: finding, checking and downloading
 
 The user's folders
     :func:`resolve_data_dir` (the ``--data-dir`` option, else ``$MTLBENCH_DATA_DIR``; None if
-    neither) and :func:`default_cache_dir` (``$MTLBENCH_CACHE_DIR``, else the user cache).
+    neither) and :func:`default_cache_dir` (``$MTLBENCH_CACHE_DIR``, else the user cache);
+    for a message about missing files, :func:`find_in_subfolders` (folders a little below the
+    data folder that hold a file) and :func:`data_dir_hint` (the sentence naming the
+    ``--data-dir`` to use instead).
 
 Synthetic data
     The generators of the TFCL paper's simulated data (:func:`make_simulated`, with
@@ -41,8 +44,8 @@ Synthetic data
 from __future__ import annotations
 
 from .data import Task, TaskSet
-from .dataset import (CACHE_DIR_ENV, DATA_DIR_ENV, Dataset, default_cache_dir,
-                      resolve_data_dir)
+from .dataset import (CACHE_DIR_ENV, DATA_DIR_ENV, Dataset, data_dir_hint, default_cache_dir,
+                      find_in_subfolders, resolve_data_dir)
 from .fetch import (DataFile, DataSource, availability, corrupt_file_error, describe_files,
                     locate)
 from .protocol import MIN_PER_CLASS, class_counts, class_counts_ok
@@ -55,6 +58,7 @@ __all__ = [
     "MIN_PER_CLASS", "class_counts", "class_counts_ok",
     "DataFile", "DataSource", "availability", "corrupt_file_error", "describe_files", "locate",
     "resolve_data_dir", "default_cache_dir", "DATA_DIR_ENV", "CACHE_DIR_ENV",
+    "find_in_subfolders", "data_dir_hint",
     "make_simulated", "make_low_rank_tasks", "make_attribute_items", "make_attribute_labels",
     "BLOCK_FEATURES", "USERS_PER_BLOCK", "CENTROID_UPPER",
 ]

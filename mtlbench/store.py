@@ -27,7 +27,8 @@ races
     like units (versions, code fingerprints, host, dates).  :mod:`mtlbench.race`.
 
 Every finished unit is written in one transaction as soon as it finishes (SQLite's journal
-makes the write all-or-nothing, so a killed run never leaves a half-written unit).
+makes the write all-or-nothing, so a killed run never leaves a half-written unit);
+:meth:`ResultStore.transaction` makes many units one transaction (``mtlbench merge``).
 
 Schema version
 --------------
@@ -39,6 +40,7 @@ is refused with a message.  ``ResultStore(path, readonly=True)`` opens for readi
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -47,7 +49,7 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -192,6 +194,7 @@ class ResultStore:
         self.readonly = readonly
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._renewed = 0.0
+        self._batch = False
         where = str(self.path)
         existed = self.path.exists()
         try:
@@ -288,11 +291,30 @@ class ResultStore:
                 f"{_cause(self.path, exc)}. The units finished before are saved; fix the "
                 "cause and run the same command again to resume.") from None
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The units written inside the block (:meth:`write_unit`) are one transaction:
+        all of them are in the store afterwards, or, if the block raises, none."""
+        if self.readonly:
+            raise StoreError(f"cannot write to {str(self.path)!r}: opened read-only")
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._batch = True
+                try:
+                    yield
+                finally:
+                    self._batch = False
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the results store {str(self.path)!r}: "
+                             f"{_cause(self.path, exc)}. Nothing was written.") from None
+
     def _write(self, row: dict[str, Any], values: list, task_scores: Iterable[tuple],
                arrays: dict[str, np.ndarray] | None) -> None:
         if self.readonly:
             raise sqlite3.OperationalError("the store was opened read-only")
-        with self._conn:  # one transaction
+        # one transaction, or part of the caller's (:meth:`transaction`)
+        with contextlib.nullcontext() if self._batch else self._conn:
             self._conn.execute(
                 f"INSERT OR REPLACE INTO units ({', '.join(UNIT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(UNIT_COLUMNS))})", values)
@@ -576,35 +598,28 @@ class ResultStore:
             df = df[df["key"].isin(set(keys))]
         return df
 
+    def unit_copy(self, key: str) -> tuple[dict[str, Any], list[tuple], dict[str, np.ndarray]]:
+        """Unit ``key`` as stored, in what :meth:`write_unit` takes: its row (values as
+        stored, JSON columns decoded), its per-task scores (task_index, task_name, test_auc,
+        n_test) and its fitted arrays by name -- to copy it into another store exactly."""
+        cols = [c for c in UNIT_COLUMNS if c in self.columns]
+        cur = self._conn.execute(f"SELECT {', '.join(cols)} FROM units WHERE key = ?", (key,))
+        values = cur.fetchone()
+        if values is None:
+            raise KeyError(key)
+        row = {c: (json.loads(v) if c in JSON_COLUMNS and isinstance(v, str) else v)
+               for c, v in zip(cols, values)}
+        scores = self._conn.execute("SELECT task_index, task_name, test_auc, n_test FROM "
+                                    "task_scores WHERE key = ? ORDER BY task_index",
+                                    (key,)).fetchall()
+        arrays = {n: np.load(io.BytesIO(d), allow_pickle=False) for n, d in self._conn.execute(
+            "SELECT name, data FROM arrays WHERE key = ? ORDER BY name", (key,))}
+        return row, [tuple(r) for r in scores], arrays
+
     def array(self, key: str, name: str) -> np.ndarray | None:
         row = self._conn.execute("SELECT data FROM arrays WHERE key = ? AND name = ?",
                                  (key, name)).fetchone()
         return None if row is None else np.load(io.BytesIO(row[0]), allow_pickle=False)
-
-    def summary(self, *, problems: Iterable[str] | None = None,
-                models: Iterable[str] | None = None,
-                keys: Iterable[str] | None = None) -> pd.DataFrame:
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures.
-
-        ``keys`` restricts to given units (a run's own units: the same model label may have
-        been run earlier with another search space or protocol)."""
-        df = self.units(problems=problems, models=models, keys=keys)
-        if df.empty:
-            return pd.DataFrame(columns=["problem", "model", "reps", "failed", "test_auc_mean",
-                                         "test_auc_std", "time_total"])
-        ok = df[df.status == "ok"]
-        g = ok.groupby(["problem", "model"])
-        out = pd.DataFrame({
-            "reps": g.size(),
-            "test_auc_mean": g.test_auc.mean(),
-            "test_auc_std": g.test_auc.std(ddof=1),
-            "time_total": g.time_total.sum(),
-        })
-        failed = df[df.status != "ok"].groupby(["problem", "model"]).size().rename("failed")
-        out = out.join(failed, how="outer").reset_index()
-        out["reps"] = out["reps"].fillna(0).astype(int)
-        out["failed"] = out["failed"].fillna(0).astype(int)
-        return out.sort_values(["problem", "test_auc_mean"], ascending=[True, False])
 
 
 def _name_of(config: Any, label: str) -> str:

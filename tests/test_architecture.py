@@ -119,7 +119,8 @@ def test_core_imports_no_plugin():
 #: the command line, the top layer
 CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.cli._ui",
        "mtlbench.cli._options", "mtlbench.cli._progress", "mtlbench.cli.info", "mtlbench.cli.run",
-       "mtlbench.cli.report", "mtlbench.cli.new_plugin", "mtlbench.cli.race"}
+       "mtlbench.cli.report", "mtlbench.cli.new_plugin", "mtlbench.cli.race",
+       "mtlbench.cli.share"}
 
 #: The core's layers, lowest first: a module may import modules of its own or a lower layer,
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
@@ -144,6 +145,7 @@ CORE_LAYERS = [
      "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
      "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.report.race_figures",
+     "mtlbench.report.merge", "mtlbench.report.best_params",
      "mtlbench.race", "mtlbench.scaffold",
      "mtlbench.rekey"},
     {"mtlbench.api"},

@@ -301,13 +301,13 @@ def test_cli_race_end_to_end_with_crashes_hangs_and_publish(tmp_path, monkeypatc
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, ["race", "--dataset", "tiny", "-m", "stl,lasso",
                               "-m", "f-good,f-exit", "-m", "f-hang", "--timeout", "5",
-                              "--from-store", store])
+                              "--from-store", store, "--figures", str(tmp_path / "figs")])
     assert res.exit_code == 0, res.output
     out = res.output
     assert "homotopy and sklearn-cd agree" in out
     assert "stl[lam=" in out and "store" in out
     assert "exited with code 3" in out and "exceeded the timeout of 5 s" in out
-    assert (tmp_path / "results" / "race-tiny-rep0.png").is_file()
+    assert (tmp_path / "figs" / "race-tiny-rep0.png").is_file()
     with ResultStore(store) as rs:
         races = rs.races()
     status = dict(zip(races["model"] + "/" + races["solver"], races["status"]))
@@ -317,9 +317,9 @@ def test_cli_race_end_to_end_with_crashes_hangs_and_publish(tmp_path, monkeypatc
     assert good["final_objective"] is None and good["elapsed"] > 0
     # json output: the same rows, with references and agreements
     res = runner.invoke(cli, ["race", "--dataset", "tiny", "-m", "lasso[rho_ratio=0.1]",
-                              "--store", store, "--format", "json",
-                              "--figure", str(tmp_path / "f.png")])
+                              "--store", store, "--format", "json"])
     assert res.exit_code == 0, res.output
+    assert not (tmp_path / "results").exists()   # no figure unless --figures DIR
     doc = json.loads(res.stdout)
     assert doc["format"] == rc.RACE_FORMAT
     assert doc["agreements"]["lasso[rho_ratio=0.1]"]["ok"] is True

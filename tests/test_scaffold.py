@@ -98,7 +98,8 @@ def test_new_dataset_plugin_loads_and_passes_the_kit_in_process(tmp_path):
 
     from mtlbench.testing import check_dataset
 
-    res = CliRunner().invoke(cli, ["new-plugin", "--dataset", "my-votes", "--dir", str(tmp_path)])
+    res = CliRunner().invoke(cli, ["new-plugin", "--kind", "dataset", "my-votes", "--dir",
+                                   str(tmp_path)])
     assert res.exit_code == 0, res.output
     root = tmp_path / "mtlbench-my-votes"
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())

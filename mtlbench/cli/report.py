@@ -10,14 +10,15 @@ from pathlib import Path
 
 import click
 
-from ._options import csv_list, models_option, open_store, seed_option, store_option
+from ._options import (csv_list, dataset_list, dataset_option, datasets_option, figures_option,
+                       model_list, models_option, open_store, seed_option, store_option)
 from ._ui import console, err_console, escape, user_errors
 
 __all__ = ["leaderboard", "publish"]
 
 
 @click.command("leaderboard")
-@click.option("--dataset", default=None, help="Dataset whose results to tabulate.")
+@dataset_option("Dataset whose results to tabulate.")
 @click.option("--all", "across", is_flag=True,
               help="Every data set of the store: headline table, Friedman test with average "
                    "ranks, Nemenyi post-hoc and critical-difference diagram, practical "
@@ -25,7 +26,7 @@ __all__ = ["leaderboard", "publish"]
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json", "csv"]),
               default="markdown", show_default=True)
 @store_option
-@models_option
+@models_option()
 @seed_option
 @click.option("--baseline", default=None,
               help="Label of the win/tie/loss baseline (default: the model that declares "
@@ -39,16 +40,14 @@ __all__ = ["leaderboard", "publish"]
                    "(default: the models others declare themselves ablations of).")
 @click.option("--rope", type=float, default=0.5, show_default=True,
               help="With --all: region of practical equivalence, test AUC x 100 points.")
-@click.option("--figures-dir", type=click.Path(file_okay=False), default=None,
-              help="With --all: folder for the CD diagram and the equivalence figure "
-                   "(default: the folder of --output, else the current folder).")
-@click.option("--no-figures", is_flag=True, help="With --all: draw no figures.")
+@figures_option("With --all (markdown): write the CD diagram and the equivalence figure into "
+                "this folder and link them (without it no file but --output is written).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of standard output.")
 @user_errors
-def leaderboard(dataset: str | None, across: bool, fmt: str, store: str, models_: str | None,
-                seed: int | None, baseline: str | None, blocks: str | None, focus: str | None,
-                rope: float, figures_dir: str | None, no_figures: bool,
+def leaderboard(dataset: str | None, across: bool, fmt: str, store: str,
+                models_: tuple[str, ...], seed: int | None, baseline: str | None,
+                blocks: str | None, focus: str | None, rope: float, figures_dir: str | None,
                 output: str | None) -> None:
     """Leaderboard of one dataset (--dataset): mean ± std test AUC, ranks, significance, the
     search, planned vs finished units, provenance; or the judgement across every data set of
@@ -56,13 +55,16 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, store: str, models_
     if bool(dataset) == across:
         raise click.UsageError("give --dataset NAME for one data set's table, or --all for "
                                "the summary across data sets")
+    if figures_dir and (not across or fmt != "markdown"):
+        raise click.UsageError("--figures DIR goes with --all and the markdown format (one "
+                               "data set's table has no figure; 'mtlbench publish' draws "
+                               "every figure)")
     rs = open_store(store, readonly=True)
     try:
-        models = csv_list(models_)
+        models = model_list(models_)
         if across:
             text = _summary_text(rs, fmt, seed, models, blocks, focus, rope,
-                                 None if no_figures or fmt != "markdown" else
-                                 Path(figures_dir or (Path(output).parent if output else ".")),
+                                 Path(figures_dir) if figures_dir else None,
                                  Path(output).parent if output else None)
         else:
             from ..report.leaderboard import build_leaderboard
@@ -100,16 +102,16 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
 @store_option
 @click.option("--out", default="leaderboards", show_default=True,
               type=click.Path(file_okay=False), help="Folder to write into.")
-@click.option("--datasets", "datasets_", default=None,
-              help="Comma-separated datasets (default: every dataset in the store).")
-@models_option
+@datasets_option("Datasets, comma-separated and/or repeated (default: every dataset in the "
+                 "store).")
+@models_option()
 @seed_option
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Draw the figures (needs matplotlib: pip install 'mtlbench[plots]').")
 @click.option("--force", is_flag=True,
               help="Replace tables that were generated from another results store.")
 @user_errors
-def publish(store: str, out: str, datasets_: str | None, models_: str | None,
+def publish(store: str, out: str, datasets_: tuple[str, ...], models_: tuple[str, ...],
             seed: int | None, figures: bool, force: bool) -> None:
     """Write <out>/<dataset>.md + .json, figures, an index README.md and a manifest;
     remove stale generated files."""
@@ -117,8 +119,8 @@ def publish(store: str, out: str, datasets_: str | None, models_: str | None,
 
     rs = open_store(store, readonly=True)
     try:
-        publish_to(rs, out, csv_list(datasets_), figures=figures, force=force, seed=seed,
-                   models=csv_list(models_),
+        publish_to(rs, out, dataset_list(datasets_), figures=figures,
+                   force=force, seed=seed, models=model_list(models_),
                    log=lambda s: console.print(escape(s), soft_wrap=True))
     finally:
         rs.close()

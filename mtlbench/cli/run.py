@@ -20,8 +20,8 @@ import click
 from .. import api
 from ..api import DEFAULT_STORE
 from ..syntax import split_top_level
-from ._options import (csv_list, format_option, models_option, open_store, seed_option,
-                       store_option)
+from ._options import (data_dir_option, dataset_list, datasets_option, format_option,
+                       model_list, models_option, open_store, seed_option, store_option)
 from ._ui import console, err_console, escape, registry, user_errors
 
 __all__ = ["compare", "results", "import_results"]
@@ -33,13 +33,10 @@ def _split_csv(value: str | None) -> list[str]:
 
 # ------------------------------------------------------------------------------- compare
 @click.command()
-@click.option("--datasets", "datasets_", default=None,
-              help="Comma-separated datasets or dataset/problem (default: simulated).")
-@click.option("--models", "models_", default=None,
-              help="Comma-separated model selectors, e.g. 'lasso,tfcl[k=[3,5]]' "
-                   "(default: every discovered model).")
-@click.option("-m", "--model", "model_opts", multiple=True,
-              help="One model selector (repeatable), e.g. -m 'tfcl[k=5]'.")
+@datasets_option("Datasets or dataset/problem, comma-separated and/or repeated (default: "
+                 "simulated).")
+@models_option("Model selectors, comma-separated and/or repeated, e.g. -m 'lasso,tfcl[k=[3,5]]' "
+               "-m stl (default: every discovered model).")
 @click.option("--reps", type=int, default=None,
               help="Repetitions, 1..1000 (default 15, the paper's).")
 @click.option("--seed", type=int, default=None,
@@ -54,8 +51,7 @@ def _split_csv(value: str | None) -> list[str]:
                    "(docs/scaling.md).")
 @click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False),
               help="SQLite results store; finished units in it are not recomputed.")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder with local data files (also $MTLBENCH_DATA_DIR).")
+@data_dir_option()
 @click.option("--timeout", type=float, default=None,
               help="Seconds (finite, > 0) a unit may run before it is recorded as failed.")
 @click.option("--retry-failed", is_flag=True, help="Rerun units recorded as failed.")
@@ -79,9 +75,9 @@ def _split_csv(value: str | None) -> list[str]:
               help="Print the units that would run, how many are stored and a wall-time "
                    "estimate from stored unit times; run nothing.")
 @user_errors
-def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
-            reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
-            store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
+def compare(datasets_: tuple[str, ...], models_: tuple[str, ...], reps: int | None,
+            seed: int | None, jobs: int | None, scheduler: str | None, store: str,
+            data_dir: str | None, timeout: float | None, retry_failed: bool,
             rerun: tuple[str, ...], allow_failures: bool, config_path: str | None,
             test_fraction: float | None, val_fraction: float | None, search: str | None,
             budget: int | None, dry_run: bool) -> None:
@@ -96,10 +92,8 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
 
                 prestart()  # worker processes' imports overlap with planning
             registry()  # plugin warnings, once
-            selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
-            if not selectors:
-                selectors = models_  # None: the default; "": a clear error from the check
-            plan = api.plan(datasets_, selectors, reps=reps, seed=seed,
+            plan = api.plan(dataset_list(datasets_),
+                            model_list(models_), reps=reps, seed=seed,
                             jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
                             timeout=timeout, retry_failed=retry_failed, config=config_path,
                             test_fraction=test_fraction, val_fraction=val_fraction,
@@ -130,11 +124,11 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
     if dry_run:
         _print_plan(plan)
         return
-    from ._progress import RichReporter
+    from ._progress import progress_reporter
     from ..runner import RunInterrupted
 
     try:
-        with RichReporter(console.real()) as reporter:
+        with progress_reporter(console.real()) as reporter:
             result = api.run(plan, reporter=reporter)
     except RunInterrupted as exc:
         _stopped(received, f"{exc.report.saved} unit(s) of this run were saved in {store}")
@@ -144,8 +138,9 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
     from ..store import ResultStore
 
     with ResultStore(plan.store) as rs:
-        _print_summary(rs, problems=plan.problem_ids, models=plan.labels, keys=result.keys)
-        _print_failed_fits(rs.units(keys=result.keys), err=True)
+        units = rs.units(keys=result.keys)
+        _print_summary(units)
+        _print_failed_fits(units, err=True)
     for res in report.failures[:10]:
         err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
@@ -258,37 +253,42 @@ def _failure_exit(report, allow_failures: bool) -> None:
         sys.exit(1)
 
 
-def _print_summary(store, problems=None, models=None, keys=None) -> None:
+def _print_summary(units) -> None:
+    """The run's units as ``results`` shows them (the same numbers, computed one way)."""
     from rich.table import Table
 
-    summary = store.summary(problems=problems, models=models, keys=keys)
+    from ..report.select import Selection, results_frame
+
     table = Table(title="mean ± std test AUC (x100) over repetitions")
     for col in ("problem", "model", "test AUC", "reps", "failed", "time (s)"):
         table.add_column(col, justify="right" if col not in ("problem", "model") else "left")
-    for _, r in summary.iterrows():
-        mean, std = r["test_auc_mean"], r["test_auc_std"]
-        cell = "—" if mean != mean else (f"{100 * mean:.2f} ± {100 * std:.2f}" if std == std
-                                         else f"{100 * mean:.2f}")
-        t = r["time_total"]
-        table.add_row(escape(r["problem"]), escape(r["model"]), cell, str(r["reps"]),
-                      str(r["failed"]) if r["failed"] else "",
-                      f"{t:.1f}" if t == t else "")
+    for _, r in results_frame(Selection(units=units)).iterrows():
+        table.add_row(escape(r["problem"]), escape(r["model"]),
+                      _auc_cell(r["test_auc_mean_x100"], r["test_auc_std_x100"]),
+                      str(r["reps"]), str(r["failed"]) if r["failed"] else "",
+                      f"{r['time_total_s']:.1f}")
     console.print(table)
+
+
+def _auc_cell(mean: float | None, std: float | None) -> str:
+    """``86.78 ± 0.55`` (x100, two decimals), ``86.78`` for one repetition, ``—`` for none."""
+    if mean is None or mean != mean:
+        return "—"
+    return f"{mean:.2f} ± {std:.2f}" if std is not None and std == std else f"{mean:.2f}"
 
 
 # ------------------------------------------------------------------------------- results
 @click.command("results")
 @store_option
-@click.option("--datasets", "datasets_", default=None,
-              help="Filter: comma-separated datasets or dataset/problem.")
-@models_option
+@datasets_option()
+@models_option()
 @seed_option
 @click.option("--failures", is_flag=True, help="List failed units with their messages.")
 @click.option("--traceback", "show_tb", is_flag=True,
               help="With --failures: print each failed unit's traceback.")
 @format_option
 @user_errors
-def results(store: str, datasets_: str | None, models_: str | None, seed: int | None,
+def results(store: str, datasets_: tuple[str, ...], models_: tuple[str, ...], seed: int | None,
             failures: bool, show_tb: bool, fmt: str) -> None:
     """Stored results: mean ± std test AUC per problem and model, under the same selection
     rule as the leaderboard (one seed, the latest code per model), with what was left out."""
@@ -298,8 +298,8 @@ def results(store: str, datasets_: str | None, models_: str | None, seed: int | 
 
     rs = open_store(store, readonly=True)
     try:
-        problems = csv_list(datasets_)
-        models = csv_list(models_)
+        problems = dataset_list(datasets_)
+        models = model_list(models_)
         all_units = rs.units()
         datasets = None
         if problems:
@@ -321,11 +321,9 @@ def results(store: str, datasets_: str | None, models_: str | None, seed: int | 
                 table.add_column(col, justify="left" if col in ("problem", "model")
                                  else "right", no_wrap=True)
             for _, r in df.iterrows():
-                m, s = r["test_auc_mean_x100"], r["test_auc_std_x100"]
-                cell = "—" if m is None or m != m else (
-                    f"{m:.2f} ± {s:.2f}" if s is not None and s == s else f"{m:.2f}")
                 reps = f"{r['reps']}/{r['planned_reps']}"
-                table.add_row(escape(r["problem"]), escape(r["model"]), cell, reps,
+                table.add_row(escape(r["problem"]), escape(r["model"]),
+                              _auc_cell(r["test_auc_mean_x100"], r["test_auc_std_x100"]), reps,
                               str(r["failed"]) if r["failed"] else "", str(r["seed"]),
                               f"{r['time_total_s']:.1f}")
             console.print(table)
@@ -401,9 +399,8 @@ def _stale_note(store) -> str:
 @click.command("import-results")
 @click.argument("file", type=click.Path(dir_okay=False))
 @store_option
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
-                   "the data and split fingerprints of real datasets.")
+@data_dir_option("Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute the "
+                 "data and split fingerprints of real datasets.")
 @click.option("--verify", type=click.IntRange(min=0), default=0, show_default=True,
               help="Recompute this many units drawn at random from the file here, and refuse "
                    "the import unless they agree (bit-identical where the code is the same).")

@@ -62,8 +62,8 @@ from .render import (GENERATED_MARKER, SORT_HEADER, cell_text, render, to_csv, t
 from .schema import (FORMAT_VERSION, UNIT_FIELDS, Cell, FriedmanResult, Leaderboard, Machine,
                      Provenance, Row, SearchSummary, SmallNColumn, TaskCounts, Tests,
                      UnitRecord, WeakComparison, WinTieLoss)
-from .select import (Selection, at_bound, at_edge, budget, constant_share, degenerate,
-                     failed_fits, n_fits, refit_converged, select_units,
+from .select import (Selection, at_bound, at_edge, auc_x100, budget, constant_share,
+                     degenerate, failed_fits, n_fits, refit_converged, select_units,
                      selected_fit_converged)
 from .stats import TIE_TOL, block_ranks, friedman, holm, min_attainable_p, wilcoxon_p
 
@@ -161,12 +161,10 @@ def _cells(units: pd.DataFrame, labels: Sequence[str], problems: Sequence[str]) 
         for p in problems:
             u = units[(units["model"] == m) & (units["problem"] == p)]
             uok = u[u["status"] == "ok"].sort_values("rep")
-            scores = (100.0 * uok["test_auc"].to_numpy(dtype=np.float64))
-            n = int(scores.shape[0])
+            scores, mean, std = auc_x100(uok["test_auc"])
             cells[m][p] = Cell(
-                n=n, failed=int((u["status"] != "ok").sum()),
-                mean=float(scores.mean()) if n else None,
-                std=float(scores.std(ddof=1)) if n > 1 else None,
+                n=int(scores.shape[0]), failed=int((u["status"] != "ok").sum()),
+                mean=mean, std=std,
                 reps=[int(r) for r in uok["rep"]], test_auc_x100=scores.tolist())
     return cells
 

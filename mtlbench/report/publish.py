@@ -403,9 +403,6 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     N units drawn at random (``verify_seed``) and recomputed here agree
     (:func:`mtlbench.report.imported.verify_units`).  Returns the data with ``verified``:
     the keys of the units recomputed."""
-    from ..rekey import rekey_published
-    from .imported import check_keys, check_published, verify_units
-
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -423,7 +420,22 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     if not isinstance(data.get("units"), list) or not data["units"]:
         raise ConfigError(f"{str(path)!r} carries no per-unit results (published before "
                           "units were included); republish it with this mtlbench version")
-    check_published(data, repr(str(path)))  # the raw JSON: types before records are read
+    data = check_units(data, repr(str(path)), data_dir, verify, verify_seed, log)
+    data["path"] = str(path)
+    return data
+
+
+def check_units(data: dict[str, Any], where: str, data_dir: str | None = None,
+                verify: int = 0, verify_seed: int = 0,
+                log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The checks of :func:`check_import` on a leaderboard's data already read (``"dataset"``,
+    ``"task_names"``, ``"units"`` in the published form), ``where`` naming its source in the
+    refusal; also what ``mtlbench merge`` checks a store's units with.  Returns the data with
+    ``records`` (the units as records) and ``verified``."""
+    from ..rekey import rekey_published
+    from .imported import check_keys, check_published, verify_units
+
+    check_published(data, where)  # the raw JSON: types before records are read
     units = [UnitRecord.from_json(u) for u in data["units"]]
     dataset = data["dataset"]
     cache: dict = {}
@@ -436,18 +448,17 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
         parts = [f"{who[0]}" + (f" (and {len(who) - 1} more unit(s))" if len(who) > 1 else "")
                  + f": {why}" for why, who in list(problems.items())[:3]]
         more = f" (and {len(problems) - 3} more reasons)" if len(problems) > 3 else ""
-        raise ConfigError(f"refusing to import {str(path)!r}: it does not match what this "
+        raise ConfigError(f"refusing to import {where}: it does not match what this "
                           f"installation computes — {'; '.join(parts)}{more}. "
                           "Nothing was imported.")
-    check_keys(data, repr(str(path)))
+    check_keys(data, where)
     rekeyed = rekey_published(data)  # units of the previous code fingerprint rule
     if rekeyed:
         units = [UnitRecord.from_json(u) for u in data["units"]]
-        log(f"{rekeyed} unit(s) of {str(path)!r} have code fingerprints of the previous rule "
+        log(f"{rekeyed} unit(s) of {where} have code fingerprints of the previous rule "
             "that name the code installed here: read under this rule's keys")
-    data["verified"] = (verify_units(data, verify, verify_seed, data_dir, repr(str(path)), log)
+    data["verified"] = (verify_units(data, verify, verify_seed, data_dir, where, log)
                         if verify else set())
-    data["path"] = str(path)
     data["records"] = units
     return data
 

@@ -298,18 +298,31 @@ def left_out_text(sel: Selection) -> str:
                                     for why, n in sel.left_out.items())
 
 
+def auc_x100(test_auc: Any) -> tuple[Any, float | None, float | None]:
+    """Test AUCs on the 0-1 scale (one per repetition, in repetition order) as every table and
+    frame shows them: the values x 100, their mean and their sample standard deviation (ddof
+    1; None for fewer than two values).  Scaled before averaging, in one place, so that a
+    number is the same float, and rounds the same way, wherever it is shown."""
+    import numpy as np
+
+    scores = 100.0 * np.asarray(test_auc, dtype=np.float64)
+    n = scores.shape[0]
+    return (scores, float(scores.mean()) if n else None,
+            float(scores.std(ddof=1)) if n > 1 else None)
+
+
 def results_frame(sel: Selection) -> pd.DataFrame:
     """One row per (dataset, problem, model) of a selection: mean ± std test AUC (x100) over
     the finished repetitions, finished / planned / failed units, seed, run time; sorted by
-    problem, then mean AUC (best first).  What ``mtlbench results`` shows."""
+    problem, then mean AUC (best first).  What ``mtlbench results`` shows, and the end of
+    ``compare`` for its run's units."""
     u = sel.units
     recs = []
     for (ds, prob, model), g in u.groupby(["dataset", "problem", "model"], sort=True):
-        ok = g[g["status"] == "ok"]
-        auc = 100.0 * ok["test_auc"].to_numpy(dtype=float)
+        ok = g[g["status"] == "ok"].sort_values("rep")
+        _, mean, std = auc_x100(ok["test_auc"])
         recs.append({"dataset": ds, "problem": prob, "model": model,
-                     "test_auc_mean_x100": float(auc.mean()) if len(auc) else None,
-                     "test_auc_std_x100": float(auc.std(ddof=1)) if len(auc) > 1 else None,
+                     "test_auc_mean_x100": mean, "test_auc_std_x100": std,
                      "reps": int(len(ok)), "planned_reps": sel.planned_reps.get(ds),
                      "failed": int((g["status"] != "ok").sum()),
                      "seed": sel.seeds.get(ds),
