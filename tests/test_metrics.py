@@ -46,4 +46,4 @@ def test_average_ranks_reproduce_scipy_rankdata_exactly(values):
     from mtlbench.metrics import average_ranks
 
     s = np.array(values, dtype=np.float64)
-    np.testing.assert_array_equal(average_ranks(s), rankdata(s))
+    np.testing.assert_array_equal(average_ranks(s, rtol=0.0), rankdata(s))
