@@ -217,6 +217,13 @@ def class_counts_ok(y: np.ndarray, min_per_class: int = MIN_PER_CLASS) -> bool:
     return min(class_counts(y)) >= min_per_class
 
 
+def targets_ok(y: np.ndarray, min_targets: int = MIN_TARGETS) -> bool:
+    """Whether real-valued targets ``y`` (n,) make a task the protocol can use: at least
+    ``min_targets`` of them (default :data:`MIN_TARGETS` = 4: two for test, one for each of
+    validation and train), not all equal (a TaskSet refuses a constant task)."""
+    return y.shape[0] >= min_targets and not np.all(y == y[0])
+
+
 def task_rule(target_kind: str) -> str:
     """The protocol's task rule in words, for messages."""
     if target_kind == REAL:
@@ -691,7 +698,8 @@ def _int_or_none(v: Any) -> int | None:
 
 
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
-           "MIN_PER_CLASS", "MIN_TARGETS", "SPLIT_FIELDS", "task_rule", "class_counts",
+           "MIN_PER_CLASS", "MIN_TARGETS", "SPLIT_FIELDS", "task_rule", "targets_ok",
+           "class_counts",
            "class_counts_ok", "checked_scores", "check_target_kind", "model_scores",
            "score_key", "parameter_grid", "mean_auc", "task_scores", "CONSTANT_RTOL",
            "DEGENERATE_SHARE",
