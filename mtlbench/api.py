@@ -51,7 +51,8 @@ class Plan:
 
     ``specs`` are all planned units (model x problem x repetition); ``todo`` those not finished
     in the store (failed ones too with ``retry_failed``); ``estimate`` the expected wall time of
-    ``todo`` from stored unit times (see :class:`Estimate`)."""
+    ``todo`` from stored unit times (see :class:`Estimate`); ``skipped`` one sentence per
+    (model, problem) left out because the model does not handle the problem's target kind."""
 
     specs: list["UnitSpec"]
     todo: list["UnitSpec"]
@@ -70,6 +71,7 @@ class Plan:
     estimate: "Estimate | None" = None
     rerun: tuple[str, ...] = ()
     expected: dict[str, Any] = field(default_factory=dict)  # key -> runner.cost.Expected
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -230,7 +232,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
          retry_failed: bool = False, config: str | os.PathLike | None = None,
          test_fraction: float | None = None, val_fraction: float | None = None,
          search: str | None = None, budget: int | None = None,
-         rerun: Sequence[str] | None = None) -> Plan:
+         rerun: Sequence[str] | None = None, train_fraction: float | None = None,
+         select_by: str | None = None) -> Plan:
     """Validate the settings, load every problem once, plan the units and compare with the store.
 
     Arguments as for :func:`compare`.  Raises :class:`~mtlbench.errors.MTLBenchError`
@@ -243,6 +246,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
                          resolve_problems)
+    from .scoring import metric_names
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
@@ -258,8 +262,9 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     settings = build_run_config(
         {"datasets": datasets, "models": models, "reps": reps, "seed": seed, "jobs": jobs,
          "timeout": timeout, "test_fraction": test_fraction, "val_fraction": val_fraction,
-         "search": search, "budget": budget}, cfg, str(config) if config else None,
-        searchers=reg.searcher_names)
+         "search": search, "budget": budget, "train_fraction": train_fraction,
+         "select_by": select_by}, cfg, str(config) if config else None,
+        searchers=reg.searcher_names, metrics=metric_names())
     ds_names = list(settings.datasets)
     selectors = list(settings.selectors) or reg.model_names
     pconf, jobs, timeout = settings.protocol, settings.jobs, settings.timeout
@@ -287,7 +292,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     problems = resolve_problems(reg, ds_names, ddir_s)
     loaded = check_problems_load(reg, problems, ddir_s)
     check_overrides(reg, selections, loaded, timeout)
-    specs = plan_units(reg, selections, problems, pconf)
+    specs, skipped = _plan_by_target_kind(reg, selections, problems, loaded, pconf, plan_units)
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
@@ -306,7 +311,47 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                 retry_failed=retry_failed, scheduler=scheduler, rerun=rerun,
                 stored_ok=sum(v == "ok" for v in status.values()),
                 stored_failed=sum(v != "ok" for v in status.values()),
-                expected=expected, estimate=estimate_wall_time(todo, expected, workers))
+                expected=expected, estimate=estimate_wall_time(todo, expected, workers),
+                skipped=skipped)
+
+
+def _plan_by_target_kind(reg, selections: Sequence[Any], problems: Sequence[tuple[str, str]],
+                         loaded: Mapping[str, Any], pconf: Any, plan_units: Callable
+                         ) -> tuple[list["UnitSpec"], list[str]]:
+    """The units of every (model, problem) whose model handles the problem's target kind,
+    and one sentence per pair left out.  A run of one model that cannot handle a problem,
+    and a problem no model of the run can handle, are a :class:`ConfigError` (one line).
+    The selection metric must apply to every problem; naming the problem's primary metric
+    (``--select-by rmse`` on real-valued targets) is the default protocol, with its keys."""
+    import dataclasses
+
+    from .protocol import check_target_kind
+    from .runner import problem_id
+    from .scoring import primary_metric, selection_metric
+
+    specs, skipped = [], []
+    for ds_name, prob in problems:
+        pid = problem_id(ds_name, prob)
+        tasks = loaded[pid]
+        kind = tasks.target_kind
+        selection_metric(pconf.select_by, kind, pid)
+        conf = pconf if pconf.select_by != primary_metric(kind) else \
+            dataclasses.replace(pconf, select_by=None)
+        fit = []
+        for sel in selections:
+            try:
+                check_target_kind(reg.model_class(sel.name), tasks)
+            except ConfigError as exc:
+                if len(selections) == 1:
+                    raise
+                skipped.append(f"{sel.label} on {pid}: {exc}")
+                continue
+            fit.append(sel)
+        if not fit:
+            raise ConfigError(f"no model of this run handles the targets of {pid} "
+                              f"({kind}); {skipped[-1].split(': ', 1)[1]}")
+        specs += plan_units(reg, fit, [(ds_name, prob)], conf)
+    return specs, skipped
 
 
 def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None,
@@ -337,6 +382,7 @@ def compare(datasets: str | Sequence[str] | None = None,
             config: str | os.PathLike | None = None, test_fraction: float | None = None,
             val_fraction: float | None = None, search: str | None = None,
             budget: int | None = None, rerun: Sequence[str] | None = None,
+            train_fraction: float | None = None, select_by: str | None = None,
             on_result: Callable[["UnitResult"], None] | None = None) -> "Results":
     """Run models on datasets under the common protocol; return the run's :class:`Results`.
 
@@ -349,6 +395,12 @@ def compare(datasets: str | Sequence[str] | None = None,
         (or what ``config``'s ``[compare]`` table says).
     reps, seed, test_fraction, val_fraction, search, budget
         Protocol settings (defaults: 15 repetitions, seed 0, 0.15, 0.2, the default searcher).
+    train_fraction
+        The training-fraction protocol instead of ``test_fraction``: this share of each task
+        for training and validation, the rest for test (MALSAR-style 0.1 / 0.2 / 0.3).
+    select_by
+        The metric that selects hyperparameters (default: each problem's primary metric,
+        AUC for binary targets, RMSE for real-valued ones).
     jobs, scheduler, timeout
         Units in parallel processes (-1: all cores), a Dask scheduler address, seconds a unit
         may run before it is recorded as failed.
@@ -367,7 +419,8 @@ def compare(datasets: str | Sequence[str] | None = None,
     p = plan(datasets, models, reps=reps, seed=seed, jobs=jobs, scheduler=scheduler,
              store=store, data_dir=data_dir, timeout=timeout, retry_failed=retry_failed,
              config=config, test_fraction=test_fraction, val_fraction=val_fraction,
-             search=search, budget=budget, rerun=rerun)
+             search=search, budget=budget, rerun=rerun, train_fraction=train_fraction,
+             select_by=select_by)
     return run(p, on_result=on_result)
 
 
