@@ -485,6 +485,12 @@ def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None
     tnames = u.task_names or names.get(u.problem, [])
     scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
               for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
+    recorded = dict(u.task_metrics or {})
+    if u.task_auc and isinstance(u.metrics, dict) and "auc" in (u.metrics.get("test") or {}):
+        recorded["auc"] = list(u.task_auc)   # a unit of format 4 recorded every metric
+    row["task_metrics"] = [(i, tnames[i] if i < len(tnames) else str(i), m, metric, vals[i])
+                           for metric, vals in recorded.items()
+                           for i, m in enumerate(u.n_test or []) if i < len(vals)]
     store.write_unit(row, scores)
 
 
@@ -582,6 +588,13 @@ def check_restored(path: str | Path, store) -> tuple[int, list[str]]:
     for row in rows.itertuples(index=False):
         u = published[row.key]
         where = f"{data['dataset']}: {u['model']} {u['problem']} rep {u['rep']}"
+        if u.get("target_kind", "binary") != "binary":
+            mine = (row.metrics or {}).get("test") if isinstance(row.metrics, dict) else None
+            if row.status != "ok" or row.best_params != u["best_params"] \
+                    or mine != u["metrics"]["test"]:
+                out.append(f"{where}: published {u['metrics']['test']} at {u['best_params']}, "
+                           f"here {mine} at {row.best_params} ({row.status})")
+            continue
         if row.status != "ok":
             out.append(f"{where}: published ok, {row.status} here")
         elif row.best_params != u["best_params"] or row.test_auc != u["test_auc"] \
