@@ -430,8 +430,9 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
     """One dict per (dataset, problem): availability, plugin distribution and version and,
     with ``load``, task / item / feature counts and the positive share of problems whose data
     is at hand (``note`` says why a problem could not be loaded; a dataset that lists no
-    problems without its files gives one row with ``problem=None``).  ``layout`` adds the
-    dataset's file-layout help."""
+    problems without its files gives one row with ``problem=None``).  ``targets``: the target
+    kind (``binary`` or ``real``; the positive share is None for real-valued targets).
+    ``layout`` adds the dataset's file-layout help."""
     from .dataset import load_tasks, problems_of, resolve_data_dir
     from .errors import MTLBenchError
     from .plugins import get_registry
@@ -458,9 +459,10 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
             if load and base["availability"] in ("generated", "cached", "in data-dir"):
                 try:
                     s = load_tasks(ds, prob, ddir).summary()
+                    share = s["positive_share"]
                     row.update(tasks=int(s["tasks"]), items=int(s["items"]),
-                               features=int(s["features"]),
-                               positive_share=round(float(s["positive_share"]), 3))
+                               features=int(s["features"]), targets=s["target_kind"],
+                               positive_share=None if share is None else round(float(share), 3))
                 except MTLBenchError as exc:
                     row["note"] = f"cannot load: {exc}"
             rows.append(row)

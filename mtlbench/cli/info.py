@@ -100,7 +100,7 @@ def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
 
     registry()  # plugin warnings, once
     rows = dataset_rows(data_dir, load=load, layout=layout and fmt != "table")
-    cols = ["dataset", "problem", "tasks", "items", "features", "positive_share",
+    cols = ["dataset", "problem", "targets", "tasks", "items", "features", "positive_share",
             "availability", "distribution", "version", "note"]
     if layout and fmt != "table":
         cols.append("layout")
