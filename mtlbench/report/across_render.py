@@ -197,8 +197,7 @@ def summary_csv(s: Summary) -> str:
             e = eq.get((block, model))
             recs.append({"block": block, "dataset": head[block].dataset,
                          "problem": head[block].problem, "model": model,
-                         "role": s.roles.get(model), "metric": s.get("metric") or "auc",
-                         "mean": mean,
+                         "role": s.roles.get(model),
                          "mean_auc_x100": mean if (s.get("metric") or "auc") == "auc" else None,
                          "best": head[block].best.model == model,
                          "significantly_worse": e.significantly_worse if e else None,
@@ -206,7 +205,7 @@ def summary_csv(s: Summary) -> str:
                          "p_best_better": e.p_best_better if e else None,
                          "p_equivalent": e.p_equivalent if e else None,
                          "p_model_better": e.p_model_better if e else None,
-                         "rope": s.rope})
+                         "rope": s.rope, "metric": s.get("metric") or "auc", "mean": mean})
     buf = io.StringIO()
     pd.DataFrame(recs).to_csv(buf, index=False)
     return buf.getvalue()

@@ -424,7 +424,6 @@ def to_csv(lb: Leaderboard) -> str:
             wp = r.win_tie_loss.per_problem.get(p) if r.win_tie_loss else None
             auc = lb.get("metric", "auc") == "auc"
             recs.append({"dataset": lb.dataset, "problem": p, "model": r.model,
-                         "metric": lb.get("metric", "auc"), "mean": c.mean, "std": c.std,
                          "mean_auc_x100": c.mean if auc else None,
                          "std_auc_x100": c.std if auc else None, "n": c.n,
                          "failed": c.failed, "best": c.best, "p_value": c.p_value,
@@ -434,7 +433,6 @@ def to_csv(lb: Leaderboard) -> str:
                          "win_vs_baseline": wp.win if wp else None,
                          "tie_vs_baseline": wp.tie if wp else None,
                          "loss_vs_baseline": wp.loss if wp else None,
-                         "delta_vs_baseline_pct": r.delta_vs_baseline,
                          "planned_units": r.planned_units,
                          "finished_units": r.finished_units,
                          "at_bound": s.at_bound, "degenerate": s.degenerate,
@@ -442,7 +440,9 @@ def to_csv(lb: Leaderboard) -> str:
                          "refit_not_converged": s.refit_not_converged,
                          "failed_search_fits": s.failed_fits,
                          "fits_max": s.fits_max, "near_chance": r.near_chance,
-                         "time_total_s": r.time_total_s})
+                         "time_total_s": r.time_total_s, "metric": lb.get("metric", "auc"),
+                         "mean": c.mean, "std": c.std,
+                         "delta_vs_baseline_pct": r.delta_vs_baseline})
     df = pd.DataFrame(recs)
     for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline", "degenerate",
                 "selected_fit_not_converged", "refit_not_converged", "failed_search_fits"):

@@ -419,8 +419,6 @@ class Leaderboard(JsonRecord):
     tests: Tests
     notes: list[str]
     provenance: Provenance
-    task_names: dict[str, list[str]]
-    units: list[UnitRecord]
     #: the metric of the table (files before format 4: the AUC), its direction, and how the
     #: data set's targets were binarized ("" when they were not)
     metric: str = "auc"
@@ -428,6 +426,8 @@ class Leaderboard(JsonRecord):
     binarized: str = ""
     #: the other metrics recorded for the data set's target kind (their tables beside)
     other_metrics: list[str] = field(default_factory=list)
+    task_names: dict[str, list[str]] = field(default_factory=dict)
+    units: list[UnitRecord] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Leaderboard":
