@@ -3,6 +3,7 @@ first), Δ% over the baseline, old units that recorded the AUC only, metric plug
 third-party regression data set end to end through the command line."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
@@ -31,11 +32,15 @@ def regression_unit(model, rep, rmse, dataset="reg", task_rmse=None):
     """A stored unit of real-valued targets whose test RMSE is ``rmse`` (MAE = RMSE / 2)."""
     task_rmse = task_rmse or [rmse] * len(TASKS)
     test = {"rmse": rmse, "mae": rmse / 2, "nmse": rmse / 10, "explained-variance": 1 - rmse / 10}
-    row = {"key": f"{model}-{dataset}-{rep}", "model": model, "dataset": dataset,
+    def sha(text, n):
+        return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+    row = {"key": sha(f"{model}-{dataset}-{rep}", 32), "model": model, "dataset": dataset,
            "problem": dataset, "rep": rep, "seed": 0, "status": "ok", "test_auc": None,
-           "protocol": PROTO, "dataset_params": {}, "model_config": {"name": model},
+           "protocol": PROTO, "dataset_params": {},
+           "model_config": {"name": model, "fixed": {}, "space": {}}, "best_params": {},
            "versions": {"mtlbench": "0.2.0"}, "host": "h", "time_total": 1.0,
-           "split_fingerprint": f"fp{rep}", "data_fingerprint": "d",
+           "split_fingerprint": sha(f"split{rep}", 64), "data_fingerprint": sha(dataset, 64),
            "started_at": f"2024-01-01T00:00:{rep:02d}+00:00",
            "finished_at": f"2024-01-01T00:01:{rep:02d}+00:00", "target_kind": "real",
            "metrics": {"select_by": "rmse", "val": {"rmse": rmse}, "test": test},
@@ -221,3 +226,30 @@ def test_a_third_party_regression_dataset_runs_end_to_end(third_party, tmp_path)
                               "--reps", "1", "--store", store])
     assert res.exit_code == 2 and "model 'tfcl' handles binary" in res.output
     assert "Traceback" not in res.output
+
+
+def test_publish_writes_a_table_per_metric_and_a_summary_per_primary_metric(store, tmp_path):
+    from test_leaderboard import unit
+
+    from mtlbench.report.imported import check_published
+    from mtlbench.report.publish import publish
+    from mtlbench.report.schema import Leaderboard
+
+    for r in range(3):
+        for m, a in (("stl", 0.7), ("good", 0.8)):
+            row, scores = unit(m, r, a)
+            store.write_unit(row, scores)
+    out = tmp_path / "pub"
+    publish(store, out, figures=False, log=lambda s: None)
+    names = {p.name for p in out.iterdir()}
+    assert {"reg.md", "reg.json", "reg--mae.md", "reg--nmse.md", "reg--explained-variance.md",
+            "toy.md", "toy.json", "summary.md", "summary--rmse.md"} <= names
+    assert "toy--accuracy.md" not in names        # the old binary units recorded the AUC only
+    reg = (out / "reg.md").read_text()
+    assert "[mae](reg--mae.md)" in reg and "Leaderboard: reg — RMSE" in reg
+    assert "Across data sets — RMSE" in (out / "summary--rmse.md").read_text()
+    data = json.loads((out / "reg.json").read_text())
+    check_published(data, "reg.json")             # units of real targets are well-formed
+    lb = Leaderboard.from_json(data)
+    assert lb.metric == "rmse" and lb.units[0].task_metrics["mae"]
+    assert "summary--rmse.md" in (out / "README.md").read_text()

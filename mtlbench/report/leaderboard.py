@@ -68,7 +68,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..protocol import config_json
-from ..store import unit_metric, unit_target_kind
+from ..store import recorded_metrics, unit_metric, unit_target_kind
 from .imported import IMPORTED, VERIFIED
 from .render import (GENERATED_MARKER, SORT_HEADER, cell_text, render, to_csv, to_json,
                      to_markdown)
@@ -146,7 +146,6 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
     Units are chosen by :func:`mtlbench.report.select.select_units` (``seed``, ``models``,
     ``expected``: the planned model set).  ``baseline``: the label of the win/tie/loss
     baseline; default: the model that declares ``is_baseline``."""
-    from ..scoring import metrics_for
     from .roles import binarized
 
     sel = selection or select_units(store, dataset, seed=seed, models=models, expected=expected)
@@ -199,8 +198,7 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
         task_names=_task_names(store, ok),
         units=unit_records(store, units), metric=m.name,
         higher_is_better=m.higher_is_better, binarized=binarized(dataset),
-        other_metrics=[x.name for x in metrics_for(unit_target_kind(units.iloc[0]))
-                       if x.name != m.name] if len(units) else [])
+        other_metrics=_other_metrics(ok, m))
 
 
 def unit_value(row: pd.Series, metric) -> float | None:
@@ -424,6 +422,18 @@ def _other_code_notes(units: pd.DataFrame) -> list[str]:
             f"than is installed now ({'; '.join(sorted(c))}); the table shows them as that "
             "code computed them ('mtlbench compare' would recompute them)."
             for label, c in sorted(why.items())]
+
+
+def _other_metrics(ok: pd.DataFrame, metric) -> list[str]:
+    """The metrics besides ``metric`` that finished units of the table recorded, in the
+    metric table's order (the tables published beside it)."""
+    from ..scoring import metrics_for
+
+    if ok.empty:
+        return []
+    recorded = set().union(*(recorded_metrics(r) for _, r in ok.iterrows()))
+    return [x.name for x in metrics_for(unit_target_kind(ok.iloc[0]))
+            if x.name != metric.name and x.name in recorded]
 
 
 def _metric_notes(rows: Sequence[Row], ok: pd.DataFrame, metric) -> list[str]:
