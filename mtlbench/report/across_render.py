@@ -91,7 +91,7 @@ def _headline_text(s: Summary) -> list[str]:
         out.append("| " + " | ".join(cells + [_entry_text(h.best_competitor),
                                               _entry_text(h.baseline)]) + " |")
     m = _metric(s)
-    what = "Test AUC x 100" if m.name == "auc" else m.heading().capitalize()
+    what = "Test AUC x 100" if m.name == "auc" else "T" + m.heading()[1:]
     out += ["", f"{what}, mean ± std over repetitions (n); p = Holm-adjusted two-sided "
             "Wilcoxon signed-rank p against the block's best (exact for n <= 25); † "
             "significantly worse than the best (p < 0.05). Focus models: the full models that "
