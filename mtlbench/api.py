@@ -491,20 +491,30 @@ class Results:
 
     def to_frame(self, level: str = "unit") -> "pd.DataFrame":
         """A DataFrame with one row per unit (``level="unit"``: model, dataset, problem, rep,
-        status, test_auc, val_auc, best_params, times, fingerprints, ...) or per task of each
-        finished unit (``level="task"``: model, dataset, problem, rep, task_index, task_name,
-        test_auc, n_test, key)."""
+        status, test_auc, val_auc, target_kind, metrics, best_params, times, fingerprints,
+        ...), per task of each finished binary unit (``level="task"``: model, dataset,
+        problem, rep, task_index, task_name, test_auc, n_test, key) or per task and metric of
+        each finished unit (``level="metric"``: ... task_name, n_test, metric, value, key)."""
         with self._open() as rs:
             if level == "unit":
                 return rs.units(keys=self.keys)
             if level == "task":
                 return rs.task_scores(keys=self.keys).reset_index(drop=True)
-        raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
+            if level == "metric":
+                return rs.task_metrics(keys=self.keys).reset_index(drop=True)
+        raise ConfigError(f"level must be 'unit', 'task' or 'metric', got {level!r}")
 
-    def summary(self) -> "pd.DataFrame":
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures."""
+    def summary(self, metric: str | None = None) -> "pd.DataFrame":
+        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures; with
+        ``metric``, of that metric's test value in its own units (columns problem, model,
+        metric, mean, std, reps, not_recorded, failed, time_total_s)."""
         with self._open() as rs:
-            return rs.summary(keys=self.keys).reset_index(drop=True)
+            if metric is None:
+                return rs.summary(keys=self.keys).reset_index(drop=True)
+            from .report.select import metric_frame
+            from .scoring import get_metric
+
+            return metric_frame(rs.units(keys=self.keys), get_metric(metric).name)
 
     def failures(self) -> "pd.DataFrame":
         """Failed units with their message and traceback."""
@@ -515,10 +525,12 @@ class Results:
     def datasets(self) -> list[str]:
         return sorted(self.to_frame()["dataset"].unique())
 
-    def leaderboard(self, dataset: str | None = None) -> "pd.DataFrame":
-        """The leaderboard of ``dataset`` (default: every dataset of these results) as a
-        DataFrame, one row per (dataset, problem, model), built by the leaderboard module
-        from the whole store exactly as ``mtlbench leaderboard --format csv`` prints it."""
+    def leaderboard(self, dataset: str | None = None,
+                    metric: str | None = None) -> "pd.DataFrame":
+        """The leaderboard of ``dataset`` (default: every dataset of these results) for
+        ``metric`` (default: each data set's primary metric) as a DataFrame, one row per
+        (dataset, problem, model), built by the leaderboard module from the whole store
+        exactly as ``mtlbench leaderboard --format csv`` prints it."""
         import io
 
         import pandas as pd
@@ -529,19 +541,23 @@ class Results:
         frames = []
         with self._open() as rs:
             for name in names:
-                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lbm.build_leaderboard(rs, name)))))
+                lb = lbm.build_leaderboard(rs, name, metric=metric)
+                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lb))))
         if not frames:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
 
     def summary_across(self, *, blocks: str | Sequence[str] | None = None,
-                       focus: Sequence[str] | None = None, rope: float = 0.5,
-                       figures_dir: str | os.PathLike | None = None) -> "Summary":
+                       focus: Sequence[str] | None = None, rope: float | None = None,
+                       figures_dir: str | os.PathLike | None = None,
+                       metric: str | None = None) -> "Summary":
         """The judgement across every data set of the store, exactly as ``mtlbench
         leaderboard --all`` prints it: the headline table, the Friedman test with average
         ranks, the Nemenyi post-hoc test and its critical difference, and per data set the
         Bayesian signed-rank probabilities of every model against the best (``rope``: region
-        of practical equivalence in test AUC x 100 points).  ``blocks``: which data sets
+        of practical equivalence in the tables' units; default 0.5 points of an AUC x 100,
+        1 % of the best mean for a metric not shown x 100).  ``metric``: the metric of the
+        tables (default: the primary metric of most data sets).  ``blocks``: which data sets
         count as independent blocks (None: the default rule, named in ``.blocks_rule``;
         ``"all"``; or labels).  ``figures_dir``: also draw the critical-difference diagram
         and the equivalence figure there.  Returns a
@@ -551,7 +567,7 @@ class Results:
         from .report.across_render import summary_figures
 
         with self._open() as rs:
-            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope)
+            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope, metric=metric)
         if figures_dir is not None:
             summary_figures(summary, figures_dir)
         return summary
