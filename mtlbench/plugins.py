@@ -523,8 +523,6 @@ class Registry:
     def metric_class(self, name: str) -> type[Metric]:
         return self._lookup(self._metrics, name, "metric").obj
 
-    def metric_plugin(self, name: str) -> PluginInfo:
-        return self._lookup(self._metrics, name, "metric").plugin
 
     def unusable(self) -> dict[tuple[str, str], str]:
         """Names that are registered but cannot be used (name clash, invalid declarations)."""
