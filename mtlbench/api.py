@@ -59,7 +59,8 @@ class Plan:
 
     ``specs`` are all planned units (model x problem x repetition); ``todo`` those not finished
     in the store (failed ones too with ``retry_failed``); ``estimate`` the expected wall time of
-    ``todo`` from stored unit times (see :class:`Estimate`)."""
+    ``todo`` from stored unit times (see :class:`Estimate`); ``skipped`` one sentence per
+    (model, problem) left out because the model does not handle the problem's target kind."""
 
     specs: list["UnitSpec"]
     todo: list["UnitSpec"]
@@ -80,6 +81,7 @@ class Plan:
     expected: dict[str, Any] = field(default_factory=dict)  # key -> runner.cost.Expected
     #: stored units of the previous code fingerprint rule moved to their keys (mtlbench.rekey)
     rekeyed: int = 0
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -274,7 +276,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
          retry_failed: bool = False, config: str | os.PathLike | None = None,
          test_fraction: float | None = None, val_fraction: float | None = None,
          search: str | None = None, budget: int | None = None,
-         rerun: Sequence[str] | None = None) -> Plan:
+         rerun: Sequence[str] | None = None, train_fraction: float | None = None,
+         select_by: str | None = None) -> Plan:
     """Validate the settings, load every problem once, plan the units and compare with the store.
 
     Arguments as for :func:`compare`.  Raises :class:`~mtlbench.errors.MTLBenchError`
@@ -288,6 +291,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
                          problem_id, resolve_problems)
     from .rekey import rekey_store
+    from .scoring import metric_names
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
@@ -303,8 +307,9 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     settings = build_run_config(
         {"datasets": datasets, "models": models, "reps": reps, "seed": seed, "jobs": jobs,
          "timeout": timeout, "test_fraction": test_fraction, "val_fraction": val_fraction,
-         "search": search, "budget": budget}, cfg, str(config) if config else None,
-        searchers=reg.searcher_names)
+         "search": search, "budget": budget, "train_fraction": train_fraction,
+         "select_by": select_by}, cfg, str(config) if config else None,
+        searchers=reg.searcher_names, metrics=metric_names())
     ds_names = list(settings.datasets)
     selectors = list(settings.selectors) or reg.model_names
     pconf, jobs, timeout = settings.protocol, settings.jobs, settings.timeout
@@ -344,8 +349,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
         per_problem.append(((ds_name, prob), sels))
     check_overrides(reg, list({s.label: s for _, sels in per_problem for s in sels}.values()),
                     loaded, timeout)
-    specs = [spec for problem, sels in per_problem
-             for spec in plan_units(reg, sels, [problem], pconf)]
+    specs, skipped = _plan_by_target_kind(reg, per_problem, loaded, pconf, plan_units)
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
@@ -365,7 +369,48 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                 retry_failed=retry_failed, scheduler=scheduler, rerun=rerun,
                 stored_ok=sum(v == "ok" for v in status.values()),
                 stored_failed=sum(v != "ok" for v in status.values()), rekeyed=rekeyed,
-                expected=expected, estimate=estimate_wall_time(todo, expected, workers))
+                expected=expected, estimate=estimate_wall_time(todo, expected, workers),
+                skipped=skipped)
+
+
+def _plan_by_target_kind(reg, per_problem: Sequence[tuple[tuple[str, str], Sequence[Any]]],
+                         loaded: Mapping[str, Any], pconf: Any, plan_units: Callable
+                         ) -> tuple[list["UnitSpec"], list[str]]:
+    """The units of every (model, problem) whose model handles the problem's target kind,
+    and one sentence per pair left out (``per_problem``: each problem with its selections).
+    A run of one model that cannot handle a problem, and a problem no model of the run can
+    handle, are a :class:`ConfigError` (one line).  The selection metric must apply to every
+    problem; naming the problem's primary metric (``--select-by rmse`` on real-valued
+    targets) is the default protocol, with its keys."""
+    import dataclasses
+
+    from .protocol import check_target_kind
+    from .runner import problem_id
+    from .scoring import primary_metric, selection_metric
+
+    specs, skipped = [], []
+    for (ds_name, prob), selections in per_problem:
+        pid = problem_id(ds_name, prob)
+        tasks = loaded[pid]
+        kind = tasks.target_kind
+        selection_metric(pconf.select_by, kind, pid)
+        conf = pconf if pconf.select_by != primary_metric(kind) else \
+            dataclasses.replace(pconf, select_by=None)
+        fit = []
+        for sel in selections:
+            try:
+                check_target_kind(reg.model_class(sel.name), tasks)
+            except ConfigError as exc:
+                if len(selections) == 1:
+                    raise
+                skipped.append(f"{sel.label} on {pid}: {exc}")
+                continue
+            fit.append(sel)
+        if not fit:
+            raise ConfigError(f"no model of this run handles the targets of {pid} "
+                              f"({kind}); {skipped[-1].split(': ', 1)[1]}")
+        specs += plan_units(reg, fit, [(ds_name, prob)], conf)
+    return specs, skipped
 
 
 def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None,
@@ -396,6 +441,7 @@ def compare(datasets: str | Sequence[str] | None = None,
             config: str | os.PathLike | None = None, test_fraction: float | None = None,
             val_fraction: float | None = None, search: str | None = None,
             budget: int | None = None, rerun: Sequence[str] | None = None,
+            train_fraction: float | None = None, select_by: str | None = None,
             on_result: Callable[["UnitResult"], None] | None = None) -> "Results":
     """Run models on datasets under the common protocol; return the run's :class:`Results`.
 
@@ -408,6 +454,12 @@ def compare(datasets: str | Sequence[str] | None = None,
         (or what ``config``'s ``[compare]`` table says).
     reps, seed, test_fraction, val_fraction, search, budget
         Protocol settings (defaults: 15 repetitions, seed 0, 0.15, 0.2, the default searcher).
+    train_fraction
+        The training-fraction protocol instead of ``test_fraction``: this share of each task
+        for training and validation, the rest for test (MALSAR-style 0.1 / 0.2 / 0.3).
+    select_by
+        The metric that selects hyperparameters (default: each problem's primary metric,
+        AUC for binary targets, RMSE for real-valued ones).
     jobs, scheduler, timeout
         Units in parallel processes (-1: all cores), a Dask scheduler address, seconds a unit
         may run before it is recorded as failed.
@@ -426,7 +478,8 @@ def compare(datasets: str | Sequence[str] | None = None,
     p = plan(datasets, models, reps=reps, seed=seed, jobs=jobs, scheduler=scheduler,
              store=store, data_dir=data_dir, timeout=timeout, retry_failed=retry_failed,
              config=config, test_fraction=test_fraction, val_fraction=val_fraction,
-             search=search, budget=budget, rerun=rerun)
+             search=search, budget=budget, rerun=rerun, train_fraction=train_fraction,
+             select_by=select_by)
     return run(p, on_result=on_result)
 
 
@@ -436,8 +489,9 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
     """One dict per (dataset, problem): availability, plugin distribution and version and,
     with ``load``, task / item / feature counts and the positive share of problems whose data
     is at hand (``note`` says why a problem could not be loaded; a dataset that lists no
-    problems without its files gives one row with ``problem=None``).  ``layout`` adds the
-    dataset's file-layout help."""
+    problems without its files gives one row with ``problem=None``).  ``targets``: the target
+    kind (``binary`` or ``real``; the positive share is None for real-valued targets).
+    ``layout`` adds the dataset's file-layout help."""
     from .dataset import load_tasks, problems_of, resolve_data_dir
     from .errors import MTLBenchError
     from .plugins import get_registry
@@ -464,9 +518,10 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
             if load and base["availability"] in ("generated", "cached", "in data-dir"):
                 try:
                     s = load_tasks(ds, prob, ddir).summary()
+                    share = s["positive_share"]
                     row.update(tasks=int(s["tasks"]), items=int(s["items"]),
-                               features=int(s["features"]),
-                               positive_share=round(float(s["positive_share"]), 3))
+                               features=int(s["features"]), targets=s["target_kind"],
+                               positive_share=None if share is None else round(float(share), 3))
                 except MTLBenchError as exc:
                     row["note"] = f"cannot load: {exc}"
             rows.append(row)
@@ -495,12 +550,16 @@ class Results:
 
     def to_frame(self, level: str = "unit") -> "pd.DataFrame":
         """A DataFrame with one row per unit (``level="unit"``: model, dataset, problem, rep,
-        status, test_auc_x100, val_auc_x100, best_params, times, fingerprints, ...) or per task
-        of each finished unit (``level="task"``: model, dataset, problem, rep, task_index,
-        task_name, test_auc_x100, n_test, key).  AUCs x 100 (module docstring)."""
-        if level not in ("unit", "task"):
-            raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
+        status, test_auc_x100, val_auc_x100, target_kind, metrics, best_params, times,
+        fingerprints, ...), per task of each finished binary unit (``level="task"``: model,
+        dataset, problem, rep, task_index, task_name, test_auc_x100, n_test, key) or per task
+        and metric of each finished unit (``level="metric"``: ... task_name, n_test, metric,
+        value, key; values in the metric's own units).  AUCs x 100 (module docstring)."""
+        if level not in ("unit", "task", "metric"):
+            raise ConfigError(f"level must be 'unit', 'task' or 'metric', got {level!r}")
         with self._open() as rs:
+            if level == "metric":
+                return rs.task_metrics(keys=self.keys).reset_index(drop=True)
             if level == "unit":
                 df = rs.units(keys=self.keys)
                 cols = ("test_auc", "val_auc")
@@ -513,15 +572,22 @@ class Results:
             df[col] = auc_x100(df[col].astype(float))[0]
         return df.rename(columns={c: f"{c}_x100" for c in cols})
 
-    def summary(self) -> "pd.DataFrame":
+    def summary(self, metric: str | None = None) -> "pd.DataFrame":
         """Mean ± std (over repetitions) of test AUC x 100 per (dataset, problem, model), with
         finished and failed units and run time: the table ``mtlbench results`` and the end of
         ``compare`` print (columns ``test_auc_mean_x100``, ``test_auc_std_x100``, ``reps``,
-        ``failed``, ``time_total_s``), over these results' units."""
-        from .report.select import Selection, results_frame
+        ``failed``, ``time_total_s``), over these results' units.  With ``metric``, that
+        metric's test value in its own units (columns problem, model, metric, mean, std, reps,
+        not_recorded, failed, time_total_s)."""
+        from .report.select import Selection, metric_frame, results_frame
 
         with self._open() as rs:
-            frame = results_frame(Selection(units=rs.units(keys=self.keys)))
+            units = rs.units(keys=self.keys)
+        if metric is not None:
+            from .scoring import get_metric
+
+            return metric_frame(units, get_metric(metric).name)
+        frame = results_frame(Selection(units=units))
         # planned repetitions and the seed belong to a selection (``results``), not to a set
         # of units
         return frame.drop(columns=["planned_reps", "seed"], errors="ignore")
@@ -535,10 +601,12 @@ class Results:
     def datasets(self) -> list[str]:
         return sorted(self.to_frame()["dataset"].unique())
 
-    def leaderboard(self, dataset: str | None = None) -> "pd.DataFrame":
-        """The leaderboard of ``dataset`` (default: every dataset of these results) as a
-        DataFrame, one row per (dataset, problem, model), built by the leaderboard module
-        from the whole store exactly as ``mtlbench leaderboard --format csv`` prints it."""
+    def leaderboard(self, dataset: str | None = None,
+                    metric: str | None = None) -> "pd.DataFrame":
+        """The leaderboard of ``dataset`` (default: every dataset of these results) for
+        ``metric`` (default: each data set's primary metric) as a DataFrame, one row per
+        (dataset, problem, model), built by the leaderboard module from the whole store
+        exactly as ``mtlbench leaderboard --format csv`` prints it."""
         import io
 
         import pandas as pd
@@ -549,19 +617,23 @@ class Results:
         frames = []
         with self._open() as rs:
             for name in names:
-                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lbm.build_leaderboard(rs, name)))))
+                lb = lbm.build_leaderboard(rs, name, metric=metric)
+                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lb))))
         if not frames:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
 
     def summary_across(self, *, blocks: str | Sequence[str] | None = None,
-                       focus: Sequence[str] | None = None, rope: float = 0.5,
-                       figures_dir: str | os.PathLike | None = None) -> "Summary":
+                       focus: Sequence[str] | None = None, rope: float | None = None,
+                       figures_dir: str | os.PathLike | None = None,
+                       metric: str | None = None) -> "Summary":
         """The judgement across every data set of the store, exactly as ``mtlbench
         leaderboard --all`` prints it: the headline table, the Friedman test with average
         ranks, the Nemenyi post-hoc test and its critical difference, and per data set the
         Bayesian signed-rank probabilities of every model against the best (``rope``: region
-        of practical equivalence in test AUC x 100 points).  ``blocks``: which data sets
+        of practical equivalence in the tables' units; default 0.5 points of an AUC x 100,
+        1 % of the best mean for a metric not shown x 100).  ``metric``: the metric of the
+        tables (default: the primary metric of most data sets).  ``blocks``: which data sets
         count as independent blocks (None: the default rule, named in ``.blocks_rule``;
         ``"all"``; or labels).  ``figures_dir``: also draw the critical-difference diagram
         and the equivalence figure there.  Returns a
@@ -571,7 +643,7 @@ class Results:
         from .report.across_render import summary_figures
 
         with self._open() as rs:
-            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope)
+            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope, metric=metric)
         if figures_dir is not None:
             summary_figures(summary, figures_dir)
         return summary

@@ -13,7 +13,10 @@ Limits (and why):
   ``numpy.random.SeedSequence``, which needs a non-negative integer, and the results store
   keeps the seed in a signed 64-bit SQLite integer);
 * ``test_fraction``, ``val_fraction``: real numbers strictly between 0 and 1 (0 is an error,
-  never silently the default);
+  never silently the default); ``train_fraction`` too (the training-fraction protocol: the
+  rest of each task is test), never together with ``test_fraction``;
+* ``select_by``: a metric name (checked against the problems' target kinds when they are
+  loaded);
 * ``timeout``: a finite number of seconds > 0;
 * ``jobs``: an integer >= 1, or -1 for every core;
 * ``search``: a registered searcher name (``mtlbench plugins``); ``budget``: an integer in
@@ -51,7 +54,7 @@ MAX_REPS = 1000
 MAX_SEED = 2 ** 63 - 1
 MAX_BUDGET = 10000
 COMPARE_KEYS = ("datasets", "models", "reps", "seed", "test_fraction", "val_fraction", "jobs",
-                "timeout", "search", "budget")
+                "timeout", "search", "budget", "train_fraction", "select_by")
 #: the sub-table of ``[models.NAME]`` that pins values per problem
 PROBLEMS_KEY = "problems"
 
@@ -124,12 +127,12 @@ def _names(value: Any, key: str, source: str) -> list[str]:
 
 
 def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | None = None,
-                     path: str | None = None, searchers: Sequence[str] | None = None
-                     ) -> RunConfig:
+                     path: str | None = None, searchers: Sequence[str] | None = None,
+                     metrics: Sequence[str] | None = None) -> RunConfig:
     """Validate command-line ``options`` (None = not given) over ``file_cfg`` (a loaded TOML
     config, see :func:`load_config`) and build the run configuration.
 
-    ``searchers``: registered searcher names (checked when given)."""
+    ``searchers``, ``metrics``: registered searcher and metric names (checked when given)."""
     file_cfg = file_cfg or {}
     source = f"config file {path!r}" if path else "config file"
     compare = dict(file_cfg.get("compare", {}))
@@ -145,6 +148,15 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
         if searchers is not None and value not in searchers:
             raise ConfigError(f"{_where(src, key)}: "
                               + unknown_name_message("searcher", value, searchers))
+        return value
+
+    def check_metric(value: Any, key: str, src: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{_where(src, key)} = {value!r}: expected a metric name")
+        value = value.strip()
+        if metrics is not None and value not in metrics:
+            raise ConfigError(f"{_where(src, key)}: "
+                              + unknown_name_message("metric", value, metrics))
         return value
 
     def check_jobs(value: Any, key: str, src: str) -> int:
@@ -164,7 +176,8 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     checks = {
         "reps": lambda v, k, w: _int(v, k, w, 1, MAX_REPS),
         "seed": lambda v, k, w: _int(v, k, w, 0, MAX_SEED),
-        "test_fraction": _fraction, "val_fraction": _fraction,
+        "test_fraction": _fraction, "val_fraction": _fraction, "train_fraction": _fraction,
+        "select_by": check_metric,
         "budget": lambda v, k, w: _int(v, k, w, 1, MAX_BUDGET),
         "search": check_search, "jobs": check_jobs, "timeout": check_timeout,
         "datasets": _names, "models": _names,
@@ -174,6 +187,10 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     from_cli = {k: checks[k](v, k, "cli") for k, v in options.items()
                 if k in checks and v is not None}
     merged = {**from_file, **from_cli}
+    if "train_fraction" in merged and "test_fraction" in merged:
+        raise ConfigError("give test_fraction (the default protocol) or train_fraction (each "
+                          "task's share for training and validation, the rest for test), not "
+                          "both")
 
     d = ProtocolConfig()
     reps = merged.get("reps", d.reps)
@@ -187,7 +204,9 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     datasets = merged.get("datasets", ["simulated"])
     selectors = from_cli.get("models") or from_file.get("models", [])
     protocol = ProtocolConfig(reps=reps, seed=seed, test_fraction=test_fraction,
-                              val_fraction=val_fraction, search=search, budget=budget)
+                              val_fraction=val_fraction, search=search, budget=budget,
+                              train_fraction=merged.get("train_fraction"),
+                              select_by=merged.get("select_by"))
     tables = dict(file_cfg.get("models", {}))
     return RunConfig(datasets=datasets, selectors=selectors, protocol=protocol, jobs=jobs,
                      timeout=timeout,

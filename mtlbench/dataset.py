@@ -1,7 +1,8 @@
 """Dataset contract: what every dataset plugin implements.
 
 A dataset provides one or more *problems* (Shoes: one per attribute); each problem loads
-as a :class:`~mtlbench.data.TaskSet`.  Problems are addressed as ``"<dataset>/<problem>"``
+as a :class:`~mtlbench.data.TaskSet`, which declares its target kind (binary labels or
+real-valued targets).  Problems are addressed as ``"<dataset>/<problem>"``
 in the results store and on the command line (``--datasets shoes`` means every problem of
 Shoes, ``--datasets shoes/brown`` one of them).
 
@@ -114,11 +115,16 @@ class Dataset:
         One line for ``mtlbench datasets``.
     source : str
         Where the data comes from (citation / URL / "generated").
+    binarized : str
+        How binary labels were made from real-valued targets (e.g. ``"the exam score above
+        the school's median"``); empty when the targets are as collected.  Every table of the
+        data set says "binarized" with it.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    binarized: ClassVar[str] = ""
     #: Extra accepted spellings of ``__init__`` parameters on the command line.
     param_aliases: ClassVar[Mapping[str, str]] = {}
 

@@ -1,4 +1,4 @@
-"""Plugin discovery and the registry of models, datasets and searchers.
+"""Plugin discovery and the registry of models, datasets, searchers and metrics.
 
 Plugins are found through entry points in the group ``mtlbench`` (built-ins included) and
 managed by pluggy: every hook of :mod:`mtlbench.hookspecs` is called through the plugin
@@ -16,13 +16,18 @@ Mistakes are caught when a plugin registers, each naming the plugin and the fix:
   of the module that registers it, a plugin implementing no hook.  The whole plugin is then
   unusable (stage ``register``);
 * what it passes to ``register``: a model hook accepts only MTLModel subclasses, a dataset
-  hook Dataset subclasses or instances, a searcher hook Searcher subclasses (an instance, or
-  the right object given to the wrong hook, is named as such);
+  hook Dataset subclasses or instances, a searcher hook Searcher subclasses, a metric hook
+  Metric subclasses (an instance, or the right object given to the wrong hook, is named as
+  such);
+* a metric's declarations (:func:`metric_declaration_problems`): a name, a direction
+  (``higher_is_better``), the target kinds it applies to, and ``task_value``.  That metric is
+  unusable (stage ``validate``);
 * a model's declarations (:func:`model_declaration_problems`): a ``search_space`` or
   ``param_constraints`` entry naming a parameter ``__init__`` does not take, a declaration
   that is not a Param or a list, a starting value outside its own bounds, an ordered
   parameter without a start range of two distinct values, a bound expression naming
-  something unknown, a ``fit`` without the ``init`` argument the protocol passes.  That model
+  something unknown, a ``fit`` without the ``init`` argument the protocol passes, a
+  ``target_kinds`` that is not a non-empty tuple of known target kinds.  That model
   is unusable (stage ``validate``); the rest of its plugin is not affected;
 * forms that work but should change (:func:`model_declaration_notices`, a
   :class:`PluginMigrationWarning` naming the model and what to write): a search space of
@@ -56,6 +61,7 @@ from . import hookspecs
 from .dataset import Dataset, configure_dataset
 from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
                      unknown_name_message)
+from .metrics import TARGET_KINDS, Metric
 from .model import MTLModel
 from .provenance import source_files
 from .searcher import Searcher
@@ -77,6 +83,7 @@ class PluginInfo:
     models: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
     searchers: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -166,7 +173,7 @@ def hook_problems(plugin: Any) -> list[str]:
 
     A marked implementation whose name is no hook is found by pluggy when the plugin is
     registered (:meth:`Registry._unknown_hooks`)."""
-    if isinstance(plugin, type) and issubclass(plugin, (MTLModel, Dataset, Searcher)):
+    if isinstance(plugin, type) and issubclass(plugin, (MTLModel, Dataset, Searcher, Metric)):
         kind, hook = _kind_and_hook(plugin)
         return [f"the entry point names the {kind} class {plugin.__qualname__} itself; point "
                 f"it at the module that registers it (e.g. {plugin.__module__!r}) and add "
@@ -210,7 +217,8 @@ def hook_problems(plugin: Any) -> list[str]:
 def _kind_and_hook(obj: Any) -> tuple[str, str]:
     """What ``obj`` is (a model, dataset or searcher class or instance) and its hook."""
     cls = obj if isinstance(obj, type) else type(obj)
-    for base, kind in ((MTLModel, "model"), (Dataset, "dataset"), (Searcher, "searcher")):
+    for base, kind in ((MTLModel, "model"), (Dataset, "dataset"), (Searcher, "searcher"),
+                       (Metric, "metric")):
         if issubclass(cls, base):
             return kind, f"register_{kind}s"
     return "", ""
@@ -221,7 +229,7 @@ def registered_object_problem(kind: str, obj: Any) -> str:
     an instance where the class is expected, an object of another kind (given to the wrong
     hook), or something that is none of a model, dataset or searcher."""
     expected = {"model": "an MTLModel subclass", "dataset": "a Dataset subclass or instance",
-                "searcher": "a Searcher subclass"}[kind]
+                "searcher": "a Searcher subclass", "metric": "a Metric subclass"}[kind]
     is_class = isinstance(obj, type)
     found, hook = _kind_and_hook(obj)
     if found == kind and (is_class or kind == "dataset"):
@@ -252,7 +260,7 @@ class _PluginManager(pluggy.PluginManager):
 
 
 class Registry:
-    """Models and datasets registered by plugins, by name.
+    """Models, datasets, searchers and metrics registered by plugins, by name.
 
     Hooks are called through pluggy (``Registry.pm``), one plugin at a time."""
 
@@ -264,6 +272,7 @@ class Registry:
         self._models: dict[str, Registered] = {}
         self._datasets: dict[str, Registered] = {}
         self._searchers: dict[str, Registered] = {}
+        self._metrics: dict[str, Registered] = {}
         # names made unusable: (kind, name) -> the message to raise when the name is used
         self._unusable: dict[tuple[str, str], Exception] = {}
         self._clash_owners: dict[tuple[str, str], list[PluginInfo]] = {}
@@ -329,7 +338,8 @@ class Registry:
             return info
         self.plugins.append(info)
         for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset"),
-                                ("register_searchers", "searcher")):
+                                ("register_searchers", "searcher"),
+                                ("register_metrics", "metric")):
             try:
                 self._call_one(plugin, hook_name, register=self._register_callback(kind, info))
             except PluginError:
@@ -361,7 +371,7 @@ class Registry:
 
     def _table(self, kind: str) -> dict[str, Registered]:
         return {"model": self._models, "dataset": self._datasets,
-                "searcher": self._searchers}[kind]
+                "searcher": self._searchers, "metric": self._metrics}[kind]
 
     def _register_callback(self, kind: str, info: PluginInfo) -> Callable[[Any], None]:
         table = self._table(kind)
@@ -380,6 +390,8 @@ class Registry:
                 self._clash(kind, key, info, obj)
                 return
             if kind == "model" and not self._model_declarations_ok(obj, key, info):
+                return
+            if kind == "metric" and not self._metric_declarations_ok(obj, key, info):
                 return
             table[key] = Registered(obj, info)
             getattr(info, kind + "s").append(key)
@@ -403,6 +415,19 @@ class Registry:
             warnings.warn(f"mtlbench plugin {info.name!r} (distribution {info.distribution} "
                           f"{info.version}): model {key!r}: {note}",
                           PluginMigrationWarning, stacklevel=3)
+        return True
+
+    def _metric_declarations_ok(self, cls: type[Metric], key: str, info: PluginInfo) -> bool:
+        """Check metric ``cls``'s declarations: a problem makes the metric unusable (False)."""
+        problems = metric_declaration_problems(cls)
+        if problems:
+            msg = f"metric {key!r} is declared wrongly: {'; '.join(problems)}"
+            self._unusable[("metric", key)] = PluginError(
+                f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
+                f"{info.version}); the metric cannot be used until the plugin is fixed")
+            self._fail(PluginFailure(info.name, info.distribution, info.version,
+                                     "validate", msg))
+            return False
         return True
 
     def _clash(self, kind: str, key: str, info: PluginInfo, obj: Any) -> None:
@@ -491,6 +516,14 @@ class Registry:
     def searcher_class(self, name: str):
         return self._lookup(self._searchers, name, "searcher").obj
 
+    @property
+    def metric_names(self) -> list[str]:
+        return sorted(self._metrics)
+
+    def metric_class(self, name: str) -> type[Metric]:
+        return self._lookup(self._metrics, name, "metric").obj
+
+
     def unusable(self) -> dict[tuple[str, str], str]:
         """Names that are registered but cannot be used (name clash, invalid declarations)."""
         return {k: str(v) for k, v in self._unusable.items()}
@@ -540,10 +573,12 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     protocol passes, and in ``search_space`` / ``param_constraints``: an entry naming no
     ``__init__`` parameter, an entry that is not a Param or a non-empty list, a
     starting-grid value its own declaration rejects, a bound expression in
-    ``param_constraints`` (only searched parameters have them), and what
+    ``param_constraints`` (only searched parameters have them), what
     :func:`mtlbench.space.space_problems` finds in the search space (an ordered parameter
-    without a start range, an unknown name in a bound expression, circular bounds)."""
-    out = _method_problems(cls)
+    without a start range, an unknown name in a bound expression, circular bounds), and a
+    ``target_kinds`` that is not a non-empty tuple of known target kinds or a
+    ``shift_invariant_loss`` that is not a bool."""
+    out = _method_problems(cls) + _target_kind_problems(cls)
     try:
         sig = inspect.signature(cls.__init__)
         params = {p.name for p in sig.parameters.values()
@@ -582,6 +617,41 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
             out += [f"search_space: {p}" for p in space_problems(space)]
         except ConfigError:  # an entry that is no declaration: reported above
             pass
+    return out
+
+
+def _target_kind_problems(cls: type[Any]) -> list[str]:
+    """``target_kinds`` is a non-empty tuple of :data:`~mtlbench.metrics.TARGET_KINDS`."""
+    kinds = getattr(cls, "target_kinds", None)
+    ok = isinstance(kinds, (tuple, list)) and kinds and all(k in TARGET_KINDS for k in kinds)
+    out = [] if ok else [
+        f"target_kinds = {kinds!r}: declare a tuple of the target kinds it handles, of "
+        f"{', '.join(map(repr, TARGET_KINDS))} (e.g. target_kinds = ('binary', 'real'))"]
+    flag = getattr(cls, "shift_invariant_loss", False)
+    if issubclass(cls, MTLModel) and not isinstance(flag, bool):
+        out.append(f"shift_invariant_loss = {flag!r}: must be True or False")
+    return out
+
+
+def metric_declaration_problems(cls: type[Metric]) -> list[str]:
+    """Why metric ``cls`` cannot be used as declared (empty if it can): a ``name`` that is
+    not a lower-case word (dashes allowed), a ``higher_is_better`` that is not a bool, a
+    ``target_kinds`` that is not a non-empty tuple of known kinds, ``percent`` / ``threshold``
+    not bools, ``chance`` neither None nor a number, ``task_value`` not implemented."""
+    out = []
+    if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", str(cls.name)):
+        out.append(f"name = {cls.name!r}: use lower-case letters, digits and dashes "
+                   "(e.g. 'median-ae')")
+    for attr in ("higher_is_better", "percent", "threshold"):
+        if not isinstance(getattr(cls, attr, None), bool):
+            out.append(f"{attr} = {getattr(cls, attr, None)!r}: must be True or False")
+    chance = getattr(cls, "chance", None)
+    if chance is not None and (isinstance(chance, bool) or not isinstance(chance, (int, float))):
+        out.append(f"chance = {chance!r}: must be None or a number")
+    out += _target_kind_problems(cls)
+    if cls.task_value is Metric.task_value:
+        out.append(f"{cls.__name__} does not implement task_value(self, y, s) (the value of "
+                   "one task's targets y and scores s)")
     return out
 
 

@@ -5,13 +5,19 @@ Tables
 units
     One row per unit of work (model, problem, repetition) with its identity key, status
     ("ok" or "failed"), chosen hyperparameters, the validation grid, mean validation and test
-    AUC, times, iterations, convergence histories, diagnostics, split/data fingerprints, the
-    protocol settings, package versions, seed, host and timestamps; failed units keep the error
-    message and traceback.  ``origin`` is empty for a unit computed into this store, and
+    AUC (binary targets), the target kind, every metric (``metrics``: the selection metric
+    and its validation value, every applicable metric on test), times, iterations,
+    convergence histories, diagnostics, split/data fingerprints, the protocol settings,
+    package versions, seed, host and timestamps; failed units keep the error message and
+    traceback.  ``origin`` is empty for a unit computed into this store, and
     "imported" / "verified" for one imported from a published file (``import-results``;
     "verified": recomputed here and found equal, :mod:`mtlbench.report.imported`).
 task_scores
-    One row per (unit, task) with the test AUC and the number of test labels.
+    One row per (unit, task) with the test AUC and the number of test labels (binary targets).
+task_metrics
+    One row per (unit, task, metric) with the task's test value of every metric the unit
+    recorded (null: undefined, e.g. an nMSE where the task's test targets are all equal), the
+    task's name and number of test rows.
 arrays
     Small fitted arrays (W, groups) of repetition 0, for figures; npy bytes.
 
@@ -56,10 +62,11 @@ import pandas as pd
 
 from .errors import MTLBenchError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``;
-3: + ``races``; 4: + ``origin`` column.  One migration path from any of them: missing columns
-and tables are added, then the version is set."""
+3: + ``races``; 4: + ``origin`` column; 5: + ``target_kind`` and ``metrics`` columns,
+``task_metrics``.  One migration path from any of them: missing columns and tables are added,
+then the version is set.  A unit stored before 5 is binary and recorded the AUC only."""
 CLAIM_LEASE_SECONDS = 3600.0
 
 
@@ -99,7 +106,9 @@ CREATE TABLE IF NOT EXISTS units (
     started_at TEXT,
     finished_at TEXT,
     provenance TEXT,
-    origin TEXT
+    origin TEXT,
+    target_kind TEXT,
+    metrics TEXT
 );
 CREATE INDEX IF NOT EXISTS units_by_problem ON units(problem, model);
 CREATE TABLE IF NOT EXISTS task_scores (
@@ -109,6 +118,15 @@ CREATE TABLE IF NOT EXISTS task_scores (
     test_auc REAL NOT NULL,
     n_test INTEGER NOT NULL,
     PRIMARY KEY (key, task_index)
+);
+CREATE TABLE IF NOT EXISTS task_metrics (
+    key TEXT NOT NULL,
+    task_index INTEGER NOT NULL,
+    task_name TEXT NOT NULL,
+    n_test INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL,
+    PRIMARY KEY (key, metric, task_index)
 );
 CREATE TABLE IF NOT EXISTS arrays (
     key TEXT NOT NULL,
@@ -168,9 +186,9 @@ UNIT_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status", "
                 "time_total", "time_select", "time_fit", "n_iter", "history", "diagnostics",
                 "split_fingerprint", "data_fingerprint", "protocol", "dataset_params",
                 "versions", "host", "message", "traceback", "started_at", "finished_at",
-                "provenance", "origin")
+                "provenance", "origin", "target_kind", "metrics")
 JSON_COLUMNS = ("best_params", "model_config", "grid", "dropped_tasks", "history",
-                "diagnostics", "protocol", "dataset_params", "versions", "provenance")
+                "diagnostics", "protocol", "dataset_params", "versions", "provenance", "metrics")
 RACE_COLUMNS = ("key", "race", "dataset", "problem", "rep", "seed", "model", "model_name",
                 "solver", "role", "variant", "params", "origin", "status", "message", "curve",
                 "elapsed", "final_objective", "objective_source", "converged", "n_iter",
@@ -247,9 +265,10 @@ class ResultStore:
             missing_cols = [c for c in UNIT_COLUMNS if c not in have]
         self.columns = [c for c in UNIT_COLUMNS if c not in missing_cols]
         self.has_races = "races" in tables
+        self.has_task_metrics = "task_metrics" in tables
         needs = version < SCHEMA_VERSION or missing_cols or not {"units", "task_scores",
-                                                                "arrays", "claims",
-                                                                "races"} <= tables
+                                                                "arrays", "claims", "races",
+                                                                "task_metrics"} <= tables
         if not needs:
             return
         if self.readonly:  # read what is there; missing columns read as empty
@@ -263,6 +282,7 @@ class ResultStore:
             con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.columns = list(UNIT_COLUMNS)
         self.has_races = True
+        self.has_task_metrics = True
 
     def close(self) -> None:
         self._conn.close()
@@ -276,7 +296,10 @@ class ResultStore:
     # ------------------------------------------------------------------ writing
     def write_unit(self, row: dict[str, Any], task_scores: Iterable[tuple] = (),
                    arrays: dict[str, np.ndarray] | None = None) -> None:
-        """Insert or replace one unit with its per-task scores, atomically."""
+        """Insert or replace one unit with its per-task scores, atomically.  ``task_scores``:
+        (task index, name, test AUC, test labels) of a binary unit; ``row["task_metrics"]``
+        (not a column): (task index, name, test rows, metric, value or None) for every
+        recorded metric."""
         values = []
         for col in UNIT_COLUMNS:
             v = row.get(col)
@@ -323,6 +346,13 @@ class ResultStore:
                 "INSERT INTO task_scores (key, task_index, task_name, test_auc, n_test) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [(row["key"], int(i), str(n), float(a), int(m)) for i, n, a, m in task_scores])
+            self._conn.execute("DELETE FROM task_metrics WHERE key = ?", (row["key"],))
+            self._conn.executemany(
+                "INSERT INTO task_metrics (key, task_index, task_name, n_test, metric, value) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(row["key"], int(i), str(n), int(m), str(metric),
+                  None if v is None else float(v))
+                 for i, n, m, metric, v in row.get("task_metrics") or ()])
             self._conn.execute("DELETE FROM arrays WHERE key = ?", (row["key"],))
             for name, arr in (arrays or {}).items():
                 buf = io.BytesIO()
@@ -408,7 +438,7 @@ class ResultStore:
                 for i in range(0, len(keys), 500):
                     part = keys[i:i + 500]
                     marks = ", ".join("?" * len(part))
-                    for table in ("task_scores", "arrays"):
+                    for table in ("task_scores", "task_metrics", "arrays"):
                         self._conn.execute(f"DELETE FROM {table} WHERE key IN ({marks})", part)
                     n += self._conn.execute(f"DELETE FROM units WHERE key IN ({marks})",
                                             part).rowcount
@@ -600,8 +630,9 @@ class ResultStore:
 
     def unit_copy(self, key: str) -> tuple[dict[str, Any], list[tuple], dict[str, np.ndarray]]:
         """Unit ``key`` as stored, in what :meth:`write_unit` takes: its row (values as
-        stored, JSON columns decoded), its per-task scores (task_index, task_name, test_auc,
-        n_test) and its fitted arrays by name -- to copy it into another store exactly."""
+        stored, JSON columns decoded, with ``task_metrics``: the per-task metric rows), its
+        per-task scores (task_index, task_name, test_auc, n_test) and its fitted arrays by
+        name -- to copy it into another store exactly."""
         cols = [c for c in UNIT_COLUMNS if c in self.columns]
         cur = self._conn.execute(f"SELECT {', '.join(cols)} FROM units WHERE key = ?", (key,))
         values = cur.fetchone()
@@ -612,14 +643,79 @@ class ResultStore:
         scores = self._conn.execute("SELECT task_index, task_name, test_auc, n_test FROM "
                                     "task_scores WHERE key = ? ORDER BY task_index",
                                     (key,)).fetchall()
+        if self.has_task_metrics:
+            row["task_metrics"] = [tuple(r) for r in self._conn.execute(
+                "SELECT task_index, task_name, n_test, metric, value FROM task_metrics "
+                "WHERE key = ? ORDER BY task_index, metric", (key,))]
         arrays = {n: np.load(io.BytesIO(d), allow_pickle=False) for n, d in self._conn.execute(
             "SELECT name, data FROM arrays WHERE key = ? ORDER BY name", (key,))}
         return row, [tuple(r) for r in scores], arrays
+    def task_metrics(self, keys: Iterable[str] | None = None,
+                     metric: str | None = None) -> pd.DataFrame:
+        """Per-task test values of "ok" units: columns model, dataset, problem, rep,
+        task_index, task_name, n_test, metric, value (NaN: undefined), key; ``metric``
+        restricts to one metric.  The AUC of units stored before the per-task metrics
+        existed is read from ``task_scores`` (:meth:`task_values` does so for one metric)."""
+        cols = ["model", "dataset", "problem", "rep", "task_index", "task_name", "n_test",
+                "metric", "value", "key"]
+        if not self.has_task_metrics:
+            return pd.DataFrame(columns=cols)
+        q = ("SELECT u.model, u.dataset, u.problem, u.rep, t.task_index, t.task_name, t.n_test, "
+             "t.metric, t.value, t.key FROM task_metrics t JOIN units u ON u.key = t.key "
+             "WHERE u.status = 'ok'")
+        args: list[Any] = []
+        if metric is not None:
+            q += " AND t.metric = ?"
+            args.append(metric)
+        df = pd.read_sql_query(q, self._conn, params=args)
+        df["value"] = pd.to_numeric(df["value"], errors="coerce")
+        if keys is not None:
+            df = df[df["key"].isin(set(keys))]
+        return df
+
+    def task_values(self, metric: str, keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """The per-task test values of one metric: the columns of :meth:`task_scores` with
+        the value in ``value`` (for ``"auc"`` the stored per-task AUC of every binary unit,
+        of any schema)."""
+        if metric == "auc":
+            return self.task_scores(keys).rename(columns={"test_auc": "value"})
+        df = self.task_metrics(keys, metric)
+        return df.drop(columns=["metric"])
 
     def array(self, key: str, name: str) -> np.ndarray | None:
         row = self._conn.execute("SELECT data FROM arrays WHERE key = ? AND name = ?",
                                  (key, name)).fetchone()
         return None if row is None else np.load(io.BytesIO(row[0]), allow_pickle=False)
+
+
+def unit_target_kind(row: Mapping[str, Any]) -> str:
+    """The target kind of a stored unit row (units stored before schema 5 are binary)."""
+    kind = row.get("target_kind")
+    return kind if isinstance(kind, str) and kind else "binary"
+
+
+def unit_metric(row: Mapping[str, Any], metric: str) -> float | None:
+    """The test value of ``metric`` of a stored unit row: ``metrics["test"][metric]``, and for
+    ``"auc"`` the ``test_auc`` column (every binary unit, also one stored before schema 5);
+    None when not recorded, undefined or failed."""
+    recorded = row.get("metrics")
+    if isinstance(recorded, dict) and isinstance(recorded.get("test"), dict):
+        v = recorded["test"].get(metric)
+        if v is not None:
+            return float(v)
+    if metric == "auc":
+        v = row.get("test_auc")
+        if v is not None and v == v:
+            return float(v)
+    return None
+
+
+def recorded_metrics(row: Mapping[str, Any]) -> list[str]:
+    """The metrics a stored unit row recorded on test (an old binary unit: the AUC)."""
+    recorded = row.get("metrics")
+    if isinstance(recorded, dict) and isinstance(recorded.get("test"), dict):
+        return list(recorded["test"])
+    return ["auc"] if unit_metric(row, "auc") is not None else []
 
 
 def _name_of(config: Any, label: str) -> str:

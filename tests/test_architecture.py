@@ -132,7 +132,7 @@ CORE_LAYERS = [
      "mtlbench.synthetic", "mtlbench.fetch"},
     {"mtlbench.hookspecs"},
     {"mtlbench.plugins"},
-    {"mtlbench.search"},
+    {"mtlbench.search", "mtlbench.scoring"},
     {"mtlbench.protocol"},
     {"mtlbench.config", "mtlbench.selectors", "mtlbench.datasets_api"},
     {"mtlbench.store"},

@@ -25,21 +25,22 @@ def plugins(fmt: str) -> None:
     commands = _plugin_commands(reg)
     rows = [{"plugin": p.name, "distribution": p.distribution, "version": p.version,
              "models": list(p.models), "datasets": list(p.datasets),
-             "searchers": list(p.searchers),
+             "searchers": list(p.searchers), "metrics": list(p.metrics),
              "commands": commands.get((p.distribution, p.name), []),
              "status": "ok", "stage": None, "error": None}
             for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name))]
     failed = [{"plugin": f.name, "distribution": f.distribution, "version": f.version,
-               "models": [], "datasets": [], "searchers": [], "commands": [],
+               "models": [], "datasets": [], "searchers": [], "metrics": [], "commands": [],
                "status": "failed",
                "stage": f.stage, "error": f.error} for f in reg.failures]
     if fmt != "table":
         cols = ("plugin", "distribution", "version", "models", "datasets", "searchers",
-                "commands", "status", "stage", "error")
+                "metrics", "commands", "status", "stage", "error")
         emit(render_rows(rows + failed, cols, fmt))
         return
     render_rows(rows, ("plugin", "distribution", "version", "models", "datasets", "searchers",
-                       "commands"), fmt, title="mtlbench plugins (entry-point group 'mtlbench')")
+                       "metrics", "commands"), fmt,
+                title="mtlbench plugins (entry-point group 'mtlbench')")
     if failed:
         render_rows(failed, ("plugin", "distribution", "version", "stage", "error"), fmt,
                     title="[red]plugins that failed[/]")
@@ -141,7 +142,7 @@ def datasets(data_dir: str | None, load: bool, layout: bool, fmt: str) -> None:
 
     registry()  # plugin warnings, once
     rows = dataset_rows(data_dir, load=load, layout=layout and fmt != "table")
-    cols = ["dataset", "problem", "tasks", "items", "features", "positive_share",
+    cols = ["dataset", "problem", "targets", "tasks", "items", "features", "positive_share",
             "availability", "distribution", "version", "note"]
     if layout and fmt != "table":
         cols.append("layout")

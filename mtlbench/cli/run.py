@@ -65,6 +65,14 @@ def _split_csv(value: str | None) -> list[str]:
 @click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
 @click.option("--val-fraction", type=float, default=None,
               help="Validation share of train+validation per task (0.2).")
+@click.option("--train-fraction", type=float, default=None,
+              help="Training-fraction protocol (MALSAR-style, e.g. 0.1): this share of each "
+                   "task for training and validation, the rest for test; instead of "
+                   "--test-fraction. Recorded in every unit's key.")
+@click.option("--select-by", "select_by", default=None,
+              help="Metric that selects hyperparameters (default: each problem's primary "
+                   "metric, auc for binary targets, rmse for real-valued ones); "
+                   "'mtlbench plugins' lists the metrics.")
 @click.option("--search", "search", default=None,
               help="Hyperparameter searcher (default 'adaptive'; 'grid' = exactly the declared "
                    "starting grids; plugins may add more). See docs/tuning.md.")
@@ -79,9 +87,12 @@ def compare(datasets_: tuple[str, ...], models_: tuple[str, ...], reps: int | No
             seed: int | None, jobs: int | None, scheduler: str | None, store: str,
             data_dir: str | None, timeout: float | None, retry_failed: bool,
             rerun: tuple[str, ...], allow_failures: bool, config_path: str | None,
-            test_fraction: float | None, val_fraction: float | None, search: str | None,
+            test_fraction: float | None, val_fraction: float | None,
+            train_fraction: float | None, select_by: str | None, search: str | None,
             budget: int | None, dry_run: bool) -> None:
-    """Run models on datasets under the common protocol and print mean ± std test AUC.
+    """Run models on datasets under the common protocol and print mean ± std of each
+    problem's primary metric (test AUC for binary targets, RMSE for real-valued ones), and
+    the other metrics briefly.
 
     Exits with status 1 when a unit of the run failed (--allow-failures: 0); 130 on Ctrl-C
     and 143 on SIGTERM, after saying what was saved."""
@@ -98,7 +109,8 @@ def compare(datasets_: tuple[str, ...], models_: tuple[str, ...], reps: int | No
                             timeout=timeout, retry_failed=retry_failed, config=config_path,
                             test_fraction=test_fraction, val_fraction=val_fraction,
                             search=search, budget=budget,
-                            rerun=[m for r in rerun for m in _split_csv(r)])
+                            rerun=[m for r in rerun for m in _split_csv(r)],
+                            train_fraction=train_fraction, select_by=select_by)
         except KeyboardInterrupt:
             _stopped(received, "while planning, before any unit ran")
         try:
@@ -116,11 +128,16 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
         f"problem(s) x {pc.reps} repetition(s) = {len(plan.specs)} units; "
         f"seed {pc.seed}; search {search_text}; store {store}")
     for pid, s in plan.summaries.items():
+        balance = (f"positive share {s['positive_share']:.3f}" if s["positive_share"] is not None
+                   else f"real-valued targets, mean {s['target_mean']:g} ± {s['target_std']:g}")
         console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
                       f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
     if plan.rekeyed:
         console.print(f"  {plan.rekeyed} stored unit(s) of the previous code fingerprint rule, "
                       "made by the code installed now, moved to their keys under this rule")
+                      f"{s['labels']} labels, {balance}")
+    for line in plan.skipped:
+        console.print(f"  [yellow]skipped[/] {escape(line)}", soft_wrap=True)
     if dry_run:
         _print_plan(plan)
         return
@@ -254,20 +271,52 @@ def _failure_exit(report, allow_failures: bool) -> None:
 
 
 def _print_summary(units) -> None:
-    """The run's units as ``results`` shows them (the same numbers, computed one way)."""
+    """Per target kind of the run's problems (``units``: the run's stored units): the primary
+    metric's table (mean ± std over repetitions, best first), then the means of the other
+    recorded metrics -- the numbers ``leaderboard`` shows, computed one way."""
     from rich.table import Table
 
-    from ..report.select import Selection, results_frame
+    from ..report.render import metric_text
+    from ..report.roles import dataset_title
+    from ..report.select import metric_frame, problem_kinds
+    from ..scoring import get_metric, metrics_for, primary_metric
 
-    table = Table(title="mean ± std test AUC (x100) over repetitions")
-    for col in ("problem", "model", "test AUC", "reps", "failed", "time (s)"):
-        table.add_column(col, justify="right" if col not in ("problem", "model") else "left")
-    for _, r in results_frame(Selection(units=units)).iterrows():
-        table.add_row(escape(r["problem"]), escape(r["model"]),
-                      _auc_cell(r["test_auc_mean_x100"], r["test_auc_std_x100"]),
-                      str(r["reps"]), str(r["failed"]) if r["failed"] else "",
-                      f"{r['time_total_s']:.1f}")
-    console.print(table)
+    kinds = problem_kinds(units)
+    for kind in sorted(set(kinds.values())):
+        part = units[units["problem"].isin([p for p, k in kinds.items() if k == kind])]
+        titles = {p: dataset_title(p) if p in set(part["dataset"]) else p
+                  for p in part["problem"].unique()}
+        primary = get_metric(primary_metric(kind))
+        df = metric_frame(part, primary.name, table_units=True)
+        df = df.assign(_o=[-primary.oriented(v) if v is not None else float("inf")
+                           for v in df["mean"]]).sort_values(["problem", "_o"])
+        table = Table(title=f"{primary.heading()}, mean ± std over repetitions (primary metric: "
+                            "it selects the hyperparameters and ranks)")
+        for col in ("problem", "model", primary.label, "reps", "failed", "time (s)"):
+            table.add_column(col, justify="right" if col not in ("problem", "model") else "left")
+        for _, r in df.iterrows():
+            cell = metric_text(r["mean"], primary, table_units=True)
+            if r["std"] is not None and r["std"] == r["std"]:
+                cell += f" ± {metric_text(r['std'], primary, table_units=True)}"
+            table.add_row(escape(titles[r["problem"]]), escape(r["model"]), cell,
+                          str(r["reps"]), str(r["failed"]) if r["failed"] else "",
+                          f"{r['time_total_s']:.1f}")
+        console.print(table)
+        others = [m for m in metrics_for(kind) if m.name != primary.name]
+        if not others:
+            continue
+        frames = {m.name: metric_frame(part, m.name, table_units=True)
+                  .set_index(["problem", "model"]) for m in others}
+        brief = Table(title="other metrics on test, mean over repetitions (x 100: shares and "
+                            "AUCs; ↑ / ↓: higher / lower is better)")
+        for col in ["problem", "model"] + [f"{m.label} {m.arrow}" for m in others]:
+            brief.add_column(col, justify="right" if col not in ("problem", "model") else "left")
+        for _, r in df.iterrows():
+            idx = (r["problem"], r["model"])
+            brief.add_row(escape(titles[r["problem"]]), escape(r["model"]),
+                          *[metric_text(frames[m.name].loc[idx, "mean"], m, table_units=True)
+                            for m in others])
+        console.print(brief)
 
 
 def _auc_cell(mean: float | None, std: float | None) -> str:

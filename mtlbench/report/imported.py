@@ -19,6 +19,9 @@ with one line naming the unit and the field):
   integer per task), as many as ``n_tasks`` and as the problem's task names; and its
   ``test_auc`` is the mean of its ``task_auc`` within :data:`TEST_AUC_TOLERANCE` (the
   protocol computes it so: a changed AUC shows);
+* a unit of real-valued targets (``target_kind`` "real") carries, instead of AUCs, its
+  metrics (``metrics.test``: finite numbers or null) and per task the values of each
+  (``task_metrics``) and the number of test rows (``n_test``), as many as ``n_tasks``;
 * a "failed" unit carries no test AUC;
 * no key twice; and each key is the hash of the unit's identity (model, overrides, search
   space, problem, dataset parameters, repetition, protocol, code provenance: what
@@ -166,7 +169,11 @@ def _check_unit(u: Any, task_names: Mapping[str, Any]) -> None:
         _need(u, f, lambda v: isinstance(v, str) and _HEX64.fullmatch(v),
               "64 hex digits (a sha256 fingerprint)")
     _need(u, "best_params", lambda v: isinstance(v, dict), "an object")
-    _need(u, "val_auc", _auc, "an AUC: a finite number in [0, 1]")
+    if u.get("target_kind", "binary") != "binary":
+        _check_real_unit(u, task_names)
+        return
+    _need(u, "val_auc", _auc, "an AUC: a finite number in [0, 1]",
+          optional=proto.get("select_by") not in (None, "auc"))
     test_auc = _need(u, "test_auc", _auc, "an AUC: a finite number in [0, 1]")
     per_task = _need(u, "task_auc", lambda v: isinstance(v, list) and v and all(map(_auc, v)),
                      "a non-empty list of AUCs (finite numbers in [0, 1])")
@@ -188,6 +195,33 @@ def _check_unit(u: Any, task_names: Mapping[str, Any]) -> None:
         raise _Bad("test_auc", f"is {test_auc!r}, but the mean of its {len(per_task)} "
                                f"per-task AUCs (task_auc) is {mean!r} (tolerance "
                                f"{TEST_AUC_TOLERANCE:g})")
+
+
+def _check_real_unit(u: dict, task_names: Mapping[str, Any]) -> None:
+    """The results of an "ok" unit of real-valued targets (module docstring)."""
+    if u["target_kind"] != "real":
+        raise _Bad("target_kind", f"is {_short(u['target_kind'])}, expected 'binary' or 'real'")
+    metrics = _need(u, "metrics", lambda v: isinstance(v, dict) and isinstance(v.get("test"),
+                                                                                dict),
+                    "an object with the test values ('test')")
+    for name, v in metrics["test"].items():
+        if v is not None and not _is_number(v):
+            raise _Bad(f"metrics.test.{name}", f"is {_short(v)}, expected a number or null")
+    n_test = _need(u, "n_test", lambda v: isinstance(v, list) and v
+                   and all(_is_int(n) and n > 0 for n in v), "positive integers (one per task)")
+    _need(u, "n_tasks", lambda v: v == len(n_test), f"{len(n_test)} (one per n_test)",
+          optional=True)
+    per_task = _need(u, "task_metrics", lambda v: isinstance(v, dict), "an object")
+    for name, vals in per_task.items():
+        if not (isinstance(vals, list) and len(vals) == len(n_test)
+                and all(v is None or _is_number(v) for v in vals)):
+            raise _Bad(f"task_metrics.{name}", f"is {_short(vals)}, expected {len(n_test)} "
+                                               "numbers or nulls (one per task)")
+    names = u.get("task_names", task_names.get(u["problem"]))
+    if not (isinstance(names, list) and len(names) == len(n_test)):
+        raise _Bad("n_test", f"holds {len(n_test)} tasks, but the file names "
+                             f"{len(names) if isinstance(names, list) else 'no'} task(s) of "
+                             f"{u['problem']} (task_names)")
 
 
 def check_published(data: Any, where: str) -> None:
@@ -317,6 +351,11 @@ def verify_units(data: Mapping[str, Any], n: int, seed: int, data_dir: str | Non
     dataset = data["dataset"]
     ok = [u for u in data["units"] if u["status"] == "ok"]
     chosen = random.Random(seed).sample(ok, min(n, len(ok)))
+    real = [u for u in chosen if u.get("target_kind", "binary") != "binary"]
+    if real:
+        raise ConfigError(f"refusing to import {where}: --verify compares per-task AUCs, and "
+                          f"{_unit_text(real[0])} has real-valued targets; import it without "
+                          "--verify. Nothing was imported.")
     reg = get_registry()
     plans = []
     for u in chosen:

@@ -47,7 +47,8 @@ __all__ = ["merge_stores", "MergePlan", "RESULT_FIELDS"]
 
 #: what must be equal for two units of one key to be the same result
 RESULT_FIELDS = ("status", "best_params", "val_auc", "test_auc", "task_auc", "n_test",
-                 "split_fingerprint", "data_fingerprint")
+                 "split_fingerprint", "data_fingerprint", "target_kind", "metrics",
+                 "task_metrics")
 
 
 @dataclass

@@ -1,8 +1,12 @@
 """Publishing leaderboards into a folder, and importing published units into a store.
 
 ``publish`` writes ``<out>/<dataset>.md`` and ``.json`` for every dataset of the store (or
-those given), the judgement across them ``<out>/summary.md`` and ``.json``
-(:mod:`mtlbench.report.across`), figures under ``<out>/figures/``, an index
+those given): the table of its primary metric (test AUC for binary targets, RMSE for
+real-valued ones), and ``<out>/<dataset>--<metric>.md`` for every other metric its units
+record (the JSON holds every metric of every unit); the judgement across them per metric
+``<out>/summary.md`` and ``.json`` (the primary metric of most data sets) and
+``<out>/summary--<metric>.md`` / ``.json`` for the data sets of another primary metric
+(:mod:`mtlbench.report.across`); figures under ``<out>/figures/``, an index
 ``<out>/README.md``, and a manifest ``<out>/.manifest.json`` naming the store's fingerprint
 and every file generated.
 
@@ -158,6 +162,15 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
     new_files: list[Path] = []
     for ds in present:
         lb = build_leaderboard(store, ds, selection=sel)
+        pages = {name: f"{file_stem(ds)}--{name}.md" for name in lb.other_metrics}
+        for name, page in pages.items():
+            other = build_leaderboard(store, ds, selection=sel, metric=name)
+            (out / page).write_text(to_markdown(
+                other, (), generated_by="mtlbench publish",
+                metric_pages={lb.metric: f"{file_stem(ds)}.md",
+                              **{n: p for n, p in pages.items() if n != name}}),
+                encoding="utf-8")
+            new_files.append(out / page)
         figs: list[dict[str, Any]] = []
         if figures:
             from .figures import make_figures
@@ -167,12 +180,15 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
 
             figs += race_figures(store, ds, out / "figures", rel_to=out)  # mtlbench race
         md, js = out / f"{file_stem(ds)}.md", out / f"{file_stem(ds)}.json"
-        md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish"), encoding="utf-8")
+        md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish", metric_pages=pages),
+                      encoding="utf-8")
         js.write_text(to_json(lb, compact=True), encoding="utf-8")
         new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
         written[ds] = {"leaderboard": lb, "figures": figs}
-        log(f"wrote {md}, {js} and {sum(1 for f in figs if f.get('path'))} figure(s)")
-    new_files += _write_summary(out, [v["leaderboard"] for v in written.values()], figures, log)
+        log(f"wrote {md}, {js}, {len(pages)} table(s) of other metrics and "
+            f"{sum(1 for f in figs if f.get('path'))} figure(s)")
+    new_files += _write_summaries(out, [v["leaderboard"] for v in written.values()], figures,
+                                  log)
     keep = {p.resolve() for p in new_files}
     removed = []
     for p in old_files:
@@ -196,16 +212,39 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
     return written
 
 
+def _write_summaries(out: Path, boards: list[Leaderboard], figures: bool,
+                     log: Callable[[str], None]) -> list[Path]:
+    """One cross-data-set page per primary metric of the data sets: ``summary.md`` for that
+    of most of them (ties: the first in the metric table order), ``summary--<metric>.md``
+    for each other (:func:`_write_summary`)."""
+    from ..scoring import metric_names
+
+    groups: dict[str, list[Leaderboard]] = {}
+    for lb in boards:
+        groups.setdefault(lb.metric, []).append(lb)
+    if not groups:
+        return []
+    order = metric_names()
+    main = max(sorted(groups, key=lambda m: order.index(m) if m in order else len(order)),
+               key=lambda m: len(groups[m]))
+    written = []
+    for metric, group in groups.items():
+        stem = "" if metric == main else f"--{metric}"
+        written += _write_summary(out, group, figures, log, stem)
+    return written
+
+
 def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
-                   log: Callable[[str], None]) -> list[Path]:
-    """The cross-data-set page ``summary.md`` (and ``summary.json``, figures) from the same
+                   log: Callable[[str], None], stem: str = "") -> list[Path]:
+    """The cross-data-set page ``summary<stem>.md`` (and ``.json``, figures) from the same
     code as ``mtlbench leaderboard --all``."""
     from .across import summary_across
     from .across_render import summary_figures, summary_json, summary_markdown
 
     summary = summary_across(boards)
     figs = summary_figures(summary, out / "figures", rel_to=out) if figures else {}
-    md, js = out / SUMMARY_PAGE, out / SUMMARY_PAGE.replace(".md", ".json")
+    page = SUMMARY_PAGE.replace(".md", f"{stem}.md")
+    md, js = out / page, out / page.replace(".md", ".json")
     md.write_text(summary_markdown(summary, figs, generated_by="mtlbench publish"),
                   encoding="utf-8")
     js.write_text(summary_json(summary), encoding="utf-8")
@@ -286,9 +325,11 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         hand = ""
     lines = [f"{GENERATED_MARKER} (mtlbench publish); regenerated from the store on every "
              "publication: edit only the hand-written block -->", "# Published leaderboards", "",
-             "Every table is built by `mtlbench publish` from a results store: test AUC x 100, "
+             "Every table is built by `mtlbench publish` from a results store: one metric per "
+             "table (the data set's primary metric on its page: test AUC x 100 for binary "
+             "targets, RMSE for real-valued ones; the other metrics on the pages it links), "
              "mean ± std over repetitions, Wilcoxon signed-rank tests with Holm correction "
-             "against the best model, Friedman test, win/tie/loss per user against the "
+             "against the best model, Friedman test, win/tie/loss per user and Δ% against the "
              "baseline model, the search (budget, selections at a bound, convergence) and the "
              "provenance (versions, protocol, seed, split fingerprints, machine, run time).", "",
              "| dataset | problems | models | repetitions | units done/planned | failed units "
@@ -302,7 +343,8 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         done = sum(r.finished_units or 0 for r in lb.rows)
         planned = sum(r.planned_units or 0 for r in lb.rows)
         stem = file_stem(ds)
-        lines.append(f"| [{ds}]({stem}.md) | {len(lb.problems)} | {len(lb.models)} | {reps} | "
+        label = ds + (" (binarized)" if lb.get("binarized") else "")
+        lines.append(f"| [{label}]({stem}.md) | {len(lb.problems)} | {len(lb.models)} | {reps} | "
                      f"{done}/{planned} | {prov.units_failed} | "
                      f"{_fmt_seconds(prov.time_total_s)} | {mach} | "
                      f"[md]({stem}.md), [json]({stem}.json) |")
@@ -311,6 +353,10 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         lines += [f"**Across data sets**: [{SUMMARY_PAGE}]({SUMMARY_PAGE}) — headline table, "
                   "Friedman test and average ranks, critical-difference diagram, practical "
                   "equivalence.", ""]
+    more = sorted(p.name for p in out.glob("summary--*.md") if is_generated(p))
+    if more:
+        lines += ["**Across the data sets of another primary metric**: "
+                  + ", ".join(f"[{name}]({name})" for name in more) + ".", ""]
     figs = [(ds, f) for ds, v in written.items() for f in v["figures"] if f.get("path")]
     if figs:
         lines += ["## Figures", ""]
@@ -479,6 +525,12 @@ def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None
     tnames = u.task_names or names.get(u.problem, [])
     scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
               for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
+    recorded = dict(u.task_metrics or {})
+    if u.task_auc and isinstance(u.metrics, dict) and "auc" in (u.metrics.get("test") or {}):
+        recorded["auc"] = list(u.task_auc)   # a unit of format 4 recorded every metric
+    row["task_metrics"] = [(i, tnames[i] if i < len(tnames) else str(i), m, metric, vals[i])
+                           for metric, vals in recorded.items()
+                           for i, m in enumerate(u.n_test or []) if i < len(vals)]
     store.write_unit(row, scores)
 
 
@@ -581,6 +633,13 @@ def check_restored(path: str | Path, store) -> tuple[int, list[str]]:
     for row in rows.itertuples(index=False):
         u = published[row.key]
         where = f"{data['dataset']}: {u['model']} {u['problem']} rep {u['rep']}"
+        if u.get("target_kind", "binary") != "binary":
+            mine = (row.metrics or {}).get("test") if isinstance(row.metrics, dict) else None
+            if row.status != "ok" or row.best_params != u["best_params"] \
+                    or mine != u["metrics"]["test"]:
+                out.append(f"{where}: published {u['metrics']['test']} at {u['best_params']}, "
+                           f"here {mine} at {row.best_params} ({row.status})")
+            continue
         if row.status != "ok":
             out.append(f"{where}: published ok, {row.status} here")
         elif row.best_params != u["best_params"] or row.test_auc != u["test_auc"] \

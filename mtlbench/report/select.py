@@ -334,6 +334,44 @@ def results_frame(sel: Selection) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def problem_kinds(units: pd.DataFrame) -> dict[str, str]:
+    """The target kind of each problem of a unit table (its units' ``target_kind``; units
+    stored before target kinds existed are binary)."""
+    from ..store import unit_target_kind
+
+    out: dict[str, str] = {}
+    for _, r in units.iterrows():
+        out.setdefault(r["problem"], unit_target_kind(r))
+    return out
+
+
+def metric_frame(units: pd.DataFrame, metric: str, table_units: bool = False) -> pd.DataFrame:
+    """One row per (problem, model) of ``units``: mean and std (ddof 1) over the finished
+    repetitions of ``metric``'s test value (in the metric's own units; with ``table_units``, a
+    percent metric x 100 before averaging, as the leaderboards compute it, so a number is the
+    same float wherever it is shown), ``reps`` (units with a value), ``not_recorded``
+    (finished units without one: stored before the metric existed, undefined, or failed),
+    ``failed`` units and ``time_total_s``."""
+    from ..scoring import get_metric
+    from ..store import unit_metric
+
+    scale = 100.0 if table_units and get_metric(metric).percent else 1.0
+    recs = []
+    for (prob, model), g in units.groupby(["problem", "model"], sort=True):
+        ok = g[g["status"] == "ok"]
+        vals = [scale * v for v in (unit_metric(r, metric) for _, r in ok.iterrows())
+                if v is not None]
+        arr = pd.Series(vals, dtype=float)
+        recs.append({"problem": prob, "model": model, "metric": metric,
+                     "mean": float(arr.mean()) if len(arr) else None,
+                     "std": float(arr.std(ddof=1)) if len(arr) > 1 else None,
+                     "reps": len(vals), "not_recorded": int(len(ok) - len(vals)),
+                     "failed": int((g["status"] != "ok").sum()),
+                     "time_total_s": float(g["time_total"].fillna(0).sum())})
+    return pd.DataFrame(recs, columns=["problem", "model", "metric", "mean", "std", "reps",
+                                       "not_recorded", "failed", "time_total_s"])
+
+
 # ------------------------------------------------------------------ search trace (defensive)
 def search_trace(grid: Any, protocol: Any = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(fits, unit-level search info) from a unit's stored ``grid`` JSON.
@@ -479,7 +517,8 @@ def budget(row: pd.Series) -> int | None:
         return None
 
 
-__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace",
+__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "metric_frame",
+           "problem_kinds", "search_trace",
            "row_search", "selected_fit_converged", "refit_converged", "degenerate",
            "constant_share", "failed_fits", "at_bound", "at_edge", "n_fits", "budget",
            "CODE_WORDS"]

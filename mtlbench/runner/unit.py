@@ -36,7 +36,7 @@ from ..data import TaskSet
 from ..dataset import load_tasks
 from ..errors import ConfigError, MTLBenchError
 from ..plugins import get_registry
-from ..protocol import PROTOCOL_VERSION, ProtocolConfig, config_json, run_protocol
+from ..protocol import PROTOCOL_VERSION, SPLIT_FIELDS, ProtocolConfig, config_json, run_protocol
 from ..search import searcher_version
 
 BLAS_THREADS_PER_UNIT = 1
@@ -89,12 +89,13 @@ class UnitSpec:
 
 def protocol_key_settings(config: ProtocolConfig,
                           search_version: str | None = None) -> dict[str, Any]:
-    """Protocol fields that are neither ``reps`` nor a split setting (e.g. the search strategy
-    and its budget): part of the key so that another search gives another unit.
+    """Protocol fields that are neither ``reps`` nor a split setting (the search strategy and
+    its budget, the selection metric when one is named): part of the key so that another
+    search gives another unit; a field left at None (the default protocol) adds nothing.
     ``search_version``: the version of the searcher's rule (default: the installed one)."""
-    split = config.split_settings()
     out = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-           if f.name != "reps" and f.name not in split}
+           if f.name != "reps" and f.name not in SPLIT_FIELDS
+           and getattr(config, f.name) is not None}
     # A searcher whose rule changed declares a new ``version``: its units get new keys, so a
     # store never serves a result of the old rule as the current one.  Version "1" adds
     # nothing (keys of earlier stores stay valid).
@@ -322,10 +323,17 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
             "dropped_tasks": out.dropped_tasks, "time_select": out.select_time,
             "time_fit": out.fit_time, "n_iter": out.n_iter, "history": out.history,
             "diagnostics": out.diagnostics, "split_fingerprint": out.split_fingerprint,
-            "data_fingerprint": out.data_fingerprint,
+            "data_fingerprint": out.data_fingerprint, "target_kind": out.target_kind,
+            "metrics": {"select_by": out.select_by, "val": {out.select_by: out.val_score},
+                        "test": out.metrics},
+            # per task, every metric: (task index, name, test rows, metric, value or None)
+            "task_metrics": [(i, n, m, metric, values[i])
+                             for metric, values in out.task_metrics.items()
+                             for i, (n, m) in enumerate(zip(out.task_names, out.n_test))],
         })
-        scores = [(i, n, a, m) for i, (n, a, m) in
-                  enumerate(zip(out.task_names, out.task_auc, out.n_test))]
+        scores = [] if out.task_auc is None else [
+            (i, n, a, m) for i, (n, a, m) in enumerate(zip(out.task_names, out.task_auc,
+                                                            out.n_test))]
         arrays = out.arrays
     except BaseException as exc:  # isolate every failure, even a timeout
         if isinstance(exc, KeyboardInterrupt):

@@ -1005,6 +1005,7 @@ class AMTL(LinearMTLModel):
                          "cg_max_iter": Int([2], low=1), "b_passes": Int([2], low=1),
                          "extrapolate": Categorical([True, False])}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
     # s per unit on the reference problem (mtlbench.runner.cost): 56.7 measured idle before issue
     # 23's fourth round, divided by that round's old/new unit-time ratio there (1.44 and 1.72

@@ -346,6 +346,7 @@ class CoCMTL(LinearMTLModel):
     # Non-convex: the protocol's refit starts cold, so the search's fits start cold too (a warm
     # start could select a local solution the refit never reaches).  fit(init=...) still works.
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, lam1_ratio: float = 3.0, lam2_ratio: float = 3.0, k: int = 5,

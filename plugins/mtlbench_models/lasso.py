@@ -532,6 +532,7 @@ class LASSO(LinearMTLModel):
     search_space = {"rho_ratio": Log([0.003, 0.01, 0.03, 0.1, 0.3], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-8], low=0.0), "max_iter": Int([10000], low=1)}
     convex = True
+    target_kinds = ("binary", "real")
     supports_warm_start = True
     solver_name = "homotopy"
     #: both solvers stop at a per-task duality gap <= 1e-8 ||y_t||^2 (the homotopy near 1e-15)

@@ -191,6 +191,7 @@ class NCCMTL(LinearMTLModel):
                          "tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-4], low=0.0),
                          "max_iter": Int([1000], low=1)}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, mu: float = 10.0, q: float = 1.0, s: float = 10.0,

@@ -524,6 +524,7 @@ class RAMUSA(LinearMTLModel):
                     "theta_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([2000], low=1)}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, lam_ratio: float = 0.2, theta_ratio: float = 0.5, tol: float = 1e-6,

@@ -175,6 +175,7 @@ class RMTFL(LinearMTLModel):
                     "lam2_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     convex = True
+    target_kinds = ("binary", "real")
     supports_warm_start = True
     solver_name = "fista"
     solver_agreement_rtol = 2e-6

@@ -65,6 +65,7 @@ class STL(LinearMTLModel):
     paper = "Independent single-task ridge regression (baseline)"
     search_space = {"lam": Log([1e-1, 1.0, 10.0, 100.0, 1e3, 1e4], low=None, high=None)}
     convex = True
+    target_kinds = ("binary", "real")
 
     def __init__(self, lam: float = 1.0):
         self.lam = lam

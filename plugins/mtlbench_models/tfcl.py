@@ -134,6 +134,7 @@ class TFCL(SpectralGroups, LinearMTLModel):
     search_space = SPACE_TFCL
     param_constraints = COMMON_CONSTRAINTS
     convex = False
+    target_kinds, shift_invariant_loss = ("binary",), True  # the pairwise AUC loss
     supports_warm_start = False
 
     def __init__(self, lam_group: float = 0.05, lam_ridge: float = 1e-3, k: int = 4,
@@ -326,6 +327,7 @@ class TFCLNoAUC(TFCL):
     name = "tfcl-noauc"
     cost_hint = 2.0  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl"
+    target_kinds, shift_invariant_loss = ("binary", "real"), False
     ablation_label = "w/o AUC loss"
     paper = TFCL.paper + "; ablation without the AUC loss (Tab. 'Ablation Study')"
     search_space = SPACE_TFCL_NOAUC

@@ -169,6 +169,7 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
     search_space = SPACE_Q
     param_constraints = COMMON_CONSTRAINTS
     convex = False
+    target_kinds, shift_invariant_loss = ("binary",), True  # the pairwise AUC loss
     supports_warm_start = False
     use_group = True
     group_reg = "tfcl"
@@ -504,6 +505,7 @@ class TFCLQNoAUC(TFCLQ):
     name = "tfcl-q-noauc"
     cost_hint = 3.6  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl-q"
+    target_kinds, shift_invariant_loss = ("binary", "real"), False
     ablation_label = "w/o AUC loss"
     paper = TFCLQ.paper + "; ablation without the AUC loss"
     search_space = SPACE_Q_NOAUC

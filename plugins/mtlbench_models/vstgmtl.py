@@ -343,6 +343,7 @@ class VSTGMTL(LinearMTLModel):
                          "u_tol": Linear([1e-4], low=0.0), "u_max_iter": Int([200], low=1),
                          "fista_tol": Linear([1e-4], low=0.0), "fista_max_iter": Int([200], low=1)}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, gamma1: float = 1e-2, gamma2: float = 1e-2, mu: float = 1e-2,
