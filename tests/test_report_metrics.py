@@ -219,7 +219,7 @@ def test_a_third_party_regression_dataset_runs_end_to_end(third_party, tmp_path)
     res = runner.invoke(cli, ["leaderboard", "--dataset", "tp-scores", "--metric",
                               "tp-median-ae", "--store", store])
     assert res.exit_code == 0 and "median AE" in res.output, res.output
-    res = runner.invoke(cli, ["leaderboard", "--all", "--metric", "rmse", "--no-figures",
+    res = runner.invoke(cli, ["leaderboard", "--all", "--metric", "rmse",
                               "--store", store])
     assert res.exit_code == 0 and "Across data sets — RMSE" in res.output, res.output
     res = runner.invoke(cli, ["compare", "--datasets", "tp-scores", "--models", "tfcl",

@@ -131,11 +131,10 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
         balance = (f"positive share {s['positive_share']:.3f}" if s["positive_share"] is not None
                    else f"real-valued targets, mean {s['target_mean']:g} ± {s['target_std']:g}")
         console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
-                      f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
+                      f"{s['labels']} labels, {balance}")
     if plan.rekeyed:
         console.print(f"  {plan.rekeyed} stored unit(s) of the previous code fingerprint rule, "
                       "made by the code installed now, moved to their keys under this rule")
-                      f"{s['labels']} labels, {balance}")
     for line in plan.skipped:
         console.print(f"  [yellow]skipped[/] {escape(line)}", soft_wrap=True)
     if dry_run:
