@@ -145,8 +145,8 @@ class Estimate:
         if n:
             txt += (f"; UNCERTAIN: {n} unit(s) ({_fmt_seconds(t)} of compute) are estimated "
                     f"from another kind of problem ({self.uncertain_why}), where unit times can "
-                    "differ several-fold at the same size; once units of the problem are "
-                    "stored, the rest is estimated from them")
+                    "differ several-fold at the same size; once a model has units of the "
+                    "problem stored, its other units there are estimated from them")
         return txt
 
 

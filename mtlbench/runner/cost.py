@@ -41,8 +41,8 @@ data set with the same dataset parameters apart from ``seed`` (another draw of o
 ``synthetic-attributes[seed=101]/attr0`` and ``synthetic-attributes/attr3`` are,
 ``synthetic-attributes[setting=noisy]/attr0``, ``simulated`` or ``shoes[pca=200]/brown`` are
 not of the reference's kind) -- read from the problem id, whose dataset part lists the
-parameters that differ from the dataset's defaults.  Once units of a problem are stored, the
-rest of that problem is estimated from them (``stored``), and is not uncertain.
+parameters that differ from the dataset's defaults.  Once a model's units of a problem are
+stored, its other units of that problem are estimated from them (``stored``): not uncertain.
 
 The machine probe.  The hints are seconds on one machine; machines differ by several times (a
 2-core AVX-512 EPYC runs the same units 2-5x faster than the 2-core machine the hints were
