@@ -296,3 +296,18 @@ def test_plan_on_a_family_setting_flags_its_hints_and_the_reference_does_not(tmp
     plan = api.plan("synthetic-attributes[seed=101]/attr0", ["stl"], reps=1,
                     store=tmp_path / "s.sqlite")
     assert plan.estimate.uncertain == (0, 0.0) and set(plan.estimate.by_source) == {"hint"}
+
+
+def test_the_dry_run_prints_uncertain_with_the_problem_ids_intact(tmp_path):
+    from click.testing import CliRunner
+
+    from mtlbench.cli import cli
+
+    small = "setting=noisy,users=30,n_items=500,n_features=40"
+    out = CliRunner().invoke(cli, ["compare", "--dry-run", "--reps", "1", "--models", "stl",
+                                   "--datasets", f"synthetic-attributes[{small}]/attr0",
+                                   "--store", str(tmp_path / "s.sqlite")], env={"COLUMNS": "300"})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "UNCERTAIN (another kind of problem)" in text                     # the table
+    assert "UNCERTAIN: 1 unit(s)" in text and f"than {REFERENCE_PROBLEM} (" in text
