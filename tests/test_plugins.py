@@ -538,7 +538,8 @@ def test_the_release_has_a_changelog_entry_and_a_plugin_api_version():
     import mtlbench
 
     text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
-    head = text.split("\n## ")[1]  # the newest release comes first
+    # the newest release comes first, after the changes not yet released
+    head = next(s for s in text.split("\n## ")[1:] if not s.startswith("Unreleased"))
     assert head.startswith(f"{mtlbench.__version__} ")
     assert f"plugin API version {mtlbench.PLUGIN_API_VERSION}" in head
     for change in ("Log(", "convex", "converged_", "report_progress", "min(d, T)"):
