@@ -112,13 +112,18 @@ class Estimate:
     ``cost_hint``, else a default of 1 s); units are spread over ``workers`` processes longest
     first (each goes to the least loaded process), and the wall time is the busiest process's
     total.  ``by_source`` says how many units and seconds each kind of number contributed:
-    everything but ``stored`` is extrapolated."""
+    everything but ``stored`` is extrapolated; ``uncertain`` how many of them come from
+    another kind of problem (another data set, or other dataset parameters than the seed:
+    :mod:`mtlbench.runner.cost`), and ``uncertain_why`` names it."""
 
     seconds: float | None        # None: a Dask cluster of unknown size (see compute_seconds)
     compute_seconds: float       # sum of the expected unit times
     by_source: dict[str, tuple[int, float]]  # source -> (units, seconds)
     workers: int | None          # None: a Dask cluster of unknown size
     hint_scaling: str = ""       # how hints were scaled to this machine (Expected.note)
+    #: (units, compute seconds) estimated from another kind of problem, and why (Expected.unlike)
+    uncertain: tuple[int, float] = (0, 0.0)
+    uncertain_why: str = ""
 
     @property
     def units(self) -> int:
@@ -150,6 +155,12 @@ class Estimate:
         txt += ": " + "; ".join(parts)
         if share:
             txt += f"; {100 * share:.0f} % of the compute is extrapolated"
+        n, t = self.uncertain
+        if n:
+            txt += (f"; UNCERTAIN: {n} unit(s) ({_fmt_seconds(t)} of compute) are estimated "
+                    f"from another kind of problem ({self.uncertain_why}), where unit times can "
+                    "differ several-fold at the same size; once a model has units of the "
+                    "problem stored, its other units there are estimated from them")
         return txt
 
 
@@ -187,7 +198,11 @@ def estimate_wall_time(todo: Sequence["UnitSpec"], expected: Mapping[str, "Expec
     compute = float(sum(e.seconds for e in times))
     wall = spread_longest_first([e.seconds for e in times], workers) if workers else None
     notes = sorted({e.note for e in times if e.source == "hint" and e.note})
-    return Estimate(wall, compute, by_source, workers, "; ".join(notes))
+    unlike = [e for e in times if e.unlike]
+    why = sorted({e.unlike for e in unlike})
+    why_text = "; ".join(why[:3]) + (f"; and {len(why) - 3} more" if len(why) > 3 else "")
+    return Estimate(wall, compute, by_source, workers, "; ".join(notes),
+                    (len(unlike), float(sum(e.seconds for e in unlike))), why_text)
 
 
 def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:

@@ -204,7 +204,8 @@ def _print_plan(plan) -> None:
         e = g["expected"]
         table.add_row(escape(prob), escape(label), str(len(g["run"])), _reps_text(g["run"]),
                       str(len(g["stored"])), f"{e.seconds:.1f}" if e else "",
-                      _SOURCE_WORDS[e.source] if e else "")
+                      (_SOURCE_WORDS[e.source] + (", UNCERTAIN (another kind of problem)"
+                                                   if e.unlike else "")) if e else "")
     console.print(table)
     retry = ""
     if plan.stored_failed and not plan.retry_failed:
@@ -213,7 +214,7 @@ def _print_plan(plan) -> None:
         retry = f" ({plan.stored_failed} failed, to be rerun)"
     console.print(f"{len(plan.specs)} planned unit(s): {len(plan.todo)} to run, "
                   f"{len(plan.specs) - len(plan.todo)} already in the store{retry}")
-    console.print(f"estimate: {plan.estimate.text()}")
+    console.print(f"estimate: {escape(plan.estimate.text())}")
     console.print("dry run: nothing was run.")
 
 
