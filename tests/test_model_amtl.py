@@ -1,7 +1,11 @@
 """AMTL (Lee, Yang & Hwang, ICML 2016): B-step = non-negative weighted lasso per column (cvxpy
 oracle), W-step = the convex quadratic (cvxpy oracle), alternating objective never increases,
-diag(B) = 0 and B >= 0, the stopping rule and ``converged_``, the declared space (mu >= 1 is
-exactly ridge regression, B = 0), cold fits only, and transfers on the simulated data."""
+diag(B) = 0 and B >= 0, the stopping rule and ``converged_``, the declared space, cold fits only,
+transfers on the simulated data, the Levenberg-Marquardt phase (finite-difference Jacobian,
+dense step and preconditioner oracles), and the second start that leaves a B = 0 stationary
+point which is no minimum."""
+import re
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -12,12 +16,13 @@ from mtlbench_models._taskgram import TaskSpectra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtlbench_models.amtl import (AMTL, AMTLSolver, LevenbergMarquardt, amtl_objective,
-                                  amtl_scales, b_step, task_losses)
+from mtlbench_models.amtl import (AMTL, AMTLSolver, LevenbergMarquardt, TransferStart,
+                                  amtl_objective, amtl_scales, b_step, task_losses)
 from mtlbench_models.amtl.bstep import b_descent, b_setup
 from mtlbench_models.amtl.lm import lm_preconditioner, residual_jacobian
 from mtlbench_models.amtl.objective import (LossResiduals, LowPrecisionSpectra, interpolating,
                                             residual_objective)
+from mtlbench_models.amtl.solver import Settings
 from mtlbench_models.amtl.wstep import (coupling_products, orthonormal_spectra, sparse_if_worth,
                                         w_step)
 from mtlbench_models.stl import ridge_solve
@@ -648,3 +653,83 @@ def test_low_precision_spectra_project_and_lift_like_the_float64_ones():
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
     np.testing.assert_allclose(view.s, res.s, rtol=1e-6)
+
+
+def test_second_start_leaves_a_b0_stationary_point_that_is_no_minimum():
+    """n_t < d < T: every task can interpolate its data, so inf F = 0.  At mu = 3 mu_max the
+    descent from the common start ends at B = 0 with W = the ridge with weight 2 lambda: a
+    stationary point (grad_W F(W, 0) = 0, and the B-step's KKT multipliers
+    mu L_s - 2 lam w_s^T w_t are all positive, so a strict local minimum that no local test can
+    leave) with F > 0, i.e. not a minimum of F.  The second start reaches the global
+    certificate F <= tol 1e-3 F_0 with transfers, and the fit says so."""
+    tasks = _tasks(2, T=14, d=10, n=5)
+    Xs, ys = _xy(tasks)
+    one = AMTL(lam=1.0, mu=3.0).fit_with(tasks, AMTLSolver(second_start=None))
+    assert not one.B_.any() and one.converged_
+    W, lam, mu = one.coef_, one.lam_, one.mu_
+    ridge = np.column_stack([ridge_solve(X, y, 2.0 * lam) for X, y in zip(Xs, ys)])
+    np.testing.assert_allclose(W, ridge, rtol=1e-6, atol=1e-8)
+    multipliers = mu * task_losses(Xs, ys, W)[:, None] - 2.0 * lam * (W.T @ W)
+    np.fill_diagonal(multipliers, np.inf)
+    assert multipliers.min() > 0
+    F_b0 = amtl_objective(Xs, ys, W, one.B_, lam, mu)
+    two = AMTL(lam=1.0, mu=3.0).fit(tasks)
+    F = amtl_objective(Xs, ys, two.coef_, two.B_, two.lam_, two.mu_)
+    h = two.objective_history_
+    assert two.diagnostics_["second_start_taken"] and np.count_nonzero(two.B_) > 0
+    assert two.converged_ and two.diagnostics_["converged_by"] == "objective"
+    assert F <= two.tol * 1e-3 * h[0] * (1 + 1e-6) < F_b0
+    assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]) + 1e-14 * h[0])   # never increases
+    assert h[-1] == pytest.approx(F, rel=1e-8, abs=1e-12 * h[0])
+    assert two.n_iter_ == one.n_iter_ + two.diagnostics_["second_start_iters"]
+
+
+@settings(max_examples=6, deadline=None)
+@given(lam=st.floats(0.3, 1.0), ratio=st.floats(1.0, 3.0))
+def test_fit_is_at_or_below_the_descent_from_a_transfer_start(lam, ratio):
+    """Where the descent from the common start ends at B = 0 (small interpolating instance),
+    the fit's objective is at or below that of the same solver started from a point with
+    transfers -- the fit at mu = 0.3 mu_max -- to the certificate's absolute tolerance
+    tol 1e-3 F_0, and below the B = 0 answer."""
+    from hypothesis import assume
+    tasks = _tasks(2, T=14, d=10, n=5)
+    one = AMTL(lam=lam, mu=ratio).fit_with(tasks, AMTLSolver(second_start=None))
+    assume(not one.B_.any())
+    ours = AMTL(lam=lam, mu=ratio).fit(tasks)
+    start = AMTL(lam=lam, mu=0.3).fit(tasks)
+    assert np.count_nonzero(start.B_) > 0
+    h0 = ours.objective_history_[0]
+    descent = AMTLSolver(second_start=None).solve(
+        tasks, TaskSpectra.of(tasks), start.coef_.copy(), ours.lam_, ours.mu_,
+        Settings(ours.tol, ours.xtol, ours.max_iter, ours.cg_tol, ours.cg_max_iter,
+                 ours.b_passes, ours.extrapolate), B=start.B_, F0=h0)
+    F = ours.objective_history_[-1]
+    assert F <= descent.history[-1] + ours.tol * 1e-3 * h0
+    assert F < one.objective_history_[-1]
+
+
+def test_no_module_level_switches_and_solver_options_are_constructor_arguments():
+    """The AMTL package holds no module-level state to toggle (module bodies assign only
+    ``__all__`` and attributes of their own classes), every option of the solver objects is a
+    constructor argument stored under its name, and no test patches a global of the package."""
+    import ast
+    import inspect
+    import pathlib
+
+    import mtlbench_models.amtl as pkg
+    for path in sorted(pathlib.Path(pkg.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for target in getattr(node, "targets", [getattr(node, "target", None)]):
+                    ok = (isinstance(target, ast.Name) and target.id == "__all__") or (
+                        isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id in classes)
+                    assert ok, f"{path.name}:{node.lineno} assigns a module-level name"
+    for cls in (AMTLSolver, LevenbergMarquardt, TransferStart):
+        assert set(vars(cls())) == set(inspect.signature(cls).parameters), cls
+    tests = pathlib.Path(__file__).parent
+    patch = re.compile(r"monkeypatch\.setattr\([^)]*amtl|\bamtl\w*(?:\.\w+)*\._\w+\s*=(?!=)")
+    for path in sorted(tests.glob("*.py")):
+        assert not patch.search(path.read_text()), path.name

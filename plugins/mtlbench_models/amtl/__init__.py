@@ -13,10 +13,9 @@ per-task ridge W0 = argmin_W F(W, 0): the smallest mu at which B = 0 meets the B
 conditions there (``model.amtl_scales``; the margin keeps rounding from leaving one transfer).
 Search space: ``lam`` Log, start [0.3, 1], bounds (0, inf): every lambda > 0 is a model
 (lambda -> 0 decouples the tasks, lambda -> inf forces W = W B); the start range was designed
-on ``simulated[seed=101]`` (validation AUC peaks inside it; lam = 3 with mu = 0.5 did not
-converge in 500 iterations there, so larger lam is left to the search's extension step).
-``mu`` Log, start [0.3, 3], bounds (0, inf): half a decade either side of the scale's
-reference point 1; mu >= 1 is no limit of the model (B = 0 is only stationary there).
+on ``simulated[seed=101]`` (validation AUC peaks inside it).  ``mu`` Log, start [0.3, 3],
+bounds (0, inf): half a decade either side of the scale's reference point 1, which is no limit
+of the model: above it (W0, 0) is a strict local minimum, not necessarily the lowest.
 
 Solver (``solver.AMTLSolver``; its options are constructor arguments), from B = 0 and the
 per-task ridge with weight s_X, the same start for every (lam, mu):
@@ -29,11 +28,15 @@ per-task ridge with weight s_X, the same start for every (lam, mu):
   interpolate its data (n_t < d), inf F = 0 and block descent converges only linearly, while
   Gauss-Newton converges fast as the residual -> 0.  Steps are accepted only if F falls
   (backtracking along the projected step); the phase hands back to block iterations when it
-  stops paying and resumes once they have halved F.
+  stops paying and resumes once they have halved F;
 * on interpolating problems the products that only steer a search direction are float32;
-  everything that decides what is reported or accepted (F, residuals, the step's Jacobian,
-  stopping tests) is float64.
-So F never increases (tested).
+  everything that decides what is reported or accepted is float64;
+* a second start where the descent ends at B = 0 (``solver.TransferStart``): for mu > mu_max
+  the KKT multipliers mu L_s - 2 lam w0_s^T w0_t are all positive, so no local test can leave
+  (W0, 0), yet lower minima with transfers exist (where tasks interpolate, inf F = 0 < F(W0, 0)).
+  A descent from a less regularised ridge with its non-negative reconstruction B runs within
+  the same budget and tolerances, and the lower answer is returned.
+F never increases along the history, which reports the better answer so far (tested).
 Stopping rule (non-convex: a stationary point): the decrease of F is at most tol x
 max(F_{k-1}, 1e-3 F_0), ||W_k - W_{k-1}|| <= xtol ||W_k||, ||B_k - B_{k-1}|| <= xtol max(1, ||B_k||)
 and the W-gradient's relative residual <= xtol, all at a block step (a damped LM step is small
@@ -44,11 +47,12 @@ says whether one was met within max_iter (a safety cap, not a tuning knob).
 
 Fitted: ``coef_`` = W, ``B_``, ``lam_``, ``mu_`` (the paper's lambda, mu), ``mu_max_``,
 ``task_groups_`` (the task each task receives most from; itself if none), ``converged_``,
-``n_iter_``, ``objective_history_``, ``diagnostics_`` (transfers, out-degrees, step counts).
+``n_iter_``, ``objective_history_``, ``diagnostics_`` (transfers, step counts, second start).
 Not the authors' code: BlasterL/AMTL (MATLAB) penalises B quadratically; we implement the
-paper's objective.  Unverified (the paper's text was not available): the equation number (from
-the paper's public reviews), whether the B-penalty's loss is taken at the current W (we do: it
-is the objective itself), and the paper's hyperparameter grid.
+paper's objective.  Where every task interpolates, every (lam, mu) has the same minimisers
+(F = 0: L_t = 0, W = W B), so which one a fit returns depends on the path.  Unverified (the
+paper's text was not available): the equation number (from the paper's public reviews),
+whether the B-penalty's loss is taken at the current W (we do), the paper's grid.
 """
 from __future__ import annotations
 
@@ -56,11 +60,12 @@ from mtlbench import hookimpl
 
 from .bstep import b_step
 from .lm import LevenbergMarquardt
-from .model import AMTL, AMTLBlockOnly, AMTLFloat64, amtl_scales
+from .model import AMTL, AMTLBlockOnly, AMTLFloat64, AMTLSingleStart, amtl_scales
 from .objective import amtl_objective, task_losses
-from .solver import AMTLSolver
+from .solver import AMTLSolver, TransferStart
 
-__all__ = ["AMTL", "AMTLBlockOnly", "AMTLFloat64", "AMTLSolver", "LevenbergMarquardt",
+__all__ = ["AMTL", "AMTLBlockOnly", "AMTLFloat64", "AMTLSingleStart", "AMTLSolver",
+           "LevenbergMarquardt", "TransferStart",
            "amtl_objective", "amtl_scales", "b_step", "task_losses", "register_models"]
 
 

@@ -120,4 +120,13 @@ class AMTLBlockOnly(AMTL):
         return self.fit_with(tasks, AMTLSolver(lm=None))
 
 
-AMTL.solvers = {"float64": AMTLFloat64, "bcd": AMTLBlockOnly}
+class AMTLSingleStart(AMTL):
+    """The same solver without the second start: a descent that ends at B = 0 stays there."""
+
+    solver_name = "single-start"
+
+    def fit(self, tasks: TaskSet, init=None) -> "AMTLSingleStart":
+        return self.fit_with(tasks, AMTLSolver(second_start=None))
+
+
+AMTL.solvers = {"single-start": AMTLSingleStart, "float64": AMTLFloat64, "bcd": AMTLBlockOnly}
