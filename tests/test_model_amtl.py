@@ -733,3 +733,16 @@ def test_no_module_level_switches_and_solver_options_are_constructor_arguments()
     patch = re.compile(r"monkeypatch\.setattr\([^)]*amtl|\bamtl\w*(?:\.\w+)*\._\w+\s*=(?!=)")
     for path in sorted(tests.glob("*.py")):
         assert not patch.search(path.read_text()), path.name
+
+
+def test_second_start_keeps_the_progress_contract():
+    """With a second start: one report per iteration, numbered on from the first descent's
+    (0 .. n_iter_), each the objective of the better answer so far, equal to
+    ``objective_history_`` (extrapolation off, so no iterate is replaced after its report)."""
+    from mtlbench.progress import listen
+    seen = []
+    with listen(lambda it, obj, cert: seen.append((it, obj() if callable(obj) else obj))):
+        m = AMTL(lam=1.0, mu=3.0, extrapolate=False).fit(_tasks(2, T=14, d=10, n=5))
+    assert m.diagnostics_["second_start_iters"] > 0
+    assert [it for it, _ in seen] == list(range(m.n_iter_ + 1))
+    np.testing.assert_allclose([f for _, f in seen], m.objective_history_, rtol=1e-9, atol=0)
