@@ -46,7 +46,7 @@ class AMTL(LinearMTLModel):
     supports_warm_start = False
     solver_name = "bcd-lm"
     # s per unit on the reference problem (mtlbench.runner.cost)
-    cost_hint = 16.4
+    cost_hint = 39.0
     # the unit time follows the task count, not the data size: the T x T transfer matrix costs
     # O(d T^2) per iteration (B-step, LM products) against O(N d) for the loss (measured
     # log-time slopes: 2.26 on log T, 0.05 on log size, T = 139 .. 587)
