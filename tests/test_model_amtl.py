@@ -673,7 +673,7 @@ def test_second_start_leaves_a_b0_stationary_point_that_is_no_minimum():
     np.fill_diagonal(multipliers, np.inf)
     assert multipliers.min() > 0
     F_b0 = amtl_objective(Xs, ys, W, one.B_, lam, mu)
-    two = AMTL(lam=1.0, mu=3.0).fit(tasks)
+    two = AMTL(lam=1.0, mu=3.0, second_start=True).fit(tasks)
     F = amtl_objective(Xs, ys, two.coef_, two.B_, two.lam_, two.mu_)
     h = two.objective_history_
     assert two.diagnostics_["second_start_taken"] and np.count_nonzero(two.B_) > 0
@@ -695,7 +695,7 @@ def test_fit_is_at_or_below_the_descent_from_a_transfer_start(lam, ratio):
     tasks = _tasks(2, T=14, d=10, n=5)
     one = AMTL(lam=lam, mu=ratio).fit_with(tasks, AMTLSolver(second_start=None))
     assume(not one.B_.any())
-    ours = AMTL(lam=lam, mu=ratio).fit(tasks)
+    ours = AMTL(lam=lam, mu=ratio, second_start=True).fit(tasks)
     start = AMTL(lam=lam, mu=0.3).fit(tasks)
     assert np.count_nonzero(start.B_) > 0
     h0 = ours.objective_history_[0]
@@ -742,7 +742,8 @@ def test_second_start_keeps_the_progress_contract():
     from mtlbench.progress import listen
     seen = []
     with listen(lambda it, obj, cert: seen.append((it, obj() if callable(obj) else obj))):
-        m = AMTL(lam=1.0, mu=3.0, extrapolate=False).fit(_tasks(2, T=14, d=10, n=5))
+        m = AMTL(lam=1.0, mu=3.0, extrapolate=False, second_start=True).fit(
+            _tasks(2, T=14, d=10, n=5))
     assert m.diagnostics_["second_start_iters"] > 0
     assert [it for it, _ in seen] == list(range(m.n_iter_ + 1))
     np.testing.assert_allclose([f for _, f in seen], m.objective_history_, rtol=1e-9, atol=0)

@@ -31,11 +31,16 @@ per-task ridge with weight s_X, the same start for every (lam, mu):
   stops paying and resumes once they have halved F;
 * on interpolating problems the products that only steer a search direction are float32;
   everything that decides what is reported or accepted is float64;
-* a second start where the descent ends at B = 0 (``solver.TransferStart``): for mu > mu_max
-  the KKT multipliers mu L_s - 2 lam w0_s^T w0_t are all positive, so no local test can leave
-  (W0, 0), yet lower minima with transfers exist (where tasks interpolate, inf F = 0 < F(W0, 0)).
-  A descent from a less regularised ridge with its non-negative reconstruction B runs within
-  the same budget and tolerances, and the lower answer is returned.
+* B = 0 where the descent ends there is verified, not assumed: for mu > mu_max the KKT
+  multipliers mu L_s - 2 lam w0_s^T w0_t are all positive, so (W0, 0) is a strict local minimum
+  (tested).  Lower minima with transfers exist where tasks interpolate their data (n_t < d:
+  inf F = 0, reached by fits that reproduce their training labels); ``second_start=True``
+  (``solver.TransferStart``) looks for them: a descent from a less regularised ridge with its
+  non-negative reconstruction B, within the same budget and tolerances, the lower answer
+  returned.  The default is the paper's single alternating descent from the common start: on
+  ``synthetic-attributes[seed=101]`` attr0 the second start reaches F ~ 1e-7 where B = 0 has
+  F ~ 800, at 2.4 x the unit time and 15 points lower test AUC (the interpolating minimisers
+  predict worse than the local one), so it is a documented option, not the benchmark's AMTL.
 F never increases along the history, which reports the better answer so far (tested).
 Stopping rule (non-convex: a stationary point): the decrease of F is at most tol x
 max(F_{k-1}, 1e-3 F_0), ||W_k - W_{k-1}|| <= xtol ||W_k||, ||B_k - B_{k-1}|| <= xtol max(1, ||B_k||)
@@ -60,11 +65,11 @@ from mtlbench import hookimpl
 
 from .bstep import b_step
 from .lm import LevenbergMarquardt
-from .model import AMTL, AMTLBlockOnly, AMTLFloat64, AMTLSingleStart, amtl_scales
+from .model import AMTL, AMTLBlockOnly, AMTLFloat64, amtl_scales
 from .objective import amtl_objective, task_losses
 from .solver import AMTLSolver, TransferStart
 
-__all__ = ["AMTL", "AMTLBlockOnly", "AMTLFloat64", "AMTLSingleStart", "AMTLSolver",
+__all__ = ["AMTL", "AMTLBlockOnly", "AMTLFloat64", "AMTLSolver",
            "LevenbergMarquardt", "TransferStart",
            "amtl_objective", "amtl_scales", "b_step", "task_losses", "register_models"]
 

@@ -11,7 +11,7 @@ from mtlbench_models._taskgram import TaskSpectra
 from .bstep import transfer_threshold
 from .lm import LevenbergMarquardt
 from .objective import loss_floor
-from .solver import AMTLSolver, Settings
+from .solver import AMTLSolver, Settings, TransferStart
 
 
 def amtl_scales(spec: TaskSpectra, lam_ratio: float) -> tuple[float, float, np.ndarray]:
@@ -41,12 +41,13 @@ class AMTL(LinearMTLModel):
     param_constraints = {"tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-3], low=0.0),
                          "max_iter": Int([2000], low=1), "cg_tol": Linear([1e-6], low=0.0),
                          "cg_max_iter": Int([2], low=1), "b_passes": Int([2], low=1),
-                         "extrapolate": Categorical([True, False])}
+                         "extrapolate": Categorical([True, False]),
+                         "second_start": Categorical([False, True])}
     convex = False
     supports_warm_start = False
     solver_name = "bcd-lm"
     # s per unit on the reference problem (mtlbench.runner.cost)
-    cost_hint = 39.0
+    cost_hint = 16.4
     # the unit time follows the task count, not the data size: the T x T transfer matrix costs
     # O(d T^2) per iteration (B-step, LM products) against O(N d) for the loss (measured
     # log-time slopes: 2.26 on log T, 0.05 on log size, T = 139 .. 587)
@@ -54,7 +55,7 @@ class AMTL(LinearMTLModel):
 
     def __init__(self, lam: float = 1.0, mu: float = 0.1, tol: float = 1e-6, xtol: float = 1e-3,
                  max_iter: int = 2000, cg_tol: float = 1e-6, cg_max_iter: int = 2,
-                 b_passes: int = 2, extrapolate: bool = True):
+                 b_passes: int = 2, extrapolate: bool = True, second_start: bool = False):
         self.lam = lam
         self.mu = mu
         self.tol = tol
@@ -64,10 +65,15 @@ class AMTL(LinearMTLModel):
         self.cg_max_iter = cg_max_iter
         self.b_passes = b_passes
         self.extrapolate = extrapolate
+        self.second_start = second_start
 
     def fit(self, tasks: TaskSet, init=None) -> "AMTL":
         """Cold fit by the default solver (``init`` is ignored: the problem is non-convex)."""
-        return self.fit_with(tasks, AMTLSolver())
+        return self.fit_with(tasks, AMTLSolver(second_start=self._second_start()))
+
+    def _second_start(self) -> TransferStart | None:
+        """The second start the ``second_start`` hyperparameter asks for (None: one start)."""
+        return TransferStart() if self.second_start else None
 
     def fit_with(self, tasks: TaskSet, solver: AMTLSolver) -> "AMTL":
         """Fit by ``solver`` (an ``AMTLSolver`` with any options) from the common start."""
@@ -108,7 +114,8 @@ class AMTLFloat64(AMTL):
 
     def fit(self, tasks: TaskSet, init=None) -> "AMTLFloat64":
         return self.fit_with(tasks, AMTLSolver(lm=LevenbergMarquardt(precision=None),
-                                               block_precision=None))
+                                               block_precision=None,
+                                               second_start=self._second_start()))
 
 
 class AMTLBlockOnly(AMTL):
@@ -117,16 +124,8 @@ class AMTLBlockOnly(AMTL):
     solver_name = "bcd"
 
     def fit(self, tasks: TaskSet, init=None) -> "AMTLBlockOnly":
-        return self.fit_with(tasks, AMTLSolver(lm=None))
+        return self.fit_with(tasks, AMTLSolver(lm=None, second_start=self._second_start()))
 
 
-class AMTLSingleStart(AMTL):
-    """The same solver without the second start: a descent that ends at B = 0 stays there."""
 
-    solver_name = "single-start"
-
-    def fit(self, tasks: TaskSet, init=None) -> "AMTLSingleStart":
-        return self.fit_with(tasks, AMTLSolver(second_start=None))
-
-
-AMTL.solvers = {"single-start": AMTLSingleStart, "float64": AMTLFloat64, "bcd": AMTLBlockOnly}
+AMTL.solvers = {"float64": AMTLFloat64, "bcd": AMTLBlockOnly}

@@ -91,7 +91,7 @@ class AMTLSolver:
 
     def __init__(self, lm: LevenbergMarquardt | None = LevenbergMarquardt(),
                  block_precision=np.float32, extrapolation=(0.5, 1.1, 1.5, 3.0),
-                 finish_cg: int = 10, second_start: TransferStart | None = TransferStart()):
+                 finish_cg: int = 10, second_start: TransferStart | None = None):
         self.lm = lm
         self.block_precision = block_precision
         self.extrapolation = tuple(extrapolation)
