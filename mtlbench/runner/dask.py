@@ -574,10 +574,12 @@ def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
         return None
     exc = fut.exception()
     tb = "".join(traceback.format_exception(type(exc), exc, fut.traceback()))
-    hint = ""
-    if isinstance(exc, (ImportError, ModuleNotFoundError)):
-        hint = " (install mtlbench and the plugins on every Dask worker)"
-    return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}{hint}", tb)
+    if isinstance(exc, ImportError):  # the worker's installation, not the model
+        where = f" ({exc.path})" if getattr(exc, "path", None) else ""
+        return failed_result(spec, f"a Dask worker cannot import {exc.name or 'mtlbench'}"
+                                   f"{where}: {type(exc).__name__}: {exc} (install mtlbench "
+                                   "and the plugins on every Dask worker)", tb)
+    return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}", tb)
 
 
 __all__ = ["dask_results", "check_scheduler_address", "grace_seconds", "EVENT_TOPIC",
