@@ -22,7 +22,7 @@ from ..api import DEFAULT_STORE
 from ..syntax import split_top_level
 from ._options import (csv_list, format_option, models_option, open_store, seed_option,
                        store_option)
-from ._ui import console, err_console, escape, registry, user_errors
+from ._ui import console, err_console, escape, registry, user_errors, warn
 
 __all__ = ["compare", "results", "import_results"]
 
@@ -124,17 +124,23 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
     for pid, s in plan.summaries.items():
         console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
                       f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
+    shown = _print_notices(plan, set())
     if dry_run:
         _print_plan(plan)
         return
+    import warnings
+
     from ._progress import RichReporter
+    from ..plugins import PluginMigrationWarning
     from ..runner import RunInterrupted
 
     try:
-        with RichReporter(console.real()) as reporter:
+        with RichReporter(console.real()) as reporter, warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginMigrationWarning)  # shown below, once
             result = api.run(plan, reporter=reporter)
     except RunInterrupted as exc:
         _stopped(received, f"{exc.report.saved} unit(s) of this run were saved in {store}")
+    _print_notices(plan, shown)
     report = result.report
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
@@ -148,6 +154,19 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
                           soft_wrap=True)
     _failure_exit(report, allow_failures)
+
+
+def _print_notices(plan, shown: set) -> set:
+    """Print each migration notice (:class:`~mtlbench.plugins.PluginNotice`) of a model
+    this run uses once: those of its declarations, and those its first finished unit gave
+    (``converged_`` never set); ``shown`` holds the ones printed before."""
+    models = {s.model for s in plan.specs}
+    for n in registry().notices:
+        if n.model in models and (n.model, n.message) not in shown:
+            shown.add((n.model, n.message))
+            warn(f"plugin {n.name!r} ({n.distribution} {n.version}), model {n.model!r}: "
+                 f"{n.message}")
+    return shown
 
 
 def _reps_text(reps: list[int]) -> str:
