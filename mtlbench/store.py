@@ -26,8 +26,9 @@ races
     agreement of its model, the times to reach each suboptimality level, and provenance
     like units (versions, code fingerprints, host, dates).  :mod:`mtlbench.race`.
 
-Every finished unit is written in one transaction as soon as it finishes (SQLite's journal
-makes the write all-or-nothing, so a killed run never leaves a half-written unit).
+Every finished unit is written in one transaction as soon as it finishes, which also drops the
+writer's claim of it (SQLite's journal makes the write all-or-nothing, so a killed run never
+leaves a half-written unit, nor a claim on a finished one).
 
 Schema version
 --------------
@@ -273,7 +274,9 @@ class ResultStore:
     # ------------------------------------------------------------------ writing
     def write_unit(self, row: dict[str, Any], task_scores: Iterable[tuple] = (),
                    arrays: dict[str, np.ndarray] | None = None) -> None:
-        """Insert or replace one unit with its per-task scores, atomically."""
+        """Insert or replace one unit with its per-task scores, atomically; this process's
+        claim of the unit is released in the same transaction (a kill right after the write
+        leaves no claim on a finished unit for another run to wait out)."""
         values = []
         for col in UNIT_COLUMNS:
             v = row.get(col)
@@ -307,6 +310,8 @@ class ResultStore:
                 np.save(buf, np.asarray(arr), allow_pickle=False)
                 self._conn.execute("INSERT INTO arrays (key, name, data) VALUES (?, ?, ?)",
                                    (row["key"], name, buf.getvalue()))
+            self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?",
+                               (row["key"], self.owner))
 
     # ------------------------------------------------------------------ reading
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:

@@ -138,8 +138,7 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
                            reorder=longest_first_as_timed(store, registry, history, todo))
         note_unit = getattr(registry, "note_unit", None)
         for result in results:
-            store.write_unit(result.row, result.task_scores, result.arrays)
-            store.release_claims([result.spec.key])
+            store.write_unit(result.row, result.task_scores, result.arrays)  # + its claim
             if note_unit is not None:  # a model's first finished unit: converged_ set?
                 note_unit(result.row)
             report.ran += 1
