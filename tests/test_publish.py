@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -297,3 +300,115 @@ def test_verify_recomputes_units_and_the_leaderboard_marks_them(published_stl, t
     assert sorted(u["origin"] for u in lb["units"]) == ["imported", "verified"]
     md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine])
     assert "| stl ⁱ✓" in md.output and "ⁱ after a model: units imported" in md.output
+
+
+# ------------------------------------------------------------------ fault drills: publish
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_crafted_manifest_removes_nothing_outside_what_publish_wrote(tmp_path):
+    """A manifest naming files outside ``--out`` (``../x``, an absolute path, a link leading
+    out, ``figures/../..``) or a hand-written file inside it: publish removes none of them and
+    says so (before, it deleted whatever the manifest named)."""
+    out = tmp_path / "lb"
+    st = _store(tmp_path / "s.sqlite")
+    publish(st, out, figures=False, log=quiet)
+    victims = [tmp_path / "victim.txt", tmp_path / "abs.txt", tmp_path / "linked.txt"]
+    for v in victims:
+        v.write_text("keep me\n")
+    (out / "figures").mkdir()
+    (out / "figures" / "link.png").symlink_to(victims[2])
+    (out / "notes.txt").write_text("by hand\n")
+    manifest = json.loads((out / MANIFEST).read_text())
+    crafted = ["../victim.txt", str(victims[1]), "figures/link.png", "figures/../../victim.txt",
+               "notes.txt"]
+    manifest["files"] += crafted
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    lines = []
+    publish(st, out, figures=False, log=lines.append)
+    assert all(v.read_text() == "keep me\n" for v in victims)
+    assert (out / "notes.txt").read_text() == "by hand\n"
+    assert (out / "figures" / "link.png").is_symlink()
+    refused = [ln for ln in lines if "not removed" in ln]
+    assert len(refused) == len(crafted), lines
+    assert all("which is not a file publish wrote inside" in ln for ln in refused)
+    assert not any(ln.startswith("removed stale") for ln in lines)
+    st.close()
+
+
+KILLED_PUBLISH = r'''
+import os, signal, sys
+import mtlbench.report.publish as pub
+from mtlbench.store import ResultStore
+calls = []
+to_json = pub.to_json
+def dying(*a, **k):
+    calls.append(1)
+    if len(calls) == 2:   # the second table: the first one is written
+        os.kill(os.getpid(), signal.SIGKILL)
+    return to_json(*a, **k)
+pub.to_json = dying
+pub.publish(ResultStore(sys.argv[1], readonly=True), sys.argv[2], figures=False,
+            log=lambda s: None)
+'''
+
+
+@pytest.mark.slow
+def test_a_killed_publish_leaves_the_folder_as_it_was_and_the_same_publish_then_works(tmp_path):
+    """kill -9 in the middle of a publication: the folder holds the previous publication
+    bit for bit (or nothing, for a first one), and the same publish then runs without --force
+    (before, the half-written folder -- tables without a manifest -- was refused as another
+    store's)."""
+    st = _store(tmp_path / "s.sqlite", datasets=("toy", "old"))
+    out = tmp_path / "lb"
+    for first in (True, False):
+        before = _files(out) if out.exists() else None
+        proc = subprocess.run([sys.executable, "-c", KILLED_PUBLISH, str(st.path), str(out)],
+                              capture_output=True, text=True, timeout=240)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        assert (not out.exists()) if first else _files(out) == before
+        assert list(tmp_path.glob(".lb.publish-*"))   # what the kill left beside it
+        lines = []
+        publish(st, out, figures=False, log=lines.append)
+        assert {"toy.md", "old.json", "README.md", MANIFEST} <= set(_files(out))
+        assert not list(tmp_path.glob(".lb.publish-*"))
+        assert any("left by a publication that did not finish" in ln for ln in lines)
+    st.close()
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_publish_in_one_line_and_changes_nothing(tmp_path, monkeypatch):
+    """No space left on the device in the middle of a publication: one line saying so, the
+    folder as it was, no truncated JSON and no temporary folder left (before: an OSError
+    traceback and a half-written folder)."""
+    import errno
+    from pathlib import Path
+
+    st = _store(tmp_path / "s.sqlite", datasets=("toy", "old"))
+    out = tmp_path / "lb"
+    publish(st, out, figures=False, log=quiet)
+    before = _files(out)
+    st.write_unit(*unit("b", 0, 0.7))
+    write_text, calls = Path.write_text, []
+
+    def filling(self, data, *args, **kwargs):
+        calls.append(self.name)
+        if len(calls) == 3:
+            write_text(self, data[: len(data) // 2], *args, **kwargs)  # what fit on the disk
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return write_text(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", filling)
+    res = CliRunner().invoke(cli, ["publish", "--store", str(st.path), "--out", str(out),
+                                   "--no-figures"])
+    monkeypatch.setattr(Path, "write_text", write_text)
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert f"cannot publish into {str(out)!r}: the disk is full (writing {out}" in text
+    assert "the folder is as it was before, nothing was published" in text
+    assert _files(out) == before
+    assert not list(tmp_path.glob(".lb.publish-*"))
+    st.close()
