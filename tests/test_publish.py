@@ -412,3 +412,128 @@ def test_a_full_disk_stops_publish_in_one_line_and_changes_nothing(tmp_path, mon
     assert _files(out) == before
     assert not list(tmp_path.glob(".lb.publish-*"))
     st.close()
+
+
+# ------------------------------------------------------------------ fault drills: import-results
+KILLED_IMPORT = r'''
+import os, signal, sys
+from mtlbench.report.publish import import_results
+from mtlbench.store import ResultStore
+insert, calls = ResultStore._insert, []
+def dying(self, *a, **k):
+    calls.append(1)
+    if len(calls) == 2:   # the first unit is written (in the transaction), the second not
+        os.kill(os.getpid(), signal.SIGKILL)
+    return insert(self, *a, **k)
+ResultStore._insert = dying
+import_results(sys.argv[1], ResultStore(sys.argv[2]), log=lambda s: None)
+'''
+
+
+def _unit_count(path):
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("SELECT COUNT(*) FROM units").fetchone()[0], \
+            con.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_an_import_killed_midway_or_out_of_disk_writes_nothing(published_stl, tmp_path,
+                                                              monkeypatch):
+    """An import is one transaction: kill -9 or a full disk between two units leaves the
+    store without any unit of the file (before: the units written so far stayed, a partial
+    import), and the same import then works."""
+    import sqlite3 as sq
+
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(published_stl))
+    store = tmp_path / "mine.sqlite"
+    proc = subprocess.run([sys.executable, "-c", KILLED_IMPORT, str(path), str(store)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert _unit_count(store) == (0, "ok")
+
+    insert, calls = ResultStore._insert, []
+
+    def full(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise sq.OperationalError("database or disk is full")
+        return insert(self, *args, **kwargs)
+
+    monkeypatch.setattr(ResultStore, "_insert", full)
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(store)])
+    monkeypatch.setattr(ResultStore, "_insert", insert)
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "database or disk is full. Nothing was written" in " ".join(res.output.split())
+    assert _unit_count(store) == (0, "ok")
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(store)])
+    assert res.exit_code == 0 and "imported 2 unit(s)" in res.output, res.output
+
+
+def _nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hostile, message", [
+    ("deep", "nests objects or lists deeper than the JSON reader follows"),
+    ("nested", "units[0].diagnostics.a.a.a"),
+    ("surrogate", "units[1].model' holds a string that is not valid Unicode"),
+])
+def test_hostile_json_is_refused_in_one_line(published_stl, tmp_path, hostile, message):
+    """A file nested a hundred thousand levels deep (a RecursionError traceback before), one
+    nested deeper than a published file ever is, or a string no store can hold (a lone
+    surrogate): one line, nothing written."""
+    path = tmp_path / "hostile.json"
+    if hostile == "deep":
+        path.write_text('{"format": "mtlbench-leaderboard/3", "units": ' + "[" * 100_000
+                        + "]" * 100_000 + "}")
+    else:
+        data = json.loads(json.dumps(published_stl))
+        if hostile == "nested":
+            data["units"][0]["diagnostics"] = _nested(40)
+        else:
+            data["units"][1]["model"] = "stl\ud800"
+        path.write_text(json.dumps(data))
+    store = tmp_path / "mine.sqlite"
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(store)])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert res.output.count("Error:") == 1 and message in out, out
+    assert not store.exists()
+
+
+@pytest.mark.slow
+def test_an_import_never_overwrites_a_unit_of_the_store_without_replace(published_stl,
+                                                                        tmp_path):
+    """Units the store computed itself (with their fitted arrays and histories) are kept when
+    a file with the same keys is imported; --replace imports over them (before, every import
+    replaced them silently)."""
+    mine = str(tmp_path / "mine.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--models", "stl", "--reps", "2", "--store",
+                                   mine])
+    assert res.exit_code == 0, res.output
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(published_stl))
+    key0 = next(u["key"] for u in published_stl["units"] if u["rep"] == 0)
+    with ResultStore(mine) as rs:
+        assert rs.array(key0, "coef") is not None and set(rs.units()["key"]) == \
+            {u["key"] for u in published_stl["units"]}
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", mine])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0 and "imported 0 unit(s)" in out, out
+    assert "kept the 2 unit(s) of the file the store holds already" in out
+    with ResultStore(mine) as rs:
+        assert rs.array(key0, "coef") is not None
+        assert rs.units()["origin"].isna().all()
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", mine, "--replace"])
+    assert res.exit_code == 0 and "imported 2 unit(s)" in res.output, res.output
+    with ResultStore(mine) as rs:
+        assert rs.array(key0, "coef") is None
+        assert set(rs.units()["origin"]) == {"imported"}

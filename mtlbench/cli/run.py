@@ -425,16 +425,21 @@ def _stale_note(store) -> str:
                    "the import unless they agree (bit-identical where the code is the same).")
 @click.option("--verify-seed", type=int, default=0, show_default=True,
               help="Seed of the random draw of --verify.")
+@click.option("--replace", is_flag=True,
+              help="Overwrite units the store holds already (computed there, with their "
+                   "fitted arrays and histories, or imported before); without it they are "
+                   "kept.")
 @user_errors
 def import_results(file: str, store: str, data_dir: str | None, verify: int,
-                   verify_seed: int) -> None:
+                   verify_seed: int, replace: bool) -> None:
     """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
     that 'compare --models mine' computes only your model and 'leaderboard' shows all.
 
     Every unit is checked first (types, test AUC = mean of the per-task AUCs, keys,
     fingerprints) and refused when splits, data or protocol differ from this installation's;
-    one problem refuses the whole file and nothing is written.  Imported units are marked
-    as such in the leaderboard (docs/reports.md)."""
+    one problem refuses the whole file and nothing is written.  The units are written in one
+    transaction; a unit the store holds already is kept unless --replace.  Imported units
+    are marked as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
     from ..report.publish import check_import, write_import
 
@@ -447,6 +452,6 @@ def import_results(file: str, store: str, data_dir: str | None, verify: int,
                           verify_seed=verify_seed, log=log)
     rs = open_store(store, must_exist=False)
     try:
-        write_import(checked, rs, log=log)
+        write_import(checked, rs, log=log, replace=replace)
     finally:
         rs.close()

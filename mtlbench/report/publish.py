@@ -78,7 +78,7 @@ def is_generated(path: Path) -> bool:
 def _is_leaderboard_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(data, dict) and str(data.get("format", "")).startswith("mtlbench-leaderboard/"):
         return data
@@ -545,18 +545,10 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     N units drawn at random (``verify_seed``) and recomputed here agree
     (:func:`mtlbench.report.imported.verify_units`).  Returns the data with ``verified``:
     the keys of the units recomputed."""
-    from .imported import check_keys, check_published, verify_units
+    from .imported import check_keys, check_published, read_published_file, verify_units
 
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
-                          f"at offset {exc.start})") from None
-    except ValueError as exc:
-        raise ConfigError(f"{str(path)!r} is not JSON: {exc}") from None
+    data = read_published_file(path)
     if not isinstance(data, dict) or not str(data.get("format", "")).startswith(
             "mtlbench-leaderboard/"):
         raise ConfigError(f"{str(path)!r} is not a published mtlbench leaderboard "
@@ -588,8 +580,10 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     return data
 
 
-def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None) -> None:
-    """Write one published unit record of a checked file into ``store`` with ``origin``."""
+def _record_row(data: dict[str, Any], u: UnitRecord, origin: str | None
+                ) -> tuple[dict[str, Any], list[tuple], None]:
+    """A published unit record of a checked file as the store writes it (row, per-task
+    scores, no arrays), with ``origin``."""
     from ..store import UNIT_COLUMNS
 
     names = data.get("task_names") or {}
@@ -604,32 +598,40 @@ def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None
     tnames = u.task_names or names.get(u.problem, [])
     scores = [(i, tnames[i] if i < len(tnames) else str(i), a, m)
               for i, (a, m) in enumerate(zip(u.task_auc or [], u.n_test or []))]
-    store.write_unit(row, scores)
+    return row, scores, None
 
 
-def write_import(data: dict[str, Any], store, log: Callable[[str], None] = print) -> int:
-    """Write the units of a file checked by :func:`check_import` into ``store``, each with
-    its origin ("verified" if --verify recomputed it, else "imported"); returns how many."""
+def write_import(data: dict[str, Any], store, log: Callable[[str], None] = print,
+                 replace: bool = False) -> int:
+    """Write the units of a file checked by :func:`check_import` into ``store`` in one
+    transaction, each with its origin ("verified" if --verify recomputed it, else
+    "imported"); a unit whose key the store holds already is kept unless ``replace``.
+    Returns how many units were written."""
     from .imported import IMPORTED, VERIFIED
 
     path = Path(data["path"])
-    n = 0
-    for u in data["records"]:
-        _write_record(data, u, store, VERIFIED if u.key in data["verified"] else IMPORTED)
-        n += 1
-    verified = len(data["verified"])
-    log(f"imported {n} unit(s) of {data['dataset']} from {path} into {store.path}"
-        + (f" ({verified} of them verified by recomputing them here)" if verified else ""))
-    return n
+    held = set(store.statuses(u.key for u in data["records"])) if not replace else set()
+    rows = [_record_row(data, u, VERIFIED if u.key in data["verified"] else IMPORTED)
+            for u in data["records"] if u.key not in held]
+    store.write_units(rows)
+    verified = sum(1 for u in data["records"] if u.key in data["verified"] and u.key not in held)
+    log(f"imported {len(rows)} unit(s) of {data['dataset']} from {path} into {store.path}"
+        + (f" ({verified} of them verified by recomputing them here)" if verified else "")
+        + (f"; kept the {len(held)} unit(s) of the file the store holds already (computed "
+           "there or imported before; --replace imports over them)" if held else ""))
+    return len(rows)
 
 
 def import_results(path: str | Path, store, log: Callable[[str], None] = print,
-                   data_dir: str | None = None, verify: int = 0, verify_seed: int = 0) -> int:
+                   data_dir: str | None = None, verify: int = 0, verify_seed: int = 0,
+                   replace: bool = False) -> int:
     """Import the units of a published leaderboard JSON into ``store``; returns how many.
 
-    All or nothing: every check (:func:`check_import`) passes before any unit is
-    written."""
-    return write_import(check_import(path, data_dir, verify, verify_seed, log), store, log)
+    All or nothing: every check (:func:`check_import`) passes before any unit is written,
+    and they are written in one transaction; units the store holds already are kept unless
+    ``replace`` (:func:`write_import`)."""
+    return write_import(check_import(path, data_dir, verify, verify_seed, log), store, log,
+                        replace)
 
 
 def restore_published(path: str | Path, store, data_dir: str | None = None,
@@ -661,6 +663,8 @@ def restore_published(path: str | Path, store, data_dir: str | None = None,
     reg = get_registry()
     here: dict[str, Any] = {}
     counts: dict[str, Any] = {"restored": 0, "rep0": 0, "other_code": Counter()}
+    held = set(store.statuses(u.key for u in data["records"]))
+    rows = []
     for raw, rec in zip(data["units"], data["records"]):
         name = raw["model_config"]["name"]
         if name not in here:
@@ -674,8 +678,10 @@ def restore_published(path: str | Path, store, data_dir: str | None = None,
         if int(raw["rep"]) == 0 and not rep0:
             counts["rep0"] += 1
             continue
-        _write_record(data, rec, store, None)
-        counts["restored"] += 1
+        if rec.key not in held:  # a unit the store holds already is kept
+            rows.append(_record_row(data, rec, None))
+    store.write_units(rows)
+    counts["restored"] = len(rows)
     other = counts["other_code"]
     log(f"{dataset}: restored {counts['restored']} unit(s) from {data['path']} into {store.path}"
         + (f"; {counts['rep0']} of repetition 0 left for compare (it stores the figures' arrays)"
