@@ -160,8 +160,9 @@ def _connect(scheduler: Any):
         _discard(client)
         raise ConfigError(
             f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}. Start one with "
-            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
-            "(see docs/scaling.md), or run without --scheduler.") from None
+            "'dask scheduler --host PRIVATE_IP' and workers with 'dask worker ADDRESS --host "
+            "THEIR_PRIVATE_IP --nthreads 1', each bound to a private interface (see "
+            "docs/scaling.md), or run without --scheduler.") from None
 
 
 def _discard(client: Any) -> None:
