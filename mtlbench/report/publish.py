@@ -261,7 +261,7 @@ def _staged(out: Path, log: Callable[[str], None]) -> Iterator[Path]:
                 log(f"removed {old}, left by a publication that did not finish")
             stage = parent / f".{target.name}{STAGE_INFIX}{uuid.uuid4().hex[:12]}"
             if target.is_dir():
-                shutil.copytree(target, stage, symlinks=True)
+                _copy_folder(target, stage)
             else:
                 stage.mkdir()
             yield stage
@@ -278,6 +278,22 @@ def _staged(out: Path, log: Callable[[str], None]) -> Iterator[Path]:
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _copy_folder(src: Path, dst: Path) -> None:
+    """Copy folder ``src`` to ``dst`` (which must not exist), symbolic links as links; the
+    first failure raises its OSError (a full disk: ENOSPC), where ``shutil.copytree`` would
+    gather them into one."""
+    dst.mkdir()
+    for entry in os.scandir(src):
+        target = dst / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), target)
+        elif entry.is_dir():
+            _copy_folder(Path(entry.path), target)
+        else:
+            shutil.copy2(entry.path, target)
+    shutil.copystat(src, dst)
 
 
 @contextlib.contextmanager
