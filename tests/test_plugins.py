@@ -540,7 +540,8 @@ def test_the_release_has_a_changelog_entry_and_a_plugin_api_version():
     import mtlbench
 
     text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text(encoding="utf-8")
-    head = text.split("\n## ")[1]  # the newest release comes first
+    releases = [h for h in text.split("\n## ")[1:] if not h.startswith("Unreleased")]
+    head = releases[0]  # the newest release comes first, after what is not released yet
     assert head.startswith(f"{mtlbench.__version__} ")
     assert f"plugin API version {mtlbench.PLUGIN_API_VERSION}" in head
     for change in ("Log(", "convex", "converged_", "report_progress", "min(d, T)"):
