@@ -54,7 +54,7 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .unit import (UnitResult, UnitSpec, failed_result, import_failure, module_location,
-                   timeout_message)
+                   spec_location, timeout_message)
 
 __all__ = ["local_results", "run_supervised", "grace_seconds", "death_cause", "worker_context",
            "prestart", "die_with_parent"]
@@ -337,10 +337,7 @@ def shadowing(folder: str) -> list[str]:
         if spec is None:
             continue
         mine = sys.modules.get(name)
-        there = os.path.dirname(spec.origin) if spec.origin and spec.origin.endswith(
-            "__init__.py") else spec.origin or next(iter(spec.submodule_search_locations
-                                                         or []), None)
-        if mine is None or module_location(mine) != os.path.realpath(str(there)):
+        if mine is None or module_location(mine) != spec_location(spec):
             out.append(name)
     return out
 

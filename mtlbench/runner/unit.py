@@ -357,6 +357,16 @@ def module_location(module: Any) -> str | None:
     return os.path.realpath(paths[0]) if paths else None
 
 
+def spec_location(spec: Any) -> str | None:
+    """Where an import spec (``importlib.util.find_spec``) points, as :func:`module_location`
+    says it of the module it would import."""
+    found = spec.origin or next(iter(spec.submodule_search_locations or []), None)
+    if not found:
+        return None
+    return os.path.realpath(os.path.dirname(found) if os.path.basename(found).startswith(
+        "__init__.") else found)
+
+
 def import_failure(exc: BaseException) -> str:
     """One line for code that could not be imported where a unit was to run: the module,
     the error and where that module's top-level package came from there, e.g. "cannot import
@@ -380,10 +390,7 @@ def import_failure(exc: BaseException) -> str:
         import importlib.util
 
         with contextlib.suppress(Exception):
-            spec = importlib.util.find_spec(top)
-            found = spec.origin or next(iter(spec.submodule_search_locations or []), None)
-            where = os.path.realpath(os.path.dirname(found) if os.path.basename(
-                found).startswith("__init__.") else found)
+            where = spec_location(importlib.util.find_spec(top))
     return f"cannot import {name} ({text})" + (f"; {top} comes from {where}" if where else "")
 
 
@@ -404,4 +411,4 @@ def _now() -> str:
 
 __all__ = ["UnitSpec", "UnitResult", "execute_unit", "failed_result", "load_problem",
            "problem_id", "time_limit", "UnitTimeout", "timeout_message", "import_failure",
-           "module_location", "PROTOCOL_VERSION"]
+           "module_location", "spec_location", "PROTOCOL_VERSION"]
