@@ -537,3 +537,22 @@ def test_an_import_never_overwrites_a_unit_of_the_store_without_replace(publishe
     with ResultStore(mine) as rs:
         assert rs.array(key0, "coef") is None
         assert set(rs.units()["origin"]) == {"imported"}
+
+
+def test_one_publication_at_a_time_and_never_into_the_current_folder(tmp_path, monkeypatch):
+    """A second publication while one runs beside the same folder is refused in one line,
+    and so is ``--out`` the current folder (publish replaces that folder as a whole); no lock
+    file is left beside ``--out``."""
+    from mtlbench.report.publish import _locked
+
+    st = _store(tmp_path / "s.sqlite")
+    out = tmp_path / "lb"
+    with _locked(tmp_path):
+        with pytest.raises(Exception, match="another publication into .* is running"):
+            publish(st, out, figures=False, log=quiet)
+    publish(st, out, figures=False, log=quiet)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    monkeypatch.chdir(out)
+    with pytest.raises(Exception, match="is the current folder or holds it"):
+        publish(st, out, figures=False, log=quiet)
+    st.close()

@@ -25,7 +25,7 @@ Rules
   a reader sees the old set of files or the new one, never half, and a publication killed or
   stopped by a full disk leaves ``out`` as it was (a full disk, or any other failure to
   write, is one line saying so).  Its leftover temporary folder is removed by the next
-  publication into the same folder (one at a time: a lock file beside ``out``).
+  publication into the same folder (one at a time: a lock on the folder holding ``out``).
 * **The README is regenerated** from the store: the index, how the tables were produced
   (seed, repetitions, search, models, dates per dataset, read from the units themselves), and
   the folder's other documents, each with how it is made when its first line says so
@@ -244,8 +244,8 @@ def _staged(out: Path, log: Callable[[str], None]) -> Iterator[Path]:
     """A temporary folder beside ``out`` holding a copy of it, to publish into; it takes the
     place of ``out`` when the block ends without error, and is removed when it raises (``out``
     unchanged).  A failure to write (a full disk, permissions) becomes one
-    :class:`ConfigError` line.  One publication at a time per folder (a lock file beside it);
-    leftovers of killed publications are removed first."""
+    :class:`ConfigError` line.  One publication at a time (a lock on the folder holding
+    ``out``); leftovers of killed publications are removed first."""
     target = out.resolve()
     if target.exists() and not target.is_dir():
         raise ConfigError(f"--out {str(out)!r} is a file, not a folder")
@@ -255,7 +255,7 @@ def _staged(out: Path, log: Callable[[str], None]) -> Iterator[Path]:
             raise ConfigError(f"--out {str(out)!r} is the current folder or holds it; publish "
                               "replaces that folder as a whole: run it from another folder")
         parent.mkdir(parents=True, exist_ok=True)
-        with _locked(parent / f".{target.name}.publish.lock"):
+        with _locked(parent):
             for old in parent.glob(f".{target.name}{STAGE_INFIX}*"):
                 shutil.rmtree(old, ignore_errors=True)
                 log(f"removed {old}, left by a publication that did not finish")
@@ -297,21 +297,24 @@ def _copy_folder(src: Path, dst: Path) -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` (created) while the block runs; none where ``fcntl`` is
-    missing."""
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` (``flock`` on the folder itself: no file is left
+    behind) while the block runs; none where ``fcntl`` is missing."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    with open(path, "a") as fh:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(f"another publication into {str(path.parent)!r} is running (it "
-                              f"holds {path}); wait for it to end") from None
+            raise ConfigError(f"another publication into {str(folder)!r} is running; wait "
+                              "for it to end") from None
         yield
+    finally:
+        os.close(fd)
 
 
 def _replace(stage: Path, target: Path) -> None:
