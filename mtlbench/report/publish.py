@@ -668,8 +668,9 @@ def restore_published(path: str | Path, store, data_dir: str | None = None,
     are repetition 0's units unless ``rep0``: only a run stores what the figures draw from
     (rep 0's fitted arrays and convergence history, which the JSON does not carry), so
     ``compare`` recomputes them, and :func:`check_restored` then checks that they equal the
-    published ones.  Returns counts: ``restored``, ``rep0`` (left for ``compare``), ``other_code``
-    (per model label, left for ``compare``)."""
+    published ones.  A unit the store holds already is kept (with its arrays); the others are
+    written in one transaction.  Returns counts: ``restored``, ``rep0`` (left for
+    ``compare``), ``other_code`` (per model label, left for ``compare``)."""
     from collections import Counter
 
     from ..errors import MTLBenchError
