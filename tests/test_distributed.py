@@ -424,8 +424,7 @@ def _free_port() -> int:
 def test_the_documented_cluster_listens_on_the_private_interface_only(tmp_path):
     """The scheduler and worker command lines of docs/scaling.md, run with 127.0.0.1 as the
     private interface: every port the scheduler, the nanny and the worker listen on -- their
-    dashboards' HTTP servers included -- is on that interface (before, the documented worker
-    listened on every interface, and so did the scheduler's dashboard)."""
+    dashboards' HTTP servers included -- is on that interface."""
     import shlex
 
     psutil = pytest.importorskip("psutil")

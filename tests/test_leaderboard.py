@@ -449,8 +449,8 @@ def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path)
 
 def test_both_convergence_columns_read_converged_only(tmp_path):
     """A model that reports convergence in ``diagnostics_["converged"]`` but never sets
-    ``converged_``: its selected fit and its refit are both "not recorded" (before, the refit
-    column read the diagnostics and said "converged" for the same model)."""
+    ``converged_``: its selected fit and its refit are both "not recorded", one meaning in
+    both columns (the diagnostics do not stand in for the refit's flag)."""
     rows = []
     for r in range(3):
         row, scores = _search_unit("diag", r, 0.9, selected=None, refit=None)

@@ -635,8 +635,7 @@ def test_converged_is_judged_by_behaviour_at_the_first_unit(tmp_path, monkeypatc
 def test_notices_are_listed_by_plugins_and_printed_once_by_compare(tmp_path, monkeypatch):
     """An old plugin's migration notices: ``mtlbench plugins`` lists them (a column with the
     count, a section with the text); ``compare`` prints each once, and only when one of the
-    plugin's models runs (before, each worker process printed them as Python warnings,
-    whatever was selected)."""
+    plugin's models runs (never as Python warnings from its worker processes)."""
     write_distribution(tmp_path / "site", "tp-ranges", "1.0", {"tp_ranges": RANGES},
                        {"tp-ranges": "tp_ranges"})
     activate(monkeypatch, tmp_path / "site")

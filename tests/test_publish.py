@@ -312,7 +312,7 @@ def _files(folder):
 def test_a_crafted_manifest_removes_nothing_outside_what_publish_wrote(tmp_path):
     """A manifest naming files outside ``--out`` (``../x``, an absolute path, a link leading
     out, ``figures/../..``) or a hand-written file inside it: publish removes none of them and
-    says so (before, it deleted whatever the manifest named)."""
+    says so."""
     out = tmp_path / "lb"
     st = _store(tmp_path / "s.sqlite")
     publish(st, out, figures=False, log=quiet)
@@ -360,7 +360,7 @@ pub.publish(ResultStore(sys.argv[1], readonly=True), sys.argv[2], figures=False,
 def test_a_killed_publish_leaves_the_folder_as_it_was_and_the_same_publish_then_works(tmp_path):
     """kill -9 in the middle of a publication: the folder holds the previous publication
     bit for bit (or nothing, for a first one), and the same publish then runs without --force
-    (before, the half-written folder -- tables without a manifest -- was refused as another
+    (no half-written folder of tables without a manifest, which would count as another
     store's)."""
     st = _store(tmp_path / "s.sqlite", datasets=("toy", "old"))
     out = tmp_path / "lb"
@@ -382,8 +382,7 @@ def test_a_killed_publish_leaves_the_folder_as_it_was_and_the_same_publish_then_
 @pytest.mark.slow
 def test_a_full_disk_stops_publish_in_one_line_and_changes_nothing(tmp_path, monkeypatch):
     """No space left on the device in the middle of a publication: one line saying so, the
-    folder as it was, no truncated JSON and no temporary folder left (before: an OSError
-    traceback and a half-written folder)."""
+    folder as it was, no truncated JSON and no temporary folder left."""
     import errno
     from pathlib import Path
 
@@ -443,8 +442,8 @@ def _unit_count(path):
 def test_an_import_killed_midway_or_out_of_disk_writes_nothing(published_stl, tmp_path,
                                                               monkeypatch):
     """An import is one transaction: kill -9 or a full disk between two units leaves the
-    store without any unit of the file (before: the units written so far stayed, a partial
-    import), and the same import then works."""
+    store without any unit of the file (no partial import), and the same import then
+    works."""
     import sqlite3 as sq
 
     path = tmp_path / "published.json"
@@ -487,9 +486,9 @@ def _nested(depth):
     ("surrogate", "units[1].model' holds a string that is not valid Unicode"),
 ])
 def test_hostile_json_is_refused_in_one_line(published_stl, tmp_path, hostile, message):
-    """A file nested a hundred thousand levels deep (a RecursionError traceback before), one
-    nested deeper than a published file ever is, or a string no store can hold (a lone
-    surrogate): one line, nothing written."""
+    """A file nested a hundred thousand levels deep (deeper than Python's JSON reader
+    follows), one nested deeper than a published file ever is, or a string no store can hold
+    (a lone surrogate): one line, nothing written."""
     path = tmp_path / "hostile.json"
     if hostile == "deep":
         path.write_text('{"format": "mtlbench-leaderboard/3", "units": ' + "[" * 100_000
@@ -513,8 +512,7 @@ def test_hostile_json_is_refused_in_one_line(published_stl, tmp_path, hostile, m
 def test_an_import_never_overwrites_a_unit_of_the_store_without_replace(published_stl,
                                                                         tmp_path):
     """Units the store computed itself (with their fitted arrays and histories) are kept when
-    a file with the same keys is imported; --replace imports over them (before, every import
-    replaced them silently)."""
+    a file with the same keys is imported; --replace imports over them."""
     mine = str(tmp_path / "mine.sqlite")
     res = CliRunner().invoke(cli, ["compare", "--models", "stl", "--reps", "2", "--store",
                                    mine])

@@ -336,10 +336,9 @@ def test_cli_race_end_to_end_with_crashes_hangs_and_publish(tmp_path, monkeypatc
 @pytest.mark.slow
 def test_a_run_stopped_at_its_time_limit_keeps_its_curve_and_the_figure_says_so(
         tmp_path, monkeypatch):
-    """A solver still running at ``--timeout`` is stopped with the points it reported (before,
-    it lost its whole curve and the figure left it out without a word): status "stopped",
-    timed up to its last point, drawn with its last point crossed and "stopped at the time
-    limit" in its legend; a run that cannot be drawn is named under its panel."""
+    """A solver still running at ``--timeout`` is stopped with the points it reported: status
+    "stopped", timed up to its last point, drawn with its last point crossed and "stopped at
+    the time limit" in its legend; a run that cannot be drawn is named under its panel."""
     import fault_plugins
     from mtlbench.report.race_figures import STOPPED_TEXT, race_plot
     from plugin_fixtures import activate

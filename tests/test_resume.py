@@ -297,8 +297,8 @@ os.kill(os.getpid(), signal.SIGKILL)   # killed before anything else runs
 @pytest.mark.slow
 def test_a_kill_right_after_a_unit_is_written_leaves_no_claim(tmp_path):
     """Writing a unit and releasing its claim are one transaction: a run killed right after
-    it wrote a unit leaves no claim on it (before, the claim stayed, and a run on another
-    machine -- which cannot see that the owner is dead -- skipped that unit, e.g. a
+    it wrote a unit leaves no claim on it (a claim left there would keep a run on another
+    machine -- which cannot see that the owner is dead -- off that unit, e.g. a
     --retry-failed, for the whole lease)."""
     store = tmp_path / "s.sqlite"
     proc = subprocess.run([sys.executable, "-c", KILLED_AFTER_WRITE, str(store)],

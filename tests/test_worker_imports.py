@@ -44,8 +44,8 @@ def _broken_package(folder: Path) -> Path:
 
 def test_compare_works_from_a_folder_holding_a_broken_mtlbench_or_a_clone(tmp_path):
     """The parent folder of a clone (``mtlbench/`` holding the whole checkout) and a folder
-    with a package of that name that does not import: before, the forkserver imported what
-    the current folder held and every worker failed, blamed on the model."""
+    with a package of that name that does not import: the workers import the installed
+    mtlbench, not what the current folder holds."""
     broken = _broken_package(tmp_path / "broken")
     clone = tmp_path / "clone"
     shutil.copytree(REPO, clone / "mtlbench", ignore=shutil.ignore_patterns(
