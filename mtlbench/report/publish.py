@@ -237,15 +237,6 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             if figures:
                 from .figures import make_figures
 
-
-        written: dict[str, Any] = {}
-        new_files: list[Path] = []
-        for ds in present:
-            lb = build_leaderboard(store, ds, selection=sel)
-            figs: list[dict[str, Any]] = []
-            if figures:
-                from .figures import make_figures
-
                 figs = make_figures(store, ds, stage / "figures", rel_to=stage, selection=sel)
                 from .race_figures import race_figures
 
