@@ -51,11 +51,17 @@ def test_stop_index_follows_malsar_relative_change_rule(bench):
     assert bench.loosest_tol(fv, 1.0) is None          # no stop reaches F*
 
 
-def test_cmtl_term_is_the_minimum_over_the_relaxed_cluster_matrices(bench):
+@pytest.mark.parametrize("spectrum, k", [((4.0, 1.0, 0.5, 0.2, 0.1), 3.0),
+                                         ((4.0, 1.0, 0.0, 0.0, 0.0), 2.0),
+                                         ((4.0, 0.0, 0.0, 0.0, 0.0), 2.0)])
+def test_cmtl_term_is_the_minimum_over_the_relaxed_cluster_matrices(bench, spectrum, k):
+    """Spectra of W^T W with several m_i strictly inside (0, 1), and of low rank."""
     cp = pytest.importorskip("cvxpy")
     rng = np.random.default_rng(1)
-    W = rng.standard_normal((3, 5))
-    rho1, rho2, k = 0.7, 0.4, 2.0
+    U, _ = np.linalg.qr(rng.standard_normal((6, 5)))
+    V, _ = np.linalg.qr(rng.standard_normal((5, 5)))
+    W = U @ np.diag(np.sqrt(spectrum)) @ V.T
+    rho1, rho2 = 0.7, 0.4
     eta = rho2 / rho1
     M = cp.Variable((5, 5), symmetric=True)
     prob = cp.Problem(cp.Minimize(rho1 * eta * (1 + eta)
