@@ -16,7 +16,8 @@ holds ``MALSAR/functions``, ``MALSAR/utils``, ``MALSAR/c_files``).  Every functi
 runs as M-code under Octave except ``Least_Dirty`` / ``Logistic_Dirty``, whose l1,inf prox is
 the C++ MEX ``prf_lbm`` (MALSAR ships no Linux build of it): ``--build-mex`` compiles it with
 ``mkoctfile --mex`` (package ``liboctave-dev``), giving it the ``matrix.h`` include that
-Octave lacks (a one-line header including ``mex.h``, in a temporary folder).
+Octave lacks (a one-line header including ``mex.h``, in a temporary folder), and MALSAR's two
+other MEX sources, ``eplb`` and ``flsa`` (used by functions outside the table).
 
 Problems (the same float64 arrays on both sides):
 
@@ -43,7 +44,8 @@ Per instance (a formulation, a problem, MALSAR's rho's at fractions of their sca
    that stops within 1e-8 relative of F* is then run cold ``--repeats`` times; the CPU time
    (Octave's ``cputime`` around the solver call only) is the median; the run is checked to stop
    at the predicted iterate.  Where MALSAR's recorded values are not its objective (the
-   clustered functions, :func:`malsar_matched`) the ladder is walked with cold runs instead.
+   clustered functions, :func:`malsar_matched`) the candidate stops are bisected with cold
+   runs instead.
    If no tol gets there within ``maxIter`` the row says so and the time is a lower bound (the
    long run's).
 3. mtlbench, cold (a fresh TaskSet, so no per-data cache carries over) at each tol of the
@@ -610,20 +612,28 @@ def stop_index(fv: np.ndarray, tol: float) -> int:
 def loosest_tol(fv: np.ndarray, f_star: float,
                 value: Callable[[float, int], float] | None = None) -> tuple[float, int] | None:
     """(tol, stop index): the loosest tol of the ladder (then MALSAR's smallest) whose run
-    stops within REL of ``f_star``.  The stop index comes from the objective values ``fv``
-    of one long run (:func:`stop_index`: MALSAR's rule reads these values); the objective
-    there is ``fv[k]``, or ``value(tol, k)`` where the recorded values are not the objective.
-    Each stop index is judged once."""
-    judged = set()
+    stops within REL of ``f_star``, or None.  The stop index of each tol comes from the
+    objective values ``fv`` of one long run (:func:`stop_index`: MALSAR's rule reads these
+    values), and the objective there is ``fv[k]``.  Where the recorded values are not the
+    objective, ``value(tol, k)`` gives it (a cold run: costly), and the candidate stops are
+    bisected instead of scanned -- assuming the objective, once within REL, stays there."""
+    candidates: dict[int, float] = {}            # stop index -> the loosest tol stopping there
     for tol in LADDER + (MALSAR_MIN_TOL,):
-        k = stop_index(fv, tol)
-        if k in judged:
-            continue
-        judged.add(k)
-        f = fv[k] if value is None else value(tol, k)
-        if abs(f - f_star) <= REL * abs(f_star):
-            return tol, k
-    return None
+        candidates.setdefault(stop_index(fv, tol), tol)
+    stops = sorted(candidates)
+    close = lambda f: abs(f - f_star) <= REL * abs(f_star)
+    if value is None:
+        return next(((candidates[k], k) for k in stops if close(fv[k])), None)
+    lo, hi = -1, len(stops) - 1                  # stops[hi]: the long run's end
+    if not close(value(candidates[stops[hi]], stops[hi])):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if close(value(candidates[stops[mid]], stops[mid])):
+            hi = mid
+        else:
+            lo = mid
+    return candidates[stops[hi]], stops[hi]
 
 
 def build_mex(malsar: Path) -> None:
@@ -765,8 +775,8 @@ def malsar_matched(form: Formulation, p: Problem, rho, E: dict, octave: Octave,
     Where MALSAR's recorded objective values are its objective (``fv`` agrees with this
     script's value at the long run's end), they judge each tol (:func:`loosest_tol`).  Where
     they are not -- ``Least_CMTL`` / ``Logistic_CMTL`` evaluate (eta I + M)^{-1} from the
-    eigenvectors of a non-symmetric matrix -- each candidate stop is run cold and judged by
-    this script's objective at the W it returns (those runs count as timed repeats)."""
+    eigenvectors of a non-symmetric matrix -- candidate stops are run cold and judged by this
+    script's objective at the W each returns (bisected; those runs count as timed repeats)."""
     fv = long["fv"] / form.factor
     runs: dict[float, dict] = {}
 
@@ -879,7 +889,7 @@ def print_row(r: dict) -> None:
     bound = ">=" if m["lower_bound"] else "  "
     note = m.get("status", "" if m.get("as_predicted") else "(stop not as predicted!)")
     if m.get("fv_is_objective") is False:
-        note += " (MALSAR's recorded values are not its objective: tol judged by cold runs)"
+        note += " (MALSAR's recorded values are not its objective: tol bisected by cold runs)"
     print(f"  MALSAR    tol {_fmt_tol(m.get('tol'))}  iters {m['iters']:>6}  CPU {bound}"
           f"{m['seconds']:8.3f} s  (F-F*)/F* {m['rel']:+.1e}  {note}   [long run: "
           f"{lo['iters']} iters, {lo['seconds']:.2f} s, {lo['F']:.12g}]")

@@ -51,6 +51,26 @@ def test_stop_index_follows_malsar_relative_change_rule(bench):
     assert bench.loosest_tol(fv, 1.0) is None          # no stop reaches F*
 
 
+def test_loosest_tol_bisects_costly_judgements(bench):
+    """Where MALSAR's recorded values are not its objective, the candidate stops are judged
+    by a costly callable: bisected, the same answer as a scan, in O(log n) judgements."""
+    fv = 1.0 + 0.5 ** np.arange(60.0)                 # the recorded values drive the stops
+    true = 1.0 + 3.0 * 0.5 ** np.arange(60.0)         # the objective at each iterate
+    calls = []
+
+    def value(tol, k):
+        calls.append(k)
+        return true[k]
+
+    tol, k = bench.loosest_tol(fv, 1.0, value)
+    stops = sorted({bench.stop_index(fv, t) for t in bench.LADDER + (bench.MALSAR_MIN_TOL,)})
+    first = next(j for j in stops if true[j] - 1.0 <= bench.REL)
+    assert k == first and bench.stop_index(fv, tol) == k
+    assert k != next(j for j in stops if fv[j] - 1.0 <= bench.REL)   # fv alone would differ
+    assert len(calls) <= np.ceil(np.log2(len(stops))) + 2
+    assert bench.loosest_tol(fv, 0.5, value) is None                 # never close to F*
+
+
 @pytest.mark.parametrize("spectrum, k", [((4.0, 1.0, 0.5, 0.2, 0.1), 3.0),
                                          ((4.0, 1.0, 0.0, 0.0, 0.0), 2.0),
                                          ((4.0, 0.0, 0.0, 0.0, 0.0), 2.0)])
