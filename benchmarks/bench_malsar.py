@@ -45,9 +45,8 @@ Per instance (a formulation, a problem, MALSAR's rho's at fractions of their sca
    (Octave's ``cputime`` around the solver call only) is the median; the run is checked to stop
    at the predicted iterate.  Where MALSAR's recorded values are not its objective (the
    clustered functions, :func:`malsar_matched`) the candidate stops are bisected with cold
-   runs instead.
-   If no tol gets there within ``maxIter`` the row says so and the time is a lower bound (the
-   long run's).
+   runs instead.  If no tol gets there within ``maxIter`` the row says so and the time is a
+   lower bound (the long run's).
 3. mtlbench, cold (a fresh TaskSet, so no per-data cache carries over) at each tol of the
    same ladder until the objective is within 1e-8 relative of F*; that tol is run
    ``--repeats`` times, median CPU time (``time.process_time`` around ``fit``).
