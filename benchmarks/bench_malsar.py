@@ -761,8 +761,8 @@ def _rel(a: float, b: float) -> float:
     return (a - b) / abs(b) if b else a - b
 
 
-#: MALSAR's own objective values agree with this script's evaluation to rounding (below this,
-#: relative) for every function except the clustered ones (see :func:`malsar_matched`)
+#: Below this relative difference from this script's evaluation, MALSAR's recorded objective
+#: values are taken as its objective (the clustered functions' may not be: :func:`malsar_matched`)
 FV_AGREES = 1e-12
 
 
