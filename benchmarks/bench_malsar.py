@@ -136,17 +136,10 @@ class Problem:
     def tasks(self):
         """A fresh TaskSet of the same arrays (an empty per-data cache: a cold fit)."""
         from mtlbench import TaskSet
-        from mtlbench.errors import DataValidationError
 
         names = [f"{self.name}{t:03d}" for t in range(self.T)]
-        try:
-            return TaskSet.from_arrays(self.name, self.Xs, self.ys, task_names=names)
-        except DataValidationError:
-            if self.kind == "binary":
-                raise
-        # real-valued targets where TaskSet's label check accepts {-1, +1} only
-        return TaskSet(self.name, items=None, index=None, Xs=list(self.Xs), labels=self.ys,
-                       task_names=names, _validated=True)
+        return TaskSet.from_arrays(self.name, self.Xs, self.ys, task_names=names,
+                                   target_kind="real" if self.kind != "binary" else "binary")
 
     @cached_property
     def xty(self) -> np.ndarray:
