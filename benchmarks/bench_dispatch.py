@@ -11,10 +11,10 @@ simulates ``--jobs`` workers that each take the next queued unit when free, unde
 
 It prints each policy's makespan beside the lower bound ``sum of unit times / jobs``.  A replay,
 not a timing: worker start-up and load effects are left out, so it isolates what the dispatch
-order costs.  Example (the idle run of the main job of 2026-11-26):
+order costs.  Example (a finished run of the default job):
 
-    mtlbench compare --store /tmp/idle/default.sqlite          # measured: 610.6 s on 2 cores
-    python benchmarks/bench_dispatch.py /tmp/idle/default.sqlite --dataset simulated --jobs 2
+    mtlbench compare --store /tmp/default.sqlite
+    python benchmarks/bench_dispatch.py /tmp/default.sqlite --dataset simulated --jobs 2
 """
 from __future__ import annotations
 

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"machine ceiling (2 processes running 2 CPU-bound loops vs 1), measured in this run: "
           f"{ceil_before:.2f}x before -j 2, {ceil:.2f}x after; -j 2 reached "
           f"{t_serial / t_jobs:.2f}x = {100 * (t_serial / t_jobs) / max(ceil_before, ceil):.0f}% "
-          "of the ceiling (target of issue 13: -j 2 >= 1.8x on the default job)")
+          "of the ceiling (target: -j 2 >= 1.8x on the default job)")
     print(f"identical test AUCs in the three stores: {same}; "
           f"load average after: {os.getloadavg()[0]:.2f}")
     if not same:

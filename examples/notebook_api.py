@@ -29,12 +29,13 @@ print(f"{len(done)} unit(s) computed, {sum(done)} ok")
 
 # %% [markdown]
 # ## One row per unit (model, problem, repetition) and per task
+# AUCs are on the tables' scale, x 100, in columns named `..._x100`.
 
 # %%
 units = res.to_frame()
-print(units[["model", "problem", "rep", "status", "test_auc", "best_params"]])
+print(units[["model", "problem", "rep", "status", "test_auc_x100", "best_params"]])
 tasks = res.to_frame(level="task")
-print(tasks.groupby("model")["test_auc"].describe()[["mean", "min", "max"]])
+print(tasks.groupby("model")["test_auc_x100"].describe()[["mean", "min", "max"]])
 
 # %% [markdown]
 # ## Mean ± std over repetitions, and the leaderboard (ranks, Wilcoxon-Holm, W/T/L vs stl)

@@ -2,7 +2,7 @@
 
 Public API for plugin authors (plugin API version ``PLUGIN_API_VERSION``; CHANGELOG.md)::
 
-    from mtlbench import MTLModel, LinearMTLModel, Dataset, TaskSet, hookimpl
+    from mtlbench import MTLModel, LinearMTLModel, Dataset, TaskSet, Metric, hookimpl
     from mtlbench.datasets_api import DataFile, DataSource, locate   # dataset authors
 
 and for running and reading comparisons (notebooks, scripts)::
@@ -25,7 +25,7 @@ _LAZY = {
     "ConfigError": ".errors", "DataValidationError": ".errors",
     "DatasetUnavailableError": ".errors", "MTLBenchError": ".errors",
     "PluginConflictError": ".errors", "PluginError": ".errors", "UnknownNameError": ".errors",
-    "hookimpl": ".hookspecs", "auc_score": ".metrics",
+    "hookimpl": ".hookspecs", "auc_score": ".metrics", "Metric": ".metrics",
     "LinearMTLModel": ".model", "MTLModel": ".model", "clone": ".model",
     "Categorical": ".space", "Int": ".space", "Linear": ".space", "Log": ".space",
     "Param": ".space",
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .errors import (ConfigError, DataValidationError, DatasetUnavailableError,
                          MTLBenchError, PluginConflictError, PluginError, UnknownNameError)
     from .hookspecs import hookimpl
-    from .metrics import auc_score
+    from .metrics import Metric, auc_score
     from .model import LinearMTLModel, MTLModel, clone
     from .progress import progress_active, report_progress
     from .space import Categorical, Int, Linear, Log, Param
@@ -67,7 +67,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "MTLModel", "LinearMTLModel", "clone", "Dataset", "Task", "TaskSet", "hookimpl",
-    "auc_score", "MTLBenchError", "DataValidationError", "DatasetUnavailableError",
+    "auc_score", "Metric", "MTLBenchError", "DataValidationError", "DatasetUnavailableError",
     "PluginError", "PluginConflictError", "UnknownNameError", "ConfigError", "__version__",
     "PLUGIN_API_VERSION",
     "Param", "Log", "Linear", "Int", "Categorical", "compare", "load_results", "Results",

@@ -8,7 +8,7 @@
                            store="results/demo.sqlite")
     res.to_frame()               # one row per unit (model, problem, repetition), pandas
     res.to_frame(level="task")   # one row per (unit, task) with the task's test AUC
-    res.summary()                # mean ± std test AUC per (problem, model)
+    res.summary()                # mean ± std test AUC per (problem, model), as `results`
     res.leaderboard()            # the leaderboard table of the dataset (ranks, tests, W/T/L)
     res.summary_across()         # across data sets: Friedman, ranks, CD, equivalence
 
@@ -17,6 +17,14 @@
 ``compare`` is what ``mtlbench compare`` runs: the command line is a thin layer that turns its
 options into a call of :func:`plan` and :func:`run` and prints what they return.  Nothing here
 prints or imports click/rich; progress reaches the caller through the ``on_result`` callback.
+
+One scale
+---------
+Every AUC in a frame of :class:`Results` is on the scale the tables print, x 100, in a column
+whose name ends in ``_x100`` (``test_auc_x100``, ``val_auc_x100``, ``test_auc_mean_x100``,
+``mean_auc_x100``); it is the same float the tables round (:func:`mtlbench.report.select.auc_x100`).
+The JSON records inside a unit row (the search trace in ``grid``, ``diagnostics``) are as
+stored, on the 0-1 scale.
 
 The store
 ---------
@@ -51,7 +59,8 @@ class Plan:
 
     ``specs`` are all planned units (model x problem x repetition); ``todo`` those not finished
     in the store (failed ones too with ``retry_failed``); ``estimate`` the expected wall time of
-    ``todo`` from stored unit times (see :class:`Estimate`)."""
+    ``todo`` from stored unit times (see :class:`Estimate`); ``skipped`` one sentence per
+    (model, problem) left out because the model does not handle the problem's target kind."""
 
     specs: list["UnitSpec"]
     todo: list["UnitSpec"]
@@ -70,10 +79,15 @@ class Plan:
     estimate: "Estimate | None" = None
     rerun: tuple[str, ...] = ()
     expected: dict[str, Any] = field(default_factory=dict)  # key -> runner.cost.Expected
+    #: stored units of the previous code fingerprint rule moved to their keys (mtlbench.rekey)
+    rekeyed: int = 0
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
-        return [s.label for s in self.selections]
+        """Every model label of the planned units, in plan order (a selection with values
+        pinned on some problems by the config file has another label there)."""
+        return list(dict.fromkeys(s.label for s in self.specs))
 
     @property
     def problem_ids(self) -> list[str]:
@@ -98,13 +112,18 @@ class Estimate:
     ``cost_hint``, else a default of 1 s); units are spread over ``workers`` processes longest
     first (each goes to the least loaded process), and the wall time is the busiest process's
     total.  ``by_source`` says how many units and seconds each kind of number contributed:
-    everything but ``stored`` is extrapolated."""
+    everything but ``stored`` is extrapolated; ``uncertain`` how many of them come from
+    another kind of problem (another data set, or other dataset parameters than the seed:
+    :mod:`mtlbench.runner.cost`), and ``uncertain_why`` names it."""
 
     seconds: float | None        # None: a Dask cluster of unknown size (see compute_seconds)
     compute_seconds: float       # sum of the expected unit times
     by_source: dict[str, tuple[int, float]]  # source -> (units, seconds)
     workers: int | None          # None: a Dask cluster of unknown size
     hint_scaling: str = ""       # how hints were scaled to this machine (Expected.note)
+    #: (units, compute seconds) estimated from another kind of problem, and why (Expected.unlike)
+    uncertain: tuple[int, float] = (0, 0.0)
+    uncertain_why: str = ""
 
     @property
     def units(self) -> int:
@@ -136,6 +155,12 @@ class Estimate:
         txt += ": " + "; ".join(parts)
         if share:
             txt += f"; {100 * share:.0f} % of the compute is extrapolated"
+        n, t = self.uncertain
+        if n:
+            txt += (f"; UNCERTAIN: {n} unit(s) ({_fmt_seconds(t)} of compute) are estimated "
+                    f"from another kind of problem ({self.uncertain_why}), where unit times can "
+                    "differ several-fold at the same size; once a model has units of the "
+                    "problem stored, its other units there are estimated from them")
         return txt
 
 
@@ -173,7 +198,11 @@ def estimate_wall_time(todo: Sequence["UnitSpec"], expected: Mapping[str, "Expec
     compute = float(sum(e.seconds for e in times))
     wall = spread_longest_first([e.seconds for e in times], workers) if workers else None
     notes = sorted({e.note for e in times if e.source == "hint" and e.note})
-    return Estimate(wall, compute, by_source, workers, "; ".join(notes))
+    unlike = [e for e in times if e.unlike]
+    why = sorted({e.unlike for e in unlike})
+    why_text = "; ".join(why[:3]) + (f"; and {len(why) - 3} more" if len(why) > 3 else "")
+    return Estimate(wall, compute, by_source, workers, "; ".join(notes),
+                    (len(unlike), float(sum(e.seconds for e in unlike))), why_text)
 
 
 def _explain_unlisted_problems(reg, names: Sequence[str], data_dir: Path | None) -> None:
@@ -211,6 +240,38 @@ def _check_config_tables(reg, tables: Mapping[str, Mapping[str, Any]],
             raise ConfigError(f"config file {str(config)!r}: [models.{name}]: {exc}") from None
 
 
+def _pinned_selections(reg, selectors: Sequence[str], settings: Any,
+                       config: str | os.PathLike | None) -> dict[tuple[int, str], Any]:
+    """The selections of the config file's ``[models.NAME.problems."P"]`` pins:
+    ``(index of the selector, problem id) -> selection`` with the pinned values fixed over
+    the ``[models.NAME]`` table and under the selector's own overrides.  Every pin is checked,
+    also those of models or problems this run does not have."""
+    from .errors import unknown_name_message
+    from .selectors import apply_overrides, parse_selector
+
+    where = f"config file {str(config)!r}"
+    for name, pins in settings.problem_overrides.items():
+        table = settings.model_overrides.get(name, {})
+        for pid, values in pins.items():
+            ds = pid.split("/", 1)[0].split("[", 1)[0].strip()
+            if ds not in reg.dataset_names:
+                raise ConfigError(f"{where}: [models.{name}.problems.{pid!r}]: "
+                                  + unknown_name_message("dataset", ds, reg.dataset_names))
+            try:
+                apply_overrides(reg.model_class(name), {**table, **values}, name)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: [models.{name}.problems.{pid!r}]: {exc}") \
+                    from None
+    out = {}
+    for i, text in enumerate(selectors):
+        name, overrides = parse_selector(text)
+        table = settings.model_overrides.get(name, {})
+        for pid, values in settings.problem_overrides.get(name, {}).items():
+            out[(i, pid)] = apply_overrides(reg.model_class(name),
+                                            {**table, **values, **overrides}, name)
+    return out
+
+
 def _check_rerun(rerun: Sequence[str], selections: Sequence[Any]) -> None:
     """``--rerun NAME`` names a model of this run (registry name or label), or ``*``."""
     from .errors import unknown_name_message
@@ -230,7 +291,8 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
          retry_failed: bool = False, config: str | os.PathLike | None = None,
          test_fraction: float | None = None, val_fraction: float | None = None,
          search: str | None = None, budget: int | None = None,
-         rerun: Sequence[str] | None = None) -> Plan:
+         rerun: Sequence[str] | None = None, train_fraction: float | None = None,
+         select_by: str | None = None) -> Plan:
     """Validate the settings, load every problem once, plan the units and compare with the store.
 
     Arguments as for :func:`compare`.  Raises :class:`~mtlbench.errors.MTLBenchError`
@@ -242,7 +304,9 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                               problem_tasks)
     from .runner.plan import cost_hint_reader, cost_scaling_reader
     from .runner import (check_overrides, check_problems_load, pending_units, plan_units,
-                         resolve_problems)
+                         problem_id, resolve_problems)
+    from .rekey import rekey_store
+    from .scoring import metric_names
     from .selectors import apply_overrides, check_config_models, load_config, parse_selector
     from .store import ResultStore
 
@@ -258,8 +322,9 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     settings = build_run_config(
         {"datasets": datasets, "models": models, "reps": reps, "seed": seed, "jobs": jobs,
          "timeout": timeout, "test_fraction": test_fraction, "val_fraction": val_fraction,
-         "search": search, "budget": budget}, cfg, str(config) if config else None,
-        searchers=reg.searcher_names)
+         "search": search, "budget": budget, "train_fraction": train_fraction,
+         "select_by": select_by}, cfg, str(config) if config else None,
+        searchers=reg.searcher_names, metrics=metric_names())
     ds_names = list(settings.datasets)
     selectors = list(settings.selectors) or reg.model_names
     pconf, jobs, timeout = settings.protocol, settings.jobs, settings.timeout
@@ -279,6 +344,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     if len(set(labels)) != len(labels):
         raise ConfigError(f"the same model selection is given twice: {labels}")
     _check_config_tables(reg, settings.model_overrides, config)
+    pinned = _pinned_selections(reg, selectors, settings, config)
     _check_rerun(rerun, selections)
 
     ddir = resolve_data_dir(data_dir)
@@ -286,11 +352,23 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
     _explain_unlisted_problems(reg, ds_names, ddir)
     problems = resolve_problems(reg, ds_names, ddir_s)
     loaded = check_problems_load(reg, problems, ddir_s)
-    check_overrides(reg, selections, loaded, timeout)
-    specs = plan_units(reg, selections, problems, pconf)
+    per_problem = []  # the selections of each problem: pinned ones where the config pins
+    for ds_name, prob in problems:
+        pid = problem_id(ds_name, prob)
+        sels = [pinned.get((i, pid), sel) for i, sel in enumerate(selections)]
+        here = [s.label for s in sels]
+        if len(set(here)) != len(here):
+            raise ConfigError(f"on {pid} the same model selection would run twice (a value "
+                              f"pinned by the config file gives another selection's label): "
+                              f"{here}")
+        per_problem.append(((ds_name, prob), sels))
+    check_overrides(reg, list({s.label: s for _, sels in per_problem for s in sels}.values()),
+                    loaded, timeout)
+    specs, skipped = _plan_by_target_kind(reg, per_problem, loaded, pconf, plan_units)
 
     store_path = str(store) if store is not None else DEFAULT_STORE
     with ResultStore(store_path) as rs:
+        rekeyed = rekey_store(rs, reg, specs)  # units of the previous fingerprint rule
         todo = pending_units(specs, rs, retry_failed, rerun=rerun)
         status = rs.statuses(s.key for s in specs)
         history = rs.unit_times()
@@ -305,8 +383,49 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
                 store=store_path, data_dir=ddir_s, jobs=jobs, timeout=timeout,
                 retry_failed=retry_failed, scheduler=scheduler, rerun=rerun,
                 stored_ok=sum(v == "ok" for v in status.values()),
-                stored_failed=sum(v != "ok" for v in status.values()),
-                expected=expected, estimate=estimate_wall_time(todo, expected, workers))
+                stored_failed=sum(v != "ok" for v in status.values()), rekeyed=rekeyed,
+                expected=expected, estimate=estimate_wall_time(todo, expected, workers),
+                skipped=skipped)
+
+
+def _plan_by_target_kind(reg, per_problem: Sequence[tuple[tuple[str, str], Sequence[Any]]],
+                         loaded: Mapping[str, Any], pconf: Any, plan_units: Callable
+                         ) -> tuple[list["UnitSpec"], list[str]]:
+    """The units of every (model, problem) whose model handles the problem's target kind,
+    and one sentence per pair left out (``per_problem``: each problem with its selections).
+    A run of one model that cannot handle a problem, and a problem no model of the run can
+    handle, are a :class:`ConfigError` (one line).  The selection metric must apply to every
+    problem; naming the problem's primary metric (``--select-by rmse`` on real-valued
+    targets) is the default protocol, with its keys."""
+    import dataclasses
+
+    from .protocol import check_target_kind
+    from .runner import problem_id
+    from .scoring import primary_metric, selection_metric
+
+    specs, skipped = [], []
+    for (ds_name, prob), selections in per_problem:
+        pid = problem_id(ds_name, prob)
+        tasks = loaded[pid]
+        kind = tasks.target_kind
+        selection_metric(pconf.select_by, kind, pid)
+        conf = pconf if pconf.select_by != primary_metric(kind) else \
+            dataclasses.replace(pconf, select_by=None)
+        fit = []
+        for sel in selections:
+            try:
+                check_target_kind(reg.model_class(sel.name), tasks)
+            except ConfigError as exc:
+                if len(selections) == 1:
+                    raise
+                skipped.append(f"{sel.label} on {pid}: {exc}")
+                continue
+            fit.append(sel)
+        if not fit:
+            raise ConfigError(f"no model of this run handles the targets of {pid} "
+                              f"({kind}); {skipped[-1].split(': ', 1)[1]}")
+        specs += plan_units(reg, fit, [(ds_name, prob)], conf)
+    return specs, skipped
 
 
 def run(the_plan: Plan, *, on_result: Callable[["UnitResult"], None] | None = None,
@@ -337,6 +456,7 @@ def compare(datasets: str | Sequence[str] | None = None,
             config: str | os.PathLike | None = None, test_fraction: float | None = None,
             val_fraction: float | None = None, search: str | None = None,
             budget: int | None = None, rerun: Sequence[str] | None = None,
+            train_fraction: float | None = None, select_by: str | None = None,
             on_result: Callable[["UnitResult"], None] | None = None) -> "Results":
     """Run models on datasets under the common protocol; return the run's :class:`Results`.
 
@@ -349,6 +469,12 @@ def compare(datasets: str | Sequence[str] | None = None,
         (or what ``config``'s ``[compare]`` table says).
     reps, seed, test_fraction, val_fraction, search, budget
         Protocol settings (defaults: 15 repetitions, seed 0, 0.15, 0.2, the default searcher).
+    train_fraction
+        The training-fraction protocol instead of ``test_fraction``: this share of each task
+        for training and validation, the rest for test (MALSAR-style 0.1 / 0.2 / 0.3).
+    select_by
+        The metric that selects hyperparameters (default: each problem's primary metric,
+        AUC for binary targets, RMSE for real-valued ones).
     jobs, scheduler, timeout
         Units in parallel processes (-1: all cores), a Dask scheduler address, seconds a unit
         may run before it is recorded as failed.
@@ -367,7 +493,8 @@ def compare(datasets: str | Sequence[str] | None = None,
     p = plan(datasets, models, reps=reps, seed=seed, jobs=jobs, scheduler=scheduler,
              store=store, data_dir=data_dir, timeout=timeout, retry_failed=retry_failed,
              config=config, test_fraction=test_fraction, val_fraction=val_fraction,
-             search=search, budget=budget, rerun=rerun)
+             search=search, budget=budget, rerun=rerun, train_fraction=train_fraction,
+             select_by=select_by)
     return run(p, on_result=on_result)
 
 
@@ -377,8 +504,9 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
     """One dict per (dataset, problem): availability, plugin distribution and version and,
     with ``load``, task / item / feature counts and the positive share of problems whose data
     is at hand (``note`` says why a problem could not be loaded; a dataset that lists no
-    problems without its files gives one row with ``problem=None``).  ``layout`` adds the
-    dataset's file-layout help."""
+    problems without its files gives one row with ``problem=None``).  ``targets``: the target
+    kind (``binary`` or ``real``; the positive share is None for real-valued targets).
+    ``layout`` adds the dataset's file-layout help."""
     from .dataset import load_tasks, problems_of, resolve_data_dir
     from .errors import MTLBenchError
     from .plugins import get_registry
@@ -405,9 +533,10 @@ def dataset_rows(data_dir: str | os.PathLike | None = None, *, load: bool = True
             if load and base["availability"] in ("generated", "cached", "in data-dir"):
                 try:
                     s = load_tasks(ds, prob, ddir).summary()
+                    share = s["positive_share"]
                     row.update(tasks=int(s["tasks"]), items=int(s["items"]),
-                               features=int(s["features"]),
-                               positive_share=round(float(s["positive_share"]), 3))
+                               features=int(s["features"]), targets=s["target_kind"],
+                               positive_share=None if share is None else round(float(share), 3))
                 except MTLBenchError as exc:
                     row["note"] = f"cannot load: {exc}"
             rows.append(row)
@@ -436,20 +565,47 @@ class Results:
 
     def to_frame(self, level: str = "unit") -> "pd.DataFrame":
         """A DataFrame with one row per unit (``level="unit"``: model, dataset, problem, rep,
-        status, test_auc, val_auc, best_params, times, fingerprints, ...) or per task of each
-        finished unit (``level="task"``: model, dataset, problem, rep, task_index, task_name,
-        test_auc, n_test, key)."""
+        status, test_auc_x100, val_auc_x100, target_kind, metrics, best_params, times,
+        fingerprints, ...), per task of each finished binary unit (``level="task"``: model,
+        dataset, problem, rep, task_index, task_name, test_auc_x100, n_test, key) or per task
+        and metric of each finished unit (``level="metric"``: ... task_name, n_test, metric,
+        value, key; values in the metric's own units).  AUCs x 100 (module docstring)."""
+        if level not in ("unit", "task", "metric"):
+            raise ConfigError(f"level must be 'unit', 'task' or 'metric', got {level!r}")
         with self._open() as rs:
+            if level == "metric":
+                return rs.task_metrics(keys=self.keys).reset_index(drop=True)
             if level == "unit":
-                return rs.units(keys=self.keys)
-            if level == "task":
-                return rs.task_scores(keys=self.keys).reset_index(drop=True)
-        raise ConfigError(f"level must be 'unit' or 'task', got {level!r}")
+                df = rs.units(keys=self.keys)
+                cols = ("test_auc", "val_auc")
+            else:
+                df = rs.task_scores(keys=self.keys).reset_index(drop=True)
+                cols = ("test_auc",)
+        from .report.select import auc_x100
 
-    def summary(self) -> "pd.DataFrame":
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures."""
+        for col in cols:
+            df[col] = auc_x100(df[col].astype(float))[0]
+        return df.rename(columns={c: f"{c}_x100" for c in cols})
+
+    def summary(self, metric: str | None = None) -> "pd.DataFrame":
+        """Mean ± std (over repetitions) of test AUC x 100 per (dataset, problem, model), with
+        finished and failed units and run time: the table ``mtlbench results`` and the end of
+        ``compare`` print (columns ``test_auc_mean_x100``, ``test_auc_std_x100``, ``reps``,
+        ``failed``, ``time_total_s``), over these results' units.  With ``metric``, that
+        metric's test value in its own units (columns problem, model, metric, mean, std, reps,
+        not_recorded, failed, time_total_s)."""
+        from .report.select import Selection, metric_frame, results_frame
+
         with self._open() as rs:
-            return rs.summary(keys=self.keys).reset_index(drop=True)
+            units = rs.units(keys=self.keys)
+        if metric is not None:
+            from .scoring import get_metric
+
+            return metric_frame(units, get_metric(metric).name)
+        frame = results_frame(Selection(units=units))
+        # planned repetitions and the seed belong to a selection (``results``), not to a set
+        # of units
+        return frame.drop(columns=["planned_reps", "seed"], errors="ignore")
 
     def failures(self) -> "pd.DataFrame":
         """Failed units with their message and traceback."""
@@ -460,10 +616,12 @@ class Results:
     def datasets(self) -> list[str]:
         return sorted(self.to_frame()["dataset"].unique())
 
-    def leaderboard(self, dataset: str | None = None) -> "pd.DataFrame":
-        """The leaderboard of ``dataset`` (default: every dataset of these results) as a
-        DataFrame, one row per (dataset, problem, model), built by the leaderboard module
-        from the whole store exactly as ``mtlbench leaderboard --format csv`` prints it."""
+    def leaderboard(self, dataset: str | None = None,
+                    metric: str | None = None) -> "pd.DataFrame":
+        """The leaderboard of ``dataset`` (default: every dataset of these results) for
+        ``metric`` (default: each data set's primary metric) as a DataFrame, one row per
+        (dataset, problem, model), built by the leaderboard module from the whole store
+        exactly as ``mtlbench leaderboard --format csv`` prints it."""
         import io
 
         import pandas as pd
@@ -474,19 +632,23 @@ class Results:
         frames = []
         with self._open() as rs:
             for name in names:
-                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lbm.build_leaderboard(rs, name)))))
+                lb = lbm.build_leaderboard(rs, name, metric=metric)
+                frames.append(pd.read_csv(io.StringIO(lbm.to_csv(lb))))
         if not frames:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
 
     def summary_across(self, *, blocks: str | Sequence[str] | None = None,
-                       focus: Sequence[str] | None = None, rope: float = 0.5,
-                       figures_dir: str | os.PathLike | None = None) -> "Summary":
+                       focus: Sequence[str] | None = None, rope: float | None = None,
+                       figures_dir: str | os.PathLike | None = None,
+                       metric: str | None = None) -> "Summary":
         """The judgement across every data set of the store, exactly as ``mtlbench
         leaderboard --all`` prints it: the headline table, the Friedman test with average
         ranks, the Nemenyi post-hoc test and its critical difference, and per data set the
         Bayesian signed-rank probabilities of every model against the best (``rope``: region
-        of practical equivalence in test AUC x 100 points).  ``blocks``: which data sets
+        of practical equivalence in the tables' units; default 0.5 points of an AUC x 100,
+        1 % of the best mean for a metric not shown x 100).  ``metric``: the metric of the
+        tables (default: the primary metric of most data sets).  ``blocks``: which data sets
         count as independent blocks (None: the default rule, named in ``.blocks_rule``;
         ``"all"``; or labels).  ``figures_dir``: also draw the critical-difference diagram
         and the equivalence figure there.  Returns a
@@ -496,7 +658,7 @@ class Results:
         from .report.across_render import summary_figures
 
         with self._open() as rs:
-            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope)
+            summary, _ = summarize_store(rs, blocks=blocks, focus=focus, rope=rope, metric=metric)
         if figures_dir is not None:
             summary_figures(summary, figures_dir)
         return summary

@@ -13,13 +13,27 @@ Limits (and why):
   ``numpy.random.SeedSequence``, which needs a non-negative integer, and the results store
   keeps the seed in a signed 64-bit SQLite integer);
 * ``test_fraction``, ``val_fraction``: real numbers strictly between 0 and 1 (0 is an error,
-  never silently the default);
+  never silently the default); ``train_fraction`` too (the training-fraction protocol: the
+  rest of each task is test), never together with ``test_fraction``;
+* ``select_by``: a metric name (checked against the problems' target kinds when they are
+  loaded);
 * ``timeout``: a finite number of seconds > 0;
 * ``jobs``: an integer >= 1, or -1 for every core;
 * ``search``: a registered searcher name (``mtlbench plugins``); ``budget``: an integer in
   [1, 10000] fits per unit;
 * ``models`` / ``datasets``: non-empty lists of names or selectors (``--models ""`` is an
   error, not "every model").
+
+``[models.NAME]`` holds hyperparameter overrides applied whenever NAME is selected (a scalar
+fixes a parameter, a list is its start range); its sub-table ``problems`` pins values on
+single problems (what ``mtlbench best-params`` writes)::
+
+    [models.lasso.problems."shoes/brown"]
+    rho_ratio = 0.0123
+
+On that problem the pinned values fix those parameters (over the ``[models.NAME]`` table; a
+selector's own overrides on the command line still win); on other problems nothing changes.
+A pinned value is a scalar (a list would be a search range, not a pin).
 """
 from __future__ import annotations
 
@@ -34,13 +48,15 @@ from .search import DEFAULT_BUDGET, DEFAULT_SEARCH
 from .syntax import split_top_level
 
 __all__ = ["RunConfig", "build_run_config", "load_config", "check_config_models", "MAX_REPS",
-           "MAX_SEED", "MAX_BUDGET", "COMPARE_KEYS"]
+           "MAX_SEED", "MAX_BUDGET", "COMPARE_KEYS", "PROBLEMS_KEY"]
 
 MAX_REPS = 1000
 MAX_SEED = 2 ** 63 - 1
 MAX_BUDGET = 10000
 COMPARE_KEYS = ("datasets", "models", "reps", "seed", "test_fraction", "val_fraction", "jobs",
-                "timeout", "search", "budget")
+                "timeout", "search", "budget", "train_fraction", "select_by")
+#: the sub-table of ``[models.NAME]`` that pins values per problem
+PROBLEMS_KEY = "problems"
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,9 @@ class RunConfig:
     jobs: int = 1
     timeout: float | None = None
     model_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: model name -> problem id -> pinned hyperparameters (``[models.NAME.problems."P"]``)
+    problem_overrides: Mapping[str, Mapping[str, Mapping[str, Any]]] = \
+        field(default_factory=dict)
 
 
 def _where(source: str, key: str) -> str:
@@ -108,12 +127,12 @@ def _names(value: Any, key: str, source: str) -> list[str]:
 
 
 def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | None = None,
-                     path: str | None = None, searchers: Sequence[str] | None = None
-                     ) -> RunConfig:
+                     path: str | None = None, searchers: Sequence[str] | None = None,
+                     metrics: Sequence[str] | None = None) -> RunConfig:
     """Validate command-line ``options`` (None = not given) over ``file_cfg`` (a loaded TOML
     config, see :func:`load_config`) and build the run configuration.
 
-    ``searchers``: registered searcher names (checked when given)."""
+    ``searchers``, ``metrics``: registered searcher and metric names (checked when given)."""
     file_cfg = file_cfg or {}
     source = f"config file {path!r}" if path else "config file"
     compare = dict(file_cfg.get("compare", {}))
@@ -129,6 +148,15 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
         if searchers is not None and value not in searchers:
             raise ConfigError(f"{_where(src, key)}: "
                               + unknown_name_message("searcher", value, searchers))
+        return value
+
+    def check_metric(value: Any, key: str, src: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{_where(src, key)} = {value!r}: expected a metric name")
+        value = value.strip()
+        if metrics is not None and value not in metrics:
+            raise ConfigError(f"{_where(src, key)}: "
+                              + unknown_name_message("metric", value, metrics))
         return value
 
     def check_jobs(value: Any, key: str, src: str) -> int:
@@ -148,7 +176,8 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     checks = {
         "reps": lambda v, k, w: _int(v, k, w, 1, MAX_REPS),
         "seed": lambda v, k, w: _int(v, k, w, 0, MAX_SEED),
-        "test_fraction": _fraction, "val_fraction": _fraction,
+        "test_fraction": _fraction, "val_fraction": _fraction, "train_fraction": _fraction,
+        "select_by": check_metric,
         "budget": lambda v, k, w: _int(v, k, w, 1, MAX_BUDGET),
         "search": check_search, "jobs": check_jobs, "timeout": check_timeout,
         "datasets": _names, "models": _names,
@@ -158,6 +187,10 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     from_cli = {k: checks[k](v, k, "cli") for k, v in options.items()
                 if k in checks and v is not None}
     merged = {**from_file, **from_cli}
+    if "train_fraction" in merged and "test_fraction" in merged:
+        raise ConfigError("give test_fraction (the default protocol) or train_fraction (each "
+                          "task's share for training and validation, the rest for test), not "
+                          "both")
 
     d = ProtocolConfig()
     reps = merged.get("reps", d.reps)
@@ -169,19 +202,18 @@ def build_run_config(options: Mapping[str, Any], file_cfg: Mapping[str, Any] | N
     jobs = merged.get("jobs", -1)  # -1: the number of usable CPUs
     timeout = merged.get("timeout")
     datasets = merged.get("datasets", ["simulated"])
-    selectors: list[str] = []
-    if options.get("model") is not None:  # -m, repeatable
-        for m in options["model"]:
-            if not isinstance(m, str) or not m.strip():
-                raise ConfigError("-m/--model is empty; give a model selector like 'lasso'")
-            selectors.append(m.strip())
-    selectors += from_cli.get("models", [])
-    if not selectors:
-        selectors = from_file.get("models", [])
+    selectors = from_cli.get("models") or from_file.get("models", [])
     protocol = ProtocolConfig(reps=reps, seed=seed, test_fraction=test_fraction,
-                              val_fraction=val_fraction, search=search, budget=budget)
+                              val_fraction=val_fraction, search=search, budget=budget,
+                              train_fraction=merged.get("train_fraction"),
+                              select_by=merged.get("select_by"))
+    tables = dict(file_cfg.get("models", {}))
     return RunConfig(datasets=datasets, selectors=selectors, protocol=protocol, jobs=jobs,
-                     timeout=timeout, model_overrides=dict(file_cfg.get("models", {})))
+                     timeout=timeout,
+                     model_overrides={m: {k: v for k, v in t.items() if k != PROBLEMS_KEY}
+                                      for m, t in tables.items()},
+                     problem_overrides={m: t[PROBLEMS_KEY] for m, t in tables.items()
+                                        if PROBLEMS_KEY in t})
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -210,12 +242,31 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(p)!r}: [models.NAME] tables must hold param = value")
     for mname, table in models.items():
         for key, val in table.items():
-            if isinstance(val, dict):
+            if key == PROBLEMS_KEY:
+                _check_pins(str(p), mname, val)
+            elif isinstance(val, dict):
                 raise ConfigError(f"config file {str(p)!r}: [models.{mname}] {key} is a table; "
-                                  "expected a value or a list of values")
+                                  "expected a value or a list of values (or the table "
+                                  f"[models.{mname}.{PROBLEMS_KEY}.\"PROBLEM\"])")
     if "compare" in cfg and not isinstance(cfg["compare"], dict):
         raise ConfigError(f"config file {str(p)!r}: [compare] must be a table")
     return cfg
+
+
+def _check_pins(path: str, model: str, pins: Any) -> None:
+    """``[models.NAME.problems."P"]`` tables: one table of scalars per problem id."""
+    where = f"config file {path!r}: [models.{model}.{PROBLEMS_KEY}]"
+    if not isinstance(pins, dict):
+        raise ConfigError(f"{where} must be a table of problems, e.g. "
+                          f"[models.{model}.{PROBLEMS_KEY}.\"simulated\"]")
+    for problem, values in pins.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where} {problem!r} must be a table of param = value")
+        for key, val in values.items():
+            if isinstance(val, (dict, list)):
+                raise ConfigError(f"{where}.{problem!r} {key} = {val!r}: a pinned value is a "
+                                  "single value (a list is a search range: put it under "
+                                  f"[models.{model}])")
 
 
 def check_config_models(cfg: Mapping[str, Any], known: list[str],

@@ -7,8 +7,11 @@ Two storage layouts, one interface:
   per user until a task's ``X`` is asked for.
 * **per-task arrays**: each task owns its ``X`` (n_t x d).
 
-Labels are always float64 in {-1, +1}.  ``TaskSet.subset`` selects rows per task (what the
-protocol does to make train / validation / test views) without copying the item matrix.
+A problem declares its target kind (``target_kind``, :data:`mtlbench.metrics.TARGET_KINDS`):
+``"binary"`` (the default), labels float64 in {-1, +1}, every task holding both classes; or
+``"real"``, real-valued float64 targets (exam scores, ratings), finite and not all equal
+within a task.  ``TaskSet.subset`` selects rows per task (what the protocol does to make
+train / validation / test views) without copying the item matrix.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import numpy as np
 
 from .errors import DataValidationError
+from .metrics import BINARY, REAL, TARGET_KINDS
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Task:
     ----------
     X : ndarray of shape (n_t, d), float64
         Features of the items this task labelled.
-    y : ndarray of shape (n_t,), float64 in {-1, +1}
+    y : ndarray of shape (n_t,), float64: labels in {-1, +1} or real-valued targets
     name : str
     """
 
@@ -61,6 +65,8 @@ class TaskSet(Sequence[Task]):
     T : int
         Number of tasks.
     task_names : list of str
+    target_kind : str
+        ``"binary"`` (labels in {-1, +1}) or ``"real"`` (real-valued targets).
     meta : dict
         Free-form metadata (ground truth of simulated data, preprocessing record, ...).
     """
@@ -75,14 +81,20 @@ class TaskSet(Sequence[Task]):
         labels: Sequence[np.ndarray],
         task_names: Sequence[str],
         meta: Mapping[str, Any] | None = None,
+        target_kind: str = BINARY,
         _validated: bool = False,
     ) -> None:
+        if target_kind not in TARGET_KINDS:
+            raise DataValidationError(f"{name}: target_kind must be one of {TARGET_KINDS}, got "
+                                      f"{target_kind!r}")
         self.name = name
+        self.target_kind = target_kind
         self.items = items
         self.index = None if index is None else [np.asarray(i, dtype=np.intp) for i in index]
         self.Xs = None if Xs is None else list(Xs)
-        self.labels = [np.asarray(y, dtype=np.float64) for y in labels]
         self.task_names = [str(n) for n in task_names]
+        self.labels = ([np.asarray(y, dtype=np.float64) for y in labels] if _validated
+                       else _as_targets(labels, self.task_names, name))
         self.meta = dict(meta or {})
         self._memo: dict[Any, Any] = {}
         if not _validated:
@@ -114,6 +126,7 @@ class TaskSet(Sequence[Task]):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("_memo", {})
+        state.setdefault("target_kind", BINARY)
         self.__dict__.update(state)
 
     # ----------------------------------------------------------------- constructors
@@ -126,6 +139,7 @@ class TaskSet(Sequence[Task]):
         labels: Sequence[Sequence[float]],
         task_names: Sequence[str] | None = None,
         meta: Mapping[str, Any] | None = None,
+        target_kind: str = BINARY,
     ) -> "TaskSet":
         """Tasks over shared items.
 
@@ -133,7 +147,8 @@ class TaskSet(Sequence[Task]):
         ----------
         items : array of shape (n_items, d)
         index : T sequences of item indices (task t labelled ``items[index[t]]``)
-        labels : T sequences of labels in {-1, +1}, aligned with ``index``
+        labels : T sequences of labels in {-1, +1} (``target_kind="binary"``) or of
+            real-valued targets (``target_kind="real"``), aligned with ``index``
         """
         items = _as_float_matrix(items, f"{name}: item features")
         if len(index) != len(labels):
@@ -155,7 +170,7 @@ class TaskSet(Sequence[Task]):
                 )
             idx.append(ix.astype(np.intp))
         return cls(name, items=items, index=idx, Xs=None, labels=labels,
-                   task_names=names, meta=meta)
+                   task_names=names, meta=meta, target_kind=target_kind)
 
     @classmethod
     def from_arrays(
@@ -165,15 +180,18 @@ class TaskSet(Sequence[Task]):
         ys: Sequence[np.ndarray],
         task_names: Sequence[str] | None = None,
         meta: Mapping[str, Any] | None = None,
+        target_kind: str = BINARY,
     ) -> "TaskSet":
-        """Tasks with their own feature matrices ``Xs[t]`` (n_t x d) and labels ``ys[t]``."""
+        """Tasks with their own feature matrices ``Xs[t]`` (n_t x d) and targets ``ys[t]``
+        (labels in {-1, +1}, or real-valued with ``target_kind="real"``)."""
         if len(Xs) != len(ys):
             raise DataValidationError(
                 f"{name}: {len(Xs)} feature matrices but {len(ys)} label arrays")
         names = _task_names(task_names, len(ys), name)
         mats = [_as_float_matrix(X, f"{name}, task {names[t]!r}: features")
                 for t, X in enumerate(Xs)]
-        return cls(name, items=None, index=None, Xs=mats, labels=ys, task_names=names, meta=meta)
+        return cls(name, items=None, index=None, Xs=mats, labels=ys, task_names=names, meta=meta,
+                   target_kind=target_kind)
 
     # ----------------------------------------------------------------- validation
     def _validate(self) -> None:
@@ -217,12 +235,23 @@ class TaskSet(Sequence[Task]):
                         f"{self.index[t].shape[0]} item indices but {n} labels"
                     )
             if not np.all(np.isfinite(y)):
-                raise DataValidationError(f"{where}: labels contain NaN/inf")
+                r = int(np.flatnonzero(~np.isfinite(y))[0])
+                what = "labels" if self.target_kind == BINARY else "targets"
+                raise DataValidationError(f"{where}: {what} contain NaN/inf (first at row {r}: "
+                                          f"{y[r]})")
+            if self.target_kind == REAL:
+                if np.all(y == y[0]):
+                    raise DataValidationError(
+                        f"{where}: all {n} targets equal {y[0]:g}; a task with constant "
+                        "real-valued targets has nothing to learn and no variance to normalise "
+                        "by (nMSE, explained variance): drop the task")
+                continue
             bad = ~np.isin(y, (-1.0, 1.0))
             if bad.any():
                 vals = sorted(set(np.unique(y[bad]).tolist()))[:5]
                 binary01 = set(np.unique(y).tolist()) <= {0.0, 1.0}
-                hint = " (labels in {0, 1}? map 0 to -1)" if binary01 else ""
+                hint = (" (labels in {0, 1}? map 0 to -1)" if binary01 else
+                        " (real-valued targets? build the TaskSet with target_kind='real')")
                 raise DataValidationError(
                     f"{where}: labels must be in {{-1, +1}}, found {vals}{hint}"
                 )
@@ -244,7 +273,8 @@ class TaskSet(Sequence[Task]):
             yield self[t]
 
     def __repr__(self) -> str:
-        return f"TaskSet({self.name!r}, T={self.T}, d={self.d}, n={self.n_total})"
+        kind = "" if self.target_kind == BINARY else f", target_kind={self.target_kind!r}"
+        return f"TaskSet({self.name!r}, T={self.T}, d={self.d}, n={self.n_total}{kind})"
 
     # ----------------------------------------------------------------- accessors
     @property
@@ -268,7 +298,7 @@ class TaskSet(Sequence[Task]):
         return self.Xs[t]
 
     def y(self, t: int) -> np.ndarray:
-        """Labels of task ``t``, shape (n_t,), in {-1, +1}."""
+        """Targets of task ``t``, shape (n_t,): labels in {-1, +1}, or real values."""
         return self.labels[t]
 
     def sizes(self) -> np.ndarray:
@@ -280,7 +310,7 @@ class TaskSet(Sequence[Task]):
 
         ``meta`` replaces the metadata (default: keep it); the protocol passes ``{}`` so that no
         model can read ground truth.  Raises :class:`DataValidationError` when a task would
-        lose a class.
+        be empty or, for binary targets, lose a class.
         """
         meta = self.meta if meta is None else meta
         if len(rows) != self.T:
@@ -290,13 +320,18 @@ class TaskSet(Sequence[Task]):
         if self.items is not None:
             out = TaskSet(name or self.name, items=self.items,
                           index=[self.index[t][r] for t, r in enumerate(rows)], Xs=None,
-                          labels=labels, task_names=self.task_names, meta=meta, _validated=True)
+                          labels=labels, task_names=self.task_names, meta=meta,
+                          target_kind=self.target_kind, _validated=True)
         else:
             out = TaskSet(name or self.name, items=None, index=None,
                           Xs=[self.Xs[t][r] for t, r in enumerate(rows)],
-                          labels=labels, task_names=self.task_names, meta=meta, _validated=True)
+                          labels=labels, task_names=self.task_names, meta=meta,
+                          target_kind=self.target_kind, _validated=True)
         for t, y in enumerate(labels):
-            if y.size == 0 or np.all(y == y[0]):
+            if y.size == 0:
+                raise DataValidationError(
+                    f"{out.name}, task {self.task_names[t]!r}: a subset is empty")
+            if self.target_kind == BINARY and np.all(y == y[0]):
                 raise DataValidationError(
                     f"{out.name}, task {self.task_names[t]!r}: a subset has only one class"
                 )
@@ -310,9 +345,12 @@ class TaskSet(Sequence[Task]):
         return X, y, tid
 
     def fingerprint(self) -> str:
-        """sha256 of features and labels (identifies the data a split was drawn from)."""
+        """sha256 of features and targets (identifies the data a split was drawn from; the
+        target kind too, when it is not binary)."""
         h = hashlib.sha256()
         h.update(f"{self.T}:{self.d}".encode())
+        if self.target_kind != BINARY:
+            h.update(f"targets:{self.target_kind}".encode())
         if self.items is not None:
             h.update(np.ascontiguousarray(self.items).tobytes())
             for ix in self.index:
@@ -325,10 +363,11 @@ class TaskSet(Sequence[Task]):
         return h.hexdigest()
 
     def summary(self) -> dict[str, Any]:
-        """Counts the CLI and closing notes print: tasks, items, features, label balance."""
+        """Counts the CLI and closing notes print: tasks, items, features, target kind, label
+        balance (binary: ``positive_share``) or the targets' mean and standard deviation
+        (real-valued: ``target_mean``, ``target_std``; ``positive_share`` None)."""
         sizes = self.sizes()
-        pos = sum(int(np.count_nonzero(y > 0)) for y in self.labels)
-        return {
+        out = {
             "problem": self.name,
             "tasks": self.T,
             "items": int(self.items.shape[0]) if self.items is not None else int(sizes.sum()),
@@ -336,8 +375,16 @@ class TaskSet(Sequence[Task]):
             "labels": int(sizes.sum()),
             "labels_per_task_min": int(sizes.min()),
             "labels_per_task_max": int(sizes.max()),
-            "positive_share": round(pos / max(int(sizes.sum()), 1), 4),
+            "target_kind": self.target_kind,
+            "positive_share": None,
         }
+        if self.target_kind == BINARY:
+            pos = sum(int(np.count_nonzero(y > 0)) for y in self.labels)
+            out["positive_share"] = round(pos / max(int(sizes.sum()), 1), 4)
+        else:
+            y = np.concatenate(self.labels)
+            out.update(target_mean=round(float(y.mean()), 4), target_std=round(float(y.std()), 4))
+        return out
 
 
 def _as_float_matrix(a: Any, where: str) -> np.ndarray:
@@ -353,6 +400,21 @@ def _as_float_matrix(a: Any, where: str) -> np.ndarray:
         r, c = np.argwhere(~np.isfinite(arr))[0]
         raise DataValidationError(f"{where}: contains NaN/inf (row {r}, column {c})")
     return arr
+
+
+def _as_targets(labels: Sequence[Any], names: Sequence[str], problem: str) -> list[np.ndarray]:
+    """Each task's targets as float64, or one :class:`DataValidationError` naming the task
+    whose targets are not numbers (strings, objects)."""
+    out = []
+    for t, y in enumerate(labels):
+        try:
+            arr = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            tn = names[t] if t < len(names) else str(t)
+            raise DataValidationError(f"{problem}, task {tn!r}: targets are not numbers "
+                                      f"({exc})") from None
+        out.append(arr)
+    return out
 
 
 def _task_names(names: Sequence[str] | None, T: int, problem: str) -> list[str]:

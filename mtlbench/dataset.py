@@ -1,7 +1,8 @@
 """Dataset contract: what every dataset plugin implements.
 
 A dataset provides one or more *problems* (Shoes: one per attribute); each problem loads
-as a :class:`~mtlbench.data.TaskSet`.  Problems are addressed as ``"<dataset>/<problem>"``
+as a :class:`~mtlbench.data.TaskSet`, which declares its target kind (binary labels or
+real-valued targets).  Problems are addressed as ``"<dataset>/<problem>"``
 in the results store and on the command line (``--datasets shoes`` means every problem of
 Shoes, ``--datasets shoes/brown`` one of them).
 
@@ -28,7 +29,7 @@ from .errors import ConfigError
 from .syntax import check_type, fmt_value, init_params
 
 __all__ = ["Dataset", "default_cache_dir", "resolve_data_dir", "problems_of", "load_tasks",
-           "LOAD_BLAS_THREADS",
+           "LOAD_BLAS_THREADS", "find_in_subfolders", "data_dir_hint",
            "configure_dataset", "COMMON_PARAM_ALIASES"]
 
 #: Spellings accepted for a dataset parameter of another name (when the class has the target
@@ -53,6 +54,56 @@ def resolve_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
     return Path(env).expanduser() if env else None
 
 
+#: how deep below the data folder :func:`find_in_subfolders` looks, and how many folders at
+#: most (a data folder pointed at a large home folder stays a quick look)
+SUBFOLDER_DEPTH, SUBFOLDER_LIMIT = 2, 2000
+
+
+def find_in_subfolders(root: str | os.PathLike | None, relpaths: tuple[str, ...] | list[str],
+                       skip: tuple[Path, ...] | list[Path] = ()) -> list[Path]:
+    """Folders below ``root`` (not ``root`` itself, nor those in ``skip``), at most
+    :data:`SUBFOLDER_DEPTH` levels down, breadth first and sorted, that hold a file at one
+    of ``relpaths`` (``"school.mat"``, ``"ml-latest-small/ratings.csv"``).  Hidden folders are
+    not entered; at most :data:`SUBFOLDER_LIMIT` folders are looked at."""
+    if root is None:
+        return []
+    root = Path(root).expanduser()
+    skipped = {Path(p).expanduser().resolve() for p in skip}
+    found: list[Path] = []
+    level, seen = [root], 0
+    for _ in range(SUBFOLDER_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                subs = sorted(p for p in folder.iterdir()
+                              if p.is_dir() and not p.name.startswith("."))
+            except OSError:
+                continue
+            for sub in subs:
+                seen += 1
+                if seen > SUBFOLDER_LIMIT:
+                    return found
+                if sub.resolve() not in skipped and any((sub / r).is_file() for r in relpaths):
+                    found.append(sub)
+                below.append(sub)
+        level = below
+    return found
+
+
+def data_dir_hint(found: list[Path], what: str, data_dir: str | os.PathLike,
+                  dataset: str) -> str:
+    """``found school.mat in ~/data/School, a subfolder of the data folder; use --data-dir
+    ~/data/School`` for the first folder :func:`find_in_subfolders` found (a folder named like
+    the dataset is looked for by itself: its parent is named), or ''."""
+    if not found:
+        return ""
+    folder = found[0]
+    use = folder.parent if folder.name == dataset else folder
+    more = f" (and in {len(found) - 1} other folder(s))" if len(found) > 1 else ""
+    return (f"found {what} in {folder}{more}, a subfolder of the data folder {data_dir}; "
+            f"use --data-dir {use}")
+
+
 class Dataset:
     """Base class of dataset plugins.
 
@@ -64,11 +115,16 @@ class Dataset:
         One line for ``mtlbench datasets``.
     source : str
         Where the data comes from (citation / URL / "generated").
+    binarized : str
+        How binary labels were made from real-valued targets (e.g. ``"the exam score above
+        the school's median"``); empty when the targets are as collected.  Every table of the
+        data set says "binarized" with it.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     source: ClassVar[str] = ""
+    binarized: ClassVar[str] = ""
     #: Extra accepted spellings of ``__init__`` parameters on the command line.
     param_aliases: ClassVar[Mapping[str, str]] = {}
 

@@ -11,13 +11,15 @@ checks it).  Everything else in ``mtlbench.*`` is internal and may change withou
 Building a task set
     :class:`TaskSet` ``.from_arrays(name, Xs, ys)`` (one feature matrix per task) or
     ``.from_shared_items(name, items, index, labels)`` (tasks labelling rows of one shared
-    item matrix, e.g. users rating the same images); labels in {-1, +1}.
+    item matrix, e.g. users rating the same images); labels in {-1, +1}, or real-valued
+    targets with ``target_kind=REAL`` (:data:`TARGET_KINDS`: ``"binary"``, ``"real"``).
 
 The protocol's task rule
-    :data:`MIN_PER_CLASS` (3: one label of each class in each of train, validation and
-    test), :func:`class_counts` (``(n_pos, n_neg)``) and :func:`class_counts_ok`: a task
-    with fewer labels of a class is dropped by the protocol; a loader that filters tasks
-    applies the same rule.
+    Binary targets: :data:`MIN_PER_CLASS` (3: one label of each class in each of train,
+    validation and test), :func:`class_counts` (``(n_pos, n_neg)``) and
+    :func:`class_counts_ok`; real-valued targets: :func:`targets_ok` (at least
+    :data:`MIN_TARGETS` = 4 targets, 2 for test, and not all equal).  A task that fails it is
+    dropped by the protocol; a loader that filters tasks applies the same rule.
 
 Files: finding, checking and downloading
     A :class:`DataSource` lists the :class:`DataFile` s of a dataset (path, sha256, size, url,
@@ -29,7 +31,10 @@ Files: finding, checking and downloading
 
 The user's folders
     :func:`resolve_data_dir` (the ``--data-dir`` option, else ``$MTLBENCH_DATA_DIR``; None if
-    neither) and :func:`default_cache_dir` (``$MTLBENCH_CACHE_DIR``, else the user cache).
+    neither) and :func:`default_cache_dir` (``$MTLBENCH_CACHE_DIR``, else the user cache);
+    for a message about missing files, :func:`find_in_subfolders` (folders a little below the
+    data folder that hold a file) and :func:`data_dir_hint` (the sentence naming the
+    ``--data-dir`` to use instead).
 
 Synthetic data
     The generators of the TFCL paper's simulated data (:func:`make_simulated`, with
@@ -41,20 +46,23 @@ Synthetic data
 from __future__ import annotations
 
 from .data import Task, TaskSet
-from .dataset import (CACHE_DIR_ENV, DATA_DIR_ENV, Dataset, default_cache_dir,
-                      resolve_data_dir)
+from .dataset import (CACHE_DIR_ENV, DATA_DIR_ENV, Dataset, data_dir_hint, default_cache_dir,
+                      find_in_subfolders, resolve_data_dir)
 from .fetch import (DataFile, DataSource, availability, corrupt_file_error, describe_files,
                     locate)
-from .protocol import MIN_PER_CLASS, class_counts, class_counts_ok
+from .metrics import BINARY, REAL, TARGET_KINDS
+from .protocol import MIN_PER_CLASS, MIN_TARGETS, class_counts, class_counts_ok, targets_ok
 from .synthetic import (BLOCK_FEATURES, CENTROID_UPPER, USERS_PER_BLOCK,
                         make_attribute_items, make_attribute_labels, make_low_rank_tasks,
                         make_simulated)
 
 __all__ = [
     "Dataset", "Task", "TaskSet",
-    "MIN_PER_CLASS", "class_counts", "class_counts_ok",
+    "MIN_PER_CLASS", "class_counts", "class_counts_ok", "MIN_TARGETS", "targets_ok",
+    "TARGET_KINDS", "BINARY", "REAL",
     "DataFile", "DataSource", "availability", "corrupt_file_error", "describe_files", "locate",
     "resolve_data_dir", "default_cache_dir", "DATA_DIR_ENV", "CACHE_DIR_ENV",
+    "find_in_subfolders", "data_dir_hint",
     "make_simulated", "make_low_rank_tasks", "make_attribute_items", "make_attribute_labels",
     "BLOCK_FEATURES", "USERS_PER_BLOCK", "CENTROID_UPPER",
 ]

@@ -17,7 +17,9 @@ the cache never holds a half-written file.  A cached file that fails its checksu
 and downloaded again once.
 
 Every failure raises :class:`~mtlbench.errors.DatasetUnavailableError` whose message names the
-expected files, where they were looked for, where to get them and the expected checksum.
+expected files, where they were looked for, where to get them and the expected checksum; when
+a missing file is in a subfolder of the data folder (``~/data/School/school.mat`` for
+``--data-dir ~/data``) it says so and names the ``--data-dir`` to use.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .dataset import default_cache_dir, resolve_data_dir
+from .dataset import data_dir_hint, default_cache_dir, find_in_subfolders, resolve_data_dir
 from .errors import DatasetUnavailableError
 
 __all__ = [
@@ -303,7 +305,14 @@ def _missing_message(source: DataSource, missing: list[DataFile], data_dir: Path
            f"{describe_files(source)}")
     if failures:
         msg += "\ndownload attempts:\n" + "\n".join(f"  {x}" for x in failures)
-    msg += (f"\nPut the files in the data folder (as <data-dir>/{missing[0].path} or "
+    hint = ""
+    if data_dir is not None:
+        f = missing[0]
+        hint = data_dir_hint(find_in_subfolders(data_dir, (f.path, *f.aliases),
+                                                skip=(data_dir / source.dataset,)),
+                             f.path, data_dir, source.dataset)
+    msg += (f"\n{hint}." if hint else
+            f"\nPut the files in the data folder (as <data-dir>/{missing[0].path} or "
             f"<data-dir>/{source.dataset}/{missing[0].path}) and pass --data-dir.")
     return msg
 

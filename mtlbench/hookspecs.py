@@ -35,6 +35,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .dataset import Dataset
+    from .metrics import Metric
     from .model import MTLModel
     from .searcher import Searcher
 
@@ -51,8 +52,8 @@ def register_models(register: Callable[[type[MTLModel]], None]) -> None:
 
     ``cls.name`` is the name users type (``mtlbench compare --models NAME``); a name a
     built-in model already has is refused.  The class's declarations (``search_space``,
-    ``param_constraints``, ``convex``, ``supports_warm_start``) are checked here: a malformed
-    one makes that model unusable, a form to migrate warns."""
+    ``param_constraints``, ``convex``, ``supports_warm_start``, ``target_kinds``) are checked
+    here: a malformed one makes that model unusable, a form to migrate warns."""
 
 
 @hookspec
@@ -73,6 +74,16 @@ def register_searchers(register: Callable[[type[Searcher]], None]) -> None:
 
 
 @hookspec
+def register_metrics(register: Callable[[type[Metric]], None]) -> None:
+    """Register metrics: call ``register(cls)`` for each :class:`mtlbench.Metric` subclass;
+    ``cls.name`` is what users type (``--metric NAME``, ``--select-by NAME``).  Every unit
+    records every registered metric that applies to its problem's target kind.  The
+    declarations (name, ``higher_is_better``, ``target_kinds``, ``task_value``) are checked
+    here: a malformed one makes that metric unusable.  The built-in metrics register through
+    this hook too (:mod:`mtlbench.scoring`)."""
+
+
+@hookspec
 def register_commands(cli: Any) -> None:
     """Add click commands to the ``mtlbench`` command group (a ``click.Group``):
     ``cli.add_command(cmd)``.
@@ -83,7 +94,8 @@ def register_commands(cli: Any) -> None:
 #: The hooks' names and the arguments each passes (what a hook implementation may take).
 HOOK_ARGUMENTS: dict[str, tuple[str, ...]] = {
     f.__name__: tuple(inspect.signature(f).parameters)
-    for f in (register_models, register_datasets, register_searchers, register_commands)}
+    for f in (register_models, register_datasets, register_searchers, register_metrics,
+              register_commands)}
 
 
 def hook_signature(name: str) -> str:
@@ -93,4 +105,4 @@ def hook_signature(name: str) -> str:
 
 __all__ = ["hookimpl", "hookspec", "PROJECT_NAME", "HOOK_ARGUMENTS",
            "hook_signature", "register_models", "register_datasets",
-           "register_searchers", "register_commands"]
+           "register_searchers", "register_metrics", "register_commands"]

@@ -19,6 +19,16 @@ A model is a scikit-learn style estimator over a :class:`~mtlbench.data.TaskSet`
 * ``convex`` (class attribute): whether ``fit`` minimises a convex problem.  Only convex models
   are warm-started along a search (``init``); every non-convex fit starts cold, so the model
   scored on validation is the model refitted for test;
+* ``target_kinds`` (class attribute): the target kinds ``fit`` handles, of
+  :data:`mtlbench.metrics.TARGET_KINDS`: ``("binary",)`` (labels in {-1, +1}; the default, the
+  contract models were written against before real-valued targets existed) or
+  ``("binary", "real")`` for a model whose loss takes any real target (a squared loss).  A
+  model is never run on a problem of another kind: ``compare`` says so in one line, or skips
+  the pair in a run of several models;
+* ``shift_invariant_loss`` (class attribute, default False): the training loss does not change
+  when a constant is added to a task's scores (a pairwise ranking surrogate of the AUC), so the
+  sign of the scores is no decision the model learned; tables of threshold metrics (accuracy,
+  error rate) flag such models;
 * fitted state: ``converged_`` (bool: the solver met its stated tolerance; built-in models
   always set it), ``coef_`` (d x T), ``objective_history_`` and any other
   ``<name>_history_`` (one value per iteration; stored with the results and drawn as
@@ -74,6 +84,10 @@ class MTLModel(BaseEstimator):
         Allowed values of hyperparameters that are not searched (bounds only are used).
     convex : bool
         Whether the fitted problem is convex (only then may the search warm-start it).
+    target_kinds : tuple of str
+        The target kinds ``fit`` handles (``"binary"``, ``"real"``); default binary only.
+    shift_invariant_loss : bool
+        The loss is invariant to a shift of a task's scores (its sign threshold is arbitrary).
     supports_warm_start : bool
         Whether ``fit`` uses its ``init`` argument (ignored by the protocol unless ``convex``).
     paper : str
@@ -101,6 +115,8 @@ class MTLModel(BaseEstimator):
     param_constraints: ClassVar[Mapping[str, Any]] = {}
     convex: ClassVar[bool] = False
     supports_warm_start: ClassVar[bool] = False
+    target_kinds: ClassVar[tuple[str, ...]] = ("binary",)
+    shift_invariant_loss: ClassVar[bool] = False
     paper: ClassVar[str] = ""
     is_baseline: ClassVar[bool] = False
     ablation_of: ClassVar[str | None] = None

@@ -1,4 +1,4 @@
-"""Plugin discovery and the registry of models, datasets and searchers.
+"""Plugin discovery and the registry of models, datasets, searchers and metrics.
 
 Plugins are found through entry points in the group ``mtlbench`` (built-ins included) and
 managed by pluggy: every hook of :mod:`mtlbench.hookspecs` is called through the plugin
@@ -16,20 +16,31 @@ Mistakes are caught when a plugin registers, each naming the plugin and the fix:
   of the module that registers it, a plugin implementing no hook.  The whole plugin is then
   unusable (stage ``register``);
 * what it passes to ``register``: a model hook accepts only MTLModel subclasses, a dataset
-  hook Dataset subclasses or instances, a searcher hook Searcher subclasses (an instance, or
-  the right object given to the wrong hook, is named as such);
+  hook Dataset subclasses or instances, a searcher hook Searcher subclasses, a metric hook
+  Metric subclasses (an instance, or the right object given to the wrong hook, is named as
+  such);
+* a metric's declarations (:func:`metric_declaration_problems`): a name, a direction
+  (``higher_is_better``), the target kinds it applies to, and ``task_value``.  That metric is
+  unusable (stage ``validate``);
 * a model's declarations (:func:`model_declaration_problems`): a ``search_space`` or
   ``param_constraints`` entry naming a parameter ``__init__`` does not take, a declaration
   that is not a Param or a list, a starting value outside its own bounds, an ordered
   parameter without a start range of two distinct values, a bound expression naming
-  something unknown, a ``fit`` without the ``init`` argument the protocol passes.  That model
+  something unknown, a ``fit`` without the ``init`` argument the protocol passes, a
+  ``target_kinds`` that is not a non-empty tuple of known target kinds.  That model
   is unusable (stage ``validate``); the rest of its plugin is not affected;
 * forms that work but should change (:func:`model_declaration_notices`, a
-  :class:`PluginMigrationWarning` naming the model and what to write): a search space of
-  plain lists (the first release's form; searched under the same rule and budget as declared
-  ranges, :func:`mtlbench.space.list_to_param`), ``supports_warm_start`` without ``convex``
-  (warm starts stay off), a model whose code never sets ``converged_`` (its convergence is
-  "not recorded").
+  :class:`PluginMigrationWarning` naming the model and what to write, kept once per model
+  and form as a :class:`PluginNotice` in ``Registry.notices``, which ``mtlbench plugins``
+  lists): a search space of plain lists (the first release's form; searched under the same
+  rule and budget as declared ranges, :func:`mtlbench.space.list_to_param`),
+  ``supports_warm_start`` without ``convex`` (warm starts stay off).
+
+Whether a model sets ``converged_`` is seen by behaviour, never read from its source: at its
+first use, the first finished unit of a model (:meth:`Registry.note_unit`) shows whether any of
+its fits set it; when none did, a notice says that its convergence is "not recorded".
+Registration fits nothing (``compare`` starts in a moment); the conformance kit fits and looks
+too (:mod:`mtlbench.testing`).
 
 Names: a name a built-in model, dataset or searcher has stays the built-in's; a third-party
 plugin registering it is refused (stage ``name clash``) and the built-in keeps working.  Two
@@ -39,7 +50,6 @@ third-party plugins registering the same name make only that name unusable (usin
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import os
 import re
@@ -47,7 +57,6 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pluggy
@@ -56,8 +65,8 @@ from . import hookspecs
 from .dataset import Dataset, configure_dataset
 from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
                      unknown_name_message)
+from .metrics import TARGET_KINDS, Metric
 from .model import MTLModel
-from .provenance import source_files
 from .searcher import Searcher
 from .space import as_param, list_to_param, space_problems
 from .syntax import parse_selector
@@ -77,6 +86,7 @@ class PluginInfo:
     models: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
     searchers: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -92,6 +102,18 @@ class PluginFailure:
 
 
 @dataclass
+class PluginNotice:
+    """A form the author of a working model should change (one
+    :class:`PluginMigrationWarning`): the plugin, the model and what to write instead."""
+
+    name: str
+    distribution: str
+    version: str
+    model: str
+    message: str
+
+
+@dataclass
 class Registered:
     obj: Any
     plugin: PluginInfo
@@ -103,8 +125,8 @@ class PluginWarning(UserWarning):
 
 class PluginMigrationWarning(UserWarning):
     """A plugin works but uses a form its author should migrate (a plain-list search space,
-    ``supports_warm_start`` without ``convex``, no ``converged_``); the message names the
-    model and says what to write instead."""
+    ``supports_warm_start`` without ``convex``, fits that set no ``converged_``); the message
+    names the model and says what to write instead."""
 
 
 def _strict() -> bool:
@@ -166,7 +188,7 @@ def hook_problems(plugin: Any) -> list[str]:
 
     A marked implementation whose name is no hook is found by pluggy when the plugin is
     registered (:meth:`Registry._unknown_hooks`)."""
-    if isinstance(plugin, type) and issubclass(plugin, (MTLModel, Dataset, Searcher)):
+    if isinstance(plugin, type) and issubclass(plugin, (MTLModel, Dataset, Searcher, Metric)):
         kind, hook = _kind_and_hook(plugin)
         return [f"the entry point names the {kind} class {plugin.__qualname__} itself; point "
                 f"it at the module that registers it (e.g. {plugin.__module__!r}) and add "
@@ -210,7 +232,8 @@ def hook_problems(plugin: Any) -> list[str]:
 def _kind_and_hook(obj: Any) -> tuple[str, str]:
     """What ``obj`` is (a model, dataset or searcher class or instance) and its hook."""
     cls = obj if isinstance(obj, type) else type(obj)
-    for base, kind in ((MTLModel, "model"), (Dataset, "dataset"), (Searcher, "searcher")):
+    for base, kind in ((MTLModel, "model"), (Dataset, "dataset"), (Searcher, "searcher"),
+                       (Metric, "metric")):
         if issubclass(cls, base):
             return kind, f"register_{kind}s"
     return "", ""
@@ -221,7 +244,7 @@ def registered_object_problem(kind: str, obj: Any) -> str:
     an instance where the class is expected, an object of another kind (given to the wrong
     hook), or something that is none of a model, dataset or searcher."""
     expected = {"model": "an MTLModel subclass", "dataset": "a Dataset subclass or instance",
-                "searcher": "a Searcher subclass"}[kind]
+                "searcher": "a Searcher subclass", "metric": "a Metric subclass"}[kind]
     is_class = isinstance(obj, type)
     found, hook = _kind_and_hook(obj)
     if found == kind and (is_class or kind == "dataset"):
@@ -252,7 +275,7 @@ class _PluginManager(pluggy.PluginManager):
 
 
 class Registry:
-    """Models and datasets registered by plugins, by name.
+    """Models, datasets, searchers and metrics registered by plugins, by name.
 
     Hooks are called through pluggy (``Registry.pm``), one plugin at a time."""
 
@@ -261,9 +284,12 @@ class Registry:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: list[PluginInfo] = []
         self.failures: list[PluginFailure] = []
+        self.notices: list[PluginNotice] = []
+        self._first_units: set[str] = set()  # models whose first finished unit was seen
         self._models: dict[str, Registered] = {}
         self._datasets: dict[str, Registered] = {}
         self._searchers: dict[str, Registered] = {}
+        self._metrics: dict[str, Registered] = {}
         # names made unusable: (kind, name) -> the message to raise when the name is used
         self._unusable: dict[tuple[str, str], Exception] = {}
         self._clash_owners: dict[tuple[str, str], list[PluginInfo]] = {}
@@ -329,7 +355,8 @@ class Registry:
             return info
         self.plugins.append(info)
         for hook_name, kind in (("register_models", "model"), ("register_datasets", "dataset"),
-                                ("register_searchers", "searcher")):
+                                ("register_searchers", "searcher"),
+                                ("register_metrics", "metric")):
             try:
                 self._call_one(plugin, hook_name, register=self._register_callback(kind, info))
             except PluginError:
@@ -361,7 +388,7 @@ class Registry:
 
     def _table(self, kind: str) -> dict[str, Registered]:
         return {"model": self._models, "dataset": self._datasets,
-                "searcher": self._searchers}[kind]
+                "searcher": self._searchers, "metric": self._metrics}[kind]
 
     def _register_callback(self, kind: str, info: PluginInfo) -> Callable[[Any], None]:
         table = self._table(kind)
@@ -381,6 +408,8 @@ class Registry:
                 return
             if kind == "model" and not self._model_declarations_ok(obj, key, info):
                 return
+            if kind == "metric" and not self._metric_declarations_ok(obj, key, info):
+                return
             table[key] = Registered(obj, info)
             getattr(info, kind + "s").append(key)
 
@@ -399,11 +428,51 @@ class Registry:
             self._fail(PluginFailure(info.name, info.distribution, info.version,
                                      "validate", msg))
             return False
-        for note in model_declaration_notices(cls, info.distribution):
-            warnings.warn(f"mtlbench plugin {info.name!r} (distribution {info.distribution} "
-                          f"{info.version}): model {key!r}: {note}",
-                          PluginMigrationWarning, stacklevel=3)
+        for note in model_declaration_notices(cls):
+            self._notice(info, key, note)
         return True
+
+    def _metric_declarations_ok(self, cls: type[Metric], key: str, info: PluginInfo) -> bool:
+        """Check metric ``cls``'s declarations: a problem makes the metric unusable (False)."""
+        problems = metric_declaration_problems(cls)
+        if problems:
+            msg = f"metric {key!r} is declared wrongly: {'; '.join(problems)}"
+            self._unusable[("metric", key)] = PluginError(
+                f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
+                f"{info.version}); the metric cannot be used until the plugin is fixed")
+            self._fail(PluginFailure(info.name, info.distribution, info.version,
+                                     "validate", msg))
+            return False
+        return True
+    def _notice(self, info: PluginInfo, model: str, message: str) -> PluginNotice:
+        """Record a notice and warn (:class:`PluginMigrationWarning`) once."""
+        notice = PluginNotice(info.name, info.distribution, info.version, model, message)
+        self.notices.append(notice)
+        warnings.warn(f"mtlbench plugin {info.name!r} (distribution {info.distribution} "
+                      f"{info.version}): model {model!r}: {message}", PluginMigrationWarning,
+                      stacklevel=4)
+        return notice
+
+    def note_unit(self, row: Mapping[str, Any]) -> PluginNotice | None:
+        """At a model's first use: the first finished unit of each model (a stored unit row,
+        ``status`` "ok") tells whether its fits set ``converged_`` (the search trace records
+        each fit's flag, the search summary the refit's).  When none did, a notice (and a
+        :class:`PluginMigrationWarning`) says so, once per model; returns it."""
+        name = (row.get("model_config") or {}).get("name")
+        if row.get("status") != "ok" or not name or name in self._first_units \
+                or name not in self._models:
+            return None
+        self._first_units.add(name)
+        summary = (row.get("diagnostics") or {}).get("search") or {}
+        trace = row.get("grid")
+        fits = trace.get("fits", []) if isinstance(trace, dict) else trace or []
+        flags = [f.get("converged") for f in fits if isinstance(f, dict) and "error" not in f]
+        if summary.get("refit_converged") is not None or any(f is not None for f in flags):
+            return None
+        where = f"{row.get('problem')} rep {row.get('rep')}"
+        return self._notice(self._models[name].plugin, name, NO_CONVERGED.format(
+            what=f"no fit of its first unit ({where}: {len(flags)} search fits and the refit) "
+                 "set converged_"))
 
     def _clash(self, kind: str, key: str, info: PluginInfo, obj: Any) -> None:
         """``key`` is registered by more than one plugin.  A built-in keeps its name and the
@@ -491,6 +560,14 @@ class Registry:
     def searcher_class(self, name: str):
         return self._lookup(self._searchers, name, "searcher").obj
 
+    @property
+    def metric_names(self) -> list[str]:
+        return sorted(self._metrics)
+
+    def metric_class(self, name: str) -> type[Metric]:
+        return self._lookup(self._metrics, name, "metric").obj
+
+
     def unusable(self) -> dict[tuple[str, str], str]:
         """Names that are registered but cannot be used (name clash, invalid declarations)."""
         return {k: str(v) for k, v in self._unusable.items()}
@@ -540,10 +617,12 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     protocol passes, and in ``search_space`` / ``param_constraints``: an entry naming no
     ``__init__`` parameter, an entry that is not a Param or a non-empty list, a
     starting-grid value its own declaration rejects, a bound expression in
-    ``param_constraints`` (only searched parameters have them), and what
+    ``param_constraints`` (only searched parameters have them), what
     :func:`mtlbench.space.space_problems` finds in the search space (an ordered parameter
-    without a start range, an unknown name in a bound expression, circular bounds)."""
-    out = _method_problems(cls)
+    without a start range, an unknown name in a bound expression, circular bounds), and a
+    ``target_kinds`` that is not a non-empty tuple of known target kinds or a
+    ``shift_invariant_loss`` that is not a bool."""
+    out = _method_problems(cls) + _target_kind_problems(cls)
     try:
         sig = inspect.signature(cls.__init__)
         params = {p.name for p in sig.parameters.values()
@@ -585,6 +664,41 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     return out
 
 
+def _target_kind_problems(cls: type[Any]) -> list[str]:
+    """``target_kinds`` is a non-empty tuple of :data:`~mtlbench.metrics.TARGET_KINDS`."""
+    kinds = getattr(cls, "target_kinds", None)
+    ok = isinstance(kinds, (tuple, list)) and kinds and all(k in TARGET_KINDS for k in kinds)
+    out = [] if ok else [
+        f"target_kinds = {kinds!r}: declare a tuple of the target kinds it handles, of "
+        f"{', '.join(map(repr, TARGET_KINDS))} (e.g. target_kinds = ('binary', 'real'))"]
+    flag = getattr(cls, "shift_invariant_loss", False)
+    if issubclass(cls, MTLModel) and not isinstance(flag, bool):
+        out.append(f"shift_invariant_loss = {flag!r}: must be True or False")
+    return out
+
+
+def metric_declaration_problems(cls: type[Metric]) -> list[str]:
+    """Why metric ``cls`` cannot be used as declared (empty if it can): a ``name`` that is
+    not a lower-case word (dashes allowed), a ``higher_is_better`` that is not a bool, a
+    ``target_kinds`` that is not a non-empty tuple of known kinds, ``percent`` / ``threshold``
+    not bools, ``chance`` neither None nor a number, ``task_value`` not implemented."""
+    out = []
+    if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", str(cls.name)):
+        out.append(f"name = {cls.name!r}: use lower-case letters, digits and dashes "
+                   "(e.g. 'median-ae')")
+    for attr in ("higher_is_better", "percent", "threshold"):
+        if not isinstance(getattr(cls, attr, None), bool):
+            out.append(f"{attr} = {getattr(cls, attr, None)!r}: must be True or False")
+    chance = getattr(cls, "chance", None)
+    if chance is not None and (isinstance(chance, bool) or not isinstance(chance, (int, float))):
+        out.append(f"chance = {chance!r}: must be None or a number")
+    out += _target_kind_problems(cls)
+    if cls.task_value is Metric.task_value:
+        out.append(f"{cls.__name__} does not implement task_value(self, y, s) (the value of "
+                   "one task's targets y and scores s)")
+    return out
+
+
 def _method_problems(cls: type[MTLModel]) -> list[str]:
     """``fit`` / ``decision_function`` missing, or a ``fit`` the protocol cannot call as
     ``fit(tasks, init=...)``."""
@@ -613,75 +727,36 @@ def _accepted_keywords(func: Any) -> set[str]:
     return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-_SETS_CONVERGED = re.compile(r"\bconverged_\b")
+#: what a model whose fits set no ``converged_`` should change ({what}: what was seen)
+NO_CONVERGED = ("{what}, so the results record its convergence as unknown (\"not "
+                "recorded\"; diagnostics_['converged'] is not read): set self.converged_ = "
+                "True / False in fit (whether the solver met its stated tolerance; True for "
+                "a closed-form fit)")
 
 
-def model_declaration_notices(cls: type[MTLModel], distribution: str | None = None
-                              ) -> list[str]:
-    """What an author should change in model ``cls`` (the model works as it is):
+def model_declaration_notices(cls: type[MTLModel]) -> list[str]:
+    """What an author should change in model ``cls`` (the model works as it is), read from
+    its declarations:
 
     * each plain-list ``search_space`` entry, with the declaration it is read as and the one
       to write;
     * ``supports_warm_start = True`` without ``convex = True``: the protocol warm-starts only
-      convex models, so its fits start cold;
-    * no ``converged_`` anywhere in the model's source files (those of its code fingerprint,
-      :func:`mtlbench.provenance.source_files`; ``distribution`` the plugin's): its
-      convergence is recorded as unknown ("not recorded"), also when ``diagnostics_`` holds
-      a ``"converged"`` entry."""
-    out = _space_notices(cls)
+      convex models, so its fits start cold.
+
+    (Whether ``fit`` sets ``converged_`` is behaviour: :meth:`Registry.note_unit` and the
+    conformance kit look at fitted models.)"""
+    out = space_notices(cls)
     if getattr(cls, "supports_warm_start", False) and not getattr(cls, "convex", False):
         out.append("declares supports_warm_start = True but not convex = True, so its fits "
                    "are never warm-started (the protocol warm-starts only convex models, "
                    "where the start cannot change the answer); declare convex = True if fit "
                    "minimises a convex problem, else remove supports_warm_start")
-    if not _sets_converged(cls, distribution):
-        out.append("never sets converged_, so the results record its convergence as unknown "
-                   "(\"not recorded\"; diagnostics_['converged'] is not read): set "
-                   "self.converged_ = True / False in fit (whether the solver met its stated "
-                   "tolerance; True for a closed-form fit)")
     return out
 
 
-def _sets_converged(cls: type[MTLModel], distribution: str | None) -> bool:
-    """Whether ``converged_`` appears in the model's code: the modules of its classes first
-    (where models set it; cheap), else every file of its code fingerprint; True when the
-    source cannot be read (nothing to say then)."""
-    own = {inspect.getsourcefile(k) for k in cls.__mro__
-           if k.__module__.split(".")[0] != hookspecs.PROJECT_NAME and k is not object
-           and _has_source(k)}
-    if any(_mentions_converged(f) for f in own if f):
-        return True
-    files = source_files(cls, distribution)
-    return not files or any(_mentions_converged(f) for f in files)
-
-
-def _has_source(klass: type) -> bool:
-    try:
-        return bool(inspect.getsourcefile(klass))
-    except TypeError:  # a built-in class
-        return False
-
-
-def _mentions_converged(path: str) -> bool:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return _file_mentions_converged(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=512)
-def _file_mentions_converged(path: str, mtime_ns: int, size: int) -> bool:
-    """Whether file ``path`` (this version of it) mentions ``converged_``."""
-    try:
-        return bool(_SETS_CONVERGED.search(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _space_notices(cls: type[MTLModel]) -> list[str]:
+def space_notices(cls: type[MTLModel]) -> list[str]:
     """Each plain-list entry of ``cls.search_space``: the declaration it is read as and the
-    one to write."""
+    one to write (registration and the conformance kit warn with these)."""
     out = []
     for key, decl in (getattr(cls, "search_space", None) or {}).items():
         if not isinstance(decl, (list, tuple)) or not decl:

@@ -2,23 +2,33 @@
 
 For repetition r of a run with seed s, independently per task t:
 
-1. the labelled items of task t are split, stratified by class, into train+validation
-   (1 - ``test_fraction``, the paper's 85 %) and test (``test_fraction``, 15 %);
-2. a validation part (``val_fraction`` of train+validation, stratified) is carved from
-   train+validation only;
+1. the labelled items of task t are split into train+validation (1 - ``test_fraction``, the
+   paper's 85 %) and test (``test_fraction``, 15 %); or, with ``train_fraction`` p (the
+   MALSAR-style protocol of 10 / 20 / 30 % training data), into train+validation (p) and test
+   (the rest).  Binary targets are split stratified by class (per class: round(fraction x
+   n_class) rows, at least one in test and two in train+validation); real-valued targets by a
+   plain seeded permutation of the task's rows (at least two in test, so that a test variance
+   exists, and two in train+validation);
+2. a validation part (``val_fraction`` of train+validation, at least one row; stratified for
+   binary targets) is carved from train+validation only;
 3. a searcher (:mod:`mtlbench.search`; default ``adaptive``, ``budget`` fits) proposes
    hyperparameter points; each is fitted on train -- always the same train TaskSet object, so
-   ``TaskSet.memo`` shares data-only precomputation across the search -- and scored by the mean
-   over tasks of the validation AUC; the best point (the earlier fit on ties) wins.  Only a
-   model declaring ``convex`` and ``supports_warm_start`` is warm-started (``init`` = the
-   previous successful fit); every other fit starts cold.  The whole trace is kept;
-4. the winner is refitted on train+validation and scored on test: per-task test AUC (rank
-   based, ties count half), averaged over tasks.
+   ``TaskSet.memo`` shares data-only precomputation across the search -- and scored on
+   validation by the selection metric: ``select_by``, by default the primary metric of the
+   problem's target kind (mean per-task AUC for binary targets, mean per-task RMSE for real
+   ones; :mod:`mtlbench.metrics`).  The best point wins; validation scores within
+   :data:`~mtlbench.metrics.SELECTION_RTOL` of the best are ties, won by the earliest fit
+   (:func:`mtlbench.search.best_index`).  Only a model declaring ``convex`` and
+   ``supports_warm_start`` is warm-started (``init`` = the previous successful fit); every
+   other fit starts cold.  The whole trace is kept;
+4. the winner is refitted on train+validation and scored on test by every metric that applies
+   to the target kind (:func:`mtlbench.scoring.metrics_for`), per task and aggregated.
 
 The random stream of (s, r, t) is ``numpy.random.SeedSequence([s, r, t])``: splits depend only
 on the data, the seed and the repetition — never on the model — so every model sees identical
 splits.  Their sha256 fingerprint is stored with every result.  Test labels are never passed
-to any ``fit`` and never read before step 4.
+to any ``fit`` and never read before step 4.  A model runs only on problems of a target kind it
+declares (``MTLModel.target_kinds``).
 """
 from __future__ import annotations
 
@@ -34,14 +44,19 @@ import numpy as np
 from ._json import config_json, jsonable
 from .data import TaskSet
 from .errors import ConfigError, DataValidationError, ModelContractError
-from .metrics import auc_score
+from .metrics import BINARY, REAL, Metric, target_kind_text
 from .model import MTLModel, clone
+from .scoring import TaskScores, metrics_for, score_tasks, selection_metric
 from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
                      get_searcher_class, problem_context, resolved_bounds)
 from .space import space_from_json
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
+#: Real-valued targets: two in test (a variance), one in validation, one in train.
+MIN_TARGETS = 4
+#: The ProtocolConfig fields that say how the rows are split (the key's ``split`` part).
+SPLIT_FIELDS = ("seed", "test_fraction", "val_fraction", "train_fraction")
 #: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
 #: faulty searcher cannot loop forever.
 MAX_FITS = 10000
@@ -66,6 +81,11 @@ class ProtocolConfig:
     val_fraction: float = 0.2
     search: str = DEFAULT_SEARCH
     budget: int = DEFAULT_BUDGET
+    #: Share of each task's rows for train+validation, the rest for test (replaces
+    #: ``test_fraction``); None: the default protocol (``test_fraction``).
+    train_fraction: float | None = None
+    #: The metric that selects hyperparameters; None: the problem's primary metric.
+    select_by: str | None = None
 
     def __post_init__(self) -> None:
         if self.reps < 1:
@@ -83,14 +103,29 @@ class ProtocolConfig:
             raise ConfigError(f"test_fraction must be in (0, 1), got {self.test_fraction}")
         if not 0 < self.val_fraction < 1:
             raise ConfigError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        if self.train_fraction is not None and not (
+                isinstance(self.train_fraction, (int, float)) and 0 < self.train_fraction < 1):
+            raise ConfigError(f"train_fraction must be in (0, 1), got {self.train_fraction!r}")
+        if self.select_by is not None and (not isinstance(self.select_by, str)
+                                           or not self.select_by):
+            raise ConfigError(f"select_by must be a metric name, got {self.select_by!r}")
 
     def split_settings(self) -> dict[str, Any]:
+        """How the rows are split (part of every unit's key): seed, the test (or, in the
+        training-fraction protocol, the train+validation) and validation fractions."""
+        if self.train_fraction is not None:
+            return {"seed": self.seed, "train_fraction": self.train_fraction,
+                    "val_fraction": self.val_fraction, "protocol_version": PROTOCOL_VERSION}
         return {"seed": self.seed, "test_fraction": self.test_fraction,
                 "val_fraction": self.val_fraction, "protocol_version": PROTOCOL_VERSION}
 
     def selection_settings(self) -> dict[str, Any]:
-        """How hyperparameters are selected (part of every unit's key): searcher and budget."""
-        return {"search": self.search, "budget": self.budget}
+        """How hyperparameters are selected (part of every unit's key): searcher and budget,
+        and the selection metric when it is not the problem's primary one."""
+        out: dict[str, Any] = {"search": self.search, "budget": self.budget}
+        if self.select_by is not None:
+            out["select_by"] = self.select_by
+        return out
 
 
 @dataclass
@@ -115,19 +150,46 @@ class Split:
         return h.hexdigest()
 
 
+def _take(rows: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(``k`` of ``rows`` drawn at random, the rest)."""
+    perm = rng.permutation(rows)
+    return perm[:k], perm[k:]
+
+
 def _stratified_take(rows: np.ndarray, fraction: float, keep_min: int,
                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Split ``rows`` (one class) into (taken, rest): about ``fraction`` taken, at least 1,
     leaving at least ``keep_min``."""
     n = rows.shape[0]
-    k = int(np.clip(round(fraction * n), 1, n - keep_min))
-    perm = rng.permutation(rows)
-    return perm[:k], perm[k:]
+    return _take(rows, int(np.clip(round(fraction * n), 1, n - keep_min)), rng)
+
+
+def _test_take(rows: np.ndarray, test_fraction: float, train_fraction: float | None,
+               test_min: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(test, train+validation) of ``rows``: ``test_fraction`` of them (at least ``test_min``,
+    leaving two), or all but round(``train_fraction`` x n) (at least two, leaving
+    ``test_min``)."""
+    n = rows.shape[0]
+    if train_fraction is None:
+        return _take(rows, int(np.clip(round(test_fraction * n), test_min, n - 2)), rng)
+    return _take(rows, n - int(np.clip(round(train_fraction * n), 2, n - test_min)), rng)
 
 
 def task_split(y: np.ndarray, rng: np.random.Generator, test_fraction: float,
-               val_fraction: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stratified (train, val, test) row positions of one task's labels ``y`` (n,)."""
+               val_fraction: float, target_kind: str = BINARY,
+               train_fraction: float | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(train, val, test) row positions of one task's targets ``y`` (n,): stratified by class
+    for binary labels, a plain seeded permutation for real-valued targets (module
+    docstring)."""
+    if target_kind == REAL:
+        n = y.shape[0]
+        if n < MIN_TARGETS:
+            raise DataValidationError(f"has {n} targets; the protocol needs >= {MIN_TARGETS} "
+                                      "(2 for test, 1 for validation, 1 for training)")
+        te, rest = _test_take(np.arange(n), test_fraction, train_fraction, 2, rng)
+        va, tr = _stratified_take(rest, val_fraction, 1, rng)
+        return np.sort(tr), np.sort(va), np.sort(te)
     train, val, test = [], [], []
     for cls in (-1.0, 1.0):
         rows = np.flatnonzero(y == cls)
@@ -135,7 +197,7 @@ def task_split(y: np.ndarray, rng: np.random.Generator, test_fraction: float,
             raise DataValidationError(
                 f"class {int(cls):+d} has {rows.shape[0]} labels; the protocol needs >= "
                 f"{MIN_PER_CLASS}")
-        te, rest = _stratified_take(rows, test_fraction, 2, rng)
+        te, rest = _test_take(rows, test_fraction, train_fraction, 1, rng)
         va, tr = _stratified_take(rest, val_fraction, 1, rng)
         train.append(tr), val.append(va), test.append(te)
     return tuple(np.sort(np.concatenate(p)) for p in (train, val, test))  # type: ignore[return-value]
@@ -155,15 +217,33 @@ def class_counts_ok(y: np.ndarray, min_per_class: int = MIN_PER_CLASS) -> bool:
     return min(class_counts(y)) >= min_per_class
 
 
-def evaluable_tasks(tasks: TaskSet) -> tuple[list[int], list[str]]:
-    """Tasks the protocol can split (>= MIN_PER_CLASS labels of each class), and the dropped names.
+def targets_ok(y: np.ndarray, min_targets: int = MIN_TARGETS) -> bool:
+    """Whether real-valued targets ``y`` (n,) make a task the protocol can use: at least
+    ``min_targets`` of them (default :data:`MIN_TARGETS` = 4: two for test, one for each of
+    validation and train), not all equal (a TaskSet refuses a constant task)."""
+    return y.shape[0] >= min_targets and not np.all(y == y[0])
 
-    Rule (recorded with every result): a task with fewer than 3 labels of a class cannot
-    contribute a label of that class to each of train, validation and test, so it is dropped.
+
+def task_rule(target_kind: str) -> str:
+    """The protocol's task rule in words, for messages."""
+    if target_kind == REAL:
+        return f">= {MIN_TARGETS} targets"
+    return f">= {MIN_PER_CLASS} labels of each class"
+
+
+def evaluable_tasks(tasks: TaskSet) -> tuple[list[int], list[str]]:
+    """Tasks the protocol can split, and the dropped names.
+
+    Rule (recorded with every result): a task with fewer than 3 labels of a class (binary
+    targets) cannot contribute a label of that class to each of train, validation and test; a
+    task with fewer than :data:`MIN_TARGETS` real-valued targets cannot give two to test and
+    one to each of validation and train; such a task is dropped.
     """
     keep, dropped = [], []
     for t in range(tasks.T):
-        if class_counts_ok(tasks.y(t)):
+        y = tasks.y(t)
+        ok = y.shape[0] >= MIN_TARGETS if tasks.target_kind == REAL else class_counts_ok(y)
+        if ok:
             keep.append(t)
         else:
             dropped.append(tasks.task_names[t])
@@ -184,16 +264,18 @@ def restrict_tasks(tasks: TaskSet, keep: Sequence[int]) -> TaskSet:
                    index=None if tasks.index is None else [tasks.index[t] for t in keep],
                    Xs=None if tasks.Xs is None else [tasks.Xs[t] for t in keep],
                    labels=[tasks.labels[t] for t in keep],
-                   task_names=[tasks.task_names[t] for t in keep], meta=meta, _validated=True)
+                   task_names=[tasks.task_names[t] for t in keep], meta=meta,
+                   target_kind=tasks.target_kind, _validated=True)
 
 
 def make_split(tasks: TaskSet, config: ProtocolConfig, rep: int) -> Split:
-    """The split of repetition ``rep``: a function of (labels, seed, rep) only."""
+    """The split of repetition ``rep``: a function of (targets, seed, rep) only."""
     train, val, test = [], [], []
     for t in range(tasks.T):
         rng = np.random.default_rng(np.random.SeedSequence([config.seed, rep, t]))
         try:
-            tr, va, te = task_split(tasks.y(t), rng, config.test_fraction, config.val_fraction)
+            tr, va, te = task_split(tasks.y(t), rng, config.test_fraction, config.val_fraction,
+                                    tasks.target_kind, config.train_fraction)
         except DataValidationError as exc:
             raise DataValidationError(
                 f"{tasks.name}, task {tasks.task_names[t]!r}: {exc}") from None
@@ -219,20 +301,44 @@ def mean_auc(model: MTLModel, tasks: TaskSet) -> tuple[float, np.ndarray]:
     return float(per_task.mean()), per_task
 
 
-def task_scores(model: MTLModel, tasks: TaskSet) -> tuple[np.ndarray, np.ndarray]:
-    """``(auc, constant)``: per-task AUC (T,) of ``model`` on ``tasks`` and whether each
-    task's scores are constant (T,) bool, max - min <= :data:`CONSTANT_RTOL` (1 + max |s|);
-    raises on bad scores."""
-    per_task = np.empty(tasks.T)
+def task_scores(model: MTLModel, tasks: TaskSet, metric: str | Metric = "auc"
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, constant)``: the per-task values (T,) of ``metric`` (default: the AUC) for
+    ``model`` on ``tasks`` and whether each task's scores are constant (T,) bool,
+    max - min <= :data:`CONSTANT_RTOL` (1 + max |s|); raises on bad scores."""
+    from .scoring import get_metric
+
+    scores, constant = model_scores(model, tasks)
+    return scores.value(get_metric(metric))[1], constant
+
+
+def model_scores(model: MTLModel, tasks: TaskSet) -> tuple[TaskScores, np.ndarray]:
+    """``(scores, constant)``: ``model``'s checked scores on every task of ``tasks`` with the
+    tasks' targets (:class:`mtlbench.scoring.TaskScores`) and whether each task's scores are
+    constant (T,) bool (:func:`task_scores`); raises on bad scores."""
+    ss = []
     constant = np.zeros(tasks.T, dtype=bool)
     for t in range(tasks.T):
         X = tasks.X(t)
         s = checked_scores(model.decision_function(X, t), X.shape[0], tasks.task_names[t],
                            who=_model_name(model))
-        per_task[t] = auc_score(tasks.y(t), s)
+        ss.append(s)
         if s.size:
             constant[t] = s.max() - s.min() <= CONSTANT_RTOL * (1.0 + np.abs(s).max())
-    return per_task, constant
+    return TaskScores([tasks.y(t) for t in range(tasks.T)], ss), constant
+
+
+def check_target_kind(model: MTLModel | type, tasks: TaskSet) -> None:
+    """A :class:`ConfigError` (one line) when ``model`` does not declare the target kind of
+    ``tasks`` (``MTLModel.target_kinds``)."""
+    cls = model if isinstance(model, type) else type(model)
+    kinds = tuple(getattr(cls, "target_kinds", (BINARY,)))
+    if tasks.target_kind not in kinds:
+        name = getattr(cls, "name", "") or cls.__name__
+        raise ConfigError(
+            f"model {name!r} handles {' and '.join(map(target_kind_text, kinds))} targets "
+            f"(its target_kinds); {tasks.name} has {target_kind_text(tasks.target_kind)} "
+            "targets")
 
 
 def checked_scores(raw: Any, n_rows: int, task_name: str, *, who: str = "",
@@ -266,12 +372,17 @@ def _model_name(model: Any) -> str:
 
 @dataclass
 class UnitOutcome:
-    """What one (model, problem, repetition) produced."""
+    """What one (model, problem, repetition) produced.
+
+    ``val_auc`` / ``test_auc`` / ``task_auc``: the AUC of a binary problem (None for real
+    targets); ``select_by`` the selection metric and ``val_score`` its validation value;
+    ``metrics`` every applicable metric on test, aggregated (None: undefined or failed) and
+    ``task_metrics`` per task (in ``task_names`` order)."""
 
     best_params: dict[str, Any]
-    val_auc: float
-    test_auc: float
-    task_auc: np.ndarray
+    val_auc: float | None
+    test_auc: float | None
+    task_auc: np.ndarray | None
     task_names: list[str]
     n_test: list[int]
     grid: list[dict[str, Any]]
@@ -284,6 +395,11 @@ class UnitOutcome:
     history: dict[str, Any] = field(default_factory=dict)
     diagnostics: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    target_kind: str = BINARY
+    select_by: str = "auc"
+    val_score: float | None = None
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    task_metrics: dict[str, list[float | None]] = field(default_factory=dict)
 
 
 def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet,
@@ -292,12 +408,15 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
 
     ``base`` carries the fixed hyperparameters; ``search_space`` the searched ones (Param
     declarations, their JSON form, or plain lists); ``config.search`` / ``config.budget`` say
-    how they are searched.
+    how they are searched, ``config.select_by`` by which metric (default: the primary metric
+    of the problem's target kind).
     """
+    check_target_kind(base, tasks)
+    select = selection_metric(config.select_by, tasks.target_kind, tasks.name)
     keep, dropped = evaluable_tasks(tasks)
     if not keep:
         raise DataValidationError(
-            f"{tasks.name}: no task has >= {MIN_PER_CLASS} labels of each class")
+            f"{tasks.name}: no task has {task_rule(tasks.target_kind)}")
     tasks = restrict_tasks(tasks, keep)
     split = make_split(tasks, config, rep)
     train = tasks.subset(split.train, name=f"{tasks.name}[train]", meta={})
@@ -305,9 +424,10 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
 
     space = space_from_json(search_space)
     t0 = time.perf_counter()
-    trace, summary = search(base, space, train, val, config.search, config.budget)
+    trace, summary = search(base, space, train, val, config.search, config.budget,
+                            metric=select)
     select_time = time.perf_counter() - t0
-    b = best_index(trace)
+    b = best_index(trace, select)
     if b is None:
         first = trace[0].get("error", "") if trace else ""
         if first.startswith("ModelContractError: "):  # the model breaks the contract: say so
@@ -319,7 +439,7 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
         first_tb = trace[0].get("traceback", "") if trace else ""
         failed.plugin_traceback = first_tb  # type: ignore[attr-defined]
         raise failed
-    best_params, best_val = dict(trace[b]["params"]), float(trace[b]["val_auc"])
+    best_params, best_val = dict(trace[b]["params"]), float(trace[b][score_key(select)])
 
     # Test labels are touched only from here on.
     trainval = tasks.subset(split.trainval, name=f"{tasks.name}[train+val]", meta={})
@@ -328,8 +448,11 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     t1 = time.perf_counter()
     check_fit_returned(final.fit(trainval), final)
     fit_time = time.perf_counter() - t1
-    per_task, constant = task_scores(final, test)
-    test_auc = float(per_task.mean())
+    scores, constant = model_scores(final, test)
+    metrics, task_metrics, failed = score_tasks(scores, metrics_for(tasks.target_kind))
+    binary = tasks.target_kind == BINARY
+    per_task = np.asarray(task_metrics["auc"], dtype=np.float64) if binary else None
+    test_auc = metrics["auc"] if binary else None
 
     # Every fitted ``<name>_history_`` (one value per iteration) is stored as ``<name>``.
     history = {attr[:-len("_history_")]: jsonable(val) for attr, val in sorted(vars(final).items())
@@ -341,7 +464,14 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
     summary["selected_constant_share"] = trace[b]["constant_share"]
     summary["refit_constant_share"] = float(constant.mean())
     summary["degenerate"] = trace[b]["constant_share"] >= DEGENERATE_SHARE
+    summary["select_by"] = select.name
     diagnostics["search"] = summary
+    if failed:
+        diagnostics["metrics_failed"] = failed
+    flat = [test.task_names[t] for t in range(test.T)
+            if tasks.target_kind == REAL and np.all(test.y(t) == test.y(t)[0])]
+    if flat:  # per-task nMSE / explained variance are undefined there (null)
+        diagnostics["constant_test_targets"] = flat
     # labels x features: what the dispatcher and ``--dry-run`` scale unit times by
     # (mtlbench.runner.cost)
     diagnostics["problem_size"] = int(tasks.sizes().sum()) * int(tasks.d)
@@ -360,23 +490,33 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
             except ValueError:  # ragged: not stored
                 pass
     return UnitOutcome(
-        best_params=best_params, val_auc=best_val, test_auc=test_auc, task_auc=per_task,
+        best_params=best_params, val_auc=best_val if select.name == "auc" else None,
+        test_auc=test_auc, task_auc=per_task,
         task_names=list(tasks.task_names), n_test=[int(r.shape[0]) for r in split.test],
         grid=trace, fit_time=fit_time, select_time=select_time,
         n_iter=_int_or_none(getattr(final, "n_iter_", None)),
         split_fingerprint=split.fingerprint(), data_fingerprint=tasks.fingerprint(),
-        dropped_tasks=dropped, history=history, diagnostics=diagnostics, arrays=arrays)
+        dropped_tasks=dropped, history=history, diagnostics=diagnostics, arrays=arrays,
+        target_kind=tasks.target_kind, select_by=select.name, val_score=best_val,
+        metrics=metrics, task_metrics=task_metrics)
+
+
+def score_key(metric: str | Metric) -> str:
+    """The trace entry key of a fit's validation value of ``metric``: ``val_<name>``
+    (``val_auc``, ``val_rmse``)."""
+    return f"val_{metric if isinstance(metric, str) else metric.name}"
 
 
 def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSet,
-           searcher_name: str = DEFAULT_SEARCH, budget: int = DEFAULT_BUDGET
-           ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+           searcher_name: str = DEFAULT_SEARCH, budget: int = DEFAULT_BUDGET,
+           metric: str | Metric = "auc") -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run one unit's hyperparameter search: ``(trace, summary)``.
 
     Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
-    on ``val``.  A trace entry holds ``params``, ``phase`` (start / extend / refine),
-    ``val_auc`` (absent for a failed fit, which has ``error``, the exception's type and
-    message, and ``traceback``, its frames in the plugin's code: :func:`plugin_traceback`),
+    on ``val`` by ``metric``.  A trace entry holds ``params``, ``phase`` (start / extend /
+    refine), ``val_<metric>`` (:func:`score_key`: ``val_auc``, ``val_rmse``; absent for a
+    failed fit, which has ``error``, the exception's type and message, and ``traceback``, its
+    frames in the plugin's code: :func:`plugin_traceback`),
     ``converged`` (``converged_`` of the fitted model if it is a bool, else None: not
     recorded), ``n_iter`` and ``constant_share`` (the share of tasks whose validation scores
     are constant: :func:`task_scores`); the trace is a pure function of data, seed, settings
@@ -400,7 +540,11 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
              if k not in space and isinstance(v, (int, float, np.integer, np.floating))
              and not isinstance(v, (bool, np.bool_))}
     context = {**fixed, **dims}
+    from .scoring import get_metric
+
+    metric = get_metric(metric)
     searcher = get_searcher_class(searcher_name)(space, context)
+    searcher.select_by = metric.name
     cap = MAX_FITS
     start_exceeds = False
     if searcher.uses_budget:
@@ -427,7 +571,8 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
                 break
             _check_proposal(searcher_name, space, params)
             t0 = time.perf_counter()
-            entry, model = _fit_point(base, params, phase, train, val, prev if warm else None)
+            entry, model = _fit_point(base, params, phase, train, val, prev if warm else None,
+                                      metric)
             fit_times.append(time.perf_counter() - t0)
             trace.append(entry)
             if model is not None:
@@ -436,7 +581,7 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     if searcher.uses_budget and len(trace) >= cap:
         phase, batch = searcher.propose(trace)
         exhausted = phase == "extend" and bool(batch)
-    b = best_index(trace)
+    b = best_index(trace, metric)
     selected = trace[b]["params"] if b is not None else {}
     at_bound, at_edge = edge_report(space, trace, selected, context) if b is not None else ([], [])
     summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
@@ -464,18 +609,22 @@ def _check_proposal(searcher_name: str, space: Mapping[str, Any],
 
 
 def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: TaskSet,
-               val: TaskSet, init: MTLModel | None) -> tuple[dict[str, Any], MTLModel | None]:
+               val: TaskSet, init: MTLModel | None, metric: Metric
+               ) -> tuple[dict[str, Any], MTLModel | None]:
     model = clone(base, **params)
     entry: dict[str, Any] = {"params": dict(params), "phase": phase}
     try:
         fitted = model.fit(train, init=init)
         check_fit_returned(fitted, model)
-        per_task, constant = task_scores(model, val)
+        scores, constant = model_scores(model, val)
+        value = scores.value(metric)[0]
+        if not np.isfinite(value):
+            raise FloatingPointError(f"the validation {metric.name} is undefined ({value})")
     except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
         entry["error"] = f"{type(exc).__name__}: {exc}"
         entry["traceback"] = plugin_traceback(exc)
         return entry, None
-    entry["val_auc"] = float(per_task.mean())
+    entry[score_key(metric)] = float(value)
     entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
     entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
     entry["constant_share"] = float(constant.mean())
@@ -549,8 +698,11 @@ def _int_or_none(v: Any) -> int | None:
 
 
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",
-           "MIN_PER_CLASS", "class_counts", "class_counts_ok", "checked_scores",
-           "parameter_grid", "mean_auc", "task_scores", "CONSTANT_RTOL", "DEGENERATE_SHARE",
+           "MIN_PER_CLASS", "MIN_TARGETS", "SPLIT_FIELDS", "task_rule", "targets_ok",
+           "class_counts",
+           "class_counts_ok", "checked_scores", "check_target_kind", "model_scores",
+           "score_key", "parameter_grid", "mean_auc", "task_scores", "CONSTANT_RTOL",
+           "DEGENERATE_SHARE",
            "run_protocol", "search", "check_fit_returned", "UnitOutcome",
            "plugin_traceback", "TRACEBACK_FRAMES",
            "structure_recovery", "config_json"]

@@ -2,7 +2,7 @@
 
 A searcher is a deterministic strategy over a declared search space (:mod:`mtlbench.space`).
 The protocol asks it for the next batch of points given the *trace* so far (every fitted
-point with its validation AUC, in fit order), fits the batch in order, appends to the trace
+point with its validation score, in fit order), fits the batch in order, appends to the trace
 and asks again, until the searcher proposes nothing or the budget (number of fits per unit,
 the final refit not counted) is used.  A searcher is a pure function of the trace, so a unit
 gives the same trace serially, in a ``--jobs`` worker and on a Dask worker.
@@ -17,7 +17,8 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
 ``adaptive`` (default; the rule of ``docs/tuning.md``, version 4)
     1. *start*: the space-filling starting design over the declared start ranges, 12 points
        for every model (:mod:`mtlbench.design`);
-    2. *extend*: while the best point so far (ties: the earlier point) sits, for an ordered
+    2. *extend*: while the best point so far (:func:`best_index`: ties within
+       :data:`~mtlbench.metrics.SELECTION_RTOL` go to the earlier point) sits, for an ordered
        parameter with at least two values tried, at the lowest or highest value tried and that
        value is not a bound, step out (``Param.step_out``) from the best point in that
        direction, one coordinate at a time; repeated after every batch;
@@ -51,6 +52,7 @@ from typing import Any, Mapping, Sequence
 
 from .design import START_DESIGN_SIZE, space_filling_design
 from .hookspecs import hookimpl
+from .metrics import SELECTION_RTOL, Metric
 from .plugins import get_registry
 from .searcher import Searcher
 from .space import (PROBLEM_NAMES, Log, Param, normalise_space, resolve, space_from_json,
@@ -113,7 +115,7 @@ class AdaptiveSearcher(Searcher):
         design = self.start()
         if len(trace) < len(design):
             return "start", design[len(trace):]
-        b = best_index(trace)
+        b = best_index(trace, self.select_by)
         if b is None:
             return "start", []  # every starting point failed: nothing to move from
         best = dict(trace[b]["params"])
@@ -230,14 +232,25 @@ def get_searcher_class(name: str) -> type[Searcher]:
 
 
 # ------------------------------------------------------------------ trace helpers
-def best_index(trace: Sequence[Mapping[str, Any]]) -> int | None:
-    """Index of the best fit of ``trace`` by validation AUC; ties go to the earlier fit."""
-    best, idx = -math.inf, None
-    for i, t in enumerate(trace):
-        s = t.get("val_auc")
-        if s is not None and s > best:
-            best, idx = s, i
-    return idx
+def best_index(trace: Sequence[Mapping[str, Any]], metric: str | Metric = "auc") -> int | None:
+    """Index of the best fit of ``trace`` by its validation ``metric`` (entry key
+    ``val_<name>``; default the AUC), in the metric's direction; None when no fit has one.
+
+    Ties: every fit whose value is within :data:`~mtlbench.metrics.SELECTION_RTOL` x |best|
+    of the best value ties with it, and the earliest of them (in fit order) wins.  Values that
+    differ only by the floating-point noise of another BLAS kernel or CPU so select the same
+    fit; the rule is deterministic, a pure function of the trace."""
+    from .scoring import get_metric
+
+    m = get_metric(metric)
+    key = f"val_{m.name}"
+    scored = [(i, m.oriented(float(t[key]))) for i, t in enumerate(trace)
+              if t.get(key) is not None]
+    if not scored:
+        return None
+    best = max(v for _, v in scored)
+    floor = best - SELECTION_RTOL * abs(best)
+    return next(i for i, v in scored if v >= floor)
 
 
 def edge_report(space: Mapping[str, Any], trace: Sequence[Mapping[str, Any]],

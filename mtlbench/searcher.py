@@ -34,6 +34,12 @@ class Searcher:
         (its best point sits at a non-bound edge of what was tried), up to the budget again
         in extra fits; a selection at such an edge is a defect of the search, not a result.
 
+    Instance attribute ``select_by``: the name of the metric that scores the fits (``"auc"``,
+    ``"rmse"``, ...), set by the protocol before the first :meth:`propose`; a trace entry
+    holds the fit's validation value under ``"val_" + select_by``, and
+    ``mtlbench.search.best_index(trace, self.select_by)`` finds the best fit in the metric's
+    direction (ties: the earliest).
+
     A searcher is built for one unit: ``Searcher(space, context)``, ``space`` the declared
     search space, ``context`` what its bound expressions may read besides the searched
     parameters: the training problem's dimensions ``d``, ``T``, ``n_min``, ``n_max``
@@ -46,6 +52,7 @@ class Searcher:
     description: ClassVar[str] = ""
     version: ClassVar[str] = "1"
     extends_past_budget: ClassVar[bool] = False
+    select_by: str = "auc"
 
     def __init__(self, space: Mapping[str, Any],
                  context: Mapping[str, Any] | None = None) -> None:
@@ -68,6 +75,6 @@ class Searcher:
 
     def propose(self, trace: Sequence[Mapping[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
         """``(phase, points)``: the next points to fit given ``trace`` (a list of dicts with
-        ``params`` and ``val_auc`` -- None for a failed fit --, in fit order).  An empty list
-        ends the search.  Must be deterministic: a pure function of ``trace``."""
+        ``params`` and ``val_<select_by>`` -- absent for a failed fit --, in fit order).  An
+        empty list ends the search.  Must be deterministic: a pure function of ``trace``."""
         raise NotImplementedError

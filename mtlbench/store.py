@@ -5,13 +5,19 @@ Tables
 units
     One row per unit of work (model, problem, repetition) with its identity key, status
     ("ok" or "failed"), chosen hyperparameters, the validation grid, mean validation and test
-    AUC, times, iterations, convergence histories, diagnostics, split/data fingerprints, the
-    protocol settings, package versions, seed, host and timestamps; failed units keep the error
-    message and traceback.  ``origin`` is empty for a unit computed into this store, and
+    AUC (binary targets), the target kind, every metric (``metrics``: the selection metric
+    and its validation value, every applicable metric on test), times, iterations,
+    convergence histories, diagnostics, split/data fingerprints, the protocol settings,
+    package versions, seed, host and timestamps; failed units keep the error message and
+    traceback.  ``origin`` is empty for a unit computed into this store, and
     "imported" / "verified" for one imported from a published file (``import-results``;
     "verified": recomputed here and found equal, :mod:`mtlbench.report.imported`).
 task_scores
-    One row per (unit, task) with the test AUC and the number of test labels.
+    One row per (unit, task) with the test AUC and the number of test labels (binary targets).
+task_metrics
+    One row per (unit, task, metric) with the task's test value of every metric the unit
+    recorded (null: undefined, e.g. an nMSE where the task's test targets are all equal), the
+    task's name and number of test rows.
 arrays
     Small fitted arrays (W, groups) of repetition 0, for figures; npy bytes.
 
@@ -26,8 +32,11 @@ races
     agreement of its model, the times to reach each suboptimality level, and provenance
     like units (versions, code fingerprints, host, dates).  :mod:`mtlbench.race`.
 
-Every finished unit is written in one transaction as soon as it finishes (SQLite's journal
-makes the write all-or-nothing, so a killed run never leaves a half-written unit).
+Every finished unit is written in one transaction as soon as it finishes, which also drops the
+writer's claim of it (SQLite's journal makes the write all-or-nothing, so a killed run never
+leaves a half-written unit, nor a claim on a finished one); :meth:`ResultStore.write_units`
+and :meth:`ResultStore.transaction` make many units one transaction (an import, ``mtlbench
+merge``).
 
 Schema version
 --------------
@@ -39,6 +48,7 @@ is refused with a message.  ``ResultStore(path, readonly=True)`` opens for readi
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -47,17 +57,18 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 from .errors import MTLBenchError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """1: the layout before versioning (user_version 0); 2: + ``provenance`` column, ``claims``;
-3: + ``races``; 4: + ``origin`` column.  One migration path from any of them: missing columns
-and tables are added, then the version is set."""
+3: + ``races``; 4: + ``origin`` column; 5: + ``target_kind`` and ``metrics`` columns,
+``task_metrics``.  One migration path from any of them: missing columns and tables are added,
+then the version is set.  A unit stored before 5 is binary and recorded the AUC only."""
 CLAIM_LEASE_SECONDS = 3600.0
 
 
@@ -97,7 +108,9 @@ CREATE TABLE IF NOT EXISTS units (
     started_at TEXT,
     finished_at TEXT,
     provenance TEXT,
-    origin TEXT
+    origin TEXT,
+    target_kind TEXT,
+    metrics TEXT
 );
 CREATE INDEX IF NOT EXISTS units_by_problem ON units(problem, model);
 CREATE TABLE IF NOT EXISTS task_scores (
@@ -107,6 +120,15 @@ CREATE TABLE IF NOT EXISTS task_scores (
     test_auc REAL NOT NULL,
     n_test INTEGER NOT NULL,
     PRIMARY KEY (key, task_index)
+);
+CREATE TABLE IF NOT EXISTS task_metrics (
+    key TEXT NOT NULL,
+    task_index INTEGER NOT NULL,
+    task_name TEXT NOT NULL,
+    n_test INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL,
+    PRIMARY KEY (key, metric, task_index)
 );
 CREATE TABLE IF NOT EXISTS arrays (
     key TEXT NOT NULL,
@@ -166,9 +188,9 @@ UNIT_COLUMNS = ("key", "model", "dataset", "problem", "rep", "seed", "status", "
                 "time_total", "time_select", "time_fit", "n_iter", "history", "diagnostics",
                 "split_fingerprint", "data_fingerprint", "protocol", "dataset_params",
                 "versions", "host", "message", "traceback", "started_at", "finished_at",
-                "provenance", "origin")
+                "provenance", "origin", "target_kind", "metrics")
 JSON_COLUMNS = ("best_params", "model_config", "grid", "dropped_tasks", "history",
-                "diagnostics", "protocol", "dataset_params", "versions", "provenance")
+                "diagnostics", "protocol", "dataset_params", "versions", "provenance", "metrics")
 RACE_COLUMNS = ("key", "race", "dataset", "problem", "rep", "seed", "model", "model_name",
                 "solver", "role", "variant", "params", "origin", "status", "message", "curve",
                 "elapsed", "final_objective", "objective_source", "converged", "n_iter",
@@ -192,6 +214,7 @@ class ResultStore:
         self.readonly = readonly
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._renewed = 0.0
+        self._batch = False
         where = str(self.path)
         existed = self.path.exists()
         try:
@@ -244,9 +267,10 @@ class ResultStore:
             missing_cols = [c for c in UNIT_COLUMNS if c not in have]
         self.columns = [c for c in UNIT_COLUMNS if c not in missing_cols]
         self.has_races = "races" in tables
+        self.has_task_metrics = "task_metrics" in tables
         needs = version < SCHEMA_VERSION or missing_cols or not {"units", "task_scores",
-                                                                "arrays", "claims",
-                                                                "races"} <= tables
+                                                                "arrays", "claims", "races",
+                                                                "task_metrics"} <= tables
         if not needs:
             return
         if self.readonly:  # read what is there; missing columns read as empty
@@ -260,6 +284,7 @@ class ResultStore:
             con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.columns = list(UNIT_COLUMNS)
         self.has_races = True
+        self.has_task_metrics = True
 
     def close(self) -> None:
         self._conn.close()
@@ -273,40 +298,90 @@ class ResultStore:
     # ------------------------------------------------------------------ writing
     def write_unit(self, row: dict[str, Any], task_scores: Iterable[tuple] = (),
                    arrays: dict[str, np.ndarray] | None = None) -> None:
-        """Insert or replace one unit with its per-task scores, atomically."""
-        values = []
-        for col in UNIT_COLUMNS:
-            v = row.get(col)
-            if col in JSON_COLUMNS and v is not None:
-                v = json.dumps(v, sort_keys=True, default=repr)
-            values.append(v)
+        """Insert or replace one unit with its per-task scores, atomically; this process's
+        claim of the unit is released in the same transaction (a kill right after the write
+        leaves no claim on a finished unit for another run to wait out).  ``task_scores``:
+        (task index, name, test AUC, test labels) of a binary unit; ``row["task_metrics"]``
+        (not a column): (task index, name, test rows, metric, value or None) for every
+        recorded metric."""
         try:
-            self._write(row, values, task_scores, arrays)
+            self._write([(row, task_scores, arrays)])
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot write a unit to the results store {str(self.path)!r}: "
                 f"{_cause(self.path, exc)}. The units finished before are saved; fix the "
                 "cause and run the same command again to resume.") from None
 
-    def _write(self, row: dict[str, Any], values: list, task_scores: Iterable[tuple],
-               arrays: dict[str, np.ndarray] | None) -> None:
+    def write_units(self, units: Iterable[tuple[dict[str, Any], Iterable[tuple],
+                                                dict[str, np.ndarray] | None]]) -> None:
+        """Insert or replace several units ``(row, task_scores, arrays)`` in one transaction:
+        all of them or, if anything fails (a kill, a full disk), none (an import)."""
+        try:
+            self._write(units)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot write to the results store {str(self.path)!r}: "
+                f"{_cause(self.path, exc)}. Nothing was written; fix the cause and run the "
+                "same command again.") from None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The units written inside the block (:meth:`write_unit`, :meth:`write_units`) are one
+        transaction: all of them are in the store afterwards, or, if the block raises, none."""
+        if self.readonly:
+            raise StoreError(f"cannot write to {str(self.path)!r}: opened read-only")
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._batch = True
+                try:
+                    yield
+                finally:
+                    self._batch = False
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write to the results store {str(self.path)!r}: "
+                             f"{_cause(self.path, exc)}. Nothing was written.") from None
+
+    def _write(self, units: Iterable[tuple[dict[str, Any], Iterable[tuple],
+                                           dict[str, np.ndarray] | None]]) -> None:
         if self.readonly:
             raise sqlite3.OperationalError("the store was opened read-only")
-        with self._conn:  # one transaction
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO units ({', '.join(UNIT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(UNIT_COLUMNS))})", values)
-            self._conn.execute("DELETE FROM task_scores WHERE key = ?", (row["key"],))
-            self._conn.executemany(
-                "INSERT INTO task_scores (key, task_index, task_name, test_auc, n_test) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(row["key"], int(i), str(n), float(a), int(m)) for i, n, a, m in task_scores])
-            self._conn.execute("DELETE FROM arrays WHERE key = ?", (row["key"],))
-            for name, arr in (arrays or {}).items():
-                buf = io.BytesIO()
-                np.save(buf, np.asarray(arr), allow_pickle=False)
-                self._conn.execute("INSERT INTO arrays (key, name, data) VALUES (?, ?, ?)",
-                                   (row["key"], name, buf.getvalue()))
+        # one transaction, or part of the caller's (:meth:`transaction`)
+        with contextlib.nullcontext() if self._batch else self._conn:
+            for row, task_scores, arrays in units:
+                self._insert(row, task_scores, arrays)
+
+    def _insert(self, row: dict[str, Any], task_scores: Iterable[tuple],
+                arrays: dict[str, np.ndarray] | None) -> None:
+        """One unit's rows, inside the caller's transaction."""
+        values = []
+        for col in UNIT_COLUMNS:
+            v = row.get(col)
+            if col in JSON_COLUMNS and v is not None:
+                v = json.dumps(v, sort_keys=True, default=repr)
+            values.append(v)
+        self._conn.execute(
+            f"INSERT OR REPLACE INTO units ({', '.join(UNIT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(UNIT_COLUMNS))})", values)
+        self._conn.execute("DELETE FROM task_scores WHERE key = ?", (row["key"],))
+        self._conn.executemany(
+            "INSERT INTO task_scores (key, task_index, task_name, test_auc, n_test) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(row["key"], int(i), str(n), float(a), int(m)) for i, n, a, m in task_scores])
+        self._conn.execute("DELETE FROM task_metrics WHERE key = ?", (row["key"],))
+        self._conn.executemany(
+            "INSERT INTO task_metrics (key, task_index, task_name, n_test, metric, value) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(row["key"], int(i), str(n), int(m), str(metric), None if v is None else float(v))
+             for i, n, m, metric, v in row.get("task_metrics") or ()])
+        self._conn.execute("DELETE FROM arrays WHERE key = ?", (row["key"],))
+        for name, arr in (arrays or {}).items():
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(arr), allow_pickle=False)
+            self._conn.execute("INSERT INTO arrays (key, name, data) VALUES (?, ?, ?)",
+                               (row["key"], name, buf.getvalue()))
+        self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?",
+                           (row["key"], self.owner))
 
     # ------------------------------------------------------------------ reading
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:
@@ -386,12 +461,56 @@ class ResultStore:
                 for i in range(0, len(keys), 500):
                     part = keys[i:i + 500]
                     marks = ", ".join("?" * len(part))
-                    for table in ("task_scores", "arrays"):
+                    for table in ("task_scores", "task_metrics", "arrays"):
                         self._conn.execute(f"DELETE FROM {table} WHERE key IN ({marks})", part)
                     n += self._conn.execute(f"DELETE FROM units WHERE key IN ({marks})",
                                             part).rowcount
         except sqlite3.Error as exc:
             raise StoreError(f"cannot delete units from {str(self.path)!r}: "
+                             f"{_cause(self.path, exc)}") from None
+        return n
+
+    def unit_identities(self) -> list[dict[str, Any]]:
+        """What every stored unit's key is the hash of: key, model (label), dataset,
+        problem, rep, model_config, protocol, dataset_params and provenance (JSON decoded)."""
+        cols = ("key", "model", "dataset", "problem", "rep", "model_config", "protocol",
+                "dataset_params", "provenance")
+        out = []
+        for row in self._conn.execute(f"SELECT {', '.join(cols)} FROM units"):
+            unit = dict(zip(cols, row))
+            for col in cols[5:]:
+                if isinstance(unit[col], str):
+                    unit[col] = json.loads(unit[col])
+            out.append(unit)
+        return out
+
+    def rekey_units(self, moves: Mapping[str, tuple[str, Any]]) -> int:
+        """Move units to other keys, ``{old key: (new key, provenance)}``: each with its rows
+        of the per-unit tables and its ``provenance`` set, in one transaction; a unit whose
+        new key is taken stays where it is.  Returns how many moved."""
+        if self.readonly:
+            raise StoreError(f"cannot re-key units of {str(self.path)!r}: opened read-only")
+        con = self._conn
+        try:
+            with con:
+                # every table keyed by unit (task_scores, arrays and any later one), not the
+                # claims of running compares nor the races (keys of their own)
+                tables = [t for (t,) in con.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")
+                    if t not in ("units", "claims", "races")
+                    and "key" in {r[1] for r in con.execute(f"PRAGMA table_info({t})")}]
+                n = 0
+                for old, (new, provenance) in moves.items():
+                    if con.execute("SELECT 1 FROM units WHERE key = ?", (new,)).fetchone():
+                        continue
+                    moved = con.execute("UPDATE units SET key = ?, provenance = ? WHERE key = ?",
+                                        (new, json.dumps(provenance, sort_keys=True), old)
+                                        ).rowcount
+                    for table in tables if moved else ():
+                        con.execute(f"UPDATE {table} SET key = ? WHERE key = ?", (new, old))
+                    n += moved
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot re-key units of {str(self.path)!r}: "
                              f"{_cause(self.path, exc)}") from None
         return n
 
@@ -532,35 +651,94 @@ class ResultStore:
             df = df[df["key"].isin(set(keys))]
         return df
 
+    def unit_copy(self, key: str) -> tuple[dict[str, Any], list[tuple], dict[str, np.ndarray]]:
+        """Unit ``key`` as stored, in what :meth:`write_unit` takes: its row (values as
+        stored, JSON columns decoded, with ``task_metrics``: the per-task metric rows), its
+        per-task scores (task_index, task_name, test_auc, n_test) and its fitted arrays by
+        name -- to copy it into another store exactly."""
+        cols = [c for c in UNIT_COLUMNS if c in self.columns]
+        cur = self._conn.execute(f"SELECT {', '.join(cols)} FROM units WHERE key = ?", (key,))
+        values = cur.fetchone()
+        if values is None:
+            raise KeyError(key)
+        row = {c: (json.loads(v) if c in JSON_COLUMNS and isinstance(v, str) else v)
+               for c, v in zip(cols, values)}
+        scores = self._conn.execute("SELECT task_index, task_name, test_auc, n_test FROM "
+                                    "task_scores WHERE key = ? ORDER BY task_index",
+                                    (key,)).fetchall()
+        if self.has_task_metrics:
+            row["task_metrics"] = [tuple(r) for r in self._conn.execute(
+                "SELECT task_index, task_name, n_test, metric, value FROM task_metrics "
+                "WHERE key = ? ORDER BY task_index, metric", (key,))]
+        arrays = {n: np.load(io.BytesIO(d), allow_pickle=False) for n, d in self._conn.execute(
+            "SELECT name, data FROM arrays WHERE key = ? ORDER BY name", (key,))}
+        return row, [tuple(r) for r in scores], arrays
+    def task_metrics(self, keys: Iterable[str] | None = None,
+                     metric: str | None = None) -> pd.DataFrame:
+        """Per-task test values of "ok" units: columns model, dataset, problem, rep,
+        task_index, task_name, n_test, metric, value (NaN: undefined), key; ``metric``
+        restricts to one metric.  The AUC of units stored before the per-task metrics
+        existed is read from ``task_scores`` (:meth:`task_values` does so for one metric)."""
+        cols = ["model", "dataset", "problem", "rep", "task_index", "task_name", "n_test",
+                "metric", "value", "key"]
+        if not self.has_task_metrics:
+            return pd.DataFrame(columns=cols)
+        q = ("SELECT u.model, u.dataset, u.problem, u.rep, t.task_index, t.task_name, t.n_test, "
+             "t.metric, t.value, t.key FROM task_metrics t JOIN units u ON u.key = t.key "
+             "WHERE u.status = 'ok'")
+        args: list[Any] = []
+        if metric is not None:
+            q += " AND t.metric = ?"
+            args.append(metric)
+        df = pd.read_sql_query(q, self._conn, params=args)
+        df["value"] = pd.to_numeric(df["value"], errors="coerce")
+        if keys is not None:
+            df = df[df["key"].isin(set(keys))]
+        return df
+
+    def task_values(self, metric: str, keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """The per-task test values of one metric: the columns of :meth:`task_scores` with
+        the value in ``value`` (for ``"auc"`` the stored per-task AUC of every binary unit,
+        of any schema)."""
+        if metric == "auc":
+            return self.task_scores(keys).rename(columns={"test_auc": "value"})
+        df = self.task_metrics(keys, metric)
+        return df.drop(columns=["metric"])
+
     def array(self, key: str, name: str) -> np.ndarray | None:
         row = self._conn.execute("SELECT data FROM arrays WHERE key = ? AND name = ?",
                                  (key, name)).fetchone()
         return None if row is None else np.load(io.BytesIO(row[0]), allow_pickle=False)
 
-    def summary(self, *, problems: Iterable[str] | None = None,
-                models: Iterable[str] | None = None,
-                keys: Iterable[str] | None = None) -> pd.DataFrame:
-        """Mean ± std (over repetitions) of test AUC per (problem, model), with failures.
 
-        ``keys`` restricts to given units (a run's own units: the same model label may have
-        been run earlier with another search space or protocol)."""
-        df = self.units(problems=problems, models=models, keys=keys)
-        if df.empty:
-            return pd.DataFrame(columns=["problem", "model", "reps", "failed", "test_auc_mean",
-                                         "test_auc_std", "time_total"])
-        ok = df[df.status == "ok"]
-        g = ok.groupby(["problem", "model"])
-        out = pd.DataFrame({
-            "reps": g.size(),
-            "test_auc_mean": g.test_auc.mean(),
-            "test_auc_std": g.test_auc.std(ddof=1),
-            "time_total": g.time_total.sum(),
-        })
-        failed = df[df.status != "ok"].groupby(["problem", "model"]).size().rename("failed")
-        out = out.join(failed, how="outer").reset_index()
-        out["reps"] = out["reps"].fillna(0).astype(int)
-        out["failed"] = out["failed"].fillna(0).astype(int)
-        return out.sort_values(["problem", "test_auc_mean"], ascending=[True, False])
+def unit_target_kind(row: Mapping[str, Any]) -> str:
+    """The target kind of a stored unit row (units stored before schema 5 are binary)."""
+    kind = row.get("target_kind")
+    return kind if isinstance(kind, str) and kind else "binary"
+
+
+def unit_metric(row: Mapping[str, Any], metric: str) -> float | None:
+    """The test value of ``metric`` of a stored unit row: ``metrics["test"][metric]``, and for
+    ``"auc"`` the ``test_auc`` column (every binary unit, also one stored before schema 5);
+    None when not recorded, undefined or failed."""
+    recorded = row.get("metrics")
+    if isinstance(recorded, dict) and isinstance(recorded.get("test"), dict):
+        v = recorded["test"].get(metric)
+        if v is not None:
+            return float(v)
+    if metric == "auc":
+        v = row.get("test_auc")
+        if v is not None and v == v:
+            return float(v)
+    return None
+
+
+def recorded_metrics(row: Mapping[str, Any]) -> list[str]:
+    """The metrics a stored unit row recorded on test (an old binary unit: the AUC)."""
+    recorded = row.get("metrics")
+    if isinstance(recorded, dict) and isinstance(recorded.get("test"), dict):
+        return list(recorded["test"])
+    return ["auc"] if unit_metric(row, "auc") is not None else []
 
 
 def _name_of(config: Any, label: str) -> str:

@@ -108,30 +108,58 @@ def make_uneven_tasks(seed: int = 1, sizes=(9, 14, 23, 31, 48, 70), d: int = 12,
 
 
 def make_attribute_items(seed: int = 0, n_items: int = 14658, n_features: int = 990,
-                         latent_dim: int = 40, feature_noise: float = 0.5
-                         ) -> tuple[np.ndarray, np.ndarray]:
+                         latent_dim: int = 40, feature_noise: float = 0.5, *,
+                         spectrum_decay: float = 1.0, tail: float = 0.0,
+                         scale_decades: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Items with shared features, generated from latent item factors.
 
-    Z (n_items x latent_dim) ~ N(0, diag(1 / (1 + j))), j = 0 .. latent_dim - 1 (a decaying
-    spectrum, like image descriptors); features F = Z A + feature_noise * N(0, 1) with
-    A (latent_dim x n_features) ~ N(0, 1 / latent_dim).  Random stream
-    ``SeedSequence([seed, 0])``.  Returns ``(F, Z)``, float64 (n_items x n_features) and
-    (n_items x latent_dim).
+    Z (n_items x latent_dim) ~ N(0, diag((1 + j) ** -spectrum_decay)), j = 0 .. latent_dim - 1
+    (a decaying spectrum, like image descriptors: the larger ``spectrum_decay``, the fewer
+    directions carry the variance and the more correlated the features); features
+    F = Z A + feature_noise * N(0, 1) with A (latent_dim x n_features) ~ N(0, 1 / latent_dim).
+    Random stream ``SeedSequence([seed, 0])``.  Two options draw from streams of their own, so
+    that at their neutral values (0) the data are those of the stream above bit for bit:
+
+    * ``tail`` = 1 / nu > 0: heavy-tailed items (a multivariate Student-t with nu degrees of
+      freedom, like GIST descriptors, where a few images carry far more energy than most):
+      item i's row of Z and of the feature noise is multiplied by sqrt(nu / chi2_nu), drawn from
+      ``SeedSequence([seed, 0, 1])``;
+    * ``scale_decades`` = a > 0: feature f is multiplied by 10 ** u_f, u_f ~ U(-a/2, a/2)
+      (features on unequal scales, as when descriptors of different kinds are concatenated),
+      drawn from ``SeedSequence([seed, 0, 2])``.
+
+    Returns ``(F, Z)``, float64 (n_items x n_features) and (n_items x latent_dim); labels are
+    computed from the returned Z (heavy tails included).
     """
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0]))
-    scales = 1.0 / np.sqrt(1.0 + np.arange(latent_dim))
+    variances = 1.0 + np.arange(latent_dim)
+    if spectrum_decay != 1.0:
+        variances = variances ** spectrum_decay
+    scales = 1.0 / np.sqrt(variances)
     Z = rng.standard_normal((n_items, latent_dim)) * scales
     A = rng.standard_normal((latent_dim, n_features)) / np.sqrt(latent_dim)
+    item_scale = None
+    if tail > 0.0:
+        nu = 1.0 / tail
+        chi2 = np.random.default_rng(np.random.SeedSequence([seed, 0, 1])).chisquare(
+            nu, size=n_items)
+        item_scale = np.sqrt(nu / chi2)[:, None]
+        Z = Z * item_scale
     F = Z @ A
-    F += feature_noise * rng.standard_normal((n_items, n_features))
+    noise = feature_noise * rng.standard_normal((n_items, n_features))
+    F += noise if item_scale is None else noise * item_scale
+    if scale_decades > 0.0:
+        u = np.random.default_rng(np.random.SeedSequence([seed, 0, 2])).uniform(
+            -0.5 * scale_decades, 0.5 * scale_decades, size=n_features)
+        F *= 10.0 ** u
     return F, Z
 
 
 def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: int = 200,
                           labels_per_user: int = 50, pool: int = 2000, shades: int = 3,
                           shade_spread: float = 0.8, personal_spread: float = 0.3,
-                          one_sided: float = 0.06, label_noise: float = 0.1
-                          ) -> dict[str, np.ndarray]:
+                          one_sided: float = 0.06, label_noise: float = 0.1,
+                          positive_share: float = 0.5) -> dict[str, np.ndarray]:
     """Personal labels of ``users`` annotators for attribute number ``attribute``.
 
     The attribute has a base direction b in the latent item space; each of its ``shades``
@@ -140,7 +168,8 @@ def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: in
     from a Dirichlet(2, ..., 2)) and scores item i by z_i . (v_s(u) + personal_spread * e_u),
     e_u ~ N(0, I / latent_dim).  Each user labels ``labels_per_user`` distinct items of the
     attribute's annotation pool (``pool`` items); the label is +1 when the score exceeds the
-    user's own threshold, the pool's score quantile at 0.5 + o_u with o_u ~ U(-0.15, 0.15) --
+    user's own threshold, the pool's score quantile at 1 - positive_share + o_u with
+    o_u ~ U(-0.15, 0.15) (``positive_share`` sets the class balance) --
     except for a ``one_sided`` share of users, whose quantile is 0.02 or 0.98 (they call nearly
     every item positive, or nearly none: the minority-class filter removes most of them).
     Finally each label is flipped with probability ``label_noise`` (annotator noise).
@@ -163,7 +192,7 @@ def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: in
     weights = dirs[shade_of] + personal_spread * rng.standard_normal((users, r)) / np.sqrt(r)
     pool_items = rng.choice(n_items, size=pool, replace=False)
     pool_scores = Z[pool_items] @ weights.T                       # pool x users
-    q = 0.5 + rng.uniform(-0.15, 0.15, size=users)
+    q = (1.0 - positive_share) + rng.uniform(-0.15, 0.15, size=users)
     lopsided = rng.random(users) < one_sided
     q[lopsided] = np.where(rng.random(int(lopsided.sum())) < 0.5, 0.02, 0.98)
     thresholds = np.array([np.quantile(pool_scores[:, u], q[u]) for u in range(users)])

@@ -86,7 +86,7 @@ mtlbench results --store "$STORE" --failures
 for ds in $RACES; do
     echo "== race: ${ds} rep 0 at the selected hyperparameters"
     mtlbench race --dataset "$ds" --from-store "$STORE" --store "$STORE" --data-dir "$DATA_DIR" \
-        ${MODELS:+--models "$MODELS"} --figure "results/race-${ds}-rep0.png"
+        ${MODELS:+--models "$MODELS"} --figures results
 done
 
 echo "== publishing to ${OUT}/"

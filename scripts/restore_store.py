@@ -7,7 +7,9 @@ fresh checkout, before republishing after a change to one model, run
     python scripts/restore_store.py restore [--data-dir ../shared/data]
 
 which puts back every published unit whose key this installation computes (same code
-fingerprints, plugin versions and search rule: exactly what ``compare`` would store), except
+fingerprints, plugin versions and search rule: exactly what ``compare`` would store; a unit
+published under the previous code fingerprint rule by the code installed now is put back under
+its key of this rule, ``mtlbench/rekey.py``), except
 repetition 0 (only a run stores the fitted arrays and convergence histories the figures draw
 from).  ``compare`` then recomputes repetition 0 and every unit of changed code, and nothing
 else;

@@ -32,13 +32,14 @@ def test_compare_returns_frames(run):
     assert res.report.ran == 4 and res.report.failed == 0
     units = res.to_frame()
     assert len(units) == 4 and set(units["status"]) == {"ok"}
-    assert {"model", "problem", "rep", "test_auc", "best_params", "split_fingerprint"} <= set(units)
+    assert {"model", "problem", "rep", "test_auc_x100", "val_auc_x100", "best_params",
+            "split_fingerprint"} <= set(units) and "test_auc" not in units
     tasks = res.to_frame(level="task")
     assert len(tasks) == 4 * 100  # 100 simulated users per unit
-    # the unit's score is the mean of its tasks' AUCs
+    # the unit's score is the mean of its tasks' AUCs; one scale (x 100) in every frame
     for key, g in tasks.groupby("key"):
-        want = units.loc[units["key"] == key, "test_auc"].item()
-        assert abs(g["test_auc"].mean() - want) < 1e-12
+        want = units.loc[units["key"] == key, "test_auc_x100"].item()
+        assert abs(g["test_auc_x100"].mean() - want) < 1e-10 and 50 < want <= 100
     with pytest.raises(ConfigError, match="level"):
         res.to_frame(level="user")
 
@@ -49,9 +50,8 @@ def test_summary_and_leaderboard(run):
     assert sorted(s["model"]) == ["lasso", "stl"] and set(s["reps"]) == {2}
     board = res.leaderboard()
     assert set(board["model"]) == {"lasso", "stl"} and set(board["dataset"]) == {"simulated"}
-    for _, r in board.iterrows():
-        want = 100 * s.loc[s["model"] == r["model"], "test_auc_mean"].item()
-        assert abs(r["mean_auc_x100"] - want) < 1e-9
+    for _, r in board.iterrows():  # the same float as the leaderboard's, not only close
+        assert r["mean_auc_x100"] == s.loc[s["model"] == r["model"], "test_auc_mean_x100"].item()
     assert "lasso" in res._repr_html_()
 
 
@@ -124,7 +124,7 @@ def test_notebook_example_runs_end_to_end(tmp_path, monkeypatch):
     res = mtlbench.load_results(tmp_path / "demo.sqlite")
     units = res.to_frame()
     assert len(units) == 4 and set(units["status"]) == {"ok"}
-    assert np.all((units["test_auc"] > 0.5) & (units["test_auc"] <= 1.0))
+    assert np.all((units["test_auc_x100"] > 50) & (units["test_auc_x100"] <= 100))
     assert not os.path.exists(tmp_path / "results")  # the example never wrote the default store
 
 

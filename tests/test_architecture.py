@@ -119,19 +119,20 @@ def test_core_imports_no_plugin():
 #: the command line, the top layer
 CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.cli._ui",
        "mtlbench.cli._options", "mtlbench.cli._progress", "mtlbench.cli.info", "mtlbench.cli.run",
-       "mtlbench.cli.report", "mtlbench.cli.new_plugin", "mtlbench.cli.race"}
+       "mtlbench.cli.report", "mtlbench.cli.new_plugin", "mtlbench.cli.race",
+       "mtlbench.cli.share"}
 
 #: The core's layers, lowest first: a module may import modules of its own or a lower layer,
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
     {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
-     "mtlbench._forkserver", "mtlbench.provenance"},
+     "mtlbench._forkserver", "mtlbench.provenance", "mtlbench._published_fingerprints"},
     {"mtlbench.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.design", "mtlbench.searcher",
      "mtlbench.synthetic", "mtlbench.fetch"},
     {"mtlbench.hookspecs"},
     {"mtlbench.plugins"},
-    {"mtlbench.search"},
+    {"mtlbench.search", "mtlbench.scoring"},
     {"mtlbench.protocol"},
     {"mtlbench.config", "mtlbench.selectors", "mtlbench.datasets_api"},
     {"mtlbench.store"},
@@ -144,7 +145,9 @@ CORE_LAYERS = [
      "mtlbench.report.schema", "mtlbench.report.across", "mtlbench.report.across_render",
      "mtlbench.report.leaderboard", "mtlbench.report.plots", "mtlbench.report.figures",
      "mtlbench.report.publish", "mtlbench.report.imported", "mtlbench.report.race_figures",
-     "mtlbench.race", "mtlbench.scaffold"},
+     "mtlbench.report.merge", "mtlbench.report.best_params",
+     "mtlbench.race", "mtlbench.scaffold",
+     "mtlbench.rekey"},
     {"mtlbench.api"},
     CLI,
 ]

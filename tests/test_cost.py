@@ -1,6 +1,6 @@
-"""Expected unit times (issue 23 item 4): stored, else scaled from other problems by size,
-else the model's cost_hint scaled to the problem and to this machine, else a default; the
-dry-run estimate says which part is extrapolated."""
+"""Expected unit times: stored, else scaled from other problems by size, else the model's
+cost_hint scaled to the problem and to this machine, else a default; the dry-run estimate says
+which part is extrapolated, and which part comes from another kind of problem (uncertain)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from mtlbench import api
-from mtlbench.runner.cost import (DEFAULT_COST, DEFAULT_SCALING, REFERENCE_SIZE,
-                                  REFERENCE_TASKS, SIZE_EXPONENT, Expected,
-                                  expected_unit_seconds, scaling_exponents,
-                                  spread_longest_first)
+from mtlbench.runner.cost import (DEFAULT_COST, DEFAULT_SCALING, REFERENCE_PROBLEM,
+                                  REFERENCE_SIZE, REFERENCE_TASKS, SIZE_EXPONENT, Expected,
+                                  expected_unit_seconds, problem_kind, scaling_exponents,
+                                  spread_longest_first, unlike_reason)
 
 
 @dataclass(frozen=True)
@@ -204,3 +204,110 @@ def test_the_machine_probe_is_a_positive_time_and_the_plan_names_it():
     est = api.estimate_wall_time(todo, {"c/p/0": Expected(1.0, "hint", "x0.4 for this machine: "
                                                                       "a timed probe")}, 2)
     assert "cost_hint (x0.4 for this machine: a timed probe)" in est.text()
+
+
+# ------------------------------------------------------------------ uncertain estimates
+@pytest.mark.parametrize("problem,like", [
+    ("synthetic-attributes[seed=101]/attr0", True), ("synthetic-attributes/attr3", True),
+    ("synthetic-attributes[seed=7]/attr6", True),
+    ("synthetic-attributes[setting=near-separable]/attr0", False),
+    ("synthetic-attributes[seed=101,users=40]/attr0", False),
+    ("synthetic-attributes[label_noise=0.0]/attr0", False),
+    ("simulated", False), ("school", False), ("shoes/brown", False)])
+def test_a_problem_is_of_the_references_kind_only_as_another_draw_of_its_generator(problem,
+                                                                                     like):
+    why = unlike_reason(problem, [REFERENCE_PROBLEM])
+    assert (why == "") is like
+    if not like:
+        assert REFERENCE_PROBLEM in why
+    if "users=40" in problem:
+        assert "users=40" in why
+    if problem == "simulated":
+        assert why.startswith("another data set")
+
+
+def test_problem_kinds():
+    assert problem_kind("simulated[seed=3]") == problem_kind("simulated") == ("simulated", ())
+    assert problem_kind("shoes[pca=200]/brown") == ("shoes", (("pca", "200"),))
+    assert problem_kind("shoes[pca=200]/brown") != problem_kind("shoes/brown")
+
+
+def test_hints_and_scaled_times_from_another_kind_of_problem_are_uncertain():
+    family = "synthetic-attributes[setting=noisy]/attr0"
+    hints = {"a": 2.0, "b": 5.0}.get
+    exp = expected_unit_seconds([Spec("a", family), Spec("b", "synthetic-attributes/attr2")],
+                                None, {family: REFERENCE_SIZE}, hints)
+    assert exp[f"a/{family}/0"].source == "hint" and "setting='noisy'" in \
+        exp[f"a/{family}/0"].unlike
+    assert exp["b/synthetic-attributes/attr2/0"].unlike == ""            # the reference's kind
+    # scaled from the default to a family setting: uncertain; between attributes: not
+    history = _history([("a", "a", "synthetic-attributes/attr0", 4.0, REFERENCE_SIZE)])
+    exp = expected_unit_seconds([Spec("a", family), Spec("a", "synthetic-attributes/attr5")],
+                                history, None, hints)
+    assert exp[f"a/{family}/0"].source == "scaled" and exp[f"a/{family}/0"].unlike
+    assert exp["a/synthetic-attributes/attr5/0"].unlike == ""
+    # once the problem has stored units, the rest comes from them and is not uncertain
+    history = _history([("a", "a", family, 40.0, REFERENCE_SIZE)])
+    exp = expected_unit_seconds([Spec("a", family, 1)], history, None, hints)
+    assert exp[f"a/{family}/1"] == Expected(40.0, "stored") and exp[f"a/{family}/1"].unlike == ""
+
+
+def test_hints_are_scaled_by_the_models_timed_on_the_same_problem_first():
+    """A problem harder than the reference (every model timed on it 6x its hint, 2x elsewhere)
+    scales the hints of the models not yet timed on it by its own factor."""
+    hard, easy = "synthetic-attributes[setting=near-separable]/attr0", "school"
+    history = _history([("a", "a", hard, 12.0, REFERENCE_SIZE),
+                        ("b", "b", hard, 30.0, REFERENCE_SIZE),
+                        ("a", "a", easy, 4.0, REFERENCE_SIZE),
+                        ("b", "b", easy, 10.0, REFERENCE_SIZE)])
+    hints = {"a": 2.0, "b": 5.0, "c": 1.0}.get
+
+    def speed():
+        raise AssertionError("timed units give the factor: no probe")
+
+    exp = expected_unit_seconds([Spec("c", hard), Spec("c", "lenk")], history,
+                                {"lenk": REFERENCE_SIZE}, hints, machine_speed=speed)
+    assert exp[f"c/{hard}/0"].seconds == pytest.approx(6.0, rel=1e-12)
+    assert "for this problem" in exp[f"c/{hard}/0"].note
+    assert exp["c/lenk/0"].seconds == pytest.approx(4.0, rel=1e-12)   # median of 6, 6, 2, 2
+
+
+def test_the_estimate_says_which_part_is_uncertain_and_why():
+    todo = [Spec("a", "p"), Spec("b", "p"), Spec("c", "q")]
+    why = f"other dataset parameters than {REFERENCE_PROBLEM} (setting='noisy')"
+    expected = {"a/p/0": Expected(4.0, "hint", unlike=why), "b/p/0": Expected(6.0, "hint",
+                                                                                unlike=why),
+                "c/q/0": Expected(3.0, "stored")}
+    est = api.estimate_wall_time(todo, expected, workers=2)
+    assert est.uncertain == (2, pytest.approx(10.0)) and est.uncertain_why == why
+    text = est.text()
+    assert f"UNCERTAIN: 2 unit(s) (10 s of compute) are estimated from another kind of " \
+           f"problem ({why})" in text
+    assert "UNCERTAIN" not in api.estimate_wall_time(todo[2:], expected, workers=2).text()
+
+
+def test_plan_on_a_family_setting_flags_its_hints_and_the_reference_does_not(tmp_path):
+    small = "users=30,n_items=500,n_features=40"
+    plan = api.plan(f"synthetic-attributes[setting=near-separable,{small}]/attr0", ["stl"],
+                    reps=2, store=tmp_path / "s.sqlite")
+    assert plan.estimate.uncertain[0] == 2
+    assert "setting='near-separable'" in plan.estimate.uncertain_why
+    assert "UNCERTAIN" in plan.estimate.text()
+    plan = api.plan("synthetic-attributes[seed=101]/attr0", ["stl"], reps=1,
+                    store=tmp_path / "s.sqlite")
+    assert plan.estimate.uncertain == (0, 0.0) and set(plan.estimate.by_source) == {"hint"}
+
+
+def test_the_dry_run_prints_uncertain_with_the_problem_ids_intact(tmp_path):
+    from click.testing import CliRunner
+
+    from mtlbench.cli import cli
+
+    small = "setting=noisy,users=30,n_items=500,n_features=40"
+    out = CliRunner().invoke(cli, ["compare", "--dry-run", "--reps", "1", "--models", "stl",
+                                   "--datasets", f"synthetic-attributes[{small}]/attr0",
+                                   "--store", str(tmp_path / "s.sqlite")], env={"COLUMNS": "300"})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "UNCERTAIN (another kind of problem)" in text                     # the table
+    assert "UNCERTAIN: 1 unit(s)" in text and f"than {REFERENCE_PROBLEM} (" in text

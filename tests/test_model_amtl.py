@@ -1,20 +1,30 @@
 """AMTL (Lee, Yang & Hwang, ICML 2016): B-step = non-negative weighted lasso per column (cvxpy
 oracle), W-step = the convex quadratic (cvxpy oracle), alternating objective never increases,
-diag(B) = 0 and B >= 0, the stopping rule and ``converged_``, the declared space (mu >= 1 is
-exactly ridge regression, B = 0), cold fits only, and transfers on the simulated data."""
+diag(B) = 0 and B >= 0, the stopping rule and ``converged_``, the declared space, cold fits only,
+transfers on the simulated data, the Levenberg-Marquardt phase (finite-difference Jacobian,
+dense step and preconditioner oracles), and the second start that leaves a B = 0 stationary
+point which is no minimum."""
+import re
+
 import cvxpy as cp
 import numpy as np
 import pytest
 
 from mtlbench import TaskSet
 from mtlbench.space import Param, normalise_space, space_problems
-from mtlbench_models._taskgram import TaskSpectra
+from mtlbench_models._core.representations import TaskSpectra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtlbench_models import amtl as amtl_mod
-from mtlbench_models.amtl import (AMTL, _b_descent, _b_setup, _orthonormal_spectra, amtl_objective,
-                                  amtl_scales, b_step, task_losses)
+from mtlbench_models.amtl import (AMTL, AMTLSolver, LevenbergMarquardt, TransferStart,
+                                  amtl_objective, amtl_scales, b_step, task_losses)
+from mtlbench_models.amtl.bstep import b_descent, b_setup
+from mtlbench_models.amtl.lm import lm_preconditioner, residual_jacobian
+from mtlbench_models.amtl.objective import (LossResiduals, LowPrecisionSpectra, interpolating,
+                                            residual_objective)
+from mtlbench_models.amtl.solver import Settings
+from mtlbench_models.amtl.wstep import (coupling_products, orthonormal_spectra, sparse_if_worth,
+                                        w_step)
 from mtlbench_models.stl import ridge_solve
 
 
@@ -85,11 +95,12 @@ def test_w_step_solves_the_quadratic(d, n, fused):
     rng = np.random.default_rng(0)
     B = np.abs(rng.standard_normal((4, 4)))
     np.fill_diagonal(B, 0)
-    m = AMTL(lam=1.0, mu=0.3, cg_tol=1e-13, cg_max_iter=500)
     lam, mu = 0.8, 0.3
     spec = TaskSpectra(tasks)
-    assert _orthonormal_spectra(spec)
-    W, GW, _ = m._w_step(spec, np.zeros((d, 4)), np.zeros((d, 4)), B, lam, mu, fused)
+    assert orthonormal_spectra(spec)
+    W, GW, _, residual = w_step(spec, np.zeros((d, 4)), np.zeros((d, 4)), B, lam, mu, 1e-13, 500,
+                                1e-3, fused)
+    assert residual <= 1e-13
     np.testing.assert_allclose(GW, TaskSpectra(tasks).gram_apply(W), rtol=1e-9, atol=1e-9)
     Wv = cp.Variable((d, 4))
     c = 1 + mu * B.sum(axis=1)
@@ -108,8 +119,8 @@ def test_spectra_losses_match_direct():
 
 
 def test_one_start_for_every_mu_and_mu_max_is_the_kkt_threshold_at_ridge():
-    """Issue 24 item 4: the fit starts from the same point for every mu (no switch to the B = 0
-    stationary point at mu >= 1).  When B = 0 is what the fit returns, W is the ridge with
+    """The fit starts from the same point for every mu (no switch to the B = 0 stationary point
+    at mu >= 1).  When B = 0 is what the fit returns, W is the ridge with
     weight 2 lambda (the minimiser of F(., 0)); mu_max is where the KKT conditions of the
     B-step at (W0, 0) stop holding."""
     tasks = _tasks(7)
@@ -151,7 +162,7 @@ def test_declared_space_validates_and_is_non_convex():
     space = normalise_space(AMTL.search_space)
     assert set(space) == {"lam", "mu"} and all(isinstance(p, Param) for p in space.values())
     assert space_problems(space) == []
-    # issue 24: mu = 1 (mu_max) is no limit of the model, so mu has no upper bound
+    # mu = 1 (mu_max) is no limit of the model, so mu has no upper bound
     assert space["mu"].high is None and space["lam"].high is None
     AMTL().check_params()
     for name, p in space.items():
@@ -189,7 +200,7 @@ def test_invalid_hyperparameters():
 
 
 def test_simulated_validation_prefers_transfer_over_every_ridge_point():
-    """Issue 12 item 7.  On the simulated data (seed 0, protocol split rep 0, train -> val) a
+    """On the simulated data (seed 0, protocol split rep 0, train -> val) a
     starting-grid point with transfers (B != 0) scores a higher validation AUC than the B = 0
     model (plain ridge with weight 2 lambda; a huge mu gives it) at every lam of a wide range, so
     a search that maximises validation AUC does not select a B = 0 model.  (The grid itself was
@@ -235,8 +246,8 @@ def test_b_descent_step_never_increases_any_column(low, steps, rise, gtol, seed,
 
     for _ in range(3):
         before = cols(B)
-        C, diagC, G, pen = _b_setup(W, B, losses, lam, mu, low=low)
-        _b_descent(B, G, W, C, diagC, pen, steps, 0.0, low=low)
+        C, diagC, G, pen = b_setup(W, B, losses, lam, mu, low=low)
+        b_descent(B, G, W, C, diagC, pen, steps, 0.0, low=low)
         assert B.dtype == np.float64 and G.dtype == np.float64
         assert np.all(B >= 0) and np.all(np.diag(B) == 0)
         assert np.all(cols(B) <= before + rise * (1.0 + np.abs(before)))
@@ -253,18 +264,19 @@ def test_w_step_with_float32_coupling_keeps_the_gram_products_exact(d, n):
     rng = np.random.default_rng(0)
     B = np.abs(rng.standard_normal((4, 4)))
     np.fill_diagonal(B, 0)
-    m = AMTL(cg_tol=1e-6, cg_max_iter=200)
     spec = TaskSpectra(tasks)
     W0 = np.zeros((d, 4))
-    W, GW, _ = m._w_step(spec, W0, W0, B, 0.8, 0.3, True, low=np.float32)
+    W, GW, _, _ = w_step(spec, W0, W0, B, 0.8, 0.3, 1e-6, 200, 1e-3, True, low=np.float32)
     assert W.dtype == np.float64 and GW.dtype == np.float64
     np.testing.assert_allclose(GW, spec.gram_apply(W), rtol=1e-9, atol=1e-9)
-    W64, _, _ = AMTL(cg_tol=1e-13, cg_max_iter=500)._w_step(spec, W0, W0, B, 0.8, 0.3, True)
+    W64, _, _, _ = w_step(spec, W0, W0, B, 0.8, 0.3, 1e-13, 500, 1e-3, True)
     np.testing.assert_allclose(W, W64, rtol=0, atol=1e-5 * np.abs(W64).max())
 
 
-def test_w_step_sparse_transfer_graph_path_matches_dense(monkeypatch):
-    """T >= 200 with a sparse B: the W-step's products with B go through CSR; same result."""
+def test_w_step_sparse_transfer_graph_path_matches_dense():
+    """T >= 200 with a sparse B: the W-step's products with B go through CSR
+    (``sparse_if_worth``) and equal the dense P (I - B)(I - B)^T (1e-9), and the W-step on that
+    path reaches the quadratic's minimiser from the dense normal equations (1e-6)."""
     rng = np.random.default_rng(11)
     T, d, n = 200, 3, 5
     Xs = [rng.standard_normal((n, d)) for _ in range(T)]
@@ -273,13 +285,20 @@ def test_w_step_sparse_transfer_graph_path_matches_dense(monkeypatch):
     B = np.abs(rng.standard_normal((T, T))) * (rng.random((T, T)) < 0.02)
     np.fill_diagonal(B, 0.0)
     spec = TaskSpectra(tasks)
-    m = AMTL(cg_max_iter=20, cg_tol=1e-12)
+    assert not isinstance(sparse_if_worth(B), np.ndarray)
+    M = (np.eye(T) - B) @ (np.eye(T) - B).T
+    P = rng.standard_normal((d, T))
+    np.testing.assert_allclose(coupling_products(B, d)(np.float64)(P), P @ M, rtol=1e-9,
+                               atol=1e-12)
+    lam, mu = 0.5, 0.1
     W0 = rng.standard_normal((d, T))
-    assert not isinstance(amtl_mod._sparse_if_worth(B), np.ndarray)
-    Ws, _, _ = m._w_step(spec, W0, spec.gram_apply(W0), B, 0.5, 0.1, True)
-    monkeypatch.setattr(amtl_mod, "_sparse_if_worth", lambda B: B)
-    Wd, _, _ = m._w_step(spec, W0, spec.gram_apply(W0), B, 0.5, 0.1, True)
-    np.testing.assert_allclose(Ws, Wd, rtol=1e-9, atol=1e-12)
+    W, _, _, _ = w_step(spec, W0, spec.gram_apply(W0), B, lam, mu, 1e-12, 500, 1e-3, True)
+    c = 1.0 + mu * B.sum(axis=1)
+    H = 2.0 * lam * np.kron(M, np.eye(d))            # vec(W) stacks the columns w_t
+    for t, X in enumerate(Xs):
+        H[t * d:(t + 1) * d, t * d:(t + 1) * d] += c[t] * X.T @ X
+    dense = np.linalg.solve(H, (spec.Xty * c).T.ravel()).reshape(T, d).T
+    np.testing.assert_allclose(W, dense, rtol=1e-6, atol=1e-8)
 
 
 def test_fit_diagnostics_count_extrapolations():
@@ -299,8 +318,8 @@ def _start_W(tasks):
 
 
 def test_report_progress_once_per_iteration():
-    """The progress contract (COMMON.md): iteration 0 at the start, then one report per outer
-    iteration, with the objective history's block-step values."""
+    """The progress contract (mtlbench.progress): iteration 0 at the start, then one report per
+    outer iteration, with the objective history's block-step values."""
     from mtlbench.progress import listen
     seen = []
     with listen(lambda it, obj, cert: seen.append((it, obj() if callable(obj) else obj))):
@@ -317,7 +336,7 @@ def test_gauss_newton_residuals_and_jacobian_match_finite_differences(n):
     tasks = _tasks(21, T=6, d=8, n=n)
     Xs, ys = _xy(tasks)
     spec = TaskSpectra.of(tasks)
-    res = amtl_mod._LossResiduals(spec)
+    res = LossResiduals(spec)
     rng = np.random.default_rng(0)
     lam, mu = 0.7, 0.4
     W = rng.standard_normal((tasks.d, tasks.T))
@@ -325,15 +344,15 @@ def test_gauss_newton_residuals_and_jacobian_match_finite_differences(n):
     np.fill_diagonal(B, 0.0)
 
     def residual(Wx, Bx):
-        F, E, R, _ = amtl_mod._residual_objective(spec, res, Wx, Bx, lam, mu)
-        r1, r2, _, _ = amtl_mod._residual_jacobian(spec, res, Wx, Bx, E, R, lam, mu)
+        F, E, R, _ = residual_objective(spec, res, Wx, Bx, lam, mu)
+        r1, r2, _, _ = residual_jacobian(spec, res, Wx, Bx, E, R, lam, mu)
         return F, r1, r2
 
     F, r1, r2 = residual(W, B)
     assert F == pytest.approx(amtl_objective(Xs, ys, W, B, lam, mu), rel=1e-10)
     assert 0.5 * (np.sum(r1 * r1) + np.sum(r2 * r2)) == pytest.approx(F, rel=1e-12)
-    _, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
-    _, _, jac, jac_t = amtl_mod._residual_jacobian(spec, res, W, B, E, R, lam, mu)
+    _, E, R, _ = residual_objective(spec, res, W, B, lam, mu)
+    _, _, jac, jac_t = residual_jacobian(spec, res, W, B, E, R, lam, mu)
     dW = rng.standard_normal(W.shape)
     dB = rng.standard_normal(B.shape)
     np.fill_diagonal(dB, 0.0)
@@ -366,7 +385,7 @@ def test_gauss_newton_phase_reaches_a_certified_stationary_point_when_tasks_inte
     assert np.all(m.B_ >= 0) and np.all(np.diag(m.B_) == 0)
     assert h[-1] == pytest.approx(amtl_objective(Xs, ys, m.coef_, m.B_, m.lam_, m.mu_),
                                   rel=1e-8, abs=1e-12 * h[0])
-    assert h[-1] < amtl_mod._GN_SWITCH * h[0]
+    assert h[-1] < LevenbergMarquardt().switch * h[0]
 
 
 def test_interpolating_fit_stops_at_the_global_certificate():
@@ -396,49 +415,48 @@ def _lm_step_instance():
     entries positive): (spec, res, W, B, E, R, lam, mu, nu, F)."""
     tasks = _tasks(5, T=14, d=10, n=5)
     spec = TaskSpectra.of(tasks)
-    res = amtl_mod._LossResiduals(spec)
+    res = LossResiduals(spec)
     rng = np.random.default_rng(3)
     lam, mu = 0.5, 0.2
     W = rng.standard_normal((tasks.d, tasks.T))
     B = np.where(rng.random((tasks.T, tasks.T)) < 0.5, 0.0, 0.1 * rng.random((tasks.T, tasks.T)))
     np.fill_diagonal(B, 0.0)
-    F, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
-    nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
+    F, E, R, _ = residual_objective(spec, res, W, B, lam, mu)
+    nu = LevenbergMarquardt().initial_damping(spec, W, B, lam, mu)
     return spec, res, W, B, E, R, lam, mu, nu, F
 
 
 @pytest.mark.parametrize("resolves, eta_screen", [(1, None), (3, None), (3, 0.6)])
 def test_levenberg_marquardt_backtracking_points_are_feasible_and_modelled(resolves, eta_screen):
-    """``_gauss_newton_step`` returns the projected step as a path: every point keeps B >= 0
+    """``LevenbergMarquardt.step`` returns the projected step as a path: every point keeps B >= 0
     with a zero diagonal, and the model's predicted decrease agrees with the actual decrease of
     F to first order for a short piece of the step -- with one or several active-set re-solves,
     and with loose screening solves before the last one."""
     spec, res, W, B, E, R, lam, mu, nu, F = _lm_step_instance()
-    along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 0.05, 100,
-                                              resolves, eta_screen)
+    lm = LevenbergMarquardt(eta=0.05, max_cg=100, resolves=resolves, eta_screen=eta_screen)
+    along, n_cg = lm.step(spec, res, W, B, E, R, lam, mu, nu)
     assert n_cg > 0
-    for frac in amtl_mod._GN_BACKTRACK:
+    for frac in lm.backtrack:
         W_a, B_a, pred = along(frac)
         assert np.all(B_a >= 0) and np.all(np.diag(B_a) == 0)
     a = 1e-4
     W_a, B_a, pred = along(a)
-    F_a = amtl_mod._residual_objective(spec, res, W_a, B_a, lam, mu)[0]
+    F_a = residual_objective(spec, res, W_a, B_a, lam, mu)[0]
     assert pred > 0
     assert F - F_a == pytest.approx(pred, rel=1e-2)
 
 
 @pytest.mark.parametrize("eta", [0.05, 0.2])
-def test_levenberg_marquardt_shared_products_give_the_same_step(eta, monkeypatch):
+def test_levenberg_marquardt_shared_products_give_the_same_step(eta):
     """Carrying z2 - z2 B^T, W^T z2 (and, with orthonormal spectra, the projection) along the
     CG recurrence instead of recomputing them for p2 changes only rounding: the same CG
     iterations and the same step."""
     spec, res, W, B, E, R, lam, mu, nu, _ = _lm_step_instance()
-    ortho = amtl_mod._orthonormal_spectra(spec)
+    ortho = orthonormal_spectra(spec)
     out = {}
     for share in (False, True):
-        monkeypatch.setattr(amtl_mod, "_GN_SHARE", share)
-        along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, eta, 100,
-                                                  3, 0.6, ortho and share)
+        lm = LevenbergMarquardt(eta=eta, max_cg=100, resolves=3, eta_screen=0.6, share=share)
+        along, n_cg = lm.step(spec, res, W, B, E, R, lam, mu, nu, ortho and share)
         out[share] = (along(1.0), n_cg)
     (W0, B0, p0), n0 = out[False]
     (W1, B1, p1), n1 = out[True]
@@ -449,27 +467,28 @@ def test_levenberg_marquardt_shared_products_give_the_same_step(eta, monkeypatch
 
 
 @pytest.mark.parametrize("resolves", [0, 3])
-def test_levenberg_marquardt_never_takes_a_step_its_clipping_spoilt(resolves, monkeypatch):
+def test_levenberg_marquardt_never_takes_a_step_its_clipping_spoilt(resolves):
     """A step that still drives B entries below 0 after the allowed re-solves is clipped only if
     the Gauss-Newton model predicts a decrease for the clipped step; otherwise those entries are
     fixed at 0 and the step re-solved.  Interpolating instance (n_t < d < T) whose LM phase,
     with clipping unconditional, takes clipped steps the model predicts to increase F (4 of 18
     steps at 3 re-solves; both cases fail with the model test removed)."""
-    monkeypatch.setattr(amtl_mod, "_GN_RESOLVES", resolves)
-    orig = amtl_mod._gauss_newton_step
     clipped_steps = []
 
-    def spy(*args, **kwargs):
-        along, n_cg = orig(*args, **kwargs)
-        if along.clipped:
-            clipped_steps.append(along(1.0)[2])
-        return along, n_cg
+    class Recording(LevenbergMarquardt):
+        """The default phase with ``resolves`` re-solves, recording each clipped step's
+        predicted decrease."""
 
-    monkeypatch.setattr(amtl_mod, "_gauss_newton_step", spy)
+        def step(self, *args, **kwargs):
+            along, n_cg = super().step(*args, **kwargs)
+            if along.clipped:
+                clipped_steps.append(along(1.0)[2])
+            return along, n_cg
+
     tasks = _tasks(0, T=30, d=10, n=5)
     spec = TaskSpectra.of(tasks)
-    assert amtl_mod._interpolating(spec, amtl_mod._LossResiduals(spec))    # n_t < d: guarded
-    m = AMTL(lam=1.0, mu=1.3).fit(tasks)
+    assert interpolating(spec, LossResiduals(spec))    # n_t < d: guarded
+    m = AMTL(lam=1.0, mu=1.3).fit_with(tasks, AMTLSolver(lm=Recording(resolves=resolves)))
     assert m.converged_ and m.diagnostics_["gauss_newton_steps"] > 0
     assert all(pred > 0 for pred in clipped_steps), clipped_steps
 
@@ -480,7 +499,7 @@ def test_interpolating_means_every_task_can_fit_its_labels():
     def check(n):
         tasks = _tasks(1, T=8, d=6, n=n)
         spec = TaskSpectra.of(tasks)
-        return amtl_mod._interpolating(spec, amtl_mod._LossResiduals(spec))
+        return interpolating(spec, LossResiduals(spec))
 
     assert check(4) and not check(12)
     rng = np.random.default_rng(0)
@@ -490,7 +509,7 @@ def test_interpolating_means_every_task_can_fit_its_labels():
         y[:2] = (-1.0, 1.0)
     tasks = TaskSet.from_arrays("mixed", Xs, ys)
     spec = TaskSpectra.of(tasks)
-    assert not amtl_mod._interpolating(spec, amtl_mod._LossResiduals(spec))
+    assert not interpolating(spec, LossResiduals(spec))
 
 
 def _lm_instance(n, seed=7, T=6, d=8):
@@ -499,14 +518,14 @@ def _lm_instance(n, seed=7, T=6, d=8):
     W columns and its B columns (free entries), built by applying ``jac`` to unit vectors."""
     tasks = _tasks(seed, T=T, d=d, n=n)
     spec = TaskSpectra.of(tasks)
-    res = amtl_mod._LossResiduals(spec)
+    res = LossResiduals(spec)
     rng = np.random.default_rng(seed)
     lam, mu = 0.6, 0.3
     W = rng.standard_normal((d, T))
     B = 0.2 + rng.random((T, T))
     np.fill_diagonal(B, 0.0)
-    _, E, R, _ = amtl_mod._residual_objective(spec, res, W, B, lam, mu)
-    r1, r2, jac, _ = amtl_mod._residual_jacobian(spec, res, W, B, E, R, lam, mu)
+    _, E, R, _ = residual_objective(spec, res, W, B, lam, mu)
+    r1, r2, jac, _ = residual_jacobian(spec, res, W, B, E, R, lam, mu)
     free = B > 0
     cols_w, cols_b = [], []
     for k in range(d * T):
@@ -538,7 +557,7 @@ def _dense(apply, n1, shape1, shape2):
 @pytest.mark.parametrize("coupling", ["none", "w", "full"])
 @pytest.mark.parametrize("n", [4, 12])          # n < d (kernel-side spectra) and n >= d
 def test_lm_preconditioner_is_spd_and_the_inverse_of_the_block_gauss_seidel_matrix(n, coupling):
-    """``_lm_preconditioner`` as a dense matrix P (applied to unit vectors): symmetric to 1e-10
+    """``lm_preconditioner`` as a dense matrix P (applied to unit vectors): symmetric to 1e-10
     relative, positive definite (smallest eigenvalue > 1e-12 x the largest), and equal (1e-8
     relative) to the inverse of M = (D + L) D^{-1} (D + L^T), L = [[0, 0], [C^T, 0]], built
     densely: D1 = the loss block of J J^T + nu I (exact when V_t is orthonormal, n >= d), D2 =
@@ -546,8 +565,8 @@ def test_lm_preconditioner_is_spd_and_the_inverse_of_the_block_gauss_seidel_matr
     preconditioner's Sylvester operator adds: it treats the diagonal of B as free), C = the
     off-diagonal block of J_W J_W^T ("w") or of J J^T ("full"), C = 0 ("none")."""
     spec, res, W, B, E, R, r1, r2, lam, mu, free, JW, JB = _lm_instance(n)
-    nu = 0.3 * amtl_mod._lm_initial_damping(spec, W, B, lam, mu) + 0.05
-    P = _dense(amtl_mod._lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
+    nu = 0.3 * LevenbergMarquardt().initial_damping(spec, W, B, lam, mu) + 0.05
+    P = _dense(lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
                                            coupling=coupling), r1.size, r1.shape, r2.shape)
     n1 = r1.size
     assert np.abs(P - P.T).max() <= 1e-10 * np.abs(P).max()
@@ -568,13 +587,13 @@ def test_lm_preconditioner_is_spd_and_the_inverse_of_the_block_gauss_seidel_matr
     else:
         C = JJ[:n1, n1:]
     if n >= d:                                   # orthonormal V_t: the loss block is exact
-        assert amtl_mod._orthonormal_spectra(spec)
-        P_jacobi = _dense(amtl_mod._lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
+        assert orthonormal_spectra(spec)
+        P_jacobi = _dense(lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
                                                       coupling="none"), n1, r1.shape, r2.shape)
         np.testing.assert_allclose(np.linalg.inv(P_jacobi[:n1, :n1]), D1, rtol=0,
                                    atol=1e-9 * np.abs(D1).max())
     else:                                        # kernel side: D1 is the preconditioner's own
-        P_jacobi = _dense(amtl_mod._lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
+        P_jacobi = _dense(lm_preconditioner(spec, res, W, B, E, lam, mu, nu, free,
                                                       coupling="none"), n1, r1.shape, r2.shape)
         D1 = np.linalg.inv(P_jacobi[:n1, :n1])
     np.testing.assert_allclose(np.linalg.inv(P_jacobi[n1:, n1:]), D2, rtol=0,
@@ -591,22 +610,18 @@ def test_lm_preconditioner_is_spd_and_the_inverse_of_the_block_gauss_seidel_matr
 @pytest.mark.parametrize("coupling", ["none", "w", "full"])
 @pytest.mark.parametrize("n", [4, 12])
 def test_lm_step_with_a_tight_forcing_term_is_the_dense_levenberg_marquardt_step(n, coupling, low):
-    """With forcing term 1e-12 and no active-set re-solve, ``_gauss_newton_step``'s step equals
+    """With forcing term 1e-12 and no active-set re-solve, ``LevenbergMarquardt.step`` equals
     delta = J^T y, (J J^T + nu I) y = -r solved densely (J from ``jac`` on unit vectors), to
     1e-8 relative to the step's largest entry, for every preconditioner (B entries the step
     drives below 0 are clipped by the step, so B is compared where it stays positive).  With
     the inner CG in float32 (``low``) too: float32 alone cannot reach 1e-12, so this checks that
     the step's solve is finished in float64 to its forcing term."""
     spec, res, W, B, E, R, r1, r2, lam, mu, free, JW, JB = _lm_instance(n)
-    amtl_mod_coupling = amtl_mod._GN_COUPLING
-    amtl_mod._GN_COUPLING = coupling
-    view = amtl_mod._LowPrecisionSpectra(spec, res, np.float32) if low else None
-    try:
-        nu = amtl_mod._lm_initial_damping(spec, W, B, lam, mu)
-        along, n_cg = amtl_mod._gauss_newton_step(spec, res, W, B, E, R, lam, mu, nu, 1e-12,
-                                                  2_000, 0, low=(view, view) if low else None)
-    finally:
-        amtl_mod._GN_COUPLING = amtl_mod_coupling
+    view = LowPrecisionSpectra(spec, res, np.float32) if low else None
+    lm = LevenbergMarquardt(eta=1e-12, max_cg=2_000, resolves=0, eta_screen=None,
+                            coupling=coupling)
+    nu = lm.initial_damping(spec, W, B, lam, mu)
+    along, n_cg = lm.step(spec, res, W, B, E, R, lam, mu, nu, low=(view, view) if low else None)
     J = np.concatenate([JW, JB], axis=1)
     r = np.concatenate([r1.ravel(), r2.ravel()])
     y = np.linalg.solve(J @ J.T + nu * np.eye(J.shape[0]), -r)
@@ -626,10 +641,10 @@ def test_lm_step_with_a_tight_forcing_term_is_the_dense_levenberg_marquardt_step
 
 
 def test_low_precision_spectra_project_and_lift_like_the_float64_ones():
-    """``_LowPrecisionSpectra``: the same batched products as ``TaskSpectra``, in float32 (to
+    """``LowPrecisionSpectra``: the same batched products as ``TaskSpectra``, in float32 (to
     float32 rounding, 1e-5 relative to the largest entry)."""
     spec, res, W, *_ = _lm_instance(12)
-    view = amtl_mod._LowPrecisionSpectra(spec, res, np.float32)
+    view = LowPrecisionSpectra(spec, res, np.float32)
     rng = np.random.default_rng(3)
     P = rng.standard_normal(W.shape)
     Q = rng.standard_normal((spec.T, spec.r))
@@ -638,3 +653,97 @@ def test_low_precision_spectra_project_and_lift_like_the_float64_ones():
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
     np.testing.assert_allclose(view.s, res.s, rtol=1e-6)
+
+
+def test_second_start_leaves_a_b0_stationary_point_that_is_no_minimum():
+    """n_t < d < T: every task can interpolate its data, so inf F = 0.  At mu = 3 mu_max the
+    descent from the common start ends at B = 0 with W = the ridge with weight 2 lambda: a
+    stationary point (grad_W F(W, 0) = 0, and the B-step's KKT multipliers
+    mu L_s - 2 lam w_s^T w_t are all positive, so a strict local minimum that no local test can
+    leave) with F > 0, i.e. not a minimum of F.  The second start reaches the global
+    certificate F <= tol 1e-3 F_0 with transfers, and the fit says so."""
+    tasks = _tasks(2, T=14, d=10, n=5)
+    Xs, ys = _xy(tasks)
+    one = AMTL(lam=1.0, mu=3.0).fit_with(tasks, AMTLSolver(second_start=None))
+    assert not one.B_.any() and one.converged_
+    W, lam, mu = one.coef_, one.lam_, one.mu_
+    ridge = np.column_stack([ridge_solve(X, y, 2.0 * lam) for X, y in zip(Xs, ys)])
+    np.testing.assert_allclose(W, ridge, rtol=1e-6, atol=1e-8)
+    multipliers = mu * task_losses(Xs, ys, W)[:, None] - 2.0 * lam * (W.T @ W)
+    np.fill_diagonal(multipliers, np.inf)
+    assert multipliers.min() > 0
+    F_b0 = amtl_objective(Xs, ys, W, one.B_, lam, mu)
+    two = AMTL(lam=1.0, mu=3.0, second_start=True).fit(tasks)
+    F = amtl_objective(Xs, ys, two.coef_, two.B_, two.lam_, two.mu_)
+    h = two.objective_history_
+    assert two.diagnostics_["second_start_taken"] and np.count_nonzero(two.B_) > 0
+    assert two.converged_ and two.diagnostics_["converged_by"] == "objective"
+    assert F <= two.tol * 1e-3 * h[0] * (1 + 1e-6) < F_b0
+    assert np.all(np.diff(h) <= 1e-10 * np.abs(h[:-1]) + 1e-14 * h[0])   # never increases
+    assert h[-1] == pytest.approx(F, rel=1e-8, abs=1e-12 * h[0])
+    assert two.n_iter_ == one.n_iter_ + two.diagnostics_["second_start_iters"]
+
+
+@settings(max_examples=6, deadline=None)
+@given(lam=st.floats(0.3, 1.0), ratio=st.floats(1.0, 3.0))
+def test_fit_is_at_or_below_the_descent_from_a_transfer_start(lam, ratio):
+    """Where the descent from the common start ends at B = 0 (small interpolating instance),
+    the fit's objective is at or below that of the same solver started from a point with
+    transfers -- the fit at mu = 0.3 mu_max -- to the certificate's absolute tolerance
+    tol 1e-3 F_0, and below the B = 0 answer."""
+    from hypothesis import assume
+    tasks = _tasks(2, T=14, d=10, n=5)
+    one = AMTL(lam=lam, mu=ratio).fit_with(tasks, AMTLSolver(second_start=None))
+    assume(not one.B_.any())
+    ours = AMTL(lam=lam, mu=ratio, second_start=True).fit(tasks)
+    start = AMTL(lam=lam, mu=0.3).fit(tasks)
+    assert np.count_nonzero(start.B_) > 0
+    h0 = ours.objective_history_[0]
+    descent = AMTLSolver(second_start=None).solve(
+        tasks, TaskSpectra.of(tasks), start.coef_.copy(), ours.lam_, ours.mu_,
+        Settings(ours.tol, ours.xtol, ours.max_iter, ours.cg_tol, ours.cg_max_iter,
+                 ours.b_passes, ours.extrapolate), B=start.B_, F0=h0)
+    F = ours.objective_history_[-1]
+    assert F <= descent.history[-1] + ours.tol * 1e-3 * h0
+    assert F < one.objective_history_[-1]
+
+
+def test_no_module_level_switches_and_solver_options_are_constructor_arguments():
+    """The AMTL package holds no module-level state to toggle (module bodies assign only
+    ``__all__`` and attributes of their own classes), every option of the solver objects is a
+    constructor argument stored under its name, and no test patches a global of the package."""
+    import ast
+    import inspect
+    import pathlib
+
+    import mtlbench_models.amtl as pkg
+    for path in sorted(pathlib.Path(pkg.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                for target in getattr(node, "targets", [getattr(node, "target", None)]):
+                    ok = (isinstance(target, ast.Name) and target.id == "__all__") or (
+                        isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id in classes)
+                    assert ok, f"{path.name}:{node.lineno} assigns a module-level name"
+    for cls in (AMTLSolver, LevenbergMarquardt, TransferStart):
+        assert set(vars(cls())) == set(inspect.signature(cls).parameters), cls
+    tests = pathlib.Path(__file__).parent
+    patch = re.compile(r"monkeypatch\.setattr\([^)]*amtl|\bamtl\w*(?:\.\w+)*\._\w+\s*=(?!=)")
+    for path in sorted(tests.glob("*.py")):
+        assert not patch.search(path.read_text()), path.name
+
+
+def test_second_start_keeps_the_progress_contract():
+    """With a second start: one report per iteration, numbered on from the first descent's
+    (0 .. n_iter_), each the objective of the better answer so far, equal to
+    ``objective_history_`` (extrapolation off, so no iterate is replaced after its report)."""
+    from mtlbench.progress import listen
+    seen = []
+    with listen(lambda it, obj, cert: seen.append((it, obj() if callable(obj) else obj))):
+        m = AMTL(lam=1.0, mu=3.0, extrapolate=False, second_start=True).fit(
+            _tasks(2, T=14, d=10, n=5))
+    assert m.diagnostics_["second_start_iters"] > 0
+    assert [it for it, _ in seen] == list(range(m.n_iter_ + 1))
+    np.testing.assert_allclose([f for _, f in seen], m.objective_history_, rtol=1e-9, atol=0)

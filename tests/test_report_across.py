@@ -78,7 +78,8 @@ def test_markdown_writes_the_cd_diagram_and_equivalence_figure(store, tmp_path):
     out = tmp_path / "page" / "summary.md"
     out.parent.mkdir()
     res = CliRunner().invoke(cli, ["leaderboard", "--all", "--store", str(store.path),
-                                   "--output", str(out), "--rope", "1.0"])
+                                   "--output", str(out), "--rope", "1.0",
+                                   "--figures", str(out.parent)])
     assert res.exit_code == 0, res.output
     md = out.read_text()
     assert "# Across data sets" in md and "Friedman test over the 3 blocks" in md
@@ -103,7 +104,7 @@ def test_variants_of_one_generator_are_one_block_unless_asked(tmp_path):
                              "json"]).output)
     assert s["blocks"] == ["other", "toy"]
     assert "variant of toy" in s["left_out_blocks"]["toy[seed=1]"]
-    md = run(cli, ["leaderboard", "--all", "--store", str(st.path), "--no-figures"]).output
+    md = run(cli, ["leaderboard", "--all", "--store", str(st.path)]).output
     assert "**Left out:** toy[seed=1]" in md and "--blocks all" in md
     s = json.loads(run(cli, ["leaderboard", "--all", "--store", str(st.path), "--format",
                              "json", "--blocks", "all"]).output)
@@ -166,7 +167,7 @@ def test_figures_elsewhere_are_linked_relative_to_the_page(store, tmp_path):
     page, figs = tmp_path / "page" / "s.md", tmp_path / "figs"
     page.parent.mkdir()
     res = CliRunner().invoke(cli, ["leaderboard", "--all", "--store", str(store.path), "-o",
-                                   str(page), "--figures-dir", str(figs)])
+                                   str(page), "--figures", str(figs)])
     assert res.exit_code == 0, res.output
     assert "](../figs/summary-cd.png)" in page.read_text()
     assert (figs / "summary-cd.png").read_bytes()[:8] == PNG

@@ -163,7 +163,7 @@ def test_unknown_seed_or_model_is_a_clear_error(tmp_path):
                                    "--seed", "9"])
     assert res.exit_code == 2 and "no results with seed 9" in res.output
     res = CliRunner().invoke(cli, ["results", "--store", str(st.path), "--models", ""])
-    assert res.exit_code == 2 and "empty list" in res.output
+    assert res.exit_code == 2 and "--models is empty" in res.output
     st.close()
 
 

@@ -1,14 +1,24 @@
 """The paper-scale synthetic attribute dataset: same preprocessing as ``shoes``, deterministic,
-small settings for tests."""
+small settings for tests; the named settings of its family, and the published default kept."""
+import hashlib
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from mtlbench.errors import UnknownNameError
+from mtlbench.errors import ConfigError, UnknownNameError
+from mtlbench.synthetic import make_attribute_items
+from mtlbench_datasets import synthetic_attributes as sa_module
 from mtlbench_datasets.personalized import PersonalizedAttributes
-from mtlbench_datasets.synthetic_attributes import SyntheticAttributes
+from mtlbench_datasets.synthetic_attributes import (GENERATOR_DEFAULTS, SETTINGS,
+                                                    SyntheticAttributes)
 
-SMALL = dict(n_items=400, n_features=30, latent_dim=8, users=30, labels_per_user=40,
-             n_components=10)
+PUBLISHED = Path(__file__).resolve().parents[1] / "leaderboards" / "synthetic-attributes.json"
+
+SHAPE = dict(n_items=400, n_features=30, users=30, labels_per_user=40, n_components=10)
+SMALL = dict(latent_dim=8, **SHAPE)
 
 
 def test_defaults_are_the_papers_shoes_scale():
@@ -75,3 +85,150 @@ def test_selectable_on_the_command_line_with_the_attributes_alias():
     ds, label = configure_dataset(SyntheticAttributes(), {"attributes": 2, "users": 40})
     assert ds.problems() == ["attr0", "attr1"] and ds.users == 40
     assert "n_attributes=2" in label and "users=40" in label
+
+
+# ---------------------------------------------------------------- the published default
+def test_the_default_setting_is_the_published_data():
+    """The default's labels, users and items are those of the published leaderboard (its task
+    names and split fingerprints: functions of the labels only) and of a hash of the labels
+    and item indices taken before the settings existed; the features' last bits depend on the
+    machine's BLAS kernels, so they are compared with statistics to 1e-9 relative."""
+    from mtlbench.dataset import load_tasks
+    from mtlbench.protocol import ProtocolConfig, evaluable_tasks, make_split, restrict_tasks
+
+    published = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    tasks = load_tasks(SyntheticAttributes(), "attr0")
+    assert tasks.task_names == list(published["task_names"]["synthetic-attributes/attr0"])
+    h = hashlib.sha256()
+    for name, ix, y in zip(tasks.task_names, tasks.index, tasks.labels):
+        h.update(name.encode())
+        h.update(np.asarray(ix, np.int64).tobytes())
+        h.update(np.asarray(y).tobytes())
+    assert h.hexdigest() == "a26d4dc162052c1dac2bbc8dcacad9b2bc470a94442ea457ad088ee2db5ef72c"
+    kept = restrict_tasks(tasks, evaluable_tasks(tasks)[0])
+    splits = {u["rep"]: u["split_fingerprint"] for u in published["units"]
+              if u["problem"] == "synthetic-attributes/attr0" and u["rep"] < 3}
+    for rep, fp in splits.items():
+        assert make_split(kept, ProtocolConfig(), rep).fingerprint() == fp
+    X = tasks.items
+    assert X.shape == (1987, 100)
+    stats = [np.abs(X).sum(), (X * X).sum(), X[:, 0].sum(), (X[:, :10] ** 3).sum(), *X[0, :3]]
+    np.testing.assert_allclose(stats, [129477.13019828219, 198954.46358195497, 101.77124525812351,
+                                       9268.143045327808, 4.2046301363162675, 3.254956328956525,
+                                       2.408085309376042], rtol=1e-9)
+
+
+def test_the_default_keeps_the_published_parameters_and_unit_keys():
+    """Apart from the code fingerprints (which change with any edit of the plugin), the units
+    planned today on the default have the published keys: same dataset parameters, problems,
+    protocol and model selections."""
+    import dataclasses
+
+    from mtlbench.plugins import get_registry
+    from mtlbench.protocol import ProtocolConfig, config_json
+    from mtlbench.runner import plan_units, resolve_problems
+    from mtlbench.selectors import apply_overrides
+
+    published = json.loads(PUBLISHED.read_text(encoding="utf-8"))
+    units = {(u["model"], u["problem"], u["rep"]): u for u in published["units"]}
+    reg = get_registry()
+    assert {config_json(u["dataset_params"]) for u in units.values()} == \
+        {config_json(reg.dataset("synthetic-attributes").params())}
+    sels = [apply_overrides(reg.model_class(m), {}, m) for m in ("stl", "lasso")]
+    proto = {k: v for k, v in published["units"][0]["protocol"].items()
+             if k in {f.name for f in dataclasses.fields(ProtocolConfig)}}
+    specs = plan_units(reg, sels, resolve_problems(reg, ["synthetic-attributes/attr3"]),
+                       ProtocolConfig(**{**proto, "reps": 2}))
+    assert len(specs) == 4
+    for spec in specs:
+        unit = units[(spec.label, spec.problem, spec.rep)]
+        if config_json(unit["model_config"]["space"]) != spec.space_json:
+            pytest.skip(f"{spec.label}'s search space changed since the publication")
+        search_version = str(unit["protocol"].get("search_version", "1"))
+        same_code = dataclasses.replace(spec, provenance_json=config_json(unit["provenance"]))
+        assert same_code.key_under(search_version) == unit["key"]
+
+
+# ---------------------------------------------------------------- the family of settings
+def test_the_docstring_table_lists_every_setting_with_its_seed_and_values():
+    doc = sa_module.__doc__
+    for name, changes in SETTINGS.items():
+        row = re.search(rf"^{re.escape(name)} +(\d+) +(.*?)(?=^\S|^=)", doc, re.M | re.S)
+        assert row, f"setting {name!r} is not in the module docstring's table"
+        seed, text = int(row.group(1)), " ".join(row.group(2).split())
+        assert seed == changes.get("seed", GENERATOR_DEFAULTS["seed"])
+        for key, value in changes.items():
+            if key != "seed":
+                assert re.search(rf"\b{key} {value:g}\b", text), (name, key, value, text)
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_a_setting_sets_its_values_and_a_given_parameter_overrides_it(setting):
+    ds = SyntheticAttributes(setting=setting, **SHAPE)
+    expected = {**GENERATOR_DEFAULTS, **SETTINGS[setting]}
+    p = ds.params()
+    for key, value in expected.items():
+        assert p.get(key, GENERATOR_DEFAULTS[key]) == value
+    tasks = ds.load("attr0")
+    assert tasks.d == 10 and tasks.T > 0
+    mine = SyntheticAttributes(setting=setting, label_noise=0.2, **SHAPE)
+    assert mine.params()["label_noise"] == 0.2
+    assert mine.params()["seed"] == expected["seed"]
+
+
+def test_settings_are_selected_by_name_and_bad_names_or_values_are_named():
+    from mtlbench.plugins import get_registry
+
+    reg = get_registry()
+    ds = reg.dataset("synthetic-attributes[setting=near-separable]")
+    assert ds.selector == "synthetic-attributes[setting=near-separable]"
+    assert ds.params()["label_noise"] == 0.0 and ds.params()["seed"] == 201
+    ds = reg.dataset("synthetic-attributes[setting=noisy,label_noise=0.2]")
+    assert ds.params()["label_noise"] == 0.2 and ds.params()["personal_spread"] == 0.6
+    with pytest.raises(ConfigError, match="no setting 'sharp'.*near-separable"):
+        reg.dataset("synthetic-attributes[setting=sharp]")
+    with pytest.raises(ConfigError, match="tail must be in \\[0, 0.5\\)"):
+        reg.dataset("synthetic-attributes[tail=0.5]")
+    with pytest.raises(ConfigError, match="positive_share must be in"):
+        reg.dataset("synthetic-attributes[positive_share=high]")
+    with pytest.raises(ConfigError, match="seed must be a non-negative integer"):
+        reg.dataset("synthetic-attributes[seed=1.5]")
+    # a float parameter given as an integer is the same data, with the same parameters
+    assert reg.dataset("synthetic-attributes[setting=noisy,feature_noise=1]").params() == \
+        reg.dataset("synthetic-attributes[setting=noisy]").params()
+
+
+def test_neutral_generator_options_are_not_recorded_and_the_others_are():
+    assert "tail" not in SyntheticAttributes().params()
+    assert SyntheticAttributes(tail=0.25).params()["tail"] == 0.25
+    assert "tail" not in SyntheticAttributes(tail=0.0).params()
+
+
+def test_heavy_tails_scales_and_spectrum_do_what_they_say():
+    kw = dict(n_items=3000, n_features=40, latent_dim=8)
+    F0, Z0 = make_attribute_items(3, **kw)
+
+    def kurtosis(v):
+        v = v - v.mean()
+        return float((v ** 4).mean() / (v ** 2).mean() ** 2)
+
+    norms0 = np.linalg.norm(F0, axis=1)
+    F1, Z1 = make_attribute_items(3, tail=0.25, **kw)
+    assert kurtosis(F1[:, 0]) > 2 * kurtosis(F0[:, 0])           # Gaussian: about 3
+    assert np.linalg.norm(F1, axis=1).max() > 3 * norms0.max()
+    F2, _ = make_attribute_items(3, scale_decades=2.0, **kw)
+    spread = F2.std(axis=0) / F0.std(axis=0)
+    assert spread.max() / spread.min() > 10                      # 10 ** U(-1, 1) per feature
+    _, Z3 = make_attribute_items(3, spectrum_decay=2.0, **kw)
+    var0, var3 = Z0.var(axis=0), Z3.var(axis=0)
+    assert var3[-1] / var3[0] < 0.5 * var0[-1] / var0[0]          # (1 + j) ** -2 vs ** -1
+
+
+def test_positive_share_sets_the_class_balance():
+    shares = []
+    for share in (0.25, 0.5, 0.75):
+        tasks = SyntheticAttributes(positive_share=share, label_noise=0.0, one_sided=0.0,
+                                    **SMALL).load("attr0")
+        y = np.concatenate(tasks.labels)
+        shares.append(float((y > 0).mean()))
+    assert shares[0] < 0.35 < shares[1] < 0.65 < shares[2]

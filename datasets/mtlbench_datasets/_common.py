@@ -4,9 +4,10 @@
   :class:`~mtlbench.datasets_api.DataSource` (found in the data folder / cache, or downloaded);
 * :func:`read_mat` - ``scipy.io.loadmat`` with user-facing errors for corrupt files;
 * :func:`standardize` - label-free z-scoring of feature columns, with a record for ``meta``;
-* :func:`class_count_filter` - the minority-class filter every loader applies (a task keeps
-  only if it has at least ``min_per_class`` labels of each class), with a record of what it
-  dropped.
+* :func:`class_count_filter` - the minority-class filter every loader of binary targets
+  applies (a task keeps only if it has at least ``min_per_class`` labels of each class), with
+  a record of what it dropped; :func:`target_filter` - the same for real-valued targets (at
+  least ``MIN_TARGETS``, not all equal).
 """
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ import numpy as np
 from mtlbench import Dataset, DatasetUnavailableError, DataValidationError, UnknownNameError
 # MIN_PER_CLASS, class_counts: the protocol's rule (>= MIN_PER_CLASS labels of each class per
 # task), defined once in the core
-from mtlbench.datasets_api import (MIN_PER_CLASS, DataFile, DataSource, availability,
-                                   class_counts, corrupt_file_error, describe_files, locate)
+from mtlbench.datasets_api import (MIN_PER_CLASS, MIN_TARGETS, DataFile, DataSource,
+                                   availability, class_counts, corrupt_file_error,
+                                   describe_files, locate, targets_ok)
 
 
 class FileDataset(Dataset):
@@ -106,6 +108,23 @@ def class_count_filter(task_names: Sequence[str], labels: Sequence[np.ndarray],
             keep[t] = True
         else:
             dropped.append({"task": str(task_names[t]), "n_pos": n_pos, "n_neg": n_neg})
+    return keep, dropped
+
+
+def target_filter(task_names: Sequence[str], targets: Sequence[np.ndarray]
+                  ) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Which tasks of real-valued ``targets`` the protocol can use (``targets_ok``: at least
+    ``MIN_TARGETS``, not all equal).  Returns a boolean keep-mask and, for each dropped task,
+    ``{"task", "n", "why"}``."""
+    keep = np.zeros(len(targets), dtype=bool)
+    dropped = []
+    for t, y in enumerate(targets):
+        if targets_ok(y):
+            keep[t] = True
+        else:
+            why = (f"fewer than {MIN_TARGETS} targets" if y.shape[0] < MIN_TARGETS
+                   else f"all targets equal ({y[0]:g})")
+            dropped.append({"task": str(task_names[t]), "n": int(y.shape[0]), "why": why})
     return keep, dropped
 
 

@@ -43,10 +43,10 @@ Attribute images, Patterson & Hays 2012; features: 2048-d Inception-V3): problem
 ``cluttered modern open_area rustic soothing``.  Neither has a known public download; both
 read the user's local copy.
 
-``mtlbench import-attributes`` (registered through ``register_commands``) turns CSV/NPY files
-into the layout; :func:`import_attributes` is the same as a function.  Both, the layout's file
-names and the ``labels.csv`` reader are in the private module ``_attributes.py`` and are
-re-exported here.
+``mtlbench import-attributes`` (registered through ``register_commands``) turns CSV, NumPy or
+MATLAB files into the layout; :func:`import_attributes` is the same as a function.  Both, the
+layout's file names and the ``labels.csv`` reader are in the private module ``_attributes.py``
+and are re-exported here.
 """
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ import numpy as np
 
 from mtlbench import (Dataset, DatasetUnavailableError, DataValidationError, TaskSet,
                       UnknownNameError, hookimpl)
-from mtlbench.datasets_api import default_cache_dir, resolve_data_dir
+from mtlbench.datasets_api import (data_dir_hint, default_cache_dir, find_in_subfolders,
+                                   resolve_data_dir)
 
 # The layout's files, the label reader and the importer live in _attributes (re-exported here).
 from ._attributes import (  # noqa: F401
@@ -149,7 +150,8 @@ class PersonalizedAttributes(Dataset):
     source: ClassVar[str] = "your own data (see docs/datasets.md, `mtlbench import-attributes`)"
     attributes: ClassVar[tuple[str, ...]] = ()
     attribute_aliases: ClassVar[dict[str, str]] = {}
-    get_it: ClassVar[str] = "build it from your CSV/NPY files with `mtlbench import-attributes`"
+    get_it: ClassVar[str] = ("build it from your CSV, NumPy or MATLAB files with "
+                             "`mtlbench import-attributes`")
 
     def __init__(self, n_components: int | None = 100, min_minority: int = 8, bias: bool = False):
         self.n_components = n_components
@@ -338,13 +340,22 @@ class PersonalizedAttributes(Dataset):
         looked = [str(f) for f, _ in self._candidates(ddir, cache_dir)]
         dd = ("no data folder given (use --data-dir DIR or set $MTLBENCH_DATA_DIR)" if ddir is None
               else f"data folder: {ddir}")
+        found = [f for f in find_in_subfolders(ddir, (LABELS_FILE,), skip=(ddir / self.name,)
+                                               if ddir is not None else ())
+                 if self._name_matches(f)]
+        hint = data_dir_hint(found, LABELS_FILE, ddir, self.name) if found else ""
         return (f"{self.name}: the data is not available locally ({dd}).\n"
-                f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
+                + (f"  {hint}.\n" if hint else "")
+                + f"  looked for {LABELS_FILE} and {FEATURES_FILE} in: {', '.join(looked)}\n"
                 f"{LAYOUT_HELP}\n"
                 + (f"problems: the attributes in your labels.csv (the paper used: "
                    f"{', '.join(self.attributes)})\n" if self.attributes else "")
                 + f"get the data: {self.get_it}\n"
-                f"no checksum is defined: this data set has no canonical public copy.")
+                f"no checksum is defined: this data set has no canonical public copy.\n"
+                + ("" if hint else
+                   "without a copy: --datasets synthetic-attributes is generated data of the "
+                   "same layout and scale (users labelling shared items), to try the models "
+                   "and the protocol"))
 
     def _read_meta(self, folder: Path) -> dict:
         p = folder / META_FILE

@@ -8,10 +8,11 @@ module              what
 ``info``            ``plugins``, ``models``, ``datasets``
 ``run``             ``compare``, ``results``, ``import-results``
 ``report``          ``leaderboard``, ``publish``
+``share``           ``merge``, ``best-params``
 ``new_plugin``      ``new-plugin`` (the files come from :mod:`mtlbench.scaffold`)
 ``_ui``             consoles, :func:`user_errors`, tables, the registry with its warnings
 ``_options``        options shared by several commands, opening a store
-``_progress``       the progress bar of ``compare`` (a :class:`mtlbench.runner.Reporter`)
+``_progress``       the progress of ``compare``: a bar, or plain lines when not a terminal
 ==================  =========================================================================
 
 This package is the only part of :mod:`mtlbench` that imports click or rich; library modules

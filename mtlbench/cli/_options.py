@@ -1,5 +1,8 @@
-"""Options and small helpers shared by several commands: ``--format``, ``--store``, ``--seed``,
-``--models`` of the report commands, opening a store for reading, comma-separated lists.
+"""Options and small helpers shared by several commands, so that one thing has one spelling
+everywhere: ``-m/--models`` (model selectors or labels, repeatable and comma-separated),
+``-d/--datasets`` (datasets or dataset/problem, the same) and ``-d/--dataset`` for a command
+that takes one, ``--store``, ``--seed``, ``--data-dir``, ``--format``, ``--figures DIR``;
+opening a store for reading, comma-separated lists.
 
 Imports only click and the standard library at import time (``--help`` stays light).
 """
@@ -25,10 +28,65 @@ seed_option = click.option("--seed", type=int, default=None,
                            help="Seed of the units to show (default: the seed with most units "
                                 "per dataset).")
 
-models_option = click.option("--models", "models_", default=None,
-                             help="Comma-separated model labels or names to show (a name "
-                                  "matches all its labels); named models without results "
-                                  "are reported as missing.")
+def data_dir_option(help_text: str = "Folder with local data files (also "
+                                     "$MTLBENCH_DATA_DIR)."):
+    """``--data-dir DIR``."""
+    return click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+                        help=help_text)
+
+
+def models_option(help_text: str = "Model labels or names to show (a name matches all its "
+                                   "labels), comma-separated and/or repeated; named models "
+                                   "without results are reported as missing."):
+    """``-m/--models``: repeatable, each value comma-separated (:func:`joined`)."""
+    return click.option("-m", "--models", "models_", multiple=True, help=help_text)
+
+
+def datasets_option(help_text: str = "Datasets or dataset/problem to show, comma-separated "
+                                     "and/or repeated."):
+    """``-d/--datasets``: repeatable, each value comma-separated (:func:`joined`)."""
+    return click.option("-d", "--datasets", "datasets_", multiple=True, help=help_text)
+
+
+def dataset_option(help_text: str, required: bool = False):
+    """``-d/--dataset`` of a command that takes one dataset (or one problem)."""
+    return click.option("-d", "--dataset", "dataset", required=required, default=None,
+                        help=help_text)
+
+
+def figures_option(help_text: str):
+    """``--figures DIR``: figures are written only when it is given."""
+    return click.option("--figures", "figures_dir", type=click.Path(file_okay=False),
+                        default=None, help=help_text)
+
+
+def joined(values: tuple[str, ...] | list[str] | None, option: str, what: str
+           ) -> list[str] | None:
+    """The entries of a repeatable, comma-separated option (``-m a,b -m c`` -> ``[a, b, c]``);
+    not given -> None.  An empty value or unbalanced brackets are an error naming the
+    ``option`` (``--models``) and ``what`` it takes (``model selector``)."""
+    if not values:
+        return None
+    out = []
+    for v in values:
+        if not v.strip():
+            raise ConfigError(f"{option} is empty; give at least one {what} (omit the option "
+                              "for the default)")
+        try:
+            out += csv_list(v)
+        except ConfigError as exc:
+            raise ConfigError(f"invalid {what} in {option} {v!r}: {exc}") from None
+    return out
+
+
+def model_list(values: tuple[str, ...] | None) -> list[str] | None:
+    """The values of ``-m/--models`` (:func:`joined`)."""
+    return joined(values, "--models", "model selector")
+
+
+def dataset_list(values: tuple[str, ...] | None) -> list[str] | None:
+    """The values of ``-d/--datasets`` (:func:`joined`)."""
+    return joined(values, "--datasets", "dataset selector")
 
 
 def csv_list(value: str | None) -> list[str] | None:

@@ -6,6 +6,8 @@ this package that is imported only when the command is called (:data:`COMMANDS` 
 one-line help that ``--help`` shows meanwhile); commands added by plugins (the
 ``register_commands`` hook) are discovered only when a name that is not built in is looked up,
 so ``mtlbench --version`` and ``mtlbench --help`` load neither numpy, rich nor any plugin.
+The commands of the plugins shipped with mtlbench are listed by ``--help`` all the same, from
+:data:`PLUGIN_COMMANDS` (a test checks it against what those plugins register).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from .. import __version__
 from ..errors import MTLBenchError
 from ._ui import err_console, escape
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["COMMANDS", "PLUGIN_COMMANDS", "cli", "main"]
 
 #: built-in commands: name -> (module of this package, attribute (a click command),
 #: the one-line help shown by ``mtlbench --help``)
@@ -36,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Show stored results (mean ± std test AUC per problem and model)."),
     "import-results": ("run", "import_results",
                        "Import a published leaderboard's units into a store."),
+    "merge": ("share", "merge",
+              "Merge results stores and published files of several machines into one."),
+    "best-params": ("share", "best_params",
+                    "A run's selected hyperparameters as a config file for compare --config."),
     "leaderboard": ("report", "leaderboard",
                     "Leaderboard of one dataset (ranks, significance, provenance)."),
     "race": ("race", "race",
@@ -43,7 +49,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "publish": ("report", "publish",
                 "Write leaderboards/<dataset>.md and .json, figures and an index."),
     "new-plugin": ("new_plugin", "new_plugin",
-                   "Scaffold a pip-installable model (or --dataset) plugin NAME."),
+                   "Scaffold a pip-installable model (or --kind dataset) plugin NAME."),
+}
+
+#: commands of the plugins shipped in this distribution (registered through their
+#: ``register_commands`` hook, loaded when called): name -> the one-line help ``--help`` shows
+PLUGIN_COMMANDS: dict[str, str] = {
+    "import-attributes": "Turn attribute labels (CSV, NPY, MATLAB) into the dataset layout.",
+    "check-ustep": "Cross-check TFCL's closed-form U-step against a cvxpy SDP.",
 }
 
 
@@ -73,7 +86,7 @@ class _Group(click.Group):
                 err_console.print(f"[bold red]Error:[/] {escape(str(exc))}", soft_wrap=True)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS) | set(PLUGIN_COMMANDS))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         cmd = super().get_command(ctx, name)
@@ -92,14 +105,16 @@ class _Group(click.Group):
             if cmd is not None and cmd is not _builtin(name):  # a plugin's command
                 if not cmd.hidden:
                     rows.append((name, cmd.get_short_help_str(formatter.width - 6 - len(name))))
-            else:
+            elif name in COMMANDS:
                 rows.append((name, COMMANDS[name][2]))
+            else:
+                rows.append((name, PLUGIN_COMMANDS[name]))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
         with formatter.section("Plugin commands"):
-            formatter.write_text("Plugins may add commands; they are loaded when called. "
-                                 "'mtlbench plugins' lists them.")
+            formatter.write_text("Other installed plugins may add commands; they are loaded "
+                                 "when called. 'mtlbench plugins' lists them.")
 
 
 def _builtin(name: str) -> click.Command | None:

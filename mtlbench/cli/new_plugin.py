@@ -1,4 +1,5 @@
-"""``mtlbench new-plugin NAME [--dataset]``: a pip-installable model or dataset plugin package.
+"""``mtlbench new-plugin NAME [--kind dataset]``: a pip-installable model or dataset plugin
+package.
 
 The files are written by :func:`mtlbench.scaffold.write_plugin` (a library function); this is
 its command.
@@ -14,18 +15,21 @@ __all__ = ["new_plugin"]
 
 @click.command("new-plugin")
 @click.argument("name")
-@click.option("--dataset", "is_dataset", is_flag=True,
-              help="Scaffold a dataset plugin (default: a model plugin).")
+@click.option("--kind", type=click.Choice(["model", "dataset"]), default="model",
+              show_default=True, help="What the plugin provides.")
+@click.option("--dataset", "is_dataset", is_flag=True, hidden=True,
+              help="Same as --kind dataset (the spelling of earlier releases).")
 @click.option("--dir", "directory", default=".", show_default=True,
               type=click.Path(file_okay=False),
               help="Folder in which the package folder mtlbench-NAME is created.")
 @user_errors
-def new_plugin(name: str, is_dataset: bool, directory: str) -> None:
-    """Create a pip-installable model (or --dataset) plugin package with kit tests and README."""
+def new_plugin(name: str, kind: str, is_dataset: bool, directory: str) -> None:
+    """Create a pip-installable model (or --kind dataset) plugin package with kit tests and
+    README."""
     from ..plugins import BUILTIN_DISTRIBUTION
     from ..scaffold import name_taken, plugin_names, write_plugin
 
-    kind = "dataset" if is_dataset else "model"
+    kind = "dataset" if is_dataset else kind
     names = plugin_names(name, kind)
     owner = name_taken(name, kind)
     if owner is not None and owner.distribution == BUILTIN_DISTRIBUTION:

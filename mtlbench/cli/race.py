@@ -11,20 +11,19 @@ from pathlib import Path
 import click
 
 from ..api import DEFAULT_STORE
-from ..syntax import file_stem, split_top_level
-from ._options import format_option, open_store
+from ..syntax import file_stem
+from ._options import (data_dir_option, dataset_option, figures_option, format_option,
+                       model_list, models_option, open_store)
 from ._ui import console, emit, err_console, escape, registry, render_rows, user_errors
 
 __all__ = ["race"]
 
 
 @click.command("race")
-@click.option("--dataset", "dataset", required=True,
-              help="One problem: DATASET, DATASET/PROBLEM or DATASET[param=value,...] as in "
-                   "compare's --datasets.")
-@click.option("-m", "--models", "models_", multiple=True,
-              help="Model selectors, comma-separated and/or repeated, e.g. "
-                   "-m 'lasso[rho_ratio=0.05],rmtfl' (default: every discovered model).")
+@dataset_option("One problem: DATASET, DATASET/PROBLEM or DATASET[param=value,...] as in "
+                "compare's --datasets.", required=True)
+@models_option("Model selectors, comma-separated and/or repeated, e.g. "
+               "-m 'lasso[rho_ratio=0.05],rmtfl' (default: every discovered model).")
 @click.option("--from-store", "from_store", type=click.Path(dir_okay=False), default=None,
               help="Take each searched hyperparameter not given in a selector from the stored "
                    "unit of the same model, problem, repetition and seed.")
@@ -34,27 +33,27 @@ __all__ = ["race"]
 @click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
 @click.option("--val-fraction", type=float, default=None,
               help="Validation share of train+validation per task (0.2).")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder with local data files (also $MTLBENCH_DATA_DIR).")
+@data_dir_option()
 @click.option("--timeout", type=float, default=None,
               help="Seconds one solver run may take before it is stopped and recorded as "
                    "failed (default 600).")
 @click.option("--store", default=None, type=click.Path(dir_okay=False),
               help=f"Store the race is written to (default: the --from-store store, else "
                    f"{DEFAULT_STORE}).")
-@click.option("--figure", "figure", type=click.Path(dir_okay=False), default=None,
-              help="Figure file (default results/race-PROBLEM-repR.png).")
+@figures_option("Write the figure (race-PROBLEM-repR.png) into this folder; without it no "
+                "figure is drawn.")
 @click.option("--no-reference-runs", is_flag=True,
               help="Do not run the longer reference runs a best-found reference uses.")
 @format_option
 @user_errors
 def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: int, seed: int,
          test_fraction: float | None, val_fraction: float | None, data_dir: str | None,
-         timeout: float | None, store: str | None, figure: str | None,
+         timeout: float | None, store: str | None, figures_dir: str | None,
          no_reference_runs: bool, fmt: str) -> None:
     """Race each model's solvers on one repetition's training split: objective against
     solver time (one BLAS thread, each run in a fresh process), against a reference optimum
-    certified where possible; print the table, write the figure and store the race."""
+    certified where possible; print the table, store the race and, with --figures DIR, write
+    the figure."""
     from .. import race as rc
     from ..dataset import resolve_data_dir
     from ..errors import ConfigError
@@ -83,7 +82,7 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
                                   ("val_fraction", val_fraction)) if v is not None}
     config = ProtocolConfig(seed=seed, reps=rep + 1, **settings)
     train, info = rc.race_problem(reg, ds_name, prob, ddir_s, rep, config)
-    selectors = [m for opt in models_ for m in split_top_level(opt)] or reg.model_names
+    selectors = model_list(models_) or reg.model_names
     source = open_store(from_store, readonly=True) if from_store else None
     try:
         selections = rc.race_selections(reg, selectors, problem=pid, rep=rep, seed=seed,
@@ -111,6 +110,9 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
             extra = f", final objective {run.final_objective:.10g}" \
                 if run.final_objective is not None else ", no objective reported"
             say.print(f"  ran {escape(what)}: {run.elapsed:.3g} s{extra}", soft_wrap=True)
+        elif run.status == rc.STOPPED:
+            say.print(f"  [yellow]stopped[/] {escape(what)}: {escape(run.message)}",
+                      soft_wrap=True)
         else:
             say.print(f"  [red]failed[/] {escape(what)}: {escape(run.message)}", soft_wrap=True)
 
@@ -123,17 +125,9 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
     with ResultStore(out_store) as rs:
         rs.write_race(rows)
     say.print(f"stored {len(rows)} run(s) in {escape(out_store)} (race {result.race_id})")
-    fig_path = Path(figure) if figure else \
-        Path("results") / f"race-{file_stem(pid)}-rep{rep}.png"
-    from ..report.race_figures import race_plot
-
-    try:
-        drawn = race_plot(rows, fig_path, f"{pid}: solver race (training split of repetition "
-                                          f"{rep}, seed {seed})")
-        say.print(f"figure: {escape(str(drawn))}" if drawn else
-                  "figure: not drawn (no run with a curve and a reference)")
-    except ConfigError as exc:  # matplotlib missing
-        say.print(f"[yellow]figure not drawn:[/] {escape(str(exc))}", soft_wrap=True)
+    if figures_dir:
+        _draw(rows, Path(figures_dir) / f"race-{file_stem(pid)}-rep{rep}.png",
+              f"{pid}: solver race (training split of repetition {rep}, seed {seed})", say)
     if fmt == "json":
         click.echo(rc.to_json(result, rows))
         return
@@ -142,6 +136,18 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
         return
     _print_verdicts(result)
     _print_table(rc.csv_records(rows))
+
+
+def _draw(rows, path: Path, title: str, say) -> None:
+    from ..errors import ConfigError
+    from ..report.race_figures import race_plot
+
+    try:
+        drawn = race_plot(rows, path, title)
+        say.print(f"figure: {escape(str(drawn))}" if drawn else
+                  "figure: not drawn (no run with a curve and a reference)")
+    except ConfigError as exc:  # matplotlib missing
+        say.print(f"[yellow]figure not drawn:[/] {escape(str(exc))}", soft_wrap=True)
 
 
 def _print_verdicts(result) -> None:
@@ -163,7 +169,7 @@ def _print_verdicts(result) -> None:
 def _print_table(records) -> None:
     from rich.table import Table
 
-    from ..race import LEVELS
+    from ..race import LEVELS, STOPPED
 
     def secs(v) -> str:
         return "—" if v is None else f"{v:.3g}"
@@ -175,9 +181,15 @@ def _print_table(records) -> None:
         table.add_column(c, justify="left" if c in ("model", "solver") else "right")
     for r in records:
         solver = r["solver"] + (f" (ref: {r['variant']})" if r["role"] == "reference" else "")
-        if r["status"] != "ok":
+        if r["status"] not in ("ok", STOPPED):
             table.add_row(escape(r["model"]), escape(solver), *["—"] * 3,
                           "[red]failed[/]", "", "", "", "", secs(r["elapsed"]))
+            continue
+        if r["status"] == STOPPED:  # timed up to where it was stopped
+            table.add_row(escape(r["model"]), escape(solver),
+                          *(secs(r[f"time_{lv:.0e}"]) for lv in LEVELS),
+                          "[yellow]stopped at the time limit[/]", "", "", "", "",
+                          secs(r["elapsed"]))
             continue
         sub = r["suboptimality"]
         table.add_row(
@@ -192,5 +204,6 @@ def _print_table(records) -> None:
     console.print(table)
     failed = [r for r in records if r["status"] != "ok"]
     for r in failed:
-        err_console.print(f"[red]failed[/] {escape(r['model'])} / {escape(r['solver'])}: "
+        what = "[yellow]stopped[/]" if r["status"] == STOPPED else "[red]failed[/]"
+        err_console.print(f"{what} {escape(r['model'])} / {escape(r['solver'])}: "
                           f"{escape(r['message'])}", soft_wrap=True)

@@ -10,22 +10,27 @@ from pathlib import Path
 
 import click
 
-from ._options import csv_list, models_option, open_store, seed_option, store_option
+from ._options import (csv_list, dataset_list, dataset_option, datasets_option, figures_option,
+                       model_list, models_option, open_store, seed_option, store_option)
 from ._ui import console, err_console, escape, user_errors
 
 __all__ = ["leaderboard", "publish"]
 
 
 @click.command("leaderboard")
-@click.option("--dataset", default=None, help="Dataset whose results to tabulate.")
+@dataset_option("Dataset whose results to tabulate.")
 @click.option("--all", "across", is_flag=True,
               help="Every data set of the store: headline table, Friedman test with average "
                    "ranks, Nemenyi post-hoc and critical-difference diagram, practical "
                    "equivalence (Bayesian signed-rank).")
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json", "csv"]),
               default="markdown", show_default=True)
+@click.option("--metric", default=None,
+              help="Metric of the table (default: the data set's primary metric, auc for "
+                   "binary targets, rmse for real-valued ones; with --all: that of most data "
+                   "sets, the others left out and named). 'mtlbench plugins' lists them.")
 @store_option
-@models_option
+@models_option()
 @seed_option
 @click.option("--baseline", default=None,
               help="Label of the win/tie/loss baseline (default: the model that declares "
@@ -37,39 +42,47 @@ __all__ = ["leaderboard", "publish"]
 @click.option("--focus", default=None,
               help="With --all: comma-separated models shown in their own headline column "
                    "(default: the models others declare themselves ablations of).")
-@click.option("--rope", type=float, default=0.5, show_default=True,
-              help="With --all: region of practical equivalence, test AUC x 100 points.")
-@click.option("--figures-dir", type=click.Path(file_okay=False), default=None,
-              help="With --all: folder for the CD diagram and the equivalence figure "
-                   "(default: the folder of --output, else the current folder).")
-@click.option("--no-figures", is_flag=True, help="With --all: draw no figures.")
+@click.option("--rope", type=float, default=None,
+              help="With --all: region of practical equivalence in the table's units "
+                   "(default: 0.5 points of a metric shown x 100 such as the AUC, else 1 % of "
+                   "the block's best mean).")
+@figures_option("With --all (markdown): write the CD diagram and the equivalence figure into "
+                "this folder and link them (without it no file but --output is written).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of standard output.")
 @user_errors
-def leaderboard(dataset: str | None, across: bool, fmt: str, store: str, models_: str | None,
-                seed: int | None, baseline: str | None, blocks: str | None, focus: str | None,
-                rope: float, figures_dir: str | None, no_figures: bool,
-                output: str | None) -> None:
-    """Leaderboard of one dataset (--dataset): mean ± std test AUC, ranks, significance, the
-    search, planned vs finished units, provenance; or the judgement across every data set of
-    the store (--all)."""
+def leaderboard(dataset: str | None, across: bool, fmt: str, metric: str | None, store: str,
+                models_: tuple[str, ...], seed: int | None, baseline: str | None,
+                blocks: str | None, focus: str | None, rope: float | None,
+                figures_dir: str | None, output: str | None) -> None:
+    """Leaderboard of one dataset (--dataset) for one metric: mean ± std, ranks, significance,
+    Δ% over the baseline, the search, planned vs finished units, provenance; or the judgement
+    across every data set of the store (--all)."""
     if bool(dataset) == across:
         raise click.UsageError("give --dataset NAME for one data set's table, or --all for "
                                "the summary across data sets")
+    if figures_dir and (not across or fmt != "markdown"):
+        raise click.UsageError("--figures DIR goes with --all and the markdown format (one "
+                               "data set's table has no figure; 'mtlbench publish' draws "
+                               "every figure)")
+    if metric is not None:
+        from ..scoring import get_metric
+
+        metric = get_metric(metric).name  # an unknown name: one line with the known ones
     rs = open_store(store, readonly=True)
     try:
-        models = csv_list(models_)
+        models = model_list(models_)
         if across:
             text = _summary_text(rs, fmt, seed, models, blocks, focus, rope,
-                                 None if no_figures or fmt != "markdown" else
-                                 Path(figures_dir or (Path(output).parent if output else ".")),
-                                 Path(output).parent if output else None)
+                                 Path(figures_dir) if figures_dir else None,
+                                 Path(output).parent if output else None, metric)
         else:
             from ..report.leaderboard import build_leaderboard
             from ..report.render import render
 
             text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
-                                            expected=models, baseline=baseline), fmt)
+                                            expected=models, baseline=baseline,
+                                            metric=metric), fmt)
     finally:
         rs.close()
     if output:
@@ -80,14 +93,15 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, store: str, models_
 
 
 def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
-                  blocks: str | None, focus: str | None, rope: float,
-                  figures_dir: Path | None, rel_to: Path | None) -> str:
+                  blocks: str | None, focus: str | None, rope: float | None,
+                  figures_dir: Path | None, rel_to: Path | None,
+                  metric: str | None = None) -> str:
     from ..report.across import summarize_store
     from ..report.across_render import render_summary, summary_figures
 
     chosen = "all" if blocks == "all" else csv_list(blocks)
     summary, _ = summarize_store(rs, blocks=chosen, focus=csv_list(focus), rope=rope,
-                                 seed=seed, models=models)
+                                 seed=seed, models=models, metric=metric)
     figures = {}
     if figures_dir is not None:
         figures = summary_figures(summary, figures_dir, rel_to=rel_to)
@@ -100,16 +114,16 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
 @store_option
 @click.option("--out", default="leaderboards", show_default=True,
               type=click.Path(file_okay=False), help="Folder to write into.")
-@click.option("--datasets", "datasets_", default=None,
-              help="Comma-separated datasets (default: every dataset in the store).")
-@models_option
+@datasets_option("Datasets, comma-separated and/or repeated (default: every dataset in the "
+                 "store).")
+@models_option()
 @seed_option
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Draw the figures (needs matplotlib: pip install 'mtlbench[plots]').")
 @click.option("--force", is_flag=True,
               help="Replace tables that were generated from another results store.")
 @user_errors
-def publish(store: str, out: str, datasets_: str | None, models_: str | None,
+def publish(store: str, out: str, datasets_: tuple[str, ...], models_: tuple[str, ...],
             seed: int | None, figures: bool, force: bool) -> None:
     """Write <out>/<dataset>.md + .json, figures, an index README.md and a manifest;
     remove stale generated files."""
@@ -117,8 +131,8 @@ def publish(store: str, out: str, datasets_: str | None, models_: str | None,
 
     rs = open_store(store, readonly=True)
     try:
-        publish_to(rs, out, csv_list(datasets_), figures=figures, force=force, seed=seed,
-                   models=csv_list(models_),
+        publish_to(rs, out, dataset_list(datasets_), figures=figures,
+                   force=force, seed=seed, models=model_list(models_),
                    log=lambda s: console.print(escape(s), soft_wrap=True))
     finally:
         rs.close()

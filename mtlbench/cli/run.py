@@ -20,9 +20,9 @@ import click
 from .. import api
 from ..api import DEFAULT_STORE
 from ..syntax import split_top_level
-from ._options import (csv_list, format_option, models_option, open_store, seed_option,
-                       store_option)
-from ._ui import console, err_console, escape, registry, user_errors
+from ._options import (data_dir_option, dataset_list, datasets_option, format_option,
+                       model_list, models_option, open_store, seed_option, store_option)
+from ._ui import console, err_console, escape, registry, user_errors, warn
 
 __all__ = ["compare", "results", "import_results"]
 
@@ -33,13 +33,10 @@ def _split_csv(value: str | None) -> list[str]:
 
 # ------------------------------------------------------------------------------- compare
 @click.command()
-@click.option("--datasets", "datasets_", default=None,
-              help="Comma-separated datasets or dataset/problem (default: simulated).")
-@click.option("--models", "models_", default=None,
-              help="Comma-separated model selectors, e.g. 'lasso,tfcl[k=[3,5]]' "
-                   "(default: every discovered model).")
-@click.option("-m", "--model", "model_opts", multiple=True,
-              help="One model selector (repeatable), e.g. -m 'tfcl[k=5]'.")
+@datasets_option("Datasets or dataset/problem, comma-separated and/or repeated (default: "
+                 "simulated).")
+@models_option("Model selectors, comma-separated and/or repeated, e.g. -m 'lasso,tfcl[k=[3,5]]' "
+               "-m stl (default: every discovered model).")
 @click.option("--reps", type=int, default=None,
               help="Repetitions, 1..1000 (default 15, the paper's).")
 @click.option("--seed", type=int, default=None,
@@ -54,8 +51,7 @@ def _split_csv(value: str | None) -> list[str]:
                    "(docs/scaling.md).")
 @click.option("--store", default=DEFAULT_STORE, show_default=True, type=click.Path(dir_okay=False),
               help="SQLite results store; finished units in it are not recomputed.")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder with local data files (also $MTLBENCH_DATA_DIR).")
+@data_dir_option()
 @click.option("--timeout", type=float, default=None,
               help="Seconds (finite, > 0) a unit may run before it is recorded as failed.")
 @click.option("--retry-failed", is_flag=True, help="Rerun units recorded as failed.")
@@ -69,6 +65,14 @@ def _split_csv(value: str | None) -> list[str]:
 @click.option("--test-fraction", type=float, default=None, help="Test share per task (0.15).")
 @click.option("--val-fraction", type=float, default=None,
               help="Validation share of train+validation per task (0.2).")
+@click.option("--train-fraction", type=float, default=None,
+              help="Training-fraction protocol (MALSAR-style, e.g. 0.1): this share of each "
+                   "task for training and validation, the rest for test; instead of "
+                   "--test-fraction. Recorded in every unit's key.")
+@click.option("--select-by", "select_by", default=None,
+              help="Metric that selects hyperparameters (default: each problem's primary "
+                   "metric, auc for binary targets, rmse for real-valued ones); "
+                   "'mtlbench plugins' lists the metrics.")
 @click.option("--search", "search", default=None,
               help="Hyperparameter searcher (default 'adaptive'; 'grid' = exactly the declared "
                    "starting grids; plugins may add more). See docs/tuning.md.")
@@ -79,13 +83,16 @@ def _split_csv(value: str | None) -> list[str]:
               help="Print the units that would run, how many are stored and a wall-time "
                    "estimate from stored unit times; run nothing.")
 @user_errors
-def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, ...],
-            reps: int | None, seed: int | None, jobs: int | None, scheduler: str | None,
-            store: str, data_dir: str | None, timeout: float | None, retry_failed: bool,
+def compare(datasets_: tuple[str, ...], models_: tuple[str, ...], reps: int | None,
+            seed: int | None, jobs: int | None, scheduler: str | None, store: str,
+            data_dir: str | None, timeout: float | None, retry_failed: bool,
             rerun: tuple[str, ...], allow_failures: bool, config_path: str | None,
-            test_fraction: float | None, val_fraction: float | None, search: str | None,
+            test_fraction: float | None, val_fraction: float | None,
+            train_fraction: float | None, select_by: str | None, search: str | None,
             budget: int | None, dry_run: bool) -> None:
-    """Run models on datasets under the common protocol and print mean ± std test AUC.
+    """Run models on datasets under the common protocol and print mean ± std of each
+    problem's primary metric (test AUC for binary targets, RMSE for real-valued ones), and
+    the other metrics briefly.
 
     Exits with status 1 when a unit of the run failed (--allow-failures: 0); 130 on Ctrl-C
     and 143 on SIGTERM, after saying what was saved."""
@@ -96,15 +103,14 @@ def compare(datasets_: str | None, models_: str | None, model_opts: tuple[str, .
 
                 prestart()  # worker processes' imports overlap with planning
             registry()  # plugin warnings, once
-            selectors: list[str] | str | None = list(model_opts) + _split_csv(models_)
-            if not selectors:
-                selectors = models_  # None: the default; "": a clear error from the check
-            plan = api.plan(datasets_, selectors, reps=reps, seed=seed,
+            plan = api.plan(dataset_list(datasets_),
+                            model_list(models_), reps=reps, seed=seed,
                             jobs=jobs, scheduler=scheduler, store=store, data_dir=data_dir,
                             timeout=timeout, retry_failed=retry_failed, config=config_path,
                             test_fraction=test_fraction, val_fraction=val_fraction,
                             search=search, budget=budget,
-                            rerun=[m for r in rerun for m in _split_csv(r)])
+                            rerun=[m for r in rerun for m in _split_csv(r)],
+                            train_fraction=train_fraction, select_by=select_by)
         except KeyboardInterrupt:
             _stopped(received, "while planning, before any unit ran")
         try:
@@ -122,32 +128,59 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
         f"problem(s) x {pc.reps} repetition(s) = {len(plan.specs)} units; "
         f"seed {pc.seed}; search {search_text}; store {store}")
     for pid, s in plan.summaries.items():
+        balance = (f"positive share {s['positive_share']:.3f}" if s["positive_share"] is not None
+                   else f"real-valued targets, mean {s['target_mean']:g} ± {s['target_std']:g}")
         console.print(f"  {escape(pid)}: {s['tasks']} tasks, {s['features']} features, "
-                      f"{s['labels']} labels, positive share {s['positive_share']:.3f}")
+                      f"{s['labels']} labels, {balance}")
+    if plan.rekeyed:
+        console.print(f"  {plan.rekeyed} stored unit(s) of the previous code fingerprint rule, "
+                      "made by the code installed now, moved to their keys under this rule")
+    for line in plan.skipped:
+        console.print(f"  [yellow]skipped[/] {escape(line)}", soft_wrap=True)
+    shown = _print_notices(plan, set())
     if dry_run:
         _print_plan(plan)
         return
-    from ._progress import RichReporter
+    import warnings
+
+    from ._progress import progress_reporter
+    from ..plugins import PluginMigrationWarning
     from ..runner import RunInterrupted
 
     try:
-        with RichReporter(console.real()) as reporter:
+        with progress_reporter(console.real()) as reporter, warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginMigrationWarning)  # shown below, once
             result = api.run(plan, reporter=reporter)
     except RunInterrupted as exc:
         _stopped(received, f"{exc.report.saved} unit(s) of this run were saved in {store}")
+    _print_notices(plan, shown)
     report = result.report
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
     from ..store import ResultStore
 
     with ResultStore(plan.store) as rs:
-        _print_summary(rs, problems=plan.problem_ids, models=plan.labels, keys=result.keys)
-        _print_failed_fits(rs.units(keys=result.keys), err=True)
+        units = rs.units(keys=result.keys)
+        _print_summary(units)
+        _print_failed_fits(units, err=True)
     for res in report.failures[:10]:
         err_console.print(f"[red]failed[/] {escape(res.row['model'])} {res.row['problem']} "
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
                           soft_wrap=True)
     _failure_exit(report, allow_failures)
+
+
+def _print_notices(plan, shown: set) -> set:
+    """Print each migration notice (:class:`~mtlbench.plugins.PluginNotice`) of a model
+    this run uses once: those of its declarations, and those its first finished unit gave
+    (``converged_`` never set); ``shown`` holds the ones printed before."""
+    models = {s.model for s in plan.specs}
+    for n in registry().notices:
+        if n.model in models and (n.model, n.message) not in shown:
+            shown.add((n.model, n.message))
+            warn(f"plugin {n.name!r} ({n.distribution} {n.version}), model {n.model!r}: "
+                 f"{n.message}")
+    return shown
 
 
 def _reps_text(reps: list[int]) -> str:
@@ -190,7 +223,8 @@ def _print_plan(plan) -> None:
         e = g["expected"]
         table.add_row(escape(prob), escape(label), str(len(g["run"])), _reps_text(g["run"]),
                       str(len(g["stored"])), f"{e.seconds:.1f}" if e else "",
-                      _SOURCE_WORDS[e.source] if e else "")
+                      (_SOURCE_WORDS[e.source] + (", UNCERTAIN (another kind of problem)"
+                                                   if e.unlike else "")) if e else "")
     console.print(table)
     retry = ""
     if plan.stored_failed and not plan.retry_failed:
@@ -199,7 +233,7 @@ def _print_plan(plan) -> None:
         retry = f" ({plan.stored_failed} failed, to be rerun)"
     console.print(f"{len(plan.specs)} planned unit(s): {len(plan.todo)} to run, "
                   f"{len(plan.specs) - len(plan.todo)} already in the store{retry}")
-    console.print(f"estimate: {plan.estimate.text()}")
+    console.print(f"estimate: {escape(plan.estimate.text())}")
     console.print("dry run: nothing was run.")
 
 
@@ -255,37 +289,74 @@ def _failure_exit(report, allow_failures: bool) -> None:
         sys.exit(1)
 
 
-def _print_summary(store, problems=None, models=None, keys=None) -> None:
+def _print_summary(units) -> None:
+    """Per target kind of the run's problems (``units``: the run's stored units): the primary
+    metric's table (mean ± std over repetitions, best first), then the means of the other
+    recorded metrics -- the numbers ``leaderboard`` shows, computed one way."""
     from rich.table import Table
 
-    summary = store.summary(problems=problems, models=models, keys=keys)
-    table = Table(title="mean ± std test AUC (x100) over repetitions")
-    for col in ("problem", "model", "test AUC", "reps", "failed", "time (s)"):
-        table.add_column(col, justify="right" if col not in ("problem", "model") else "left")
-    for _, r in summary.iterrows():
-        mean, std = r["test_auc_mean"], r["test_auc_std"]
-        cell = "—" if mean != mean else (f"{100 * mean:.2f} ± {100 * std:.2f}" if std == std
-                                         else f"{100 * mean:.2f}")
-        t = r["time_total"]
-        table.add_row(escape(r["problem"]), escape(r["model"]), cell, str(r["reps"]),
-                      str(r["failed"]) if r["failed"] else "",
-                      f"{t:.1f}" if t == t else "")
-    console.print(table)
+    from ..report.render import metric_text
+    from ..report.roles import dataset_title
+    from ..report.select import metric_frame, problem_kinds
+    from ..scoring import get_metric, metrics_for, primary_metric
+
+    kinds = problem_kinds(units)
+    for kind in sorted(set(kinds.values())):
+        part = units[units["problem"].isin([p for p, k in kinds.items() if k == kind])]
+        titles = {p: dataset_title(p) if p in set(part["dataset"]) else p
+                  for p in part["problem"].unique()}
+        primary = get_metric(primary_metric(kind))
+        df = metric_frame(part, primary.name, table_units=True)
+        df = df.assign(_o=[-primary.oriented(v) if v is not None else float("inf")
+                           for v in df["mean"]]).sort_values(["problem", "_o"])
+        table = Table(title=f"{primary.heading()}, mean ± std over repetitions (primary metric: "
+                            "it selects the hyperparameters and ranks)")
+        for col in ("problem", "model", primary.label, "reps", "failed", "time (s)"):
+            table.add_column(col, justify="right" if col not in ("problem", "model") else "left")
+        for _, r in df.iterrows():
+            cell = metric_text(r["mean"], primary, table_units=True)
+            if r["std"] is not None and r["std"] == r["std"]:
+                cell += f" ± {metric_text(r['std'], primary, table_units=True)}"
+            table.add_row(escape(titles[r["problem"]]), escape(r["model"]), cell,
+                          str(r["reps"]), str(r["failed"]) if r["failed"] else "",
+                          f"{r['time_total_s']:.1f}")
+        console.print(table)
+        others = [m for m in metrics_for(kind) if m.name != primary.name]
+        if not others:
+            continue
+        frames = {m.name: metric_frame(part, m.name, table_units=True)
+                  .set_index(["problem", "model"]) for m in others}
+        brief = Table(title="other metrics on test, mean over repetitions (x 100: shares and "
+                            "AUCs; ↑ / ↓: higher / lower is better)")
+        for col in ["problem", "model"] + [f"{m.label} {m.arrow}" for m in others]:
+            brief.add_column(col, justify="right" if col not in ("problem", "model") else "left")
+        for _, r in df.iterrows():
+            idx = (r["problem"], r["model"])
+            brief.add_row(escape(titles[r["problem"]]), escape(r["model"]),
+                          *[metric_text(frames[m.name].loc[idx, "mean"], m, table_units=True)
+                            for m in others])
+        console.print(brief)
+
+
+def _auc_cell(mean: float | None, std: float | None) -> str:
+    """``86.78 ± 0.55`` (x100, two decimals), ``86.78`` for one repetition, ``—`` for none."""
+    if mean is None or mean != mean:
+        return "—"
+    return f"{mean:.2f} ± {std:.2f}" if std is not None and std == std else f"{mean:.2f}"
 
 
 # ------------------------------------------------------------------------------- results
 @click.command("results")
 @store_option
-@click.option("--datasets", "datasets_", default=None,
-              help="Filter: comma-separated datasets or dataset/problem.")
-@models_option
+@datasets_option()
+@models_option()
 @seed_option
 @click.option("--failures", is_flag=True, help="List failed units with their messages.")
 @click.option("--traceback", "show_tb", is_flag=True,
               help="With --failures: print each failed unit's traceback.")
 @format_option
 @user_errors
-def results(store: str, datasets_: str | None, models_: str | None, seed: int | None,
+def results(store: str, datasets_: tuple[str, ...], models_: tuple[str, ...], seed: int | None,
             failures: bool, show_tb: bool, fmt: str) -> None:
     """Stored results: mean ± std test AUC per problem and model, under the same selection
     rule as the leaderboard (one seed, the latest code per model), with what was left out."""
@@ -295,8 +366,8 @@ def results(store: str, datasets_: str | None, models_: str | None, seed: int | 
 
     rs = open_store(store, readonly=True)
     try:
-        problems = csv_list(datasets_)
-        models = csv_list(models_)
+        problems = dataset_list(datasets_)
+        models = model_list(models_)
         all_units = rs.units()
         datasets = None
         if problems:
@@ -318,11 +389,9 @@ def results(store: str, datasets_: str | None, models_: str | None, seed: int | 
                 table.add_column(col, justify="left" if col in ("problem", "model")
                                  else "right", no_wrap=True)
             for _, r in df.iterrows():
-                m, s = r["test_auc_mean_x100"], r["test_auc_std_x100"]
-                cell = "—" if m is None or m != m else (
-                    f"{m:.2f} ± {s:.2f}" if s is not None and s == s else f"{m:.2f}")
                 reps = f"{r['reps']}/{r['planned_reps']}"
-                table.add_row(escape(r["problem"]), escape(r["model"]), cell, reps,
+                table.add_row(escape(r["problem"]), escape(r["model"]),
+                              _auc_cell(r["test_auc_mean_x100"], r["test_auc_std_x100"]), reps,
                               str(r["failed"]) if r["failed"] else "", str(r["seed"]),
                               f"{r['time_total_s']:.1f}")
             console.print(table)
@@ -398,24 +467,28 @@ def _stale_note(store) -> str:
 @click.command("import-results")
 @click.argument("file", type=click.Path(dir_okay=False))
 @store_option
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute "
-                   "the data and split fingerprints of real datasets.")
+@data_dir_option("Folder with local data files (also $MTLBENCH_DATA_DIR), to recompute the "
+                 "data and split fingerprints of real datasets.")
 @click.option("--verify", type=click.IntRange(min=0), default=0, show_default=True,
               help="Recompute this many units drawn at random from the file here, and refuse "
                    "the import unless they agree (bit-identical where the code is the same).")
 @click.option("--verify-seed", type=int, default=0, show_default=True,
               help="Seed of the random draw of --verify.")
+@click.option("--replace", is_flag=True,
+              help="Overwrite units the store holds already (computed there, with their "
+                   "fitted arrays and histories, or imported before); without it they are "
+                   "kept.")
 @user_errors
 def import_results(file: str, store: str, data_dir: str | None, verify: int,
-                   verify_seed: int) -> None:
+                   verify_seed: int, replace: bool) -> None:
     """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
     that 'compare --models mine' computes only your model and 'leaderboard' shows all.
 
     Every unit is checked first (types, test AUC = mean of the per-task AUCs, keys,
     fingerprints) and refused when splits, data or protocol differ from this installation's;
-    one problem refuses the whole file and nothing is written.  Imported units are marked
-    as such in the leaderboard (docs/reports.md)."""
+    one problem refuses the whole file and nothing is written.  The units are written in one
+    transaction; a unit the store holds already is kept unless --replace.  Imported units
+    are marked as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
     from ..report.publish import check_import, write_import
 
@@ -428,6 +501,6 @@ def import_results(file: str, store: str, data_dir: str | None, verify: int,
                           verify_seed=verify_seed, log=log)
     rs = open_store(store, must_exist=False)
     try:
-        write_import(checked, rs, log=log)
+        write_import(checked, rs, log=log, replace=replace)
     finally:
         rs.close()

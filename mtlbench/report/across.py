@@ -3,6 +3,10 @@
 :func:`summary_across` reads the leaderboards of several data sets (built from a store, or
 read from published JSON) and returns a :class:`Summary`:
 
+* **one metric**: every leaderboard summarised is a table of the same metric (the summary's
+  ``metric``; by default the primary metric of most data sets, the others left out and
+  named); every comparison respects its direction: "best", ranks and the Bayesian test are on
+  values oriented so that higher is better.
 * **blocks**: one per (data set, problem) of the leaderboards.  Data sets that are variants of
   one generator (labels ``name[...]`` beside ``name``, e.g. ``simulated[seed=1]`` beside
   ``simulated``) are not independent blocks: by default only the base label of such a family
@@ -13,8 +17,8 @@ read from published JSON) and returns a :class:`Summary`:
   *competitor* (a model that is neither the baseline, a focus model nor an ablation) and the
   *baseline* (``is_baseline``), each with mean ± std, n and the leaderboard's Holm-adjusted
   Wilcoxon p against the block's best (:func:`mtlbench.report.stats.wilcoxon_p`).
-* **Friedman test and average ranks** over the blocks (scores: each model's mean test AUC on the
-  block; only models with every planned repetition on every block), the **Nemenyi post-hoc
+* **Friedman test and average ranks** over the blocks (scores: each model's mean of the metric
+  on the block; only models with every planned repetition on every block), the **Nemenyi post-hoc
   test** (``scikit_posthocs.posthoc_nemenyi_friedman``) with Demšar's critical difference
   CD = q_alpha sqrt(k (k + 1) / (6 N)) (q_alpha: the studentized range quantile / sqrt 2), and
   the cliques of models it cannot separate (drawn as the critical-difference diagram,
@@ -22,7 +26,9 @@ read from published JSON) and returns a :class:`Summary`:
 * **practical equivalence**: per block, every model against the block's best, the Bayesian
   signed-rank test of Benavoli et al. (JMLR 2017; ``baycomp.SignedRankTest``) on the paired
   repetitions: P(best better by more than the ROPE), P(within the ROPE), P(model better by
-  more) -- the three sum to 1; seeded, so reproducible.
+  more) -- the three sum to 1; seeded, so reproducible.  The ROPE is in the tables' units: by
+  default 0.5 points for a metric shown x 100 (an AUC), else 1 % of the best model's mean on
+  the block (an RMSE has the units of its targets).
 
 Pure functions of leaderboards: no store, no printing.
 """
@@ -39,7 +45,8 @@ from .stats import block_ranks, friedman
 
 SUMMARY_FORMAT = "mtlbench-summary/1"
 ALPHA = 0.05
-ROPE = 0.5          # region of practical equivalence, test AUC x 100 points
+ROPE = 0.5          # region of practical equivalence of a metric shown x 100: 0.5 points
+ROPE_SHARE = 0.01   # ... of any other metric: 1 % of the block's best mean
 BAYES_SAMPLES = 5_000   # Monte Carlo standard error of each probability <= 0.5 / sqrt(5000) = 0.007
 BAYES_SEED = 0
 POSTHOC = "Nemenyi (scikit_posthocs.posthoc_nemenyi_friedman)"
@@ -91,11 +98,12 @@ class Equivalence(JsonRecord):
     model: str
     best: str
     n_pairs: int
-    mean_difference: float | None    # best - model, test AUC x 100
+    mean_difference: float | None    # best - model in the table's units, positive = best better
     p_best_better: float | None      # "left": best - model > rope
     p_equivalent: float | None       # within the rope
     p_model_better: float | None     # "right": model - best > rope
     significantly_worse: bool | None  # the leaderboard's frequentist mark, beside
+    rope: float | None = None        # the ROPE of this block, in the table's units
 
 
 @dataclass
@@ -122,6 +130,9 @@ class Summary(JsonRecord):
     bayes_seed: int
     equivalence: list[Equivalence]
     notes: list[str] = field(default_factory=list)
+    #: the metric of every table summarised (files before it: the AUC), and its direction
+    metric: str = "auc"
+    higher_is_better: bool = True
 
 
 # ================================================================================ blocks
@@ -209,12 +220,19 @@ def _entry(lb: Leaderboard, model: str, problem: str) -> HeadlineEntry | None:
                          significantly_worse=c.significantly_worse, best=c.best)
 
 
+def _sign(lb: Leaderboard) -> float:
+    """+1 when the table's metric is higher-is-better, -1 when lower (values x sign: higher
+    is better)."""
+    return 1.0 if lb.get("higher_is_better", True) else -1.0
+
+
 def _headline(b: _Block, focus: Sequence[str], roles: dict[str, str]) -> HeadlineRow:
     rows = [r for r in b.lb.rows if r.cells[b.problem].n]
+    sign = _sign(b.lb)
     best = next((r for r in rows if r.cells[b.problem].best),
-                max(rows, key=lambda r: r.cells[b.problem].mean))
+                max(rows, key=lambda r: sign * r.cells[b.problem].mean))
     comp = [r for r in rows if roles.get(r.model) == "competitor"]
-    top = max(comp, key=lambda r: r.cells[b.problem].mean) if comp else None
+    top = max(comp, key=lambda r: sign * r.cells[b.problem].mean) if comp else None
     return HeadlineRow(
         block=b.label, dataset=b.lb.dataset, problem=b.problem,
         best=_entry(b.lb, best.model, b.problem),
@@ -225,8 +243,8 @@ def _headline(b: _Block, focus: Sequence[str], roles: dict[str, str]) -> Headlin
 
 # ================================================================================ ranks
 def _rank_matrix(blocks: Sequence[_Block]) -> tuple[list[str], np.ndarray, dict[str, str]]:
-    """(models, blocks x models mean scores, {left-out model: why}): a model enters with
-    every planned repetition on every block."""
+    """(models, blocks x models mean scores oriented so that higher is better, {left-out
+    model: why}): a model enters with every planned repetition on every block."""
     labels = sorted({r.model for b in blocks for r in b.lb.rows})
     keep, why = [], {}
     for m in labels:
@@ -237,8 +255,8 @@ def _rank_matrix(blocks: Sequence[_Block]) -> tuple[list[str], np.ndarray, dict[
             why[m] = f"fewer than the planned repetitions on {', '.join(short)}"
         else:
             keep.append(m)
-    scores = np.array([[b.lb.row(m).cells[b.problem].mean for m in keep] for b in blocks],
-                      dtype=np.float64).reshape(len(blocks), len(keep))
+    scores = np.array([[_sign(b.lb) * b.lb.row(m).cells[b.problem].mean for m in keep]
+                       for b in blocks], dtype=np.float64).reshape(len(blocks), len(keep))
     return keep, scores, why
 
 
@@ -294,41 +312,63 @@ def bayes_signed_rank(best: Sequence[float], model: Sequence[float], rope: float
     return float(left), float(equiv), float(right)
 
 
-def _equivalence(b: _Block, rope: float, samples: int, seed: int) -> list[Equivalence]:
+def block_rope(lb: Leaderboard, problem: str, rope: float | None) -> float:
+    """The ROPE of a block in its table's units: ``rope`` when given, else :data:`ROPE` for a
+    metric shown x 100 and :data:`ROPE_SHARE` of the best mean otherwise."""
+    if rope is not None:
+        return float(rope)
+    from ..scoring import get_metric
+
+    if get_metric(lb.get("metric") or "auc").percent:
+        return ROPE
+    best = next((r.cells[problem].mean for r in lb.rows if r.cells[problem].best), None)
+    return ROPE_SHARE * abs(best) if best else ROPE_SHARE
+
+
+def _equivalence(b: _Block, rope: float | None, samples: int, seed: int) -> list[Equivalence]:
     rows = [r for r in b.lb.rows if r.cells[b.problem].n]
     best = next((r for r in rows if r.cells[b.problem].best), None)
     if best is None:
         return []
-    bscore = dict(zip(best.cells[b.problem].reps, best.cells[b.problem].test_auc_x100))
+    sign, width = _sign(b.lb), block_rope(b.lb, b.problem, rope)
+    bscore = dict(zip(best.cells[b.problem].reps, best.cells[b.problem].scores))
     out = []
     for r in rows:
         if r is best:
             continue
         c = r.cells[b.problem]
         common = sorted(set(bscore) & set(c.reps))
-        mine = dict(zip(c.reps, c.test_auc_x100))
-        x, y = [bscore[k] for k in common], [mine[k] for k in common]
-        probs = bayes_signed_rank(x, y, rope, samples, seed) if len(common) >= 2 else \
+        mine = dict(zip(c.reps, c.scores))
+        x, y = [sign * bscore[k] for k in common], [sign * mine[k] for k in common]
+        probs = bayes_signed_rank(x, y, width, samples, seed) if len(common) >= 2 else \
             (None, None, None)
         out.append(Equivalence(block=b.label, model=r.model, best=best.model,
                                n_pairs=len(common),
                                mean_difference=float(np.mean(np.subtract(x, y))) if common
                                else None, p_best_better=probs[0], p_equivalent=probs[1],
                                p_model_better=probs[2],
-                               significantly_worse=c.significantly_worse))
+                               significantly_worse=c.significantly_worse, rope=width))
     return out
 
 
 # ================================================================================ summary
 def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str] | None = None,
-                   focus: Sequence[str] | None = None, alpha: float = ALPHA, rope: float = ROPE,
+                   focus: Sequence[str] | None = None, alpha: float = ALPHA,
+                   rope: float | None = None,
                    bayes_samples: int = BAYES_SAMPLES, bayes_seed: int = BAYES_SEED,
                    equivalence: bool = True) -> Summary:
-    """The summary of several data sets' leaderboards (module docstring).  ``blocks``: None
-    (independent blocks, the default rule), ``"all"``, or block / data set labels; ``focus``:
-    models shown in their own column (default: :func:`focus_models`); ``equivalence=False``
-    leaves the Bayesian signed-rank view out (``equivalence`` empty; it is most of the run
-    time) for callers that only read the headline and the ranks."""
+    """The summary of several data sets' leaderboards of one metric (module docstring).
+    ``blocks``: None (independent blocks, the default rule), ``"all"``, or block / data set
+    labels; ``focus``: models shown in their own column (default: :func:`focus_models`);
+    ``rope``: the ROPE in the tables' units (None: :func:`block_rope`'s default);
+    ``equivalence=False`` leaves the Bayesian signed-rank view out (``equivalence`` empty; it
+    is most of the run time) for callers that only read the headline and the ranks."""
+    metrics = sorted({lb.get("metric") or "auc" for lb in boards})
+    if len(metrics) > 1:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"the leaderboards are tables of different metrics "
+                          f"({', '.join(metrics)}); a summary ranks data sets on one metric")
     used, left_out, rule = choose_blocks(boards, blocks)
     focus = list(focus) if focus is not None else focus_models(boards)
     baselines = sorted({lb.baseline for lb in boards if lb.baseline})
@@ -337,7 +377,10 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
     roles = {m: _role(m, focus, baseline) for m in labels}
     models, scores, not_ranked = _rank_matrix(used)
     fried = friedman(scores)
-    fried.blocks_are = "data sets / problems (each model's mean test AUC x 100 on the block)"
+    from ..scoring import get_metric
+
+    metric = get_metric(metrics[0] if metrics else "auc")
+    fried.blocks_are = f"data sets / problems (each model's mean {metric.heading()} on the block)"
     avg: dict[str, float] = {}
     posthoc = None
     if models and len(used):
@@ -355,27 +398,62 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
         block_means={b.label: {r.model: r.cells[b.problem].mean for r in b.lb.rows
                                if r.cells[b.problem].n} for b in used},
         headline=[_headline(b, focus, roles) for b in used], ranked_models=list(avg),
-        not_ranked=not_ranked, average_ranks=avg, friedman=fried, posthoc=posthoc, rope=rope,
+        not_ranked=not_ranked, average_ranks=avg, friedman=fried, posthoc=posthoc,
+        rope=ROPE if rope is None else float(rope),
         bayes_test=BAYES_TEST, bayes_samples=bayes_samples, bayes_seed=bayes_seed,
         equivalence=[e for b in used for e in _equivalence(b, rope, bayes_samples, bayes_seed)]
-        if equivalence else [], notes=notes)
+        if equivalence else [], notes=notes, metric=metric.name,
+        higher_is_better=metric.higher_is_better)
+
+
+def boards_by_metric(store, sel, metric: str | None = None
+                     ) -> tuple[str, list[Leaderboard], dict[str, str]]:
+    """(the metric, the leaderboards of the data sets of selection ``sel`` for it, {data set
+    left out: why}).  ``metric`` None: the primary metric of most data sets (ties: the first
+    in the metric table order); a data set whose targets it does not apply to is left out."""
+    from ..errors import ConfigError
+    from ..scoring import metric_names
+    from .leaderboard import build_leaderboard, table_metric
+
+    primary = {}
+    for ds in sel.problems:
+        primary[ds] = table_metric(sel.units[sel.units["dataset"] == ds], ds)[0].name
+    if metric is None:
+        order = metric_names()
+        counts = {m: list(primary.values()).count(m) for m in set(primary.values())}
+        metric = max(sorted(counts, key=order.index), key=lambda m: counts[m])
+    boards, left = [], {}
+    for ds in sel.problems:
+        try:
+            boards.append(build_leaderboard(store, ds, selection=sel, metric=metric))
+        except ConfigError:
+            left[ds] = (f"{metric} does not apply to its targets (its primary metric is "
+                        f"{primary[ds]}: --metric {primary[ds]})")
+    if not boards:
+        raise ConfigError(f"no data set of the store has targets {metric} applies to; "
+                          + "; ".join(f"{ds}: {why}" for ds, why in left.items()))
+    return metric, boards, left
 
 
 def summarize_store(store, *, blocks: str | Sequence[str] | None = None,
-                    focus: Sequence[str] | None = None, rope: float = ROPE,
+                    focus: Sequence[str] | None = None, rope: float | None = None,
                     seed: int | None = None, models: Sequence[str] | None = None,
-                    bayes_samples: int = BAYES_SAMPLES) -> tuple[Summary, list[Leaderboard]]:
-    """Build every data set's leaderboard of ``store`` (the one selection rule) and summarize
-    them; returns (summary, leaderboards)."""
-    from .leaderboard import build_leaderboard
+                    bayes_samples: int = BAYES_SAMPLES, metric: str | None = None
+                    ) -> tuple[Summary, list[Leaderboard]]:
+    """Build every data set's leaderboard of ``store`` for ``metric`` (the one selection rule;
+    default: :func:`boards_by_metric`) and summarize them; returns (summary, leaderboards).
+    Data sets the metric does not apply to are named in the summary's left-out blocks."""
     from .select import select_units
 
     sel = select_units(store, None, seed=seed, models=models)
-    boards = [build_leaderboard(store, ds, selection=sel) for ds in sel.problems]
-    return summary_across(boards, blocks=blocks, focus=focus, rope=rope,
-                          bayes_samples=bayes_samples), boards
+    _, boards, left = boards_by_metric(store, sel, metric)
+    summary = summary_across(boards, blocks=blocks, focus=focus, rope=rope,
+                             bayes_samples=bayes_samples)
+    summary.left_out_blocks.update(left)
+    return summary, boards
 
 
 __all__ = ["Summary", "HeadlineRow", "HeadlineEntry", "Posthoc", "Equivalence",
-           "summary_across", "summarize_store", "choose_blocks", "focus_models", "nemenyi",
-           "bayes_signed_rank", "block_label", "SUMMARY_FORMAT", "ROPE", "ALPHA"]
+           "summary_across", "summarize_store", "boards_by_metric", "choose_blocks",
+           "focus_models", "nemenyi", "bayes_signed_rank", "block_label", "block_rope",
+           "SUMMARY_FORMAT", "ROPE", "ROPE_SHARE", "ALPHA"]

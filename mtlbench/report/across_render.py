@@ -26,17 +26,24 @@ def summary_figures(summary: Summary, outdir: str | Path, rel_to: str | Path | N
     from .plots import cd_diagram, equivalence_plot
 
     outdir = Path(outdir)
+    # a summary of another metric than the AUC: its own figure names (summary-cd--rmse.png)
+    suffix = "" if (summary.get("metric") or "auc") == "auc" else f"--{summary.metric}"
     paths: dict[str, Path | None] = {"cd": None, "equivalence": None}
     if summary.posthoc is not None:
         paths["cd"] = cd_diagram(summary.average_ranks, summary.posthoc.p_values,
                                  summary.posthoc.critical_difference,
-                                 outdir / f"{CD_FIGURE}.{fmt}", alpha=summary.posthoc.alpha)
+                                 outdir / f"{CD_FIGURE}{suffix}.{fmt}",
+                                 alpha=summary.posthoc.alpha)
     models = [m for m in summary.roles if any(e.model == m for e in summary.equivalence)]
     models.sort(key=lambda m: (summary.average_ranks.get(m, float("inf")), m))
     paths["equivalence"] = equivalence_plot([e.to_json() for e in summary.equivalence],
                                             summary.blocks, models,
-                                            outdir / f"{EQUIVALENCE_FIGURE}.{fmt}",
-                                            summary.rope)
+                                            outdir / f"{EQUIVALENCE_FIGURE}{suffix}.{fmt}",
+                                            summary.rope if _metric(summary).percent
+                                            else "the ROPE", "" if not suffix else
+                                            f"Against the best of each data set "
+                                            f"({_metric(summary).heading()}, ROPE as in the "
+                                            "table)")
     return {k: (None if p is None else os.path.relpath(p, rel_to) if rel_to is not None
                 else str(p)) for k, p in paths.items()}
 
@@ -59,6 +66,19 @@ def _blocks_text(s: Summary) -> list[str]:
     return ["".join(out), ""]
 
 
+def _metric(s: Summary):
+    from ..scoring import get_metric
+
+    return get_metric(s.get("metric") or "auc")
+
+
+def _block_text(block: str, dataset: str) -> str:
+    """A block's label, with "(binarized)" for a data set whose labels were binarized."""
+    from .roles import binarized
+
+    return _esc(block) + (" (binarized)" if binarized(dataset) else "")
+
+
 def _headline_text(s: Summary) -> list[str]:
     base = f"{_esc(s.baseline)} (baseline)" if s.baseline else "baseline"
     head = ["block", "best model"] + [_esc(m) for m in s.focus_models] + ["best competitor",
@@ -66,11 +86,13 @@ def _headline_text(s: Summary) -> list[str]:
     out = ["## Headline", "", "| " + " | ".join(head) + " |",
            "|" + "---|" * len(head)]
     for h in s.headline:
-        cells = [_esc(h.block), _entry_text(h.best)] + [_entry_text(h.focus.get(m))
-                                                        for m in s.focus_models]
+        cells = [_block_text(h.block, h.dataset), _entry_text(h.best)] + [
+            _entry_text(h.focus.get(m)) for m in s.focus_models]
         out.append("| " + " | ".join(cells + [_entry_text(h.best_competitor),
                                               _entry_text(h.baseline)]) + " |")
-    out += ["", "Test AUC x 100, mean ± std over repetitions (n); p = Holm-adjusted two-sided "
+    m = _metric(s)
+    what = "Test AUC x 100" if m.name == "auc" else "T" + m.heading()[1:]
+    out += ["", f"{what}, mean ± std over repetitions (n); p = Holm-adjusted two-sided "
             "Wilcoxon signed-rank p against the block's best (exact for n <= 25); † "
             "significantly worse than the best (p < 0.05). Focus models: the full models that "
             "other models declare themselves ablations of; best competitor: the best model "
@@ -107,9 +129,18 @@ def _ranks_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
 
 
 def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
+    m = _metric(s)
+    ropes = sorted({e.rope for e in s.equivalence if e.rope is not None})
+    if m.percent or len(ropes) <= 1:
+        width = ropes[0] if ropes else s.rope
+        unit = " points" if m.percent else ""
+        rope = f"±{width:g} {m.heading()}{unit}"
+    else:
+        rope = (f"1 % of the best model's mean {m.label} of each block "
+                f"({', '.join(f'{r:.3g}' for r in ropes)})")
     out = ["## Practical equivalence", "",
-           f"{s.bayes_test}, region of practical equivalence ±{s.rope:g} test AUC x 100 "
-           f"points, {s.bayes_samples} posterior samples, seed {s.bayes_seed}. Each cell, "
+           f"{s.bayes_test}, region of practical equivalence {rope}, "
+           f"{s.bayes_samples} posterior samples, seed {s.bayes_seed}. Each cell, "
            "against the block's best: P(best better by more than the ROPE) / P(practically "
            "equivalent) / P(model better); they sum to 1. † as in the headline (the "
            "frequentist mark, beside).", ""]
@@ -140,8 +171,10 @@ def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
 def summary_markdown(s: Summary, figures: dict[str, str | None] | None = None,
                      generated_by: str = "mtlbench leaderboard --all") -> str:
     figures = figures or {}
+    m = _metric(s)
+    title = "# Across data sets" + ("" if m.name == "auc" else f" — {m.label}")
     lines = [f"{GENERATED_MARKER} ({generated_by}) from a results store; regenerate, do not "
-             "edit -->", "# Across data sets", ""]
+             "edit -->", title, ""]
     lines += _blocks_text(s) + _headline_text(s) + _ranks_text(s, figures)
     lines += _equivalence_text(s, figures)
     lines += [f"- {n}" for n in s.notes] + ([""] if s.notes else [])
@@ -164,14 +197,15 @@ def summary_csv(s: Summary) -> str:
             e = eq.get((block, model))
             recs.append({"block": block, "dataset": head[block].dataset,
                          "problem": head[block].problem, "model": model,
-                         "role": s.roles.get(model), "mean_auc_x100": mean,
+                         "role": s.roles.get(model),
+                         "mean_auc_x100": mean if (s.get("metric") or "auc") == "auc" else None,
                          "best": head[block].best.model == model,
                          "significantly_worse": e.significantly_worse if e else None,
                          "avg_rank_across": s.average_ranks.get(model),
                          "p_best_better": e.p_best_better if e else None,
                          "p_equivalent": e.p_equivalent if e else None,
                          "p_model_better": e.p_model_better if e else None,
-                         "rope": s.rope})
+                         "rope": s.rope, "metric": s.get("metric") or "auc", "mean": mean})
     buf = io.StringIO()
     pd.DataFrame(recs).to_csv(buf, index=False)
     return buf.getvalue()

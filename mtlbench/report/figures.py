@@ -3,7 +3,8 @@
 :func:`make_figures` reads the units the table uses (the selection rule of
 :mod:`mtlbench.report.select`), decides from what models stored and declared which figures
 can be drawn (:mod:`mtlbench.report.plots` draws them) and returns, per figure, its path or a
-note saying why it was not drawn.
+note saying why it was not drawn.  The figures of scores (box plot, per-user violins, tuning
+curves, ablations) draw the test AUC: they are drawn for binary targets only.
 """
 from __future__ import annotations
 
@@ -95,13 +96,23 @@ def make_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
     problems = sorted(units["problem"].unique())
     models = _order(units)
     out = _Drawn(dataset, Path(outdir), Path(rel_to) if rel_to is not None else None, fmt)
-    _dataset_figures(store, units, out)
+    from .select import problem_kinds
+
+    auc = all(k == "binary" for k in problem_kinds(units).values())
+    if auc:
+        _dataset_figures(store, units, out)
+    else:
+        for kind, title in (("box", "Test AUC per repetition"), ("per_user", "Per-user test AUC"),
+                            ("tuning", "Tuning curves"), ("ablation", "Ablations")):
+            out.add(kind, title, None, note="these figures draw the test AUC; the targets of "
+                                            "this data set are real-valued (see its tables)")
     for prob in problems:
         suffix = "" if len(problems) == 1 else f" ({prob})"
         meta = _heatmap_figure(store, units, models, prob, suffix, out)
         _convergence_figure(units, models, prob, suffix, out)
         _embeddings_figure(store, units, models, prob, suffix, meta, out)
-    _ablation_figure(units, models, out)
+    if auc:
+        _ablation_figure(units, models, out)
     return out.results
 
 

@@ -1,11 +1,16 @@
 """Leaderboards from the results store: honest tables with significance and provenance.
 
-One leaderboard per dataset: rows = models (labels as stored), columns = the dataset's problems,
-cells = mean ± std (ddof 1) of the test AUC x 100 over repetitions.
+One leaderboard per dataset and metric: rows = models (labels as stored), columns = the
+dataset's problems, cells = mean ± std (ddof 1) over repetitions of the metric's test value
+(x 100 for a share or an AUC: ``Metric.percent``).  The default metric is the data set's
+primary one (test AUC for binary targets, RMSE for real-valued ones); every metric that
+applies to the targets has its table (``metric=``).  Every statistic respects the metric's
+direction (``Metric.higher_is_better``): "best" is the highest AUC and the lowest RMSE.
 
 Statistics (all computed here, from the stored per-repetition and per-task scores)
 ------------------------------------------------------------------------------
-* **Best per column**: the highest mean (ties: every equal-best cell), in bold.
+* **Best per column**: the best mean in the metric's direction (ties: every equal-best cell),
+  in bold.
 * **Paired test against the best, per problem**: for every other model, a two-sided Wilcoxon
   signed-rank test (:func:`mtlbench.report.stats.wilcoxon_p`: zero differences dropped, tied
   |differences| share their average rank, p exact over the 2^n sign assignments for n <= 25
@@ -15,22 +20,28 @@ Statistics (all computed here, from the stored per-repetition and per-task score
   the smallest attainable two-sided exact p is 2 / 2^n, so for n < 6 no cell can be marked:
   the table says so instead of hiding it.  All differences zero -> p = 1.
 * **Average rank**: each block (problem, repetition) in which every ranked model finished ranks
-  the models by test AUC (1 = best, ties share the average rank); the column is the mean rank
-  over those blocks (the statistic of the Friedman test, Demšar 2006).
+  the models by the metric (1 = best in its direction, ties share the average rank); the
+  column is the mean rank over those blocks (the statistic of the Friedman test, Demšar 2006).
 * **Friedman test** (``scipy.stats.friedmanchisquare``, needs >= 3 models): over the
   (problem, repetition) blocks above, and, when the dataset has >= 2 problems, across problems
-  on the per-problem mean AUC (blocks = problems).
+  on the per-problem means (blocks = problems).
 * **Win/tie/loss against the baseline** (the model whose class declares ``is_baseline``;
   the built-in ``stl``): per (problem, repetition, task name) pair in which both finished, the
-  model's task test AUC is higher / equal (|diff| <= 1e-12) / lower.
+  model's task value is better / equal (|diff| <= 1e-12) / worse (pairs where the task's value
+  is undefined are not counted).
+* **Δ% over the baseline** (LibMTL's Δp; docs/reports.md): per problem, 100 x the mean over
+  the repetitions both finished of s (M_model - M_base) / |M_base| (s = +1 when higher is
+  better, -1 when lower), averaged over the problems: positive = better than the baseline.
 * **The search**: per model the fits per unit (budget), units whose selection sits at a
   declared bound, degenerate selections (the selected fit gives constant validation scores to
   at least a quarter of the tasks; listed by unit), units whose selected search fit did not
   converge and, counted apart, units whose refit did not (each "not recorded" where the unit
   or model did not say), search fits that raised (the unit is ok, its search lost them), and
   selections at a non-bound edge of what was searched (read from each unit's stored search
-  trace).  A model whose mean test AUC is within ``CHANCE_MARGIN`` (2) points of 50 is
-  flagged ≈ (chance level).
+  trace).  A model whose mean is within ``CHANCE_MARGIN`` (2) points of the metric's chance
+  level (an AUC of 50) is flagged ≈.  In a table of a threshold metric (accuracy, error rate),
+  a model whose loss is invariant to a shift of its scores (``shift_invariant_loss``) is
+  flagged ◦: the sign threshold is no decision it learned.
 
 Honesty rules: the units come from the one selection rule of
 :mod:`mtlbench.report.select` (one seed, one protocol setting, the latest code per model
@@ -55,7 +66,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
 from ..protocol import config_json
+from ..store import recorded_metrics, unit_metric, unit_target_kind
 from .imported import IMPORTED, VERIFIED
 from .render import (GENERATED_MARKER, SORT_HEADER, cell_text, render, to_csv, to_json,
                      to_markdown)
@@ -63,14 +76,14 @@ from .schema import (FORMAT_VERSION, UNIT_FIELDS, Cell, FriedmanResult, Leaderbo
                      Provenance, Row, SearchSummary, SmallNColumn, TaskCounts, Tests,
                      UnitRecord, WeakComparison, WinTieLoss)
 from .select import (Selection, at_bound, at_edge, budget, constant_share, degenerate,
-                     failed_fits, n_fits, refit_converged, select_units,
+                     failed_fits, n_fits, problem_kinds, refit_converged, select_units,
                      selected_fit_converged)
 from .stats import TIE_TOL, block_ranks, friedman, holm, min_attainable_p, wilcoxon_p
 
 _canon = config_json
 
 ALPHA = 0.05
-CHANCE_MARGIN = 2.0  # test AUC x 100 within this of 50 is flagged as chance level
+CHANCE_MARGIN = 2.0  # a percent metric within this of 100 x its chance level is flagged
 TEST_NAME = ("two-sided Wilcoxon signed-rank test on paired repetitions against the column's "
              "best model (exact p over every sign assignment for n <= 25 pairs, tied "
              "|differences| at their average rank, zero differences dropped)")
@@ -97,37 +110,69 @@ def declared_baseline(labels: Sequence[str], units: pd.DataFrame | None = None) 
     return None
 
 
+def table_metric(units: pd.DataFrame, dataset: str, metric: str | None = None):
+    """(the metric of ``dataset``'s table, its problems, the problems left out): ``metric``,
+    else the primary metric of the data set's target kind (of most of its problems); the
+    problems are those whose target kind the metric applies to.  A :class:`ConfigError` (one
+    line) when it applies to none."""
+    from ..metrics import target_kind_text
+    from ..scoring import get_metric, metrics_for, primary_metric
+
+    kinds = problem_kinds(units)
+    if metric is None:
+        counts = Counter(kinds.values())
+        metric = primary_metric(max(sorted(counts), key=lambda k: counts[k]))
+    m = get_metric(metric)
+    problems = sorted(p for p, k in kinds.items() if k in m.target_kinds)
+    if not problems:
+        kind = next(iter(kinds.values()), "binary")
+        raise ConfigError(f"--metric {m.name} applies to "
+                          f"{' and '.join(map(target_kind_text, m.target_kinds))} targets, but "
+                          f"{dataset} has {target_kind_text(kind)} targets; its metrics: "
+                          f"{', '.join(x.name for x in metrics_for(kind))}")
+    return m, problems, sorted(set(kinds) - set(problems))
+
+
 def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
                       alpha: float = ALPHA, seed: int | None = None,
                       models: Sequence[str] | None = None,
                       expected: Sequence[str] | None = None,
-                      selection: Selection | None = None) -> Leaderboard:
-    """The :class:`~mtlbench.report.schema.Leaderboard` of ``dataset`` (the single source of
-    every format).
+                      selection: Selection | None = None,
+                      metric: str | None = None) -> Leaderboard:
+    """The :class:`~mtlbench.report.schema.Leaderboard` of ``dataset`` for ``metric`` (the
+    single source of every format; default: the data set's primary metric,
+    :func:`table_metric`).
 
     Units are chosen by :func:`mtlbench.report.select.select_units` (``seed``, ``models``,
     ``expected``: the planned model set).  ``baseline``: the label of the win/tie/loss
     baseline; default: the model that declares ``is_baseline``."""
+    from .roles import binarized
+
     sel = selection or select_units(store, dataset, seed=seed, models=models, expected=expected)
     units = sel.units[sel.units["dataset"] == dataset]
     notes = [n.split(": ", 1)[1] if n.startswith(f"{dataset}: ") else n for n in sel.notes
              if n.startswith(f"{dataset}: ") or ": " not in n[:40]]
+    m, problems, other_kind = table_metric(units, dataset, metric)
+    if other_kind:
+        notes.append(f"Problems of other target kinds, not in this {m.name} table: "
+                     f"{', '.join(other_kind)}.")
+    units = units[units["problem"].isin(problems)]
     labels = sorted(units["model"].unique())
     if baseline is None:
         baseline = declared_baseline(labels, units)
-    problems = sorted(units["problem"].unique())
     ok = units[units["status"] == "ok"]
 
-    cells = _cells(units, labels, problems)
-    small_n = [col for p in problems if (col := _test_column(cells, p, alpha)) is not None]
-    ranking = _rank(ok, cells, labels, problems)
-    wtl = _win_tie_loss(store, ok, labels, problems, baseline)
+    cells = _cells(units, labels, problems, m)
+    small_n = [col for p in problems if (col := _test_column(cells, p, alpha, m)) is not None]
+    ranking = _rank(ok, cells, labels, problems, m)
+    wtl = _win_tie_loss(store, ok, labels, problems, baseline, m)
     if wtl is None:
         notes.append(f"No '{baseline}' results for this dataset: the win/tie/loss column is empty."
                      if baseline else "No model of this table declares itself the baseline "
                      "(is_baseline): the win/tie/loss column is empty.")
-    rows = _rows(units, sel, dataset, cells, problems, ranking.avg_rank, wtl or {})
-    notes += _ranking_notes(rows, ranking, ok)
+    rows = _rows(units, sel, dataset, cells, problems, ranking.avg_rank, wtl or {}, m, baseline)
+    notes += _ranking_notes(rows, ranking, ok, m)
+    notes += _metric_notes(rows, ok, m)
     notes += _other_code_notes(units)
 
     n_set = {cells[m][p].n for m in labels for p in problems}
@@ -146,36 +191,52 @@ def build_leaderboard(store, dataset: str, *, baseline: str | None = None,
         planned_reps=sel.planned_reps.get(dataset), absent_models=absent,
         complete=all(r.missing_units == 0 and r.failed == 0 for r in rows) and not absent,
         left_out=sel.left_out,
-        scale="test AUC x 100 (mean over tasks of the per-task AUC), mean ± std over repetitions",
+        scale=f"{m.heading()}: {m.description}; mean ± std over repetitions",
         reps_differ=len(n_set) > 1, reps_per_cell=sorted(n_set),
         rows=rows, tests=tests, notes=notes,
         provenance=_provenance(units, dataset),
         task_names=_task_names(store, ok),
-        units=unit_records(store, units))
+        units=unit_records(store, units), metric=m.name,
+        higher_is_better=m.higher_is_better, binarized=binarized(dataset),
+        other_metrics=_other_metrics(ok, m))
 
 
-def _cells(units: pd.DataFrame, labels: Sequence[str], problems: Sequence[str]) -> Cells:
-    """Per (model, problem): the finished repetitions' test AUC x 100 and failures."""
+def unit_value(row: pd.Series, metric) -> float | None:
+    """A stored unit's test value of ``metric`` in table units (x 100 for a percent metric);
+    None when the unit did not record it."""
+    v = unit_metric(row, metric.name)
+    return None if v is None else (100.0 * v if metric.percent else v)
+
+
+def _cells(units: pd.DataFrame, labels: Sequence[str], problems: Sequence[str],
+           metric) -> Cells:
+    """Per (model, problem): the finished repetitions' values of ``metric`` (table units),
+    those that did not record it, and failures."""
     cells: Cells = {m: {} for m in labels}
     for m in labels:
         for p in problems:
             u = units[(units["model"] == m) & (units["problem"] == p)]
             uok = u[u["status"] == "ok"].sort_values("rep")
-            scores = (100.0 * uok["test_auc"].to_numpy(dtype=np.float64))
+            got = [(int(r["rep"]), v) for _, r in uok.iterrows()
+                   if (v := unit_value(r, metric)) is not None]
+            scores = np.array([v for _, v in got], dtype=np.float64)
             n = int(scores.shape[0])
             cells[m][p] = Cell(
                 n=n, failed=int((u["status"] != "ok").sum()),
                 mean=float(scores.mean()) if n else None,
                 std=float(scores.std(ddof=1)) if n > 1 else None,
-                reps=[int(r) for r in uok["rep"]], test_auc_x100=scores.tolist())
+                reps=[r for r, _ in got], values=scores.tolist(),
+                test_auc_x100=scores.tolist() if metric.name == "auc" else None,
+                not_recorded=int(len(uok) - n))
     return cells
 
 
-def _test_column(cells: Cells, p: str, alpha: float) -> SmallNColumn | None:
-    """Mark the best cell(s) of problem ``p``, test every other model against the best
-    (Wilcoxon on paired repetitions, Holm over the column); return the column's comparisons
-    that cannot reach ``alpha`` with their pairs, or None when every one can."""
-    means = {m: c[p].mean for m, c in cells.items() if c[p].mean is not None}
+def _test_column(cells: Cells, p: str, alpha: float, metric) -> SmallNColumn | None:
+    """Mark the best cell(s) of problem ``p`` (in the metric's direction), test every other
+    model against the best (Wilcoxon on paired repetitions, Holm over the column); return the
+    column's comparisons that cannot reach ``alpha`` with their pairs, or None when every one
+    can."""
+    means = {m: metric.oriented(c[p].mean) for m, c in cells.items() if c[p].mean is not None}
     if not means:
         return None
     top = max(means.values())
@@ -183,16 +244,16 @@ def _test_column(cells: Cells, p: str, alpha: float) -> SmallNColumn | None:
     best = best_models[0]
     for m in best_models:
         cells[m][p].best = True
-    bscore = dict(zip(cells[best][p].reps, cells[best][p].test_auc_x100))
+    bscore = dict(zip(cells[best][p].reps, cells[best][p].scores))
     tested, pvals = [], []
     for m in means:
         if m == best:
             continue
         cell = cells[m][p]
-        mscore = dict(zip(cell.reps, cell.test_auc_x100))
+        mscore = dict(zip(cell.reps, cell.scores))
         common = sorted(set(bscore) & set(mscore))
         cell.n_pairs = len(common)
-        cell.p_value = wilcoxon_p([bscore[r] - mscore[r] for r in common])
+        cell.p_value = wilcoxon_p([metric.oriented(bscore[r] - mscore[r]) for r in common])
         if cell.p_value is not None:
             tested.append(m)
             pvals.append(cell.p_value)
@@ -221,24 +282,28 @@ class _Ranking:
 
 
 def _rank(ok: pd.DataFrame, cells: Cells, labels: Sequence[str],
-          problems: Sequence[str]) -> _Ranking:
+          problems: Sequence[str], metric) -> _Ranking:
     """Average ranks and the Friedman test over (problem, repetition) blocks, and the
-    Friedman test across problems on the per-problem means."""
+    Friedman test across problems on the per-problem means, on values oriented so that higher
+    is better (rank 1 = the best in the metric's direction)."""
     ranked = [m for m in labels if all(cells[m][p].n > 0 for p in problems)]
-    piv = ok[ok["model"].isin(ranked)].pivot_table(index=["problem", "rep"], columns="model",
-                                                   values="test_auc", aggfunc="first")
+    recs = [{"problem": p, "rep": r, "model": m, "value": metric.oriented(v)}
+            for m in ranked for p in problems for r, v in zip(cells[m][p].reps,
+                                                              cells[m][p].scores)]
+    piv = pd.DataFrame(recs, columns=["problem", "rep", "model", "value"]).pivot_table(
+        index=["problem", "rep"], columns="model", values="value", aggfunc="first")
     piv = piv.reindex(columns=ranked).dropna()
-    scores = 100.0 * piv.to_numpy(dtype=np.float64)
+    scores = piv.to_numpy(dtype=np.float64)
     ranks = block_ranks(scores) if len(ranked) else np.empty((0, 0))
     avg_rank = {m: float(ranks[:, j].mean()) for j, m in enumerate(ranked)} if len(piv) else {}
     over_blocks = friedman(scores) if len(ranked) else friedman(np.empty((0, 0)))
     over_blocks.blocks_are = "(problem, repetition) pairs in which every ranked model finished"
     over_problems = None
     if len(problems) >= 2:
-        pm = np.array([[cells[m][p].mean for m in ranked] for p in problems], dtype=float) \
-            if ranked else np.empty((0, 0))
+        pm = np.array([[metric.oriented(cells[m][p].mean) for m in ranked] for p in problems],
+                      dtype=float) if ranked else np.empty((0, 0))
         over_problems = friedman(pm)
-        over_problems.blocks_are = "problems (per-problem mean test AUC)"
+        over_problems.blocks_are = f"problems (per-problem mean test {metric.label})"
     return _Ranking(ranked=ranked, avg_rank=avg_rank, blocks_used=len(piv),
                     over_blocks=over_blocks, over_problems=over_problems)
 
@@ -249,13 +314,14 @@ def _counts(diff: np.ndarray) -> dict[str, int]:
 
 
 def _win_tie_loss(store, ok: pd.DataFrame, labels: Sequence[str], problems: Sequence[str],
-                  baseline: str | None) -> dict[str, WinTieLoss] | None:
-    """Per model, per-task wins / ties / losses against the baseline; None without one."""
+                  baseline: str | None, metric) -> dict[str, WinTieLoss] | None:
+    """Per model, per-task wins / ties / losses against the baseline in the metric's
+    direction (undefined task values not counted); None without a baseline."""
     if baseline is None or baseline not in labels:
         return None
-    ts = store.task_scores(keys=ok["key"])
-    ts = ts[ts["key"].isin(set(ok["key"]))]
-    cols = ["problem", "rep", "task_name", "test_auc"]
+    ts = store.task_values(metric.name, keys=ok["key"])
+    ts = ts[ts["key"].isin(set(ok["key"]))].dropna(subset=["value"])
+    cols = ["problem", "rep", "task_name", "value"]
     base = ts[ts["model"] == baseline][cols]
     out = {}
     for m in labels:
@@ -263,17 +329,40 @@ def _win_tie_loss(store, ok: pd.DataFrame, labels: Sequence[str], problems: Sequ
             continue
         j = ts[ts["model"] == m][cols].merge(base, on=["problem", "rep", "task_name"],
                                              suffixes=("", "_base"))
-        diff = (j["test_auc"] - j["test_auc_base"]).to_numpy()
+        diff = metric.oriented(1.0) * (j["value"] - j["value_base"]).to_numpy()
         per_problem = {p: TaskCounts(**_counts(diff[(j["problem"] == p).to_numpy()]))
                        for p in problems}
         out[m] = WinTieLoss(**_counts(diff), per_problem=per_problem)
     return out
 
 
+def delta_vs_baseline(cells: Cells, model: str, baseline: str | None,
+                      problems: Sequence[str], metric) -> float | None:
+    """Δ% of ``model`` over ``baseline`` (module docstring; LibMTL's Δp): per problem 100 x the
+    mean over paired repetitions of s (M - M_base) / |M_base|, s the metric's direction,
+    averaged over the problems with pairs; None for the baseline itself or without pairs (or
+    when M_base = 0 in every pair)."""
+    if baseline is None or model == baseline or baseline not in cells:
+        return None
+    per_problem = []
+    for p in problems:
+        base = dict(zip(cells[baseline][p].reps, cells[baseline][p].scores))
+        mine = dict(zip(cells[model][p].reps, cells[model][p].scores))
+        rel = [metric.oriented(mine[r] - base[r]) / abs(base[r]) for r in sorted(set(base) &
+                                                                                 set(mine))
+               if base[r] != 0]
+        if rel:
+            per_problem.append(100.0 * float(np.mean(rel)))
+    return float(np.mean(per_problem)) if per_problem else None
+
+
 def _rows(units: pd.DataFrame, sel: Selection, dataset: str, cells: Cells,
           problems: Sequence[str], avg_rank: dict[str, float],
-          wtl: dict[str, WinTieLoss]) -> list[Row]:
-    """One row per model, sorted by average rank (unranked last), then overall mean."""
+          wtl: dict[str, WinTieLoss], metric, baseline: str | None) -> list[Row]:
+    """One row per model, sorted by average rank (unranked last), then the overall mean in
+    the metric's direction."""
+    from .roles import model_class_of
+
     progress = {r["model"]: r for r in sel.progress[sel.progress["dataset"] == dataset]
                 .to_dict("records")} if not sel.progress.empty else {}
     max_reps = max((sum(c[p].n for p in problems) for c in cells.values()), default=0)
@@ -286,6 +375,9 @@ def _rows(units: pd.DataFrame, sel: Selection, dataset: str, cells: Cells,
         origin = um["origin"] if "origin" in um else pd.Series(dtype=object)
         overall = [mc[p].mean for p in problems if mc[p].mean is not None]
         mean_all = float(np.mean(overall)) if overall else None
+        chance = None if metric.chance is None else \
+            (100.0 * metric.chance if metric.percent else metric.chance)
+        cls = model_class_of(m, units)
         rows.append(Row(
             model=m, avg_rank=avg_rank.get(m), reps_finished=finished,
             search=search_summary(um[um["status"] == "ok"]),
@@ -293,15 +385,18 @@ def _rows(units: pd.DataFrame, sel: Selection, dataset: str, cells: Cells,
             planned_units=int(prog.get("planned", 0)),
             finished_units=int(prog.get("finished", finished)),
             missing_units=int(prog.get("missing", 0)),
-            mean_test_auc_x100=mean_all,
-            near_chance=mean_all is not None and abs(mean_all - 50.0) <= CHANCE_MARGIN,
+            mean_test_auc_x100=mean_all if metric.name == "auc" else None,
+            near_chance=(mean_all is not None and chance is not None
+                         and abs(mean_all - chance) <= CHANCE_MARGIN),
             win_tie_loss=wtl.get(m), time_total_s=float(um["time_total"].fillna(0).sum()),
             plugin=_short(v.get("plugin") for v in um["versions"].dropna()),
             cells=mc, imported_units=int(origin.isin([IMPORTED, VERIFIED]).sum()),
-            verified_units=int((origin == VERIFIED).sum())))
+            verified_units=int((origin == VERIFIED).sum()), mean=mean_all,
+            delta_vs_baseline=delta_vs_baseline(cells, m, baseline, problems, metric),
+            shift_invariant=bool(getattr(cls, "shift_invariant_loss", False))))
     rows.sort(key=lambda r: (r.avg_rank is None, r.avg_rank or 0.0,
-                             -(r.mean_test_auc_x100 if r.mean_test_auc_x100 is not None
-                               else -math.inf), r.model))
+                             -(metric.oriented(r.mean) if r.mean is not None else -math.inf),
+                             r.model))
     return rows
 
 
@@ -329,7 +424,55 @@ def _other_code_notes(units: pd.DataFrame) -> list[str]:
             for label, c in sorted(why.items())]
 
 
-def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame) -> list[str]:
+def _other_metrics(ok: pd.DataFrame, metric) -> list[str]:
+    """The metrics besides ``metric`` that finished units of the table recorded, in the
+    metric table's order (the tables published beside it)."""
+    from ..scoring import metrics_for
+
+    if ok.empty:
+        return []
+    recorded = set().union(*(recorded_metrics(r) for _, r in ok.iterrows()))
+    return [x.name for x in metrics_for(unit_target_kind(ok.iloc[0]))
+            if x.name != metric.name and x.name in recorded]
+
+
+def _metric_notes(rows: Sequence[Row], ok: pd.DataFrame, metric) -> list[str]:
+    """The units that did not record the metric, the models whose threshold metric is not
+    a decision they learned, and the tasks whose test targets are constant (their per-task
+    nMSE and explained variance are undefined)."""
+    notes = []
+    missing = [(r.model, sum(c.not_recorded for c in r.cells.values())) for r in rows]
+    missing = [(m, n) for m, n in missing if n]
+    if missing:
+        notes.append(f"{metric.name} not recorded by finished units stored before it was (an "
+                     "older mtlbench recorded the AUC only), undefined or failed there; the "
+                     "cells count the others: " + ", ".join(f"{m} ({n})" for m, n in missing)
+                     + ".")
+    if metric.threshold:
+        flagged = [r.model for r in rows if r.shift_invariant]
+        if flagged:
+            notes.append(f"◦ after a model: its loss is invariant to a shift of its scores (a "
+                         f"pairwise ranking surrogate), so the sign threshold of the "
+                         f"{metric.label} is no decision it learned: the value says where its "
+                         f"regulariser left the scores' offset; compare such models on AUC: "
+                         f"{', '.join(flagged)}.")
+    flat = []
+    for _, r in ok.iterrows():
+        diag = r.get("diagnostics")
+        if isinstance(diag, dict) and diag.get("constant_test_targets"):
+            flat.append(f"{r['model']} {r['problem']} rep {int(r['rep'])}: "
+                        f"{', '.join(diag['constant_test_targets'])}")
+    if flat and metric.name in ("nmse", "explained-variance"):
+        shown = "; ".join(flat[:5]) + (f"; and {len(flat) - 5} more unit(s)"
+                                      if len(flat) > 5 else "")
+        notes.append("Tasks whose test targets are all equal (their per-task nMSE and explained "
+                     "variance are undefined and not counted in W/T/L; the pooled values of "
+                     f"the cells include their rows): {shown}.")
+    return notes
+
+
+def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame,
+                   metric) -> list[str]:
     notes = []
     unranked = sorted(r.model for r in rows if r.model not in ranking.ranked)
     if unranked:
@@ -347,8 +490,9 @@ def _ranking_notes(rows: Sequence[Row], ranking: _Ranking, ok: pd.DataFrame) -> 
                          for r in imported) + ".")
     chance = [r.model for r in rows if r.near_chance]
     if chance:
-        notes.append(f"≈ after a model: its mean test AUC is within {CHANCE_MARGIN:g} points of "
-                     f"50 (chance level): {', '.join(chance)}.")
+        notes.append(f"≈ after a model: its mean test {metric.label} is within "
+                     f"{CHANCE_MARGIN:g} points of {100 * metric.chance:g} (chance level): "
+                     f"{', '.join(chance)}.")
     return notes
 
 
@@ -417,15 +561,30 @@ def _unit_label(r: pd.Series) -> str:
     return f"{r.get('problem', '?')} rep {int(rep) if rep is not None else '?'}"
 
 
+def _task_rows(store, keys: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """Per unit key, its tasks (task_index, task_name, n_test) in order: from the per-task AUC
+    of a binary unit, else from the per-task metrics."""
+    keys = list(keys)
+    cols = ["key", "task_index", "task_name", "n_test"]
+    ts = store.task_scores(keys=keys)[cols]
+    have = set(ts["key"])
+    rest = [k for k in keys if k not in have]
+    if rest:
+        tm = store.task_metrics(keys=rest)[cols].drop_duplicates(["key", "task_index"])
+        ts = pd.concat([ts, tm])
+    return {k: g.sort_values("task_index") for k, g in ts.groupby("key")}
+
+
 def _task_names(store, ok: pd.DataFrame) -> dict[str, list[str]]:
     """Per problem, the task names of its first ok unit (units refer to them by position)."""
     out: dict[str, list[str]] = {}
     if ok.empty:
         return out
-    ts = store.task_scores(keys=ok["key"])
-    for p, g in ok.groupby("problem"):
-        first = ts[ts["key"] == g.iloc[0]["key"]].sort_values("task_index")
-        out[p] = [str(n) for n in first["task_name"]]
+    firsts = {p: g.iloc[0]["key"] for p, g in ok.groupby("problem")}
+    rows = _task_rows(store, firsts.values())
+    for p, key in firsts.items():
+        first = rows.get(key)
+        out[p] = [] if first is None else [str(n) for n in first["task_name"]]
     return out
 
 
@@ -433,11 +592,18 @@ def unit_records(store, units: pd.DataFrame) -> list[UnitRecord]:
     """Per unit what a leaderboard needs (and :func:`mtlbench.report.publish.import_results`
     reads back): identity, selected hyperparameters, the search trace (parameters, validation
     AUC, converged flag per fit) and its summary, split and data fingerprints, protocol, code
-    versions, and per task the test AUC and number of test labels (in the order of
-    ``task_names[problem]``; a unit whose tasks differ carries its own ``task_names``)."""
-    ts = store.task_scores(keys=units["key"]) if len(units) else pd.DataFrame(
-        columns=["key", "task_index", "task_name", "test_auc", "n_test"])
-    by_key = {k: g.sort_values("task_index") for k, g in ts.groupby("key")}
+    versions, the target kind and every metric's test value, and per task the number of test
+    labels, the test AUC (binary targets) and every other metric (``task_metrics``) in the
+    order of ``task_names[problem]`` (a unit whose tasks differ carries its own
+    ``task_names``)."""
+    keys = list(units["key"])
+    by_key = _task_rows(store, keys) if keys else {}
+    auc = store.task_scores(keys=keys) if keys else pd.DataFrame(columns=["key", "test_auc"])
+    auc_by_key = {k: g.sort_values("task_index")["test_auc"] for k, g in auc.groupby("key")}
+    tm = store.task_metrics(keys=keys) if keys else pd.DataFrame(columns=["key", "metric"])
+    tm = tm[tm["metric"] != "auc"]
+    metrics_by_key = {k: {m: [None if v != v else float(v) for v in gm.sort_values(
+        "task_index")["value"]] for m, gm in g.groupby("metric")} for k, g in tm.groupby("key")}
     first_names: dict[str, list[str]] = {}
     out = []
     for _, r in units.sort_values(["problem", "model", "rep"]).iterrows():
@@ -450,10 +616,12 @@ def unit_records(store, units: pd.DataFrame) -> list[UnitRecord]:
         if g is not None and len(g):
             names = [str(n) for n in g["task_name"]]
             ref = first_names.setdefault(r["problem"], names)
-            rec.task_auc = [float(a) for a in g["test_auc"]]
+            if r["key"] in auc_by_key:
+                rec.task_auc = [float(a) for a in auc_by_key[r["key"]]]
             rec.n_test = [int(n) for n in g["n_test"]]
             if names != ref:
                 rec.task_names = names
+        rec.task_metrics = metrics_by_key.get(r["key"])
         out.append(rec)
     return out
 
@@ -462,8 +630,9 @@ def _trace_for_json(r: pd.Series) -> tuple[list[dict[str, Any]], dict[str, Any]]
     from .select import row_search
 
     fits, info = row_search(r)
-    keep = ("params", "val_auc", "converged", "n_iter", "fit_time", "phase", "error")
-    return [{k: f[k] for k in keep if k in f} for f in fits], info
+    after = ("converged", "n_iter", "fit_time", "phase", "error")
+    return [{k: f[k] for k in ("params", *sorted(k for k in f if k.startswith("val_")), *after)
+             if k in f} for f in fits], info
 
 
 def _split_fingerprints(ok: pd.DataFrame) -> dict[str, list[str]]:

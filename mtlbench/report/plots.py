@@ -515,9 +515,10 @@ def cd_diagram(average_ranks: dict[str, float], p_values: dict[str, dict[str, fl
 
 
 def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list[str],
-                     path: Path, rope: float, title: str = "") -> Path | None:
+                     path: Path, rope: float | str, title: str = "") -> Path | None:
     """Per block, one stacked horizontal bar per model against the block's best:
-    P(best better by more than the ROPE) / P(practically equivalent) / P(model better)."""
+    P(best better by more than the ROPE) / P(practically equivalent) / P(model better);
+    ``rope``: its width, or a text naming it (a width per block)."""
     Figure = _mpl()
     if not rows:
         return None
@@ -525,8 +526,9 @@ def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list
     cols = len(blocks)
     fig = Figure(figsize=(2.3 * cols + 1.6, 0.5 + 0.2 * len(models)), layout="constrained")
     colours = ("tab:red", "0.75", "tab:green")
-    labels = (f"best better by > {rope:g}", f"equivalent (±{rope:g})",
-              f"model better by > {rope:g}")
+    width = f"{rope:g}" if isinstance(rope, (int, float)) else str(rope)
+    labels = (f"best better by > {width}", f"equivalent (±{width})",
+              f"model better by > {width}")
     for i, block in enumerate(blocks):
         ax = fig.add_subplot(1, cols, i + 1)
         y = np.arange(len(models))

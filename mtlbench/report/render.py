@@ -32,18 +32,35 @@ def _fmt_seconds(s: float) -> str:
     return f"{s / 3600:.2f} h"
 
 
-def _num(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}"
+def _num(x: float | None, digits: int = 2) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
 
 
-def cell_text(cell: Cell, reps_differ: bool) -> str:
-    """The markdown text of one cell (also used by tests to check markdown against JSON)."""
+def digits_of(metric: Any) -> int:
+    """Decimals a table prints for ``metric``: 2 for a value x 100 (a share, an AUC), 3 for
+    the others (an RMSE, an nMSE)."""
+    return 2 if metric.percent else 3
+
+
+def metric_text(value: float | None, metric: Any, table_units: bool = False) -> str:
+    """A metric's value (its own units; ``table_units``: already x 100 for a percent metric)
+    as tables print it: x 100 with two decimals for a share or an AUC (``Metric.percent``),
+    else three decimals; "—" for None."""
+    if value is None or value != value:
+        return "—"
+    scaled = metric.percent and not table_units
+    return _num(100 * value if scaled else value, digits_of(metric))
+
+
+def cell_text(cell: Cell, reps_differ: bool, digits: int = 2) -> str:
+    """The markdown text of one cell (also used by tests to check markdown against JSON);
+    ``digits``: decimals (:func:`digits_of` the table's metric)."""
     if cell.n == 0:
         core = "—"
     elif cell.std is None:
-        core = _num(cell.mean)
+        core = _num(cell.mean, digits)
     else:
-        core = f"{_num(cell.mean)} ± {_num(cell.std)}"
+        core = f"{_num(cell.mean, digits)} ± {_num(cell.std, digits)}"
     if cell.best and cell.n:
         core = f"**{core}**"
     if cell.significantly_worse:
@@ -53,6 +70,8 @@ def cell_text(cell: Cell, reps_differ: bool) -> str:
         extra.append(f"n={cell.n}")
     if cell.failed:
         extra.append(f"{cell.failed} failed")
+    if cell.not_recorded:
+        extra.append(f"{cell.not_recorded} not recorded")
     return core + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -109,23 +128,45 @@ def _esc(s: str) -> str:
 
 # =============================================================================== markdown
 def to_markdown(lb: Leaderboard, figures: Sequence[dict[str, Any]] = (),
-                generated_by: str = "mtlbench leaderboard") -> str:
+                generated_by: str = "mtlbench leaderboard",
+                metric_pages: dict[str, str] | None = None) -> str:
     """The leaderboard as a markdown page: summary line, table, how to read it, Friedman
     tests, figures (``figures`` as returned by :func:`mtlbench.report.figures.make_figures`)
-    and provenance."""
-    return "".join([_heading(lb, generated_by), _table(lb) + "\n\n", _how_to_read(lb),
-                    _friedman_text(lb), _figures_text(figures), _provenance_text(lb)])
+    and provenance.  ``metric_pages``: {metric: relative link} of the data set's tables of its
+    other metrics (``publish`` writes them beside)."""
+    return "".join([_heading(lb, generated_by, metric_pages), _table(lb) + "\n\n",
+                    _how_to_read(lb), _friedman_text(lb), _figures_text(figures),
+                    _provenance_text(lb)])
 
 
-def _heading(lb: Leaderboard, generated_by: str) -> str:
+def _metric(lb: Leaderboard):
+    from ..scoring import get_metric
+
+    return get_metric(lb.get("metric") or "auc")
+
+
+def _heading(lb: Leaderboard, generated_by: str,
+             metric_pages: dict[str, str] | None = None) -> str:
     prov = lb.provenance
+    m = _metric(lb)
+    what = ("Test AUC x 100 (mean over users of the per-user AUC)" if m.name == "auc" else
+            f"Test {m.label}{' x 100' if m.percent else ''} ({m.description}; "
+            f"{'higher' if m.higher_is_better else 'lower'} is better)")
+    title = f"# Leaderboard: {lb.dataset}" + ("" if m.name == "auc" else f" — {m.label}")
     out = [f"{GENERATED_MARKER} ({generated_by}) from a results store; regenerate, do not "
-           "edit -->\n", f"# Leaderboard: {lb.dataset}\n\n",
-           f"Test AUC x 100 (mean over users of the per-user AUC), mean ± std over repetitions. "
-           f"**Run time:** {_fmt_seconds(prov.time_total_s)} (sum of the {prov.units} unit "
-           f"times, hyperparameter search included; units ran one BLAS thread each) on "
-           f"{_machines_text(prov.machines)}; runs from {prov.first_started_at} to "
-           f"{prov.last_finished_at}.\n\n"]
+           "edit -->\n", f"{title}\n\n"]
+    if lb.binarized:
+        out.append(f"**Binarized** targets: {lb.binarized}; the data were collected as "
+                   "real-valued scores (a regression form of the data set scores them as "
+                   "such).\n\n")
+    out.append(f"{what}, mean ± std over repetitions. "
+               f"**Run time:** {_fmt_seconds(prov.time_total_s)} (sum of the {prov.units} unit "
+               f"times, hyperparameter search included; units ran one BLAS thread each) on "
+               f"{_machines_text(prov.machines)}; runs from {prov.first_started_at} to "
+               f"{prov.last_finished_at}.\n\n")
+    if metric_pages:
+        out.append("Tables of the other metrics recorded: " + ", ".join(
+            f"[{name}]({link})" for name, link in metric_pages.items()) + ".\n\n")
     if not lb.complete or lb.absent_models:
         missing = sum(r.missing_units for r in lb.rows)
         planned = sum(r.planned_units for r in lb.rows)
@@ -142,13 +183,21 @@ def _heading(lb: Leaderboard, generated_by: str) -> str:
 def _table_headers(lb: Leaderboard) -> list[str]:
     return (["model"] + [_esc(p) for p in lb.problems]
             + [SORT_HEADER, "reps", "units done/planned", "failed",
-               f"W/T/L vs {_esc(lb.baseline or 'baseline')} (tasks)", "budget (fits/unit)",
+               f"W/T/L vs {_esc(lb.baseline or 'baseline')} (tasks)",
+               f"Δ% vs {_esc(lb.baseline or 'baseline')}", "budget (fits/unit)",
                "at bound", "degenerate", "selected fit not converged", "refit not converged",
                "failed search fits", "run time"])
 
 
+def _delta_text(lb: Leaderboard, r: Row) -> str:
+    if r.model == lb.baseline:
+        return "baseline"
+    return "—" if r.delta_vs_baseline is None else f"{r.delta_vs_baseline:+.2f}"
+
+
 def _table_row(lb: Leaderboard, r: Row) -> list[str]:
     name = (_esc(r.model) + (" ⚠" if r.fewer_reps else "") + (" ≈" if r.near_chance else "")
+            + (" ◦" if r.shift_invariant and _metric(lb).threshold else "")
             + (" ⁱ" + ("✓" if r.verified_units else "") if r.imported_units else ""))
     w, s = r.win_tie_loss, r.search
     if r.model == lb.baseline:
@@ -157,10 +206,12 @@ def _table_row(lb: Leaderboard, r: Row) -> list[str]:
         wtl = "—"
     else:
         wtl = f"{w.win}/{w.tie}/{w.loss}"
-    return ([name] + [cell_text(r.cells[p], lb.reps_differ) for p in lb.problems]
+    digits = digits_of(_metric(lb))
+    return ([name] + [cell_text(r.cells[p], lb.reps_differ, digits) for p in lb.problems]
             + ["—" if r.avg_rank is None else f"{r.avg_rank:.2f}", str(r.reps_finished),
                f"{r.finished_units}/{r.planned_units or '?'}", str(r.failed), wtl,
-               _budget_text(s), _count_text(s.at_bound, s.units, s.at_bound_params),
+               _delta_text(lb, r), _budget_text(s),
+               _count_text(s.at_bound, s.units, s.at_bound_params),
                _flag_text(s.degenerate, s.degenerate_unknown, s.units),
                _flag_text(s.selected_not_converged, s.selected_converged_unknown, s.units),
                _flag_text(s.refit_not_converged, s.refit_converged_unknown, s.units),
@@ -195,8 +246,12 @@ def _small_n_text(lb: Leaderboard) -> list[str]:
 
 def _how_to_read(lb: Leaderboard) -> str:
     tests = lb.tests
+    m = _metric(lb)
+    best = "the highest" if m.higher_is_better else "the lowest"
     out = ["**How to read this table**\n\n",
-           "- **Bold**: the best mean in the column. † after a cell: significantly worse than the "
+           f"- **Bold**: the best mean in the column ({best}: {m.label} is "
+           f"{'higher' if m.higher_is_better else 'lower'}-is-better; ranks, tests and W/T/L "
+           "follow that direction). † after a cell: significantly worse than the "
            f"column's best model — {tests.pairwise_test}, p-values corrected by "
            f"{tests.correction}, Holm-adjusted p < {tests.alpha}. A cell without † is not "
            "significantly different from the best at this level.\n"]
@@ -221,10 +276,15 @@ def _how_to_read(lb: Leaderboard) -> str:
                "the run planned (the stored protocol's repetitions x the problems of this "
                "table).\n")
     if lb.baseline:
+        per_user = "per-user test AUC" if m.name == "auc" else f"per-user test {m.label}"
         out.append(f"- *W/T/L vs {_esc(lb.baseline)}*: over (problem, repetition, user) pairs, "
-                   "how often the model's per-user test AUC is higher / equal / lower than the "
+                   f"how often the model's {per_user} is better / equal / worse than the "
                    "baseline's (the model that declares itself the baseline) on the same "
                    "split.\n")
+        out.append(f"- *Δ% vs {_esc(lb.baseline)}*: the average relative improvement over the "
+                   "baseline (LibMTL's Δp): per problem, 100 x the mean over paired repetitions "
+                   f"of ±({m.label} − baseline's) / |baseline's|, signed so that positive is "
+                   "better, averaged over the problems (docs/reports.md).\n")
     out += _search_legend(lb)
     out.append("- *run time*: sum of that model's unit times (search + refit).\n")
     out += [f"- {note}\n" for note in lb.notes]
@@ -364,8 +424,10 @@ def to_csv(lb: Leaderboard) -> str:
         for p in lb.problems:
             c, s = r.cells[p], r.search
             wp = r.win_tie_loss.per_problem.get(p) if r.win_tie_loss else None
+            auc = lb.get("metric", "auc") == "auc"
             recs.append({"dataset": lb.dataset, "problem": p, "model": r.model,
-                         "mean_auc_x100": c.mean, "std_auc_x100": c.std, "n": c.n,
+                         "mean_auc_x100": c.mean if auc else None,
+                         "std_auc_x100": c.std if auc else None, "n": c.n,
                          "failed": c.failed, "best": c.best, "p_value": c.p_value,
                          "p_holm": c.p_holm, "significantly_worse": c.significantly_worse,
                          "avg_rank": r.avg_rank, "fewer_reps": r.fewer_reps,
@@ -380,7 +442,9 @@ def to_csv(lb: Leaderboard) -> str:
                          "refit_not_converged": s.refit_not_converged,
                          "failed_search_fits": s.failed_fits,
                          "fits_max": s.fits_max, "near_chance": r.near_chance,
-                         "time_total_s": r.time_total_s})
+                         "time_total_s": r.time_total_s, "metric": lb.get("metric", "auc"),
+                         "mean": c.mean, "std": c.std,
+                         "delta_vs_baseline_pct": r.delta_vs_baseline})
     df = pd.DataFrame(recs)
     for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline", "degenerate",
                 "selected_fit_not_converged", "refit_not_converged", "failed_search_fits"):

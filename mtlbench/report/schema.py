@@ -22,9 +22,11 @@ from typing import Any, ClassVar, Mapping
 
 #: the format written by this version; ``ACCEPTED_FORMATS`` are read back
 #: 2: per-unit records, search columns; 3: the selected search fit's and the refit's
-#: convergence counted apart, degenerate selections, search fits that raised
-FORMAT_VERSION = "mtlbench-leaderboard/3"
-ACCEPTED_FORMATS = (FORMAT_VERSION, "mtlbench-leaderboard/2")
+#: convergence counted apart, degenerate selections, search fits that raised; 4: a table
+#: per metric (``metric``, cells' ``values``, rows' ``mean`` and ``delta_vs_baseline``), every
+#: unit's ``target_kind``, ``metrics`` and ``task_metrics``
+FORMAT_VERSION = "mtlbench-leaderboard/4"
+ACCEPTED_FORMATS = (FORMAT_VERSION, "mtlbench-leaderboard/3", "mtlbench-leaderboard/2")
 
 
 class JsonRecord:
@@ -127,24 +129,37 @@ def _decode(tp: Any, value: Any) -> Any:
 # ================================================================================ records
 @dataclass
 class Cell(JsonRecord):
-    """One (model, problem): test AUC x 100 over repetitions and the test against the best.
+    """One (model, problem): the table's metric over repetitions and the test against the best.
 
-    ``p_value``: two-sided Wilcoxon signed-rank p of best - model over the ``n_pairs``
-    repetitions both finished (:func:`mtlbench.report.stats.wilcoxon_p`); ``p_holm`` its
-    Holm-adjusted value within the column; ``significantly_worse``: ``p_holm < alpha`` (None for
-    the best cell and untested cells)."""
+    ``values``: the metric per finished repetition (aligned with ``reps``), in the table's
+    units (x 100 for a share or an AUC); ``test_auc_x100`` the same in an AUC table (the only
+    field of files of format 3 and earlier: :attr:`scores` reads either).  ``not_recorded``:
+    finished units without a value of the metric (stored before it was recorded, undefined
+    or failed).  ``p_value``: two-sided Wilcoxon signed-rank p of best - model over the
+    ``n_pairs`` repetitions both finished (:func:`mtlbench.report.stats.wilcoxon_p`);
+    ``p_holm`` its Holm-adjusted value within the column; ``significantly_worse``:
+    ``p_holm < alpha`` (None for the best cell and untested cells)."""
+
+    OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"test_auc_x100"})
 
     n: int
     failed: int
     mean: float | None
     std: float | None
     reps: list[int]
-    test_auc_x100: list[float]
+    test_auc_x100: list[float] | None = None
     best: bool = False
     p_value: float | None = None
     p_holm: float | None = None
     n_pairs: int = 0
     significantly_worse: bool | None = None
+    values: list[float] = field(default_factory=list)
+    not_recorded: int = 0
+
+    @property
+    def scores(self) -> list[float]:
+        """The values per repetition (``values``, or ``test_auc_x100`` of an older file)."""
+        return self.values or list(self.test_auc_x100 or [])
 
 
 @dataclass
@@ -215,6 +230,16 @@ class Row(JsonRecord):
     #: and found equal (``--verify``); 0 in files written before imports were marked
     imported_units: int = 0
     verified_units: int = 0
+    #: the mean over problems of the table's metric (its units); ``mean_test_auc_x100`` the
+    #: same in an AUC table (None otherwise)
+    mean: float | None = None
+    #: Δ% over the baseline (LibMTL's Δp, docs/reports.md): 100 x the mean relative
+    #: improvement of the metric over the baseline's on paired repetitions, signed so that
+    #: positive is better, averaged over problems; None for the baseline or without pairs
+    delta_vs_baseline: float | None = None
+    #: the model's loss is invariant to a shift of its scores (``MTLModel.shift_invariant_loss``):
+    #: a threshold metric's value is not a decision it learned
+    shift_invariant: bool = False
 
 
 @dataclass
@@ -271,8 +296,8 @@ class Machine(JsonRecord):
     cpu_count: Any
     platform: Any
     units: int
-    # the CPU's model name and widest vector ISA (written only where the units recorded it:
-    # units made before issue 23's last round did not)
+    # the CPU's model name and widest vector ISA (written only where the units recorded it;
+    # units of older mtlbench versions did not)
     cpu: Any = None
 
     OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"cpu"})
@@ -311,7 +336,7 @@ UNIT_FIELDS = ("key", "model", "problem", "rep", "seed", "status", "best_params"
                "test_auc", "n_tasks", "dropped_tasks", "split_fingerprint", "data_fingerprint",
                "protocol", "dataset_params", "model_config", "versions", "n_iter", "time_total",
                "time_select", "time_fit", "diagnostics", "message", "started_at", "finished_at",
-               "host", "provenance", "origin")
+               "host", "provenance", "origin", "target_kind", "metrics")
 
 
 @dataclass
@@ -324,7 +349,8 @@ class UnitRecord(JsonRecord):
     store had imported."""
 
     OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset({"task_auc", "n_test", "task_names",
-                                                          "origin"})
+                                                          "origin", "task_metrics",
+                                                          "target_kind", "metrics"})
 
     key: str
     model: str
@@ -359,12 +385,16 @@ class UnitRecord(JsonRecord):
     refit_converged: bool | None = None
     degenerate: bool | None = None
     failed_fits: int | None = None
+    target_kind: str | None = None
+    metrics: dict[str, Any] | None = None
     task_auc: list[float] | None = None
     n_test: list[int] | None = None
     task_names: list[str] | None = None
     #: None: computed in the store published; "imported" / "verified": the store had it from
     #: another published file (``import-results``; "verified": recomputed there and equal)
     origin: str | None = None
+    #: per metric, the test value of every task (``task_names`` order; null: undefined)
+    task_metrics: dict[str, list[float | None]] | None = None
 
 
 @dataclass
@@ -389,8 +419,15 @@ class Leaderboard(JsonRecord):
     tests: Tests
     notes: list[str]
     provenance: Provenance
-    task_names: dict[str, list[str]]
-    units: list[UnitRecord]
+    #: the metric of the table (files before format 4: the AUC), its direction, and how the
+    #: data set's targets were binarized ("" when they were not)
+    metric: str = "auc"
+    higher_is_better: bool = True
+    binarized: str = ""
+    #: the other metrics recorded for the data set's target kind (their tables beside)
+    other_metrics: list[str] = field(default_factory=list)
+    task_names: dict[str, list[str]] = field(default_factory=dict)
+    units: list[UnitRecord] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "Leaderboard":

@@ -298,18 +298,31 @@ def left_out_text(sel: Selection) -> str:
                                     for why, n in sel.left_out.items())
 
 
+def auc_x100(test_auc: Any) -> tuple[Any, float | None, float | None]:
+    """Test AUCs on the 0-1 scale (one per repetition, in repetition order) as every table and
+    frame shows them: the values x 100, their mean and their sample standard deviation (ddof
+    1; None for fewer than two values).  Scaled before averaging, in one place, so that a
+    number is the same float, and rounds the same way, wherever it is shown."""
+    import numpy as np
+
+    scores = 100.0 * np.asarray(test_auc, dtype=np.float64)
+    n = scores.shape[0]
+    return (scores, float(scores.mean()) if n else None,
+            float(scores.std(ddof=1)) if n > 1 else None)
+
+
 def results_frame(sel: Selection) -> pd.DataFrame:
     """One row per (dataset, problem, model) of a selection: mean ± std test AUC (x100) over
     the finished repetitions, finished / planned / failed units, seed, run time; sorted by
-    problem, then mean AUC (best first).  What ``mtlbench results`` shows."""
+    problem, then mean AUC (best first).  What ``mtlbench results`` shows, and the end of
+    ``compare`` for its run's units."""
     u = sel.units
     recs = []
     for (ds, prob, model), g in u.groupby(["dataset", "problem", "model"], sort=True):
-        ok = g[g["status"] == "ok"]
-        auc = 100.0 * ok["test_auc"].to_numpy(dtype=float)
+        ok = g[g["status"] == "ok"].sort_values("rep")
+        _, mean, std = auc_x100(ok["test_auc"])
         recs.append({"dataset": ds, "problem": prob, "model": model,
-                     "test_auc_mean_x100": float(auc.mean()) if len(auc) else None,
-                     "test_auc_std_x100": float(auc.std(ddof=1)) if len(auc) > 1 else None,
+                     "test_auc_mean_x100": mean, "test_auc_std_x100": std,
                      "reps": int(len(ok)), "planned_reps": sel.planned_reps.get(ds),
                      "failed": int((g["status"] != "ok").sum()),
                      "seed": sel.seeds.get(ds),
@@ -319,6 +332,44 @@ def results_frame(sel: Selection) -> pd.DataFrame:
         df = df.sort_values(["problem", "test_auc_mean_x100"], ascending=[True, False],
                             na_position="last")
     return df.reset_index(drop=True)
+
+
+def problem_kinds(units: pd.DataFrame) -> dict[str, str]:
+    """The target kind of each problem of a unit table (its units' ``target_kind``; units
+    stored before target kinds existed are binary)."""
+    from ..store import unit_target_kind
+
+    out: dict[str, str] = {}
+    for _, r in units.iterrows():
+        out.setdefault(r["problem"], unit_target_kind(r))
+    return out
+
+
+def metric_frame(units: pd.DataFrame, metric: str, table_units: bool = False) -> pd.DataFrame:
+    """One row per (problem, model) of ``units``: mean and std (ddof 1) over the finished
+    repetitions of ``metric``'s test value (in the metric's own units; with ``table_units``, a
+    percent metric x 100 before averaging, as the leaderboards compute it, so a number is the
+    same float wherever it is shown), ``reps`` (units with a value), ``not_recorded``
+    (finished units without one: stored before the metric existed, undefined, or failed),
+    ``failed`` units and ``time_total_s``."""
+    from ..scoring import get_metric
+    from ..store import unit_metric
+
+    scale = 100.0 if table_units and get_metric(metric).percent else 1.0
+    recs = []
+    for (prob, model), g in units.groupby(["problem", "model"], sort=True):
+        ok = g[g["status"] == "ok"]
+        vals = [scale * v for v in (unit_metric(r, metric) for _, r in ok.iterrows())
+                if v is not None]
+        arr = pd.Series(vals, dtype=float)
+        recs.append({"problem": prob, "model": model, "metric": metric,
+                     "mean": float(arr.mean()) if len(arr) else None,
+                     "std": float(arr.std(ddof=1)) if len(arr) > 1 else None,
+                     "reps": len(vals), "not_recorded": int(len(ok) - len(vals)),
+                     "failed": int((g["status"] != "ok").sum()),
+                     "time_total_s": float(g["time_total"].fillna(0).sum())})
+    return pd.DataFrame(recs, columns=["problem", "model", "metric", "mean", "std", "reps",
+                                       "not_recorded", "failed", "time_total_s"])
 
 
 # ------------------------------------------------------------------ search trace (defensive)
@@ -373,11 +424,13 @@ def _search_info(row: pd.Series) -> dict[str, Any]:
 
 def selected_fit_converged(row: pd.Series) -> bool | None:
     """Whether the search fit at the selected parameters converged (the fit whose validation
-    AUC chose them): ``selected_converged`` of the stored search summary, else the trace
-    entry at the selected parameters; None when nothing was recorded."""
-    flag = _search_info(row).get("selected_converged")
-    if isinstance(flag, bool):
-        return flag
+    AUC chose them): the model's ``converged_`` after that fit, as the search summary
+    recorded it (``selected_converged``), else, in units stored before the summary recorded
+    it, the trace entry at the selected parameters; None when nothing was recorded."""
+    info = _search_info(row)
+    if "selected_converged" in info:
+        flag = info["selected_converged"]
+        return flag if isinstance(flag, bool) else None
     fits, _ = row_search(row)
     best = row.get("best_params")
     for f in fits:
@@ -387,13 +440,15 @@ def selected_fit_converged(row: pd.Series) -> bool | None:
 
 
 def refit_converged(row: pd.Series) -> bool | None:
-    """Whether the refit on train+validation (the model scored on test) converged:
-    ``refit_converged`` of the stored search summary, else the model's own
-    ``diagnostics_['converged']`` of that fit, else a unit-level ``converged`` column; None
-    when nothing was recorded."""
-    flag = _search_info(row).get("refit_converged")
-    if isinstance(flag, bool):
-        return flag
+    """Whether the refit on train+validation (the model scored on test) converged: the
+    model's ``converged_`` after the refit, as the search summary recorded it
+    (``refit_converged``; the same meaning as :func:`selected_fit_converged`), else, in units
+    stored before the summary recorded it, the model's own ``diagnostics_['converged']`` of
+    that fit, else a unit-level ``converged`` column; None when nothing was recorded."""
+    info = _search_info(row)
+    if "refit_converged" in info:
+        flag = info["refit_converged"]
+        return flag if isinstance(flag, bool) else None
     diag = row.get("diagnostics")
     if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
         return diag["converged"]
@@ -466,7 +521,8 @@ def budget(row: pd.Series) -> int | None:
         return None
 
 
-__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "search_trace",
+__all__ = ["Selection", "select_units", "left_out_text", "results_frame", "metric_frame",
+           "problem_kinds", "search_trace",
            "row_search", "selected_fit_converged", "refit_converged", "degenerate",
            "constant_share", "failed_fits", "at_bound", "at_edge", "n_fits", "budget",
            "CODE_WORDS"]

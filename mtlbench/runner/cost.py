@@ -13,8 +13,9 @@ wall-time estimate (``compare --dry-run``).  For each pending unit, in order of 
     the model class's ``cost_hint`` (seconds of one unit on the reference problem
     :data:`REFERENCE_PROBLEM`, default search and budget, one BLAS thread, on the machine of
     :data:`REFERENCE_MACHINE`), scaled to the unit's problem by size as above and to this
-    machine by the median ratio of stored to hinted times of units that have both, or, where
-    no unit has both (an empty store), by the machine probe below;
+    machine: by the median ratio of stored to hinted times of the units of the same problem
+    that have both, else of all units that have both, else (an empty store) by the machine
+    probe below;
 ``default``
     :data:`DEFAULT_COST` (a model without a hint and never timed).
 
@@ -25,25 +26,34 @@ optional class attribute ``cost_scaling`` (a mapping with keys ``"size"`` and ``
 default :data:`DEFAULT_SCALING` = (1/2, 0).  The default: unit times grow sublinearly with
 size across data sets (a fit's iterations and per-task work vary from one data set to
 another): over 14 models on 5 data sets of sizes 3e4 - 1.4e6, a least-squares fit of log time
-on log size with one intercept per model gave a slope of 0.40 and a residual spread of a
-factor ~2.3 (data of the first release's timings), hence 1/2.  A model whose work per
-iteration grows with T faster than with the data (e.g. AMTL's T x T transfer matrix: O(d T^2)
-per iteration against O(N d) for the loss) declares a task exponent.  A factor is left out
-where a measure of either problem is not known.  An extrapolated time is marked as such:
-between problems of one data set (e.g. the attributes of Shoes) the measures differ little and
-the scaled times are close; across data sets they are a rough guess.
+on log size gave a slope of 0.40 and a residual spread of a factor ~2.3, hence 1/2.  A model
+whose work per iteration grows with T faster than with the data (e.g. AMTL's T x T transfer
+matrix: O(d T^2) per iteration against O(N d) for the loss) declares a task exponent.  A
+factor is left out where a measure of either problem is not known.
 
-The machine probe (issue 23).  The hints are seconds on one machine; machines differ by
-several times (the same code ran 2-5x faster on a 2-core AVX-512 EPYC than on the 2-core
-machine the hints were first measured on, so an empty store's plan of the paper-scale job said
-84 min for a job measured at 33 min).  :func:`machine_probe_seconds` times a fixed workload of
-the kinds units spend their time on (batched per-task products over a paper-scale problem,
-T x T and d x d eigen-, singular-value and linear solves, a Python loop over tasks with small
-products), one BLAS thread, the best of five runs (the least disturbed by other load), about
-0.2 s in all, once per process and only when a plan needs it.  The hints are scaled by its
-ratio to :data:`REFERENCE_PROBE_SECONDS`, the probe's time on a machine where the hints hold.
-It is a proxy: models whose time goes to BLAS gain more from a wide-vector CPU than those
-whose time goes to Python, so one factor is right on average, not per model.
+Uncertain estimates.  Size and task count do not say how hard a problem is: the same solver
+can need many times more iterations on data of the same shape whose labels are nearly a linear
+function of the features (a near-interpolating fit) than on noisy labels.  So an estimate that
+comes from another *kind* of problem is marked uncertain (:attr:`Expected.unlike` says why): a
+``hint`` on a problem not of the reference's kind, a ``scaled`` time none of whose source
+problems is of the unit's kind.  Two problems are of one kind when they come from the same
+data set with the same dataset parameters apart from ``seed`` (another draw of one generator:
+``synthetic-attributes[seed=101]/attr0`` and ``synthetic-attributes/attr3`` are,
+``synthetic-attributes[setting=noisy]/attr0``, ``simulated`` or ``shoes[pca=200]/brown`` are
+not of the reference's kind) -- read from the problem id, whose dataset part lists the
+parameters that differ from the dataset's defaults.  Once a model's units of a problem are
+stored, its other units of that problem are estimated from them (``stored``): not uncertain.
+
+The machine probe.  The hints are seconds on one machine; machines differ by several times (a
+2-core AVX-512 EPYC runs the same units 2-5x faster than the 2-core machine the hints were
+first measured on).  :func:`machine_probe_seconds` times a fixed workload of the kinds units
+spend their time on (batched per-task products over a paper-scale problem, T x T and d x d
+eigen-, singular-value and linear solves, a Python loop over tasks with small products), one
+BLAS thread, the best of five runs (the least disturbed by other load), about 0.2 s in all,
+once per process and only when a plan needs it.  The hints are scaled by its ratio to
+:data:`REFERENCE_PROBE_SECONDS`, the probe's time on a machine where the hints hold.  It is a
+proxy: models whose time goes to BLAS gain more from a wide-vector CPU than those whose time
+goes to Python, so one factor is right on average, not per model.
 """
 from __future__ import annotations
 
@@ -65,28 +75,57 @@ REFERENCE_SIZE = 9500 * 100  # 190 users x 50 labels, 100 features
 REFERENCE_TASKS = 190
 REFERENCE_MACHINE = "2 cores (x86-64, OpenBLAS), one unit per core, nothing else running"
 SOURCES = ("stored", "scaled", "hint", "default")
+#: dataset parameters two problems of one kind may differ in (another draw of one generator)
+SAME_KIND_PARAMS = frozenset({"seed"})
 #: seconds of :func:`machine_probe_seconds` on a machine where the built-in models' cost_hints
-#: hold.  Calibration (2026-11-27, a 2-core AVX-512 "AMD EPYC", OpenBLAS 0.3.31, numpy 2.4.6):
-#: every built-in model's unit on REFERENCE_PROBLEM (``OMP_NUM_THREADS=1 python
-#: benchmarks/bench_paper_scale.py --dataset-params seed=101 --problem attr0``, the other core
-#: busy, as in a run of one unit per core; sum 33.1 s) took 0.21-0.40 x its hint, median
-#: 0.335 (the same median rule as the stored/hinted ratio above); the probe, which is meant
-#: to measure the undisturbed machine (best of five), took 0.0277-0.0298 s there with the
-#: machine idle (0.029-0.033 s with both cores busy), so the reference is 0.028 / 0.335 =
-#: 0.084 s.  (A first calibration paired the busy probe, 0.030 s, with the units: 0.090 s;
-#: the full paper-scale job then measured 1.33 x the dry run's estimate, which had probed the
-#: idle machine.)
+#: hold.  Calibrated from every built-in model's unit on REFERENCE_PROBLEM
+#: (``benchmarks/bench_paper_scale.py --dataset-params seed=101 --settings default``, one unit
+#: per core) on a faster machine: the median ratio of unit time to hint there (0.335) times the
+#: probe's time there (0.028 s, the machine idle, as the probe is meant to measure it).
 REFERENCE_PROBE_SECONDS = 0.084
 
 
 @dataclass(frozen=True)
 class Expected:
     """Expected seconds of one unit and where the number comes from (one of :data:`SOURCES`);
-    ``note``: how a hint was scaled to this machine (not part of equality)."""
+    ``note``: how a hint was scaled to this machine; ``unlike``: why the number is uncertain
+    (it comes from another kind of problem, module docstring), "" if it is not.  Neither is
+    part of equality."""
 
     seconds: float
     source: str
     note: str = field(default="", compare=False)
+    unlike: str = field(default="", compare=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def problem_kind(problem: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """(dataset name, its parameters in the problem id other than :data:`SAME_KIND_PARAMS`)
+    of a problem id such as ``"synthetic-attributes[seed=101,users=40]/attr0"``: two problems
+    of one kind have equal kinds (module docstring)."""
+    from ..errors import ConfigError
+    from ..syntax import parse_selector
+
+    dataset = problem[:problem.rindex("]") + 1] if "]" in problem else problem.split("/")[0]
+    try:
+        name, params = parse_selector(dataset)
+    except ConfigError:           # not a selector: the id is the kind
+        return problem, ()
+    return name, tuple(sorted((k, repr(v)) for k, v in params.items()
+                              if k not in SAME_KIND_PARAMS))
+
+
+def unlike_reason(problem: str, sources: Sequence[str]) -> str:
+    """Why a time measured on ``sources`` (problem ids) is uncertain for ``problem``: "" when
+    one of them is of its kind, else a short reason naming the first source."""
+    kind = problem_kind(problem)
+    if not sources or any(problem_kind(p) == kind for p in sources):
+        return ""
+    other = problem_kind(sources[0])
+    if other[0] != kind[0]:
+        return f"another data set than {sources[0]}"
+    params = ", ".join(f"{k}={v}" for k, v in sorted(set(kind[1]) ^ set(other[1])))
+    return f"other dataset parameters than {sources[0]} ({params})"
 
 
 def _probe_workload(rng) -> float:
@@ -255,20 +294,27 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
         vals = [t * between(name, prob, p) for p, t in timed.items()]
         return float(statistics.median(vals)) if vals else None
 
-    # this machine against the hints' reference machine: stored / hinted over timed pairs
-    ratios = []
+    # this machine (and problem) against the hints' reference: stored / hinted over timed pairs
+    ratios: dict[str, list[float]] = {}      # problem -> ratios of the models timed on it
     name_of = dict(zip(history.model, history.model_name)) if by_label else {}
     for (label, prob), t in by_label.items():
         name = str(name_of[label])
         h = hint(name)
         if h and sizes.get(prob):
-            ratios.append(t / (h * from_reference(name, prob)))
-    machine: list[Any] = []                  # [factor, how], filled at the first hint
+            ratios.setdefault(prob, []).append(t / (h * from_reference(name, prob)))
+    factors: dict[str | None, tuple[float, str]] = {}   # filled at the first hint
 
-    def machine_factor() -> tuple[float, str]:
-        if not machine:
-            if ratios:
-                f = float(statistics.median(ratios))
+    def machine_factor(prob: str) -> tuple[float, str]:
+        if prob in ratios:
+            if prob not in factors:
+                f = float(statistics.median(ratios[prob]))
+                factors[prob] = (f, f"x{f:.2g} for this problem and machine: models timed "
+                                    f"here on it against their hints")
+            return factors[prob]
+        if None not in factors:
+            every = [r for rs in ratios.values() for r in rs]
+            if every:
+                f = float(statistics.median(every))
                 how = f"x{f:.2g} for this machine: models timed here against their hints"
             else:
                 f, how = 1.0, "unscaled: nothing timed here and no machine probe"
@@ -280,8 +326,8 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
                             how = f"x{f:.2g} for this machine: a timed probe"
                     except Exception:  # noqa: BLE001 - a planning aid only: unscaled
                         pass
-            machine.extend((f, how))
-        return machine[0], machine[1]
+            factors[None] = (f, how)
+        return factors[None]
 
     out: dict[str, Expected] = {}
     for s in specs:
@@ -289,16 +335,16 @@ def expected_unit_seconds(specs: Sequence[Any], history: Any = None,
         if t is not None:
             out[s.key] = Expected(t, "stored")
             continue
-        t = scaled(s.model, label_probs.get(s.label, {}), s.problem)
-        if t is None:
-            t = scaled(s.model, name_probs.get(s.model, {}), s.problem)
+        timed = label_probs.get(s.label) or name_probs.get(s.model) or {}
+        t = scaled(s.model, timed, s.problem)
         if t is not None:
-            out[s.key] = Expected(t, "scaled")
+            out[s.key] = Expected(t, "scaled", unlike=unlike_reason(s.problem, sorted(timed)))
             continue
         h = hint(s.model)
         if h is not None:
-            f, how = machine_factor()
-            out[s.key] = Expected(h * f * from_reference(s.model, s.problem), "hint", how)
+            f, how = machine_factor(s.problem)
+            out[s.key] = Expected(h * f * from_reference(s.model, s.problem), "hint", how,
+                                  unlike_reason(s.problem, [REFERENCE_PROBLEM]))
             continue
         out[s.key] = Expected(DEFAULT_COST, "default")
     return out

@@ -36,7 +36,7 @@ from ..data import TaskSet
 from ..dataset import load_tasks
 from ..errors import ConfigError, MTLBenchError
 from ..plugins import get_registry
-from ..protocol import PROTOCOL_VERSION, ProtocolConfig, config_json, run_protocol
+from ..protocol import PROTOCOL_VERSION, SPLIT_FIELDS, ProtocolConfig, config_json, run_protocol
 from ..search import searcher_version
 
 BLAS_THREADS_PER_UNIT = 1
@@ -89,12 +89,13 @@ class UnitSpec:
 
 def protocol_key_settings(config: ProtocolConfig,
                           search_version: str | None = None) -> dict[str, Any]:
-    """Protocol fields that are neither ``reps`` nor a split setting (e.g. the search strategy
-    and its budget): part of the key so that another search gives another unit.
+    """Protocol fields that are neither ``reps`` nor a split setting (the search strategy and
+    its budget, the selection metric when one is named): part of the key so that another
+    search gives another unit; a field left at None (the default protocol) adds nothing.
     ``search_version``: the version of the searcher's rule (default: the installed one)."""
-    split = config.split_settings()
     out = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-           if f.name != "reps" and f.name not in split}
+           if f.name != "reps" and f.name not in SPLIT_FIELDS
+           and getattr(config, f.name) is not None}
     # A searcher whose rule changed declares a new ``version``: its units get new keys, so a
     # store never serves a result of the old rule as the current one.  Version "1" adds
     # nothing (keys of earlier stores stay valid).
@@ -199,8 +200,8 @@ def _thread_time_limit(seconds: float) -> Iterator[None]:
         timer.cancel()
 
 
-#: widest vector instruction set named in a unit's ``cpu`` (the same code ran 2-5x faster on a
-#: 2-core AVX-512 machine than on a 2-core one without, issue 23), widest first
+#: widest vector instruction set named in a unit's ``cpu`` (the same code runs 2-5x faster on a
+#: 2-core AVX-512 machine than on a 2-core one without), widest first
 _VECTOR_ISA = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"),
                ("asimd", "NEON"))
 
@@ -322,10 +323,17 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
             "dropped_tasks": out.dropped_tasks, "time_select": out.select_time,
             "time_fit": out.fit_time, "n_iter": out.n_iter, "history": out.history,
             "diagnostics": out.diagnostics, "split_fingerprint": out.split_fingerprint,
-            "data_fingerprint": out.data_fingerprint,
+            "data_fingerprint": out.data_fingerprint, "target_kind": out.target_kind,
+            "metrics": {"select_by": out.select_by, "val": {out.select_by: out.val_score},
+                        "test": out.metrics},
+            # per task, every metric: (task index, name, test rows, metric, value or None)
+            "task_metrics": [(i, n, m, metric, values[i])
+                             for metric, values in out.task_metrics.items()
+                             for i, (n, m) in enumerate(zip(out.task_names, out.n_test))],
         })
-        scores = [(i, n, a, m) for i, (n, a, m) in
-                  enumerate(zip(out.task_names, out.task_auc, out.n_test))]
+        scores = [] if out.task_auc is None else [
+            (i, n, a, m) for i, (n, a, m) in enumerate(zip(out.task_names, out.task_auc,
+                                                            out.n_test))]
         arrays = out.arrays
     except BaseException as exc:  # isolate every failure, even a timeout
         if isinstance(exc, KeyboardInterrupt):
@@ -341,6 +349,57 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
     row["time_total"] = time.perf_counter() - t0
     row["finished_at"] = _now()
     return UnitResult(spec=spec, row=row, task_scores=scores, arrays=arrays)
+
+
+def module_location(module: Any) -> str | None:
+    """The real path a module was imported from: its package's folder (a namespace
+    package's first folder), else its file; None for a module without either."""
+    if module is None:
+        return None
+    file = getattr(module, "__file__", None)
+    if file and os.path.basename(file).startswith("__init__."):
+        return os.path.realpath(os.path.dirname(file))
+    if file:
+        return os.path.realpath(file)
+    paths = list(getattr(module, "__path__", None) or [])
+    return os.path.realpath(paths[0]) if paths else None
+
+
+def spec_location(spec: Any) -> str | None:
+    """Where an import spec (``importlib.util.find_spec``) points, as :func:`module_location`
+    says it of the module it would import."""
+    found = spec.origin or next(iter(spec.submodule_search_locations or []), None)
+    if not found:
+        return None
+    return os.path.realpath(os.path.dirname(found) if os.path.basename(found).startswith(
+        "__init__.") else found)
+
+
+def import_failure(exc: BaseException) -> str:
+    """One line for code that could not be imported where a unit was to run: the module,
+    the error and where that module's top-level package came from there, e.g. "cannot import
+    mtlbench.plugins (ImportError: cannot import name 'get_registry' ...); mtlbench comes
+    from /home/me/mtlbench"."""
+    import sys
+
+    name = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    tb, module = exc.__traceback__, None
+    while tb is not None:  # the innermost module body that was running
+        if tb.tb_frame.f_code.co_name == "<module>":
+            module = tb.tb_frame.f_globals.get("__name__")
+        tb = tb.tb_next
+    name = name or module or getattr(exc, "filename", None)
+    text = f"{type(exc).__name__}: {exc}"
+    if not name:
+        return f"cannot import mtlbench or its plugins ({text})"
+    top = str(name).split(".")[0]
+    where = module_location(sys.modules.get(top))
+    if where is None:  # a package whose own import failed is not kept in sys.modules
+        import importlib.util
+
+        with contextlib.suppress(Exception):
+            where = spec_location(importlib.util.find_spec(top))
+    return f"cannot import {name} ({text})" + (f"; {top} comes from {where}" if where else "")
 
 
 def _message(exc: BaseException) -> str:
@@ -359,4 +418,5 @@ def _now() -> str:
 
 
 __all__ = ["UnitSpec", "UnitResult", "execute_unit", "failed_result", "load_problem",
-           "problem_id", "time_limit", "UnitTimeout", "timeout_message", "PROTOCOL_VERSION"]
+           "problem_id", "time_limit", "UnitTimeout", "timeout_message", "import_failure",
+           "module_location", "spec_location", "PROTOCOL_VERSION"]

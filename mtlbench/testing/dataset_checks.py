@@ -13,7 +13,7 @@ import numpy as np
 
 from mtlbench.data import TaskSet
 from mtlbench.dataset import Dataset, call_problems
-from mtlbench.protocol import evaluable_tasks
+from mtlbench.protocol import evaluable_tasks, task_rule
 
 from ._common import (AVAILABILITY_VALUES, LOADABLE, _NAME_RE, ConformanceError,
                       DataNotAvailable, _fail)
@@ -127,8 +127,9 @@ def check_dataset_load(dataset: Any, problem: str | None = None, data_dir: Any =
         raise _fail(who, check, f"load({problem!r}) returned an invalid TaskSet: {exc}") from exc
     keep, _ = evaluable_tasks(ts)
     if not keep:
-        raise _fail(who, check, f"load({problem!r}): no task has >= 3 labels of each class, "
-                                "so the protocol cannot split any task")
+        raise _fail(who, check, f"load({problem!r}): no task has "
+                                f"{task_rule(ts.target_kind)}, so the protocol cannot split any "
+                                "task")
     if len(ts.task_names) != ts.T or len(set(ts.task_names)) != ts.T:
         raise _fail(who, check, "task_names must be T distinct names")
     meta = ts.meta

@@ -1,136 +1,61 @@
-"""CoCMTL: Xu, Huang, Chen, Chen, "Exploiting Task-Feature Co-Clusters in Multi-Task
-Learning", AAAI 2015 (NOT Murugesan et al., "Co-Clustering for Multitask Learning").
+"""CoCMTL: multi-task learning with task-feature co-clusters.
 
-Objective (decomposition model W = P + Q, W of shape d x T, column t = task t)::
+L. Xu, A. Huang, J. Chen and E. Chen, "Exploiting Task-Feature Co-Clusters in Multi-Task
+Learning", Proceedings of the Twenty-Ninth AAAI Conference on Artificial Intelligence (AAAI),
+pp. 1931-1937, 2015, doi:10.1609/aaai.v29i1.9483 (not Murugesan et al., "Co-Clustering for
+Multitask Learning"); a competitor of the TFCL paper (Sec. Competitors).  Decomposition
+W = P + Q (W of shape d x T, column t = task t)::
 
-    min_{P, Q}  J(P + Q)  +  lam1 * Omega1(P)  +  lam2 * Omega2(Q)
+    min_{P, Q}  F(P, Q) = J(P + Q) + lam1 Omega1(P) + lam2 Omega2(Q)
 
-    J(W)       = sum_t 1/2 ||y_t - X_t w_t||^2        (TFCL paper's instance-wise squared loss
-                                                      for all competitors, Sec. Experimental
-                                                      Settings; ``SquaredLoss``)
-    Omega1(P)  = ||P (I_T - 11^T/T)||_F^2 = sum_t ||p_t - mean_s p_s||^2
-                                                     (global similarity: every task close to
-                                                      the mean task)
-    Omega2(Q)  = sum_{i > k} sigma_i(Q)^2             (co-cluster term: truncated sum of the
-                                                      squared singular values; zero iff
-                                                      rank Q <= k)
+    J(W)       = sum_t 1/2 ||y_t - X_t w_t||^2   (the TFCL paper's instance-wise squared loss
+                                                 for every competitor, Sec. Exp. Settings)
+    Omega1(P)  = ||P (I_T - 11^T/T)||_F^2        (global similarity: tasks near the mean task)
+    Omega2(Q)  = sum_{i > k} sigma_i(Q)^2        (co-cluster term; zero iff rank Q <= k)
 
-Omega2 is the spectral relaxation of a k-way task-feature co-clustering (k-means on the
-bipartite task/feature graph): ||Q||_F^2 - max_{F^T F = I_k} ||Q F||_F^2.  It is non-convex
-(a difference of convex functions).
+Omega2 = ||Q||_F^2 - max_{F^T F = I_k} ||Q F||_F^2 is the spectral relaxation of a k-way
+co-clustering of the bipartite task-feature graph; F is non-convex (a difference of convex).
 
-Solver: PALM (Bolte, Sabach, Teboulle 2014), two blocks, one proximal linearised step per block
-per iteration, as in the paper::
+Solver, three phases:
+1. ``palm_sweeps`` (50) sweeps of PALM (Bolte, Sabach & Teboulle 2014), the paper's algorithm,
+   from (P, Q) = 0: one proximal linearised step per block (P, then Q with the new P), both
+   proxes closed forms (the mean kept, deviations shrunk by 1/(1 + 2 tau); the top-k singular
+   values kept, the others divided by 1 + 2 tau).  Step constant c_b = gamma L_b, gamma = 1.1,
+   L_b <= Lip(grad J) = max_t ||X_t||_2^2 by backtracking on the descent lemma along the step
+   (``backtrack=False``: L_b = Lip(grad J)).  Extrapolated sweeps (``accelerate=True``) are
+   accepted only under PALM's sufficient decrease measured from the extrapolated point (Li &
+   Lin, NIPS 2015, Alg. 1), else the plain sweep is taken and the momentum restarts: F never
+   increases and every limit point is critical (Li & Lin, Thm. 1); neither convergence of the
+   whole sequence nor a rate is claimed.  The early path selects the local solution's basin.
+2. the reduced problem (:class:`ReducedCoCluster`): min over (P, Q) of F equals the min over a
+   mean column c and a rank-k L of Phi(c 1^T + L), a sum of per-task ridge problems in closed
+   form; the d x k and T x k factors of L by preconditioned L-BFGS (Armijo, Phi decreasing),
+   started at the factors of the PALM point; the recovered (P, Q) has F(P, Q) <= Phi.
+3. a fallback: PALM sweeps until the stopping rule holds.
 
-    P <- prox_{lam1/c Omega1}(P - grad J(P + Q) / c)        (closed form, see below)
-    Q <- prox_{lam2/c Omega2}(Q - grad J(P + Q) / c)        (with the new P: Gauss-Seidel;
-                                                             closed form, ``prox_cocluster``)
+Stopping rule: the stationarity residual ||(grad_P F, grad_Q F)||_F (grad Omega2(Q) =
+2 (Q - Q_k), Q_k the rank-k truncation) <= tol Lip(grad J) max(1, ||(P, Q)||_F), tol = 1e-6,
+checked every 25 sweeps or L-BFGS iterations; ``converged_`` is True iff it held within
+``max_iter`` (5000) iterations.  ``report_progress`` with F after every sweep or iteration, no
+certificate (non-convex).  ``convex = False``: every search fit starts cold.
 
-with c = gamma * Lip(grad J), gamma = 1.1 > 1 (PALM's condition for sufficient decrease, so the
-objective never increases).  Lip(grad J) = max_t ||X_t||_2^2 bounds both partial gradients.
+Search space (s = mean_t ||X_t||_F^2 / d, the average diagonal of X_t^T X_t: a ratio 1
+weighs a penalty like one more observation per task): lam1 = lam1_ratio s, lam2 = lam2_ratio s
+(the paper's lambda_1, lambda_2), both Log with start range [0.3, 30] and no bound (every
+positive weight is another model; lam1 -> inf tends to one shared mean column for P,
+lam2 -> inf to rank Q <= k, limits never reached); k (the paper's k) Int, start range [2, 10],
+bounds [1, min(d, T)]: k = 0 is no co-clustering and at k = min(d, T) Omega2 is identically 0,
+so every larger k is the same model.  The ranges were set on the training and validation
+splits of repetitions 0 and 1 of ``simulated[seed=101]`` over lam in {0.01, ..., 100} x k in
+{2, 5, 10}: validation AUC peaked at k = 5 (0.914; k = 2: 0.886, k = 10: 0.889) on a ridge
+lam1_ratio >= 1 with lam2_ratio in [1, 100]; ratios <= 0.1 were worse (<= 0.85) and up to 10x
+slower.  So both ratio ranges bracket the ridge by a decade on each side, and k's range is the
+sweep whose interior held the optimum.
 
-Step constants (``backtrack=True``, default): each block b uses c_b = gamma * L_b with L_b <=
-Lip(grad J) found by backtracking (PALM with a local Lipschitz modulus): L_b starts at 0.8 x
-its last accepted value and doubles until the descent-lemma test
-J(new) <= J(Y) + <grad, D> + L_b/2 ||D||_F^2 holds along the actual step D (no rounding slack);
-at L_b = Lip(grad J) the test holds by the descent lemma, so c_b never exceeds PALM's constant.
-With the test, prox optimality gives F(new) <= F(Y) - (c_b/2)(1 - 1/gamma) ||D||^2, PALM's
-sufficient decrease.  After a failed decrease the block keeps its constant for 10 sweeps (a
-failed trial costs one pass over the data).  At SUN scale (d = 2048 >> n_t = 50) the curvature
-of J along the steps is well below max_t ||X_t||_2^2, so the steps are longer; the fixed points
-are PALM's.  ``backtrack=False`` is PALM's fixed constant, exactly the earlier solver.
-Measured (lam ratios 3, k = 5): simulated training split (seed 101) 57 sweeps instead of 112;
-a 100 x 1024 x 25 proxy of ``make_low_rank_tasks`` 394 data passes instead of 1992; but at
-SUN scale (``make_low_rank_tasks(0, T=250, d=2048, n=50, rank=5, noise=0.5)``) only 2921
-sweeps / 6589 passes instead of 3396 / 6794 (objective 0.0054 instead of 0.0178, F(0) = 6250):
-the P block keeps PALM's constant and the stopping rule's iterate change (xtol) is reached
-slowly in a nearly flat valley (F ~ 1e-6 F(0)).  The 30 s target is NOT met there: each sweep
-is two memory-bound passes over the 205 MB of data (~18 ms each on an idle core) plus the
-T x T Gram matrix of Q, i.e. >= 100 s at ~2900 sweeps.
-
-* prox of tau*Omega1: X (I + 2 tau C) = V with C = I - 11^T/T, i.e. keep the column mean of V
-  and shrink the deviations from it by 1/(1 + 2 tau).
-* prox of tau*Omega2: :func:`prox_cocluster` (keep the top-k singular values, divide the others
-  by 1 + 2 tau).  Only the top-k right (or left) singular subspace is needed.
-
-Acceleration (``accelerate=True``, default): each sweep starts from the extrapolated point
-Y_k = (P, Q) + beta_k ((P, Q) - (P, Q)_prev) with the FISTA sequence beta_k.  The extrapolated
-sweep is accepted only under a SUFFICIENT decrease below the current point,
-
-    F(new) <= F(P, Q) - (1 - 1/gamma)/2 (c_P ||P_new - Y_P||^2 + c_Q ||Q_new - Y_Q||^2),
-
-PALM's own margin measured from Y (the test of Li & Lin, "Accelerated proximal gradient
-methods for nonconvex programming", NIPS 2015, Alg. 1); otherwise the plain PALM sweep from
-(P, Q) is taken (it satisfies PALM's sufficient decrease by the descent lemma) and the
-momentum restarts.  (The landed rule accepted any sweep that did not increase F -- monotone,
-but not the sufficient decrease the convergence argument needs; issue 24 item 9.)
-Guaranteed: F is non-increasing; every sweep decreases F by at least a fixed multiple of the
-squared length of its prox-linear step measured from its base point (Y or (P, Q)); hence those
-step lengths tend to 0, the partial gradients' prox-residuals at the iterates tend to 0 (J has
-a Lipschitz gradient, the proxes are exact), and every limit point of the iterates is a
-critical point of F (Li & Lin 2015, Thm. 1, with PALM's blocks).  NOT claimed: convergence of
-the whole sequence (PALM's KL theorem covers the plain sweeps, not the extrapolated ones) or a
-rate.  ``accelerate=False`` is plain PALM.  J and grad J come from
-``_linalg.BatchedTaskQuadratic`` (one batched product over the zero-padded task stack per
-pass, no Python loop over tasks).  ``report_progress(sweep, F)`` after every sweep (no
-certificate: the problem is non-convex).
-
-Round 2 (issue 23): three phases, all certified by the same stopping rule.
-1. ``palm_sweeps`` (default 50) sweeps of the PALM above from (P, Q) = 0: the paper's
-   algorithm; its early path selects the basin of the local solution.
-2. The reduced problem (:class:`ReducedCoCluster`): min over (P, Q) of F equals min over a
-   mean column c and a rank-k matrix L of Phi(c 1^T + L), Phi a sum of per-task ridge problems
-   in closed form (Omega1 and Omega2 are minima over c and L; see the class docstring), so F
-   is minimised exactly over everything but the d x k and T x k factors of L; those are found
-   by preconditioned L-BFGS (``_lbfgs.lbfgs``, Armijo backtracking, Phi strictly decreasing),
-   started at the factors of the PALM point (Phi there <= F(P, Q)); the recovered (P, Q) has
-   F(P, Q) <= Phi.  Same objective, same critical points (a critical point of Phi in the
-   factors with full-rank factors maps to a critical point of F, checked by the residual below).
-3. Fallback (no measured fit needed it): PALM sweeps until the same certificate holds.
-
-Stopping rule (restated; stricter in what it certifies than the old relative change of F and
-of (P, Q)): the stationarity residual ||(grad_P F, grad_Q F)||_F (``stationarity_residual``;
-grad Omega2(Q) = 2 (Q - Q_k)) <= tol * Lip(grad J) * max(1, ||(P, Q)||_F), tol = 1e-6,
-evaluated every 25 PALM sweeps / L-BFGS iterations (one pass and one top-k eigen-decomposition).
-It certifies approximate criticality of F itself, which the old rule (small steps) did not.
-``converged_`` is True iff it held within ``max_iter`` (5000) iterations (PALM sweeps +
-L-BFGS iterations).  ``xtol`` is gone; ``palm_sweeps`` is new.  ``report_progress`` after
-every sweep / L-BFGS iteration with F (no certificate: non-convex).
-Measured (``benchmarks/bench_spectral.py --models cocmtl``, attr0 training split, same start
-(P, Q) = 0): 7-10x fewer seconds per fit than round 1's PALM; objectives differ from PALM's by
--1e-2 to +2e-3 relative (different local solutions of a non-convex problem from the same
-start: the spread is in the closing report of issue 23).  Unit time (``bench_paper_scale.py``)
-3.8x lower than round 1.
-
-Initialisation: P = Q = 0.  ``fit(tasks, init=m)`` starts from m's (P, Q), but the problem is
-non-convex (``convex = False``): a search fits every point cold, as the refit is.
-
-Hyperparameters (scale-free; ``s = mean_t ||X_t||_F^2 / d``, the average diagonal of X_t^T X_t,
-so a ratio of 1 weighs the penalty like one more observation per task):
-    lam1_ratio -> lam1 = lam1_ratio * s  (paper's lambda_1 on Omega1)
-    lam2_ratio -> lam2 = lam2_ratio * s  (paper's lambda_2 on Omega2)
-    k          -> number of co-clusters (paper's k), searched (Int)
-Declared space (docs/tuning.md, rule version 4: a 12-point design over the start ranges):
-lam1_ratio, lam2_ratio Log([0.3, 3, 30]), unbounded (every positive weight is a different
-model; lam1 -> inf tends to one shared mean column for P, lam2 -> inf to rank Q <= k, both
-finite limits but never reached); the grid's ratio 10 is the search's extension step.
-k: Int([2, 10]), bounds [1, min(d, T)] (``high="min(d, T)"``, evaluated for each problem):
-k = 0 is not a co-clustering, and at k = min(d, T) Omega2 is identically 0 (Q unpenalised),
-so every larger k is the same model; the search clips to the bound instead of fitting
-beyond it.  Start ranges designed on the training/validation splits (reps 0, 1) of
-``make_simulated(seed=101)`` (no published table uses it) over lam in {0.01, ..., 100} x k
-in {2, 5, 10}: validation AUC peaked at k = 5 (0.914; k = 2: 0.886, k = 10: 0.889) on a ridge
-lam1_ratio >= 1 with lam2_ratio in [1, 100]; ratios <= 0.1 were worse (<= 0.85) and up to
-10x slower.  So both ratio ranges bracket the ridge by a decade on each side and k's range
-is the design's sweep, whose interior held the optimum.
-
-Verification status (stated honestly): the full text of the AAAI paper could not be retrieved
-with the tools available here.  Omega2 = sum_{i>k} sigma_i^2(Q) agrees with the TFCL paper's
-description of CoCMTL ("minimizing the truncated sum-of-squares of the singular values of the
-task matrix", "co-clustering is realized by the k-means assumption") and with models.md.  The
-exact form of Omega1 (mean-regularised Frobenius term) could NOT be verified; it is the
-"global similarity among tasks" term of the decomposition as reconstructed in models.md.  The
-paper's own search grid is unknown; the ranges above are ours.
+Unverified (the AAAI paper's text was not available here): its equation numbers; Omega2
+agrees with the TFCL paper's description ("minimizing the truncated sum-of-squares of the
+singular values of the task matrix"); the exact form of Omega1 (the mean-regularised Frobenius
+term) is a reconstruction; the paper's search grid is unknown.
 """
 from __future__ import annotations
 
@@ -406,6 +331,7 @@ class CoCMTL(LinearMTLModel):
     # Non-convex: the protocol's refit starts cold, so the search's fits start cold too (a warm
     # start could select a local solution the refit never reaches).  fit(init=...) still works.
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, lam1_ratio: float = 3.0, lam2_ratio: float = 3.0, k: int = 5,

@@ -1,51 +1,52 @@
-"""LASSO: per-task l1-regularised least squares (Tibshirani 1996), the paper's sparse baseline.
+"""LASSO: per-task l1-regularised least squares, the TFCL paper's sparse baseline.
 
-Objective (one rho shared by all tasks, instance-wise squared loss as in the paper's
-Experimental Settings):
+R. Tibshirani, "Regression Shrinkage and Selection via the Lasso", Journal of the Royal
+Statistical Society B 58(1):267-288, 1996; a competitor of the TFCL paper (Sec. Competitors),
+with the instance-wise squared loss of its Sec. Experimental Settings and one rho shared by
+all tasks::
 
     min_W  F(W) = sum_t 1/2 ||y_t - X_t w_t||^2 + rho ||W||_1
 
 It separates over tasks.  ``rho = rho_ratio * rho_max`` with rho_max = max_t ||X_t^T y_t||_inf,
-the smallest rho for which W = 0 is optimal: the grid is then scale-free across datasets.
-
-Search space: ``rho_ratio`` is log-scaled; its start range [0.003, 0.3] is the first
-release's grid {0.003, 0.01, 0.03, 0.1, 0.3} (unchanged, so ``--search grid`` reproduces the
-published selections, up to the solver tolerance; docs/tuning.md, rule version 4 spreads 12
-design points over the range); bounds: rho_ratio > 0, and ``high = 1``: at rho_ratio >= 1 the
-penalty is >= rho_max and W = 0 is optimal for every task (every larger value is the same
-model).
+the smallest rho for which W = 0 is optimal, so the ratio is scale-free across data sets.
 
 Solvers (both minimise F; ``mtlbench race`` races them, ``docs/race.md``):
 
 ``homotopy`` (:class:`LASSO`, the default): the LASSO path (Osborne, Presnell & Turlach 2000;
     Efron, Hastie, Johnstone & Tibshirani 2004, "LARS-lasso"), followed for all tasks at once
     from a point where the optimality conditions hold exactly, down (or up) to rho
-    (:func:`lasso_path_solve`).  Between "kinks", where a feature joins or leaves a task's
+    (:func:`lasso_path_solve`).  Between kinks, where a feature joins or leaves a task's
     support, the solution is affine in the penalty; each step moves every task to its next
     kink, with rank-one updates of the inverse of X_S^T X_S.  At rho the coefficients are
-    solved afresh on the final support and signs, so the answer is exact up to rounding
-    (a duality gap near 1e-15 ||y_t||^2), where coordinate descent needs thousands of sweeps
-    when n_t < d and rho is small (the paper's attribute data: 35 labels, d = 100).  A cold
+    solved afresh on the final support and signs, so the answer is exact up to rounding (a
+    duality gap near 1e-15 ||y_t||^2), where coordinate descent needs thousands of sweeps when
+    n_t < d and rho is small (the attribute data: about 35 labels per user, d = 100).  A cold
     fit starts from W = 0 at each task's own rho_max_t = ||X_t^T y_t||_inf; with ``init`` (a
     LASSO fitted at another rho) the path starts from init's solution for every task whose
     optimality conditions hold there (to 1e-9 relative).  The data are read as padded rows
-    when d >= max_t n_t and as per-task Gram matrices otherwise (whichever is smaller).  Data
-    with exact ties or collinear features (integer-coded designs) can make the path
-    non-unique; a task whose gap misses the tolerance after the path is finished by
-    coordinate descent with exact solves on the support it finds
-    (:func:`lasso_cd_finish`).
-``sklearn-cd`` (:class:`LASSOSklearnCD`): scikit-learn's cyclic coordinate descent per task,
-    the solver of the first release; its objective (1/(2 n_t)) ||y - X w||^2 + a ||w||_1 with
-    a = rho / n_t has the same minimiser.
+    when d >= max_t n_t and as per-task Gram matrices otherwise.  Exact ties or collinear
+    features (integer-coded designs) can make the path non-unique; a task whose gap misses
+    the tolerance after the path is finished by coordinate descent with exact solves on the
+    support it finds (:func:`lasso_cd_finish`).
+``sklearn-cd`` (:class:`LASSOSklearnCD`): scikit-learn's cyclic coordinate descent per task;
+    its objective (1/(2 n_t)) ||y - X w||^2 + a ||w||_1 with a = rho / n_t has the same
+    minimiser.
 
-Stopping rule (both solvers): the duality gap of each task's problem
-1/2 ||y_t - X_t w||^2 + rho ||w||_1 must be <= tol * ||y_t||^2 (tol = 1e-8 by default, i.e. a
-relative gap of 1e-8 in units of the loss at w = 0: scikit-learn's own criterion), checked
-for the homotopy at its end (:meth:`_LassoData.gaps`).  ``converged_`` is True when every task
-meets it (for ``sklearn-cd``: every task met it within ``max_iter`` sweeps, no
-ConvergenceWarning).  ``max_iter`` caps the path steps of the homotopy and the sweeps of the
-coordinate descent.  The certificate reported to the race is the sum of the tasks' gaps (an
-upper bound of F - F*).  Convex: warm starts along a search cannot change the optimum.
+Stopping rule and certificate (both solvers): the duality gap of each task's problem
+1/2 ||y_t - X_t w||^2 + rho ||w||_1 must be <= tol * ||y_t||^2 (tol = 1e-8 by default: a
+relative gap of 1e-8 in units of the loss at w = 0, scikit-learn's own criterion), checked for
+the homotopy at its end (:meth:`_LassoData.gaps`).  ``converged_`` is True when every task
+meets it (for ``sklearn-cd``: within ``max_iter`` sweeps, no ConvergenceWarning).
+``max_iter`` caps the path steps of the homotopy and the sweeps of coordinate descent.  The
+certificate reported to the race is the sum of the tasks' gaps (an upper bound of F - F*).
+Convex: warm starts along a search cannot change the optimum.
+
+Search space: ``rho_ratio`` Log, start range [0.003, 0.3] with the points {0.003, 0.01, 0.03,
+0.1, 0.3} (what ``--search grid`` fits; docs/tuning.md); bounds rho_ratio > 0 and
+``high = 1``: at rho_ratio >= 1 the penalty is >= rho_max and W = 0 is optimal for every task,
+so every larger value is the same model.
+
+Unverified: on which data the start range was first chosen is not recorded.
 """
 from __future__ import annotations
 
@@ -522,6 +523,7 @@ class LASSO(LinearMTLModel):
     search_space = {"rho_ratio": Log([0.003, 0.01, 0.03, 0.1, 0.3], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-8], low=0.0), "max_iter": Int([10000], low=1)}
     convex = True
+    target_kinds = ("binary", "real")
     supports_warm_start = True
     solver_name = "homotopy"
     #: both solvers stop at a per-task duality gap <= 1e-8 ||y_t||^2 (the homotopy near 1e-15)

@@ -1,93 +1,57 @@
-"""NC-CMTL: Non-Convex Calibrated Multi-Task Learning (Nie, Hu & Li, KDD 2018).
+"""NC-CMTL: non-convex calibrated multi-task learning.
 
-Objective (the paper's model, as reconstructed in ``shared/reference/models.md`` item 7 and
-cross-checked against the authors' public MATLAB code ``MTR/TCLog_Nonconvex.m`` of
-github.com/KDD-Code/Sparse; W is d x T, column t = task t)::
+F. Nie, Z. Hu and X. Li, "Calibrated Multi-Task Learning", Proceedings of the 24th ACM SIGKDD
+International Conference on Knowledge Discovery and Data Mining (KDD), pp. 2012-2021, 2018; a
+competitor of the TFCL paper (Sec. Competitors).  W is d x T, column t = task t::
 
     F(W) = sum_t ||y_t - X_t w_t||_2^q / sqrt(n_t)                       (calibrated loss)
-         + mu * sum_{i=1}^{d} g(lambda_i(W W^T + s I)),   g(x) = log(1 + sqrt(x))
+         + mu sum_{i=1}^{d} g(lambda_i(W W^T + s I)),   g(x) = log(1 + sqrt(x))
 
 q = 1 is the square-root ("calibrated") loss that defines the method, so this model keeps its
 own loss instead of the TFCL paper's instance-wise squared loss used for the other
-competitors (TFCL paper, Sec. Experimental Settings).  g(lambda_i(WW^T + sI)) is a smoothed
-log(1 + sigma_i(W)), the non-convex low-rank regulariser; s > 0 is the smoothing constant.
+competitors.  g(lambda_i(W W^T + s I)) is a smoothed log(1 + sigma_i(W)), the non-convex
+low-rank regulariser; s > 0 smooths it.  The form is cross-checked against the authors' public
+MATLAB code (``MTR/TCLog_Nonconvex.m`` of github.com/KDD-Code/Sparse).
 
-Solver: re-weighted method = majorisation-minimisation.  At the current W^k, with
-e_t = y_t - X_t w_t^k, M = W^k W^k^T + s I = V diag(lambda) V^T:
+Solver: the paper's re-weighting, a majorisation-minimisation.  At W^k, with e_t = y_t -
+X_t w_t^k and M = W^k W^k^T + s I = V diag(lambda) V^T: x -> x^{q/2} is concave on x = ||e||^2
+(q <= 2), so ||e||^q <= (q/2) ||e^k||^{q-2} ||e||^2 + const; tr g(M) is concave in M, so
+tr g(M) <= tr g(M^k) + <D, M - M^k> with D = V diag(g'(lambda)) V^T,
+g'(x) = 1/(2 sqrt x (1 + sqrt x)), and <D, W W^T> = sum_t w_t^T D w_t.  The majoriser separates
+over tasks, each with the closed form (as in the authors' code)::
 
-* loss: x -> x^{q/2} is concave on x = ||e||^2 >= 0 (q <= 2), hence
-  ||e||^q <= (q/2) ||e^k||^{q-2} ||e||^2 + (1 - q/2) ||e^k||^q;
-* regulariser: sum_i g(lambda_i(M)) = tr g(M) is concave in M (g concave), hence
-  tr g(M) <= tr g(M^k) + <D, M - M^k>, D = V diag(g'(lambda)) V^T,
-  g'(x) = 1/(2 sqrt x (1 + sqrt x)),
-  and <D, W W^T> = sum_t w_t^T D w_t.
+    w_t = (X_t^T X_t + 2 rho_t D)^{-1} X_t^T y_t,   rho_t = mu sqrt(n_t) / (q ||e_t^k||^{q-2})
 
-The majoriser separates over tasks; multiplying task t's part by 2 sqrt(n_t) / (q d_t),
-d_t = ||e_t^k||^{q-2}, each task solves the closed form (models.md; the authors' code)::
+so no step increases F (tested).  D is positive definite because s > 0, so no extra ridge is
+added (the authors' code adds 1e-3 I, which breaks the majoriser).  Each task is solved on its
+smaller side: the d x d system with a cached Gram matrix when d <= n_t, else the n_t x n_t
+push-through form, whose inverse of 2 rho_t D is explicit (identity plus rank min(d, T)); all
+tasks of a side in one batched solve (:func:`push_through_step`, :func:`push_through_step_full`
+when d <= T), equal to the per-task closed form (:func:`majoriser_solve`) up to rounding.  D
+comes from one thin SVD of W per iterate, or from the d x d eigen-decomposition of M when
+d <= T (:func:`reweight_from_gram`), which also gives the objective.  Initialisation
+W^0 = [X_t^T y_t]_t (the authors' code).
 
-    w_t = (X_t^T X_t + 2 rho_t D)^{-1} X_t^T y_t,      rho_t = mu sqrt(n_t) / (q d_t).
+Stopping rule (non-convex problem, no certificate): the relative decrease of F is at most
+``tol`` (1e-6) and the relative iterate change ||W^k - W^{k-1}||_F <= ``xtol`` ||W^k||_F
+(1e-4); ``converged_`` says whether that held within ``max_iter`` (1000) MM steps.
+``objective_history_`` holds F(W^0), F(W^1), ...  ``convex = False``: every fit starts from
+W^0.
 
-Each step therefore does not increase F (tested).  D is positive definite because s > 0, so
-no extra ridge is needed (the authors' code adds 1e-3 I, which breaks the majoriser; we drop
-it).  Implementation: D = g'(s) I + P diag(g'(sigma^2 + s) - g'(s)) P^T from the thin SVD
-W = P Sigma Q^T (no d x d eigen-decomposition).  Per task we solve on the smaller side: the
-d x d system with a cached Gram matrix when d <= n_t, else the n_t x n_t push-through form
-w = C^{-1} X^T (I + X C^{-1} X^T)^{-1} y with C = 2 rho_t D, whose inverse is explicit
-(identity plus rank min(d, T)).  No per-task d x d matrix is built when d > n_t, and no
-Python loop runs over tasks: the push-through tasks are zero-padded into one (T', n, d) stack
-(a zero row with a zero label changes no solution) and take one batched step
-(:func:`push_through_step`: one GEMM for all X_t P, batched n_t x n_t systems, X_t X_t^T
-cached); the Gram-side tasks (d <= n_t) take one batched LU solve of the stacked d x d systems
-G_t + 2 rho_t D; residual norms come from one batched product over the padded rows.  One thin
-SVD per iterate gives both its objective and the next D.  The iterates are those of the
-per-task closed form up to rounding (tested against :func:`majoriser_solve`).  Paper scale
-(``synthetic-attributes`` attr0 training split, T = 192, n_t ~ 34, d = 100): 2.1x faster per
-fit than the per-task loop, same iterations and objectives to ~1e-15
-(``benchmarks/bench_spectral.py --models nc-cmtl``).  SUN scale
-(``make_low_rank_tasks(0, T=250, d=2048, n=50, rank=5, noise=0.5)``, mu = 10): 4 MM steps
-(measured before batching: 14.1 s against 40.4 s for the per-task form).
+Hyperparameters: ``mu`` (the paper's mu, the only one tuned; the authors' demo searches
+{1e-3, ..., 1e3}), ``q`` (loss power, 1), ``s`` (10, as in the authors' code).  Search space:
+``mu`` Log, start range [1, 100], bounds (0, inf): every mu > 0 is a valid model (mu -> 0 is
+per-task least squares, mu -> inf shrinks W to 0; neither end is a point where the model stops
+changing).  The range was set on ``simulated[seed=101]``, split of repetition 0: validation AUC
+over mu in {0.1, 1, 10, 100, 1e3, 1e4} was 77.2, 78.8, 83.5, 80.9, 80.0, 79.8 (every fit
+converged in <= 8 MM steps), an interior maximum near mu = 10, so the range is the decade on
+each side of it.
 
-When d <= T (the paper's scale: d = 100, T ~ 190) the spectral decomposition per iterate is
-the d x d symmetric eigen-decomposition of M = W W^T + s I itself (:func:`reweight_from_gram`;
-the regulariser is sum_i g(lambda_i(M)) and D = g'(M), so nothing else is needed; lambda >= s
-makes its eigenvalues as accurate as the SVD's sigma^2 + s), and D's eigenbasis is complete, so
-D^{-1} = F F^T with F = V diag(g'(lambda))^{-1/2} and the push-through step is K_t = I +
-c_t (X_t F)(X_t F)^T, w_t = c_t F (X_t F)^T beta_t (:func:`push_through_step_full`: one GEMM
-for every X_t F instead of X_t P plus the cached X_t X_t^T term and a second product with
-X_t).  Same iterates up to rounding: at the paper scale, over mu in {0.01, ..., 1e4}, the
-same MM steps and final objectives within 6e-14 relative of the thin-SVD form, 1.2-1.6x
-faster per fit (``benchmarks/bench_spectral.py --models nc-cmtl``).  For d > T the thin SVD
-and :func:`push_through_step` are kept (X_t P is then the smaller product).
-
-Initialisation W^0 = [X_t^T y_t]_t (the authors' code).  Stopping rule (non-convex problem):
-relative decrease of F at most ``tol`` (default 1e-6) AND relative iterate change
-||W^k - W^{k-1}||_F <= ``xtol`` ||W^k||_F (default 1e-4); ``converged_`` says whether that was
-met within ``max_iter`` MM steps (default 1000, a safety cap, not a tuning knob).
-``objective_history_`` holds F(W^0), F(W^1), ...  Non-convex (``convex = False``): every fit
-starts from W^0, never from another fit.  The data-only pieces (X_t^T y_t, the Gram matrices
-when d <= n_t) are computed once per TaskSet (``tasks.memo``).
-
-Hyperparameters -> paper symbols: ``mu`` = mu (regularisation weight, the only one tuned; the
-authors' demo searches {1e-3, ..., 1e3}); ``q`` = q (loss power, 1 = calibrated square-root
-loss); ``s`` = s (smoothing in W W^T + s I; 10 in the authors' code).
-
-Declared search space: ``mu`` Log, start range [1, 100] (grid {1, 10, 100}: docs/tuning.md,
-rule version 4 spreads 12 design points over the range; the grid ratio 10 is the extension
-step), bounds (0, inf): every mu > 0 is
-a valid model (mu -> 0 is per-task least squares, mu -> inf shrinks W to 0; neither end is a
-point where the model stops changing, so no finite bound is declared).  The start range was
-chosen on simulated data of generator seed 101 (``make_simulated(seed=101)``, protocol split
-rep 0; never the published seed 0 or the real data): validation AUC over
-mu in {0.1, 1, 10, 100, 1e3, 1e4}
-was 77.2, 78.8, 83.5, 80.9, 80.0, 79.8 (every fit converged in <= 8 MM steps), i.e. an
-interior maximum near mu = 10, so the grid is the decade on each side of it.
-
-Could not verify (the paper's full text was not reachable from this machine; only its
-abstract, models.md and the authors' code): the exact equation numbers; whether the paper
-normalises g by 1/log 2 (the authors' code uses g'(x)/log 2 for the weights but log(1 + sqrt x)
-without 1/log 2 in its reported objective, and evaluates the loss as
-0.5 sqrt(||e||/n_t), which matches neither; we use one consistent pair g, g'); whether the loss
-is weighted 1/sqrt(n_t) in the paper (models.md and the rho_t of the code imply it).
+Unverified (the paper's text was not available here; its abstract and the authors' code
+were): the paper's equation numbers; whether it normalises g by 1/log 2 (the code weights
+with g'(x)/log 2 but reports log(1 + sqrt x) without it, and evaluates the loss as
+0.5 sqrt(||e||/n_t), which matches neither; one consistent pair g, g' is used here); whether
+the paper weights the loss by 1/sqrt(n_t) (the rho_t of the code implies it).
 """
 from __future__ import annotations
 
@@ -227,6 +191,7 @@ class NCCMTL(LinearMTLModel):
                          "tol": Linear([1e-6], low=0.0), "xtol": Linear([1e-4], low=0.0),
                          "max_iter": Int([1000], low=1)}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, mu: float = 10.0, q: float = 1.0, s: float = 10.0,

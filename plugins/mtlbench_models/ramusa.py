@@ -1,141 +1,59 @@
-"""RAMUSA: Han & Zhang, "Multi-Stage Multi-Task Learning with Reduced Rank", AAAI 2016.
+"""RAMUSA: multi-task learning with a capped trace norm.
 
-Objective (capped trace norm: only singular values below the threshold theta are penalised)::
+L. Han and Y. Zhang, "Multi-Stage Multi-Task Learning with Reduced Rank", Proceedings of the
+Thirtieth AAAI Conference on Artificial Intelligence (AAAI), 2016; a competitor of the TFCL
+paper (Sec. Competitors: "a capped trace norm regularizer to minimize only the singular values
+smaller than an adaptively tuned threshold")::
 
-    min_W  F(W) = J(W) + lam * sum_i min(sigma_i(W), theta)
+    min_W  F(W) = J(W) + lam sum_i min(sigma_i(W), theta),  J(W) = sum_t 1/2 ||y_t - X_t w_t||^2
 
-    J(W) = sum_t 1/2 ||y_t - X_t w_t||^2   (TFCL paper, Experimental Settings: the instance-wise
-                                          squared loss used for every competitor; RAMUSA's own
-                                          paper averages each task's loss over its n_t samples
-                                          -- we follow the TFCL protocol so that all competitors
-                                          share one loss; the 1/n_t weighting would only reweigh
-                                          tasks of different sizes)
+J is the TFCL paper's instance-wise squared loss for every competitor (Sec. Experimental
+Settings); RAMUSA's paper averages each task's loss over its n_t samples, which would only
+reweigh tasks of different sizes.  The capped trace norm is ||W||_* - h(W), h(W) = sum_i
+max(sigma_i(W) - theta, 0) convex: F is a difference of convex functions.
 
-Multi-stage convex relaxation (the paper's algorithm, a DC / majorisation-minimisation scheme):
-write the capped trace norm as ||W||_* - h(W) with the convex h(W) = sum_i max(sigma_i(W) -
-theta, 0).  At stage l, linearise h at the previous solution: a subgradient is U1 V1^T, where
-U1, V1 are the singular vectors of W^(l-1) with sigma_i > theta.  Stage l solves the convex
+Solver, three phases, each a DC algorithm for F with the same fixed points (W with 0 in
+grad J(W) + lam d||W||_* - lam dh(W)) and F never increasing:
+1. stage 1 of the paper's multi-stage relaxation, plain trace-norm MTL (MALSAR
+   ``Least_Trace``; :func:`stage_solve`): accelerated proximal gradient, prox = singular value
+   thresholding (from the eigen-decomposition of the smaller Gram matrix), with the
+   backtracking of Scheinberg, Goldfarb & Bai (FoCM 2014): L adaptive, never above
+   Lip(grad J) = max_t ||X_t||_2^2, the momentum recomputed for every trial L, restart on
+   increase.  theta is defined from its solution W^(1) (below).  A cold stage 1 depends on
+   the data, lam, tol and max_iter only: the fits of one search sharing lam reuse it.
+2. a factored phase (:func:`factored_dc_solve`): at the rank r of W, W = A B^T with balanced
+   factors, Phi(A, B) = J(A B^T) + lam/2 (||A||^2 + ||B||^2) - lam h(A B^T) >= F(A B^T) with
+   equality at balanced factors, minimised by preconditioned L-BFGS (Armijo); every 25
+   iterations one pDCA step from A B^T tests the DC rule below (met: returned; rank above r:
+   a new round from it), at most 10 rounds.
+3. if the rule is not met yet, the proximal DC algorithm with extrapolation (:func:`pdca_solve`;
+   Wen, Chen & Pong, Comput. Optim. Appl. 2018): the linearisation of h refreshed at every
+   accelerated proximal-gradient step, for the remaining budget; every limit point is
+   DC-critical (their Thm. 4.1).
 
-    W^(l) = argmin_W  J(W) + lam ||W||_* - lam <U1 V1^T, W>                         (stage)
+Stopping rules: stage 1 (convex) stops when its optimality residual, an element E of the stage
+objective's subdifferential from prox optimality, has ||E||_F <= tol Lip(grad J) max(1,
+||W||_F), tol = 1e-6; the DC phases when a DC-criticality residual R (an element of
+grad J(W) + lam d||W||_* - lam dh(W)) satisfies the same bound.  ``max_iter`` (2000) caps the
+APG iterations of each; ``converged_`` is True iff stage 1 and the DC phases met their rule (a
+fit with no singular value of W^(1) above theta returns W^(1), then DC-critical).
+``report_progress(i, F)`` after every iteration, with J + lam ||W||_* during stage 1 (theta is
+not defined yet); no certificate (non-convex).  ``convex = False``: a search fits every point
+cold; ``init`` starts stage 1 (convex) only.
 
-Stage 1 has no linear term (U1 V1^T = 0 before any solution): plain trace-norm MTL (MALSAR
-``Least_Trace``); theta is defined from its solution W^(1) (below).
+Search space (scale-free): lam = lam_ratio ||grad J(0)||_2 (spectral norm: the smallest lam
+for which W = 0 solves stage 1; the paper's lambda) and theta = theta_ratio sigma_1(W^(1))
+(the paper's theta), both Log with bounds (0, 1].  lam_ratio = 1 gives W = 0; at
+theta_ratio = 1 no singular value of W^(1) exceeds theta, so the fit is the trace-norm
+solution W^(1), and every larger value is the same model.  Start ranges lam_ratio [0.1, 0.4],
+theta_ratio [0.25, 1.0], set on the training and validation splits of repetitions 0 and 1 of
+``simulated[seed=101]``: validation AUC peaked at (0.2, 0.6) (0.909), interior in lam_ratio;
+lam_ratio <= 0.03 was worse (<= 0.83) and slow, theta_ratio <= 0.1 worse and slow.
 
-How we solve it (changed this round, issue 23): stage 1 exactly as the paper (APG to its
-stopping rule, :func:`stage_solve`); then, from W^(1), the proximal DC algorithm with
-extrapolation (:func:`pdca_solve`; Wen, Chen & Pong, "A proximal difference-of-convex algorithm
-with extrapolation", Comput. Optim. Appl. 2018): the same linearisation, refreshed at EVERY
-accelerated proximal-gradient step instead of once per stage solved to optimality.  Both are
-DC algorithms for the same objective with the same fixed points (W is a fixed point iff it
-minimises its own linearised stage objective, i.e. 0 in grad J(W) + lam d||W||_* -
-lam dh(W)); F never increases (extrapolated steps that would increase it are replaced by the
-plain pDCA step); every limit point is such a critical point (Wen, Chen & Pong, Thm. 4.1).
-Why: the stage sequence converged sublinearly at the paper's scale (``synthetic-attributes``
-attr0 training split, lam_ratio 0.1, theta_ratio 0.25: relative decrease per stage 8e-2,
-1e-2, 5e-3, ... still 2e-4 at the 50-stage cap, not converged, 3,861 APG iterations), each
-stage costing ~50 APG iterations to its tolerance.  The non-convex problem has several
-critical points, so the two schemes may end at different ones from W^(1).  Measured on that
-split (``benchmarks/bench_spectral.py --models ramusa``, old = the stage loop): over the 3 x 3
-starting grid pDCAe reached an objective lower by 0 to 7.6e-4 relative (equal at
-theta_ratio = 1, where no DC iteration runs), in 1/2 to 1/3.5 of the APG iterations.  Known
-gap: at (0.1, 0.25) pDCAe needs 9,438 iterations to its rule (F = 1436.86, 21% below the
-stage loop's unconverged 1816.56, which was still moving after 50 stages), so with the default
-``max_iter`` = 2000 that fit is NOT converged: a singular value crossing theta moves slowly.
-
-Round 2 (issue 23), between W^(1) and pDCAe: a factored phase (:func:`factored_dc_solve`).
-At the rank r of the current W, W = A B^T with A = U S^(1/2), B = V S^(1/2), and
-Phi(A, B) = J(A B^T) + lam/2 (||A||^2 + ||B||^2) - lam h(A B^T) >= F(A B^T), with equality at
-these balanced factors (||W||_* is the minimum of (||A||^2 + ||B||^2)/2 over W = A B^T); Phi
-is minimised by preconditioned L-BFGS (``_lbfgs.lbfgs``, Armijo, strictly decreasing), and
-every 25 iterations one pDCA step from A B^T is taken and its DC-criticality residual (the
-rule below) is tested: met -> that point is returned (converged, certified in the full space,
-so the same rule as pDCAe certifies the same kind of point); rank grew above r -> a new round
-from it.  F never increases across the phase.  After 10 rounds, or if L-BFGS stalls, pDCAe
-continues from the last pDCA point with the remaining budget.  Cold stage 1 depends only on
-(data, lam, tol, max_iter): fits of one search sharing lam reuse it from the TaskSet memo
-(bit-identical to solving it again).  Measured (``bench_spectral.py --models ramusa``, same
-W^(1)): over the 3 x 3 starting grid the objective equals pDCAe's within 5.1e-8 relative
-(never higher), at (0.1, 0.25) 11% lower than round 1's capped pDCAe (now converged); at
-(0.01, 0.5), where round 1 hit its cap, 1.3% higher (converged; a different critical point).
-
-Stage solver: accelerated proximal gradient, prox = singular value thresholding, with the
-backtracking of Scheinberg, Goldfarb & Bai ("Fast first-order methods for composite convex
-optimization with backtracking", FoCM 2014, FISTA-BKTR): the step constant L is adaptive and
-never above Lip(grad J) = max_t ||X_t||_2^2; each iteration tries 0.8 x the last accepted L
-and doubles it until the descent-lemma test holds (always at Lip(grad J); no rounding slack
-below it); for every trial L the momentum t_k = (1 + sqrt(1 + 4 (L / L_{k-1}) t_{k-1}^2))/2
-and the extrapolated point are recomputed, which is what makes that paper's O(1/k^2) bound
-hold while L shrinks (the landed solver kept the plain FISTA sequence with a shrinking L, for
-which no rate is proven; issue 24 item 9).  After a failed decrease L is kept for 10
-iterations (a failed trial costs an SVT and a pass over the data).  Restart on increase: if
-the accelerated step increases the stage objective, the momentum is reset and a
-proximal-gradient step from the last iterate is taken, so the stage objective never
-increases; the rate bound then holds on each restart-free segment (not claimed across
-restarts).  When the last accepted step kept at most min(d, T)/8 singular values, the SVT
-computes only the Gram eigenpairs above tau^2 (LAPACK ``syevr`` value range; the same exact
-set).  SVT needs only the singular values above lam/L and their right (or left) singular
-vectors: computed from the eigen-decomposition of the smaller Gram matrix, X = V diag(max(1 -
-tau/sigma, 0)) V^T applied to W, ~10x cheaper than a LAPACK SVD at SUN scale; falls back to a
-full SVD when tau < 1e-6 sigma_1 (Gram precision).  J and grad J come from
-``_linalg.TaskQuadratic`` (per-task Gram matrices cached on the TaskSet when d < 2 n_t) or,
-when d >= 2 n_t, from ``_linalg.BatchedTaskQuadratic`` (one batched product over the
-zero-padded task stack per pass instead of a Python loop over tasks).  SUN scale (landed
-solver, before this round): 1747 APG iterations over 26 stages, ~55% data passes, ~25% SVT.
-
-Stopping rules (stated tolerances):
-* each stage (convex): an optimality residual.  The accepted step from Y with constant L
-  gives E = grad(W_k) - grad(Y) + L (Y - W_k), an element of the stage objective's
-  subdifferential at W_k (prox optimality); stop when ||E||_F <= tol * Lip(grad J) *
-  max(1, ||W_k||_F), tol = 1e-6, i.e. dist(0, dF_stage(W_k)) <= that.  (The landed rule
-  bounded the iterate change ||W_k - W_{k-1}||, which is not a residual of any point.)  A
-  stage that reaches ``max_iter`` (2000) iterations is not converged;
-* the DC iteration (non-convex problem, :func:`pdca_solve`): a DC-criticality residual, an
-  element R of grad J(W) + lam d||W||_* - lam dh(W) at the new iterate (from prox optimality
-  and the refreshed subgradient of h), with ||R||_F <= tol * Lip(grad J) * max(1, ||W||_F);
-  at most ``max_iter`` pDCA iterations.  ``converged_`` is True iff stage 1 and the DC
-  iteration each met their rule (a fit with no singular value of W^(1) above theta returns
-  W^(1), which is then DC-critical).
-
-Progress: ``report_progress(i, F)`` after every APG iteration i (stage 1, then pDCA, counted
-on): after stage 1 F is the capped objective; during stage 1, where theta is not yet defined,
-it is J + lam ||W||_* (the capped objective with theta = inf, an upper bound of it for any
-theta).  No certificate: the model's objective is non-convex, and a stage's residual bounds
-no distance to the capped problem's optimum.
-
-Convexity: the capped trace norm is non-convex (``convex = False``): a search fits every point
-cold.  ``fit(tasks, init=m)`` still starts stage 1 (convex) from m's stage-1 solution, which
-reaches the same stage-1 optimum up to the stage tolerance; the DC iteration is then determined
-by W^(1), lam and theta as in a cold fit.
-
-Hyperparameters (scale-free):
-    lam_ratio   -> lam = lam_ratio * ||grad J(0)||_2 (spectral norm; the smallest lam for which
-                   W = 0 solves stage 1)                           (paper's lambda)
-    theta_ratio -> theta = theta_ratio * sigma_1(W^(1)), W^(1) the stage-1 (trace-norm)
-                   solution                                        (paper's theta)
-Declared space: both Log with bounds (0, 1].  lam_ratio = 1: W = 0 (stage 1 is zero, so every
-singular value is 0 <= theta and no DC iteration runs).  theta_ratio = 1 (checked in ``fit``
-on the same singular values that define theta): no singular value of W^(1) exceeds theta, so
-the fit is the plain trace-norm solution W^(1) -- the convex special case; larger theta_ratio
-is the same model.  Start ranges (docs/tuning.md, rule version 4: 12 design points spread over
-them; the grid ratio 2 is the extension step): grids lam_ratio {0.1, 0.2, 0.4},
-theta_ratio in {0.25, 0.5, 1.0}, designed on the training/validation splits (reps 0, 1) of
-``make_simulated(seed=101)`` (no published table uses it): validation AUC peaked at
-(0.2, 0.6) (0.909), interior in lam_ratio; lam_ratio <= 0.03 was worse (<= 0.83) and slow,
-theta_ratio <= 0.1 worse and slow (many stages).
-theta is fixed once stage 1 is solved; the paper's phrase "adaptively tuned threshold" (as
-quoted by the TFCL paper) is read as this: theta is chosen by validation.
-
-Verification status: the AAAI paper's full text could not be retrieved here; the capped trace
-norm, the DC linearisation with U1V1^T and the trace-norm first stage follow the TFCL paper's
-description ("a capped trace norm regularizer to minimize only the singular values smaller than
-an adaptively tuned threshold") and models.md; the paper's own grids are unknown (ours below).
-
-Fitted attributes: ``coef_``, ``theta_``, ``lam_``, ``stage1_coef_`` (W^(1)),
-``objective_history_`` (F at W^(1), then after every pDCA iteration: non-increasing),
-``rank_`` (numerical rank of W), ``n_iter_`` (APG iterations, stage 1 plus pDCA);
-``diagnostics_`` has ``stage1_iter`` and ``dc_iter``.  (The multi-stage attributes
-``stage_objectives_``, ``stage_bases_``, ``n_stages_`` and the parameters ``max_stages``,
-``subspace_tol`` are gone with the stage loop.)
+Unverified (the AAAI paper's text was not available here): its equation numbers; the capped
+trace norm, the DC linearisation at the singular vectors above theta and the trace-norm first
+stage follow the TFCL paper's description; "adaptively tuned threshold" is read as theta
+chosen by validation; the paper's own grids are unknown.
 """
 from __future__ import annotations
 
@@ -573,6 +491,7 @@ class RAMUSA(LinearMTLModel):
                     "theta_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([2000], low=1)}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, lam_ratio: float = 0.2, theta_ratio: float = 0.5, tol: float = 1e-6,

@@ -1,62 +1,52 @@
-"""rMTFL: Gong, Ye, Zhang, "Robust Multi-Task Feature Learning", KDD 2012.
+"""rMTFL: robust multi-task feature learning.
 
-Objective (the paper's decomposition W = P + Q, W of shape d x T, column t = task t)::
+P. Gong, J. Ye and C. Zhang, "Robust Multi-Task Feature Learning", Proceedings of the 18th ACM
+SIGKDD International Conference on Knowledge Discovery and Data Mining (KDD), 2012; a
+competitor of the TFCL paper (Sec. Competitors).  The paper's decomposition W = P + Q (W of
+shape d x T, column t = task t)::
 
-    min_{P, Q}  J(P + Q) + lam1 * ||P||_{1,2} + lam2 * ||Q^T||_{1,2}
+    min_{P, Q}  J(P + Q) + lam1 ||P||_{1,2} + lam2 ||Q^T||_{1,2}
 
-    J(W)          = sum_t 1/2 ||y_t - X_t w_t||^2   (TFCL paper, Experimental Settings: the
-                                                   instance-wise squared loss used for every
-                                                   competitor; ``SquaredLoss``)
-    ||P||_{1,2}   = sum_i ||P[i, :]||_2             (rows = features: features shared by the
-                                                   non-outlier tasks, group-sparse rows)
-    ||Q^T||_{1,2} = sum_t ||Q[:, t]||_2             (columns = tasks: non-zero columns are the
-                                                   outlier tasks)
+    J(W)          = sum_t 1/2 ||y_t - X_t w_t||^2   (the TFCL paper's instance-wise squared
+                                                   loss for every competitor, Sec.
+                                                   Experimental Settings)
+    ||P||_{1,2}   = sum_i ||P[i, :]||_2             (rows = features shared by the
+                                                   non-outlier tasks)
+    ||Q^T||_{1,2} = sum_t ||Q[:, t]||_2             (non-zero columns = outlier tasks)
 
-This is the paper's problem (its Eq. for rMTFL: L(W) + lambda_1 ||P||_{1,2} +
-lambda_2 ||Q^T||_{1,2} s.t. W = P + Q); the authors' MALSAR implementation
-(``Least_rMTFL.m``) states the same objective with ||X(P+Q) - Y||_F^2 (no 1/2).  We use the
-TFCL paper's 1/2 sum_t ||.||^2 (which only rescales lam1, lam2 by 2).
+The authors' MALSAR implementation (``Least_rMTFL.m``) writes the loss ||X(P+Q) - Y||_F^2
+without the 1/2, which only rescales lam1 and lam2 by 2.
 
 Solver: accelerated proximal gradient (FISTA) on the pair (P, Q) jointly, as in the paper:
 both blocks get the common gradient G = grad J(P + Q); the prox separates into row-group
-shrinkage of P and column-group shrinkage of Q (``_prox.prox_group_rows/cols``).  Step 1/L with
-backtracking (L doubled until J(P+Q) <= J(Y) + <G, dP + dQ> + L/2 (||dP||^2 + ||dQ||^2)),
-starting from L = Lip(grad J) = max_t ||X_t||_2^2 (the joint gradient's Lipschitz constant is
-at most 2 Lip(grad J), so at most one doubling happens).  Momentum is restarted when the
-objective increases (O'Donoghue & Candes 2015) -- a safeguard, the minimiser is the same.
-J and grad J come from ``_linalg.TaskQuadratic`` (per-task Gram matrices cached on the TaskSet
-when d < 2 n_t, passes over the rows otherwise).
+shrinkage of P and column-group shrinkage of Q.  Step 1/L with backtracking (L doubled until
+J(P+Q) <= J(Y) + <G, dP + dQ> + L/2 (||dP||^2 + ||dQ||^2)), starting from
+L = Lip(grad J) = max_t ||X_t||_2^2 (the joint gradient's Lipschitz constant is at most
+2 Lip(grad J), so at most one doubling happens).  Momentum restarts when the objective
+increases (O'Donoghue & Candes 2015), a safeguard that leaves the minimiser alone.  A second
+solver, :class:`RMTFLCvxpy` (``cvxpy``), solves the same problem as a second-order cone
+program with an interior-point method, an independent check of the optimum for
+``mtlbench race`` (agreement within ``solver_agreement_rtol`` = 2e-6: the gap tolerance 1e-6
+plus the conic solver's accuracy, about 1e-8).
 
-Stopping (convex problem: a duality gap, :func:`rmtfl_gap`): stop when
-gap(P, Q) <= tol * F(P, Q), tol = 1e-6 by default (a certified relative suboptimality:
-F - F* <= gap).  ``converged_`` is True iff that held before ``max_iter`` (5000) iterations;
-``gap_`` is the relative gap reached.  Convex: warm starts along a search reach the same
-optimum (to the gap tolerance).
+Stopping rule and certificate (convex problem): the duality gap (:func:`rmtfl_gap`),
+gap(P, Q) <= tol * F(P, Q) with tol = 1e-6 (F - F* <= gap), reported as the certificate of
+every iterate; ``converged_`` is True iff that held within ``max_iter`` (5000) iterations and
+``gap_`` is the relative gap reached.  Warm starts along a search reach the same optimum (to
+the gap tolerance).
 
-Hyperparameters (scale-free fractions of the smallest values that make (P, Q) = 0 optimal;
-G0 = grad J(0) = -[X_t^T y_t]_t):
-    lam1_ratio -> lam1 = lam1_ratio * max_i ||G0[i, :]||_2   (paper's lambda_1)
-    lam2_ratio -> lam2 = lam2_ratio * max_t ||G0[:, t]||_2   (paper's lambda_2)
-Declared space: both Log, bounds (0, 1].  At 1 the penalty weight equals the largest row
-(column) norm of grad J(0): with both ratios at 1, (P, Q) = 0 is optimal exactly (the KKT
-conditions hold at 0); one ratio at 1 switches its block off at W = 0, and the search does not
-go beyond the value that does so.  The paper tunes lambda_1, lambda_2 by cross-validation over
-a grid it does not list.  Start ranges (docs/tuning.md, rule version 4: 12 design points
-spread over them; the grid ratio 2 is the extension step): grids lam1_ratio
-{0.15, 0.3, 0.6}, lam2_ratio {0.25, 0.5, 1.0}, designed on the training/validation splits
-(reps 0, 1) of
-``make_simulated(seed=101)`` (a data set no published table uses): validation AUC peaked at
-lam1_ratio = 0.3 (0.8375, interior) and rose with lam2_ratio up to its bound 1 (flat from 0.6);
-lam2_ratio <= 0.1 was worse (<= 0.82) and 3-10x slower.
+Search space (scale-free fractions of the smallest weights that make (P, Q) = 0 optimal,
+G0 = grad J(0) = -[X_t^T y_t]_t): lam1 = lam1_ratio * max_i ||G0[i, :]||_2 (the paper's
+lambda_1), lam2 = lam2_ratio * max_t ||G0[:, t]||_2 (lambda_2); both Log with bounds (0, 1].
+With both ratios at 1, (P, Q) = 0 is optimal exactly (the KKT conditions hold at 0); one ratio
+at 1 switches its block off at W = 0, and the search does not go beyond the value that does
+so.  Start ranges lam1_ratio [0.15, 0.6], lam2_ratio [0.25, 1.0], set on the training and
+validation splits of repetitions 0 and 1 of ``simulated[seed=101]``: validation AUC peaked at
+lam1_ratio = 0.3 (0.8375, interior) and rose with lam2_ratio up to its bound 1 (flat from
+0.6); lam2_ratio <= 0.1 was worse (<= 0.82) and 3-10x slower.
 
-Fitted attributes: ``P_`` (shared rows), ``Q_`` (outlier columns), ``coef_ = P_ + Q_``,
-``task_outliers_`` (bool, non-zero columns of Q), ``objective_history_``, ``n_iter_``.
-
-Race (``mtlbench race``): FISTA reports every iterate's objective with its duality gap as the
-certificate; :class:`RMTFLCvxpy` (solver ``cvxpy``) solves the same problem as a second-order
-cone program with an interior-point solver, an independent check of the optimum
-(agreement within ``solver_agreement_rtol`` = 2e-6: the default gap tolerance 1e-6 plus the
-conic solver's accuracy, about 1e-8).
+Unverified: the paper's equation numbers and its tuning grid (it tunes lambda_1, lambda_2 by
+cross-validation over a grid it does not list).
 """
 from __future__ import annotations
 
@@ -127,6 +117,7 @@ class RMTFL(LinearMTLModel):
                     "lam2_ratio": Log([0.25, 0.5, 1.0], low=None, high=1.0)}
     param_constraints = {"tol": Linear([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     convex = True
+    target_kinds = ("binary", "real")
     supports_warm_start = True
     solver_name = "fista"
     solver_agreement_rtol = 2e-6

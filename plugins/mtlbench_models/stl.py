@@ -1,28 +1,29 @@
 """STL: independent per-task ridge regression, the single-task baseline.
 
-For each task t (no sharing between tasks):
+Ridge regression: A. E. Hoerl and R. W. Kennard, "Ridge Regression: Biased Estimation for
+Nonorthogonal Problems", Technometrics 12(1):55-67, 1970.  Not a model of the TFCL paper; the
+leaderboards report each model's per-task wins/ties/losses against it.
+
+Objective, for each task t separately (no sharing between tasks)::
 
     w_t = argmin_w 1/2 ||y_t - X_t w||^2 + lam/2 ||w||^2
         = X_t^T (X_t X_t^T + lam I)^{-1} y_t      (n_t <= d, the cheaper side)
         = (X_t^T X_t + lam I)^{-1} X_t^T y_t      (n_t > d)
 
-Leaderboards report each model's per-task wins/ties/losses against this baseline.
+Solver: the closed form, one Cholesky solve per task; ``converged_`` is always True.  Convex.
+Certificate: the duality gap of the ridge problems (:func:`ridge_gap`, at rounding level at
+the closed form), reported with the last progress report of a fit (``mtlbench race``; the
+earlier reports carry the objective of the tasks solved so far, the others at w_t = 0).
 
-Search space: ``lam`` is log-scaled; its start range [0.1, 1e4] is the first release's grid
-{0.1, ..., 1e4} (unchanged, so ``--search grid`` reproduces the published numbers bit for
-bit; rule version 4 of docs/tuning.md spreads 12 design points over the range, the grid
-ratio 10 is the extension step).  It is not rescaled by the data: on features of unit scale
-the loss's curvature per feature is about n_t, so the five decades hold ridges from far
-weaker to far stronger than the data's own curvature for n_t from about 10 to 1000, i.e. for
-n_t ~ d and n_t >> d alike (math).  Its only real limit is lam > 0 (ridge is defined for every
-positive weight; large lam shrinks w_t towards the direction X_t^T y_t without ever reaching
-it, so there is no finite upper bound).
-Closed form (one Cholesky solve per task): ``converged_`` is always True.  Convex.
+Search space: ``lam`` Log, start range [0.1, 1e4] with the points {0.1, 1, ..., 1e4} (what
+``--search grid`` fits; docs/tuning.md), not rescaled by the data.  On features of unit scale
+the loss's curvature per feature is about n_t, so the five decades hold ridges from far weaker
+to far stronger than the data's own curvature for n_t from about 10 to 1000, n_t ~ d and
+n_t >> d alike (math, no data).  The only limit is lam > 0: ridge is defined for every positive
+weight, and a large lam shrinks w_t towards the direction X_t^T y_t without reaching it, so
+there is no finite upper bound.
 
-Race (``mtlbench race``): progress is reported after each task's solve (the objective of the
-tasks solved so far, the others at w_t = 0), the last report with the duality gap of the ridge
-problem (:func:`ridge_gap`, rounding level at the closed form) as its certificate;
-``fitted_objective(tasks)`` evaluates sum_t 1/2 ||y_t - X_t w_t||^2 + lam/2 ||w_t||^2.
+Unverified: nothing model-specific (the closed form is exact).
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class STL(LinearMTLModel):
     paper = "Independent single-task ridge regression (baseline)"
     search_space = {"lam": Log([1e-1, 1.0, 10.0, 100.0, 1e3, 1e4], low=None, high=None)}
     convex = True
+    target_kinds = ("binary", "real")
 
     def __init__(self, lam: float = 1.0):
         self.lam = lam

@@ -1,224 +1,63 @@
-"""TFCL: Task-Feature Collaborative Learning, the base model (problem P, Alg. 1).
+"""TFCL: Task-Feature Collaborative Learning, the base model (problem (P), Alg. 1).
 
-Yang, Xu, Cao, He, Huang, "Learning Personalized Attribute Preference via Multi-task AUC
-Optimization" / "Task-Feature Collaborative Learning with Application to Personalized
-Attribute Prediction", IEEE TPAMI (``shared/paper/tfcl-tpami.tex``).
+Z. Yang, Q. Xu, X. Cao and Q. Huang, "Task-Feature Collaborative Learning with Application to
+Personalized Attribute Prediction", IEEE Transactions on Pattern Analysis and Machine
+Intelligence 43(11):4094-4110, 2021, doi:10.1109/TPAMI.2020.2991344::
 
-Objective (problem (P), Sec. "Task-Feature Collaborative Learning: The General Framework")::
+    (P)  min_{W, U in Gamma}  J(W) + alpha_1 <L(W), U> + alpha_2/2 ||W||_F^2
+         Gamma = {U symmetric, 0 <= U <= I, tr U = k}
 
-    min_{W, U in Gamma}  J(W) + alpha_1 <L(W), U> + alpha_2/2 ||W||_F^2
-    Gamma = {U symmetric, 0 <= U <= I, tr U = k}
+L(W) = [[diag(|W| 1), -|W|], [-|W|^T, diag(|W|^T 1)]], the Laplacian of the bipartite
+feature-task graph (N = d_g + T nodes); min_U <L, U> = the sum of its k smallest eigenvalues
+(Thm. 2).  J (``loss``): ``"auc"``, the squared pairwise AUC surrogate, per task
+1/2 r^T L_AUC r, r = X_t w_t - ytil, in O(n_t d) (eqs. (15)-(17)); ``"squared"``,
+sum_t 1/2 ||y_t - X_t w_t||^2 (``tfcl-noauc``, the paper's "w/o AUC").  The graph leaves out
+the d - d_g columns the loss ignores (e.g. features constant within every task under the AUC
+loss): their rows of W are 0 at every critical point, and as isolated nodes they would make
+the regulariser 0 for k <= d - d_g + 1.
 
-with L(W) = [[diag(|W| 1), -|W|], [-|W|^T, diag(|W|^T 1)]] the Laplacian of the bipartite
-feature-task graph (N = d + T nodes; features first).  By Thm. eig,
-min_U <L, U> = sum of the k smallest eigenvalues of L.
+Solver (Alg. 1), one U-step and one proximal W-step per iteration, from W^0 = 0:
+* U-step (eq. (5); Thm. 3 with alpha_3 = 0, eq. (6)): U = V diag(c) V^T over the q smallest
+  eigenpairs of L(W^{t-1}), c_i = 1 (i <= p), (k-p)/(q-p) (p < i <= q), 0 after; ties within
+  ``eig_rtol`` x 2 max_degree; every case of the proof (1, 2a-2d) covered.  The zero
+  eigenspace is spanned by the components' indicators; per component only its few smallest
+  non-zero eigenpairs (dense ``eigh`` or ARPACK shift-invert; ``_tfcl/ustep.py``, which skips
+  the eigensolver where Weyl's inequality decides the U-step); U is never formed.
+* W-step (Prop. 1, eq. (8)): W~ = W - grad J(W)/C, W = sign(W~) max(|W~|/(1 + alpha_2/C) -
+  alpha_1/(C + alpha_2) D, 0), D_ij = U_ii + U_{d+j,d+j} - 2 U_{i,d+j} (the whole U),
+  C = ``c_factor`` (1.01) x the Lipschitz constant of grad J.
+* ``accelerate=True``: the W-step from the extrapolated point (FISTA's beta_t), kept only if
+  F(., U^t) does not increase, else Alg. 1's plain step.
+* ``polish=True`` (``_tfcl/polish.py``): once U and W's support are unchanged for 5
+  iterations, the exact minimiser of F(., U) on that support and signs, kept only if it
+  minimises the whole convex F(., U) with F not increased and U the same: a fixed point of
+  Alg. 1.  ``objective_history_`` (F(W^t, U^t)) is non-increasing either way.
 
-Loss J (hyperparameter ``loss``):
-  * ``"auc"`` (default) -- the paper's squared pairwise AUC surrogate, per user
-    l_t = 1/2 r^T L_AUC r, r = X_t w_t - ytil (eq. loss_eve/grad_eve; see
-    ``_losses.SquaredAUCLoss`` for the factor 1/2);
-  * ``"squared"`` -- the instance-wise loss sum_t 1/2 ||y_t - X_t w_t||^2 of the paper's
-    Experimental Settings (registered as ``tfcl-noauc``: the "TFCL w/o AUC loss" row).
-Both are evaluated as sum_t 1/2 ||Z_t w_t - c_t||^2 (``_losses.StackedLeastSquares``: for the
-AUC loss Z_t is the (n_t + 1) x d matrix of eq. loss_eve's identity, for the squared loss
-Z_t = X_t), all tasks at once in batched products over zero-padded buckets of equal-size tasks.
+Stopping rule (``stop_rule``; non-convex, no certificate): |F^t - F^{t-1}| <= tol max(1, |F^t|)
+and ||W^t - W^{t-1}||_F <= sqrt(tol) max(1, ||W^t||_F), tol = 1e-6 (after a polish, on a plain
+step); ``converged_`` is False when the safety cap ``max_iter`` (2000) stopped the fit first;
+``report_progress(t, F^t)`` every iteration.  ``convex = False``: every fit starts at 0.
 
-The task-feature graph.  Its feature nodes are the columns the loss depends on
-(``graph_columns``): a column with Z_t[:, i] = 0 in every task -- under the AUC loss a feature
-constant within every task (a bias, a school-level feature of School), under the squared loss
-a column of zeros -- has an exactly zero gradient row for every W, so its row of W is 0 from
-W^0 = 0 on and at every critical point (the ridge is its only term).  Kept as a node it would be
-isolated for ever: one more connected component and one more zero eigenvalue of L(W) for
-every W, so with c such columns the regulariser sum_{i<=k} lambda_i(L) would be identically 0
-for k <= c + 1 (School: c = 7, k <= 8 all ridge-like, and fits at equal lam_group * k bitwise
-identical for k = 2, 4, 8; Lenk, MovieLens: the bias alone made k = 2 exactly ridge).  They
-are left out: the graph has N = d_g + T nodes, d_g = ``graph_features`` (diagnostics), and
-(P) is the paper's problem on the features the loss can use -- equivalently, the paper's (P)
-on all d features with k + c in place of k.  Their rows of W are 0, their groups -1 and their
-rows of the spectral embedding 0 (``graph_columns_`` lists the graph's columns).
+Hyperparameter scales (``lam_scale="data"``; "absolute": the paper's alphas): alpha_1 =
+lam_group N ||grad J(0)||_inf / 2; alpha_2 = lam_ridge mean_t tr(H_t) / d_g (H_t = Z_t^T Z_t:
+the mean per-feature curvature of the loss); both follow a rescaling of the features.  From
+W^0 = 0, U = (k/N) I, and the fit is W = 0 exactly when lam_group k >= 1.
 
-Solver (Alg. 1), one U-step and one proximal W-step per iteration:
+What k does: while W's graph has m >= k components, U = (k/m) P0 (P0 the projector onto their
+indicators): k multiplies the price of an edge between components, and the fit depends on
+lam_group k; with fewer components U penalises the weakest cuts until the graph has k groups.
 
-  * U-step (Thm. eigsol, alpha_3 = 0 closed form): U = V diag(c) V^T over the q smallest
-    eigenpairs of L(W^{t-1}), c_i = 1 (i <= p), (k-p)/(q-p) (p < i <= q), 0 after, where
-    p = #{lambda_i < lambda_k}, q = #{lambda_i <= lambda_k}, ties decided with the explicit
-    tolerance ``eig_rtol * 2 max_degree`` (2 max_degree >= lambda_max).  Every case of the
-    proof of Thm. eigsol (Appendix A) is covered: 1 (simple k-th gap), 2a, 2b (zero
-    eigenvalue of multiplicity >= k, i.e. >= k connected components) and 2c (lambda_k equal
-    to all larger eigenvalues); 2d is L = 0 (W = 0), where U = (k/N) I.
-    How: the zero eigenspace is spanned exactly by the indicator vectors of connected
-    components (scipy.sparse.csgraph), never computed numerically; L is block diagonal over
-    components, and for each component only its few smallest non-zero eigenpairs are
-    computed: dense ``eigh`` for small components, otherwise ARPACK in shift-invert mode
-    where (L - sigma I)^{-1} is applied through the Schur complement on the smaller side
-    of the bipartite graph (the other block of L - sigma I is diagonal), i.e. one
-    min(d,T)^2 x max(d,T) factorisation and O(nnz(W) + min(d,T)^2) per solve; the start
-    vector is warm-started from the previous iteration's eigenvectors.  Each computed pair
-    is Rayleigh-Ritz refined and its residual checked (fallback: dense eigh of the
-    component).  U is never formed: U = c0 P0 + V1 diag(c1) V1^T (P0: the projector onto the
-    component indicators).  While the graph has m >= k components (case 2b), U = (k/m) P0 is
-    decided by the components alone once no non-zero eigenvalue ties with 0; ``UStepper``
-    proves that without an eigensolver by Weyl's inequality from the last computed
-    lambda_{m+1} (``_tfcl/ustep.py``), and recomputes the components only when the support of
-    W changed.  The U it returns is the full U-step's (same p, q, case).
-  * W-step (Prop. sol): W~ = W - grad J(W) / C,
-    W = sign(W~) max(|W~| / (1 + alpha_2/C) - alpha_1/(C + alpha_2) D, 0),
-    D_ij = U_ii + U_{d+j,d+j} - 2 U_{i,d+j} (the whole U, all q eigenvectors with weights c);
-    C = ``c_factor`` x (Lipschitz constant of grad J), c_factor > 1.
+Search spaces (``SPACE_TFCL`` = ``SPACE_TFCL_NOAUC``): ``lam_group`` Log([0.004, 0.1]),
+bounds (0, 1/k] (beyond, W = 0: the same model), lam_group k in [0.008, 0.8] over k's range;
+``k`` Int([2, 8]), bounds [2, d + T] (k = 1: lambda_1(L) = 0, plain ridge; ``fit`` refuses
+k > N); ``lam_ridge`` Log([1e-3, 1]), bounds (0, inf): from a ridge that barely regularises to
+one as strong as the loss's curvature, n_t >> d and n_t ~ d alike (math).  lam_group and k
+were checked on ``simulated[seed=101]``, split of repetition 0, over lam_group 0.005-0.2 x
+k 2-16: the validation optimum near lam_group k = 0.2 (tfcl: 96.1 at 0.05, k 4) and 0.3
+(tfcl-noauc: 94.8 at 0.06, k 5), inside the ranges.
 
-Accelerated steps (``accelerate=True``, the default; ``False`` = Alg. 1 to the letter).  Each
-iteration still takes the U-step of Thm. eigsol at W^{t-1}; the W-step is first tried from the
-extrapolated point Y = W^{t-1} + beta_t (W^{t-1} - W^{t-2}) (FISTA's beta_t; grad J(Y) is exact
-by linearity, J being quadratic, so a step costs one loss evaluation as in Alg. 1).  It is
-accepted only if F(W_try, U^t) <= F(W^{t-1}, U^t); otherwise the momentum restarts and Alg. 1's
-plain step from W^{t-1} is taken (a majorise-minimise step, which never increases F).  So the
-recorded objective is non-increasing either way, and the same problem (P) is minimised.
-
-Polishing (``polish=True``, the default; ``_tfcl/polish.py``).  With U fixed, F(., U) is convex
-and Alg. 1's remaining iterations are proximal-gradient steps on it, converging at a rate set
-by its conditioning (slowly at weak ridge: alpha_2 / L down to 1e-5).  Once U and the support
-of W have not changed for 5 iterations (in practice from iteration ~5: the support of W is set
-by the first soft-thresholds, and U is then constant while the graph keeps m >= k components),
-the minimiser of F(., U) restricted to that support and sign pattern -- a ridge problem per
-task, solved exactly in the n_t-dimensional row space (push-through identity, an (n_t + 1)^2
-system per task; tasks with more rows than features first reduced to d rows by a QR
-factorisation, ``compact_loss``, the same function up to a constant) -- is computed, the
-signs updated from the solution up to 6 times; it is accepted only if it is the minimiser
-of the whole convex F(., U) (signs kept; |grad_ij J| <= alpha_1 D_ij off the support), F does
-not increase and it gives back the same U: then it is a fixed point of Alg. 1, the point
-Alg. 1's iterations converge to on that structure.  A rejected try waits twice as long for
-the next.  When the graph has fewer than k components U
-holds eigenvectors that move with W and nothing is polished (plain Alg. 1 iterations).
-Measured on ``synthetic-attributes`` (attr0 training split, 192 tasks x 34 rows x 100
-features; ``benchmarks/bench_tfcl.py --paper-scale``): fits of 75-624 iterations now stop after
-9-11, at objectives 1e-7 to 3e-3 (relative) below the old solver's stopping point (which was
-within its tolerance of the same fixed point), and 4-50x faster per fit.
-(P) is non-convex: variants of the solver (accelerated, plain, polished) could stop at different
-critical points; the benchmark prints the spread.
-
-Recorded every iteration: F(W^t, U^t) = J(W^t) + alpha_1 <L(W^t), U^t> + alpha_2/2||W^t||^2
-(``objective_history_``; <L(W), U> = sum_ij |W_ij| D_ij), which is non-increasing:
-U^t minimises F(W^{t-1}, .) and the accepted W-step does not increase F(., U^t).
-Also ``w_change_history_`` (||W^t - W^{t-1}||_F), ``u_change_history_`` (||U^t - U^{t-1}||_F,
-computed from the factors) and ``embeddings_`` (the spectral embeddings f_1..f_N, rows of
-V_{1:k}, of the first 5 iterations, for the paper's Fig. "Evolution of Spectral Embeddings").
-
-Stopping rule (``stop_rule``; (P) is non-convex, so objective and iterate change, no duality
-gap): stop when |F^t - F^{t-1}| <= tol max(1, |F^t|) and
-||W^t - W^{t-1}||_F <= sqrt(tol) max(1, ||W^t||_F), tol = 1e-6 by default.  After a polish the
-next iteration is Alg. 1's plain step (no extrapolation), so the rule is then checked on a
-proximal-gradient step from the polished point: what it certifies is at least what the rule
-certified on an accelerated step.  ``converged_`` is True when the rule was met, False when
-``max_iter`` (2000, a safety cap, not a tuning knob) stopped the fit first; ``diagnostics_``
-repeats it with the iteration count, the number of polishes (``polished``, ``polish_rejected``)
-and of eigensolver U-steps (``eigensolver_calls``).  ``report_progress(t, F^t)`` is called once
-per iteration (no certificate: the problem is non-convex).
-
-Hyperparameter names -> paper symbols (problem (P), Alg. 1), up to the data scale below:
-    lam_group = alpha_1 (weight of <L(W), U>), lam_ridge = alpha_2, k = k;
-    alpha_3 of (P*) is not a parameter: any 0 <= alpha_3/(2C) < eigengap gives the same U
-    (Thm. eigsol), so the alpha_3 = 0 closed form is used.
-For TFCL-Q (``tfcl_q.py``) the same names are used: lam_group is alpha_2 of (Q) but alpha_1
-of Thm. conv_app / Alg. 2, lam_ridge is alpha_3 of (Q) but alpha_2 of Thm. conv_app, etc.
-(see that module).
-
-Hyperparameter scales (``lam_scale``).  With ``lam_scale="absolute"`` lam_group and lam_ridge
-are the paper's alpha_1, alpha_2.  With ``lam_scale="data"`` (the default, used by the search)
-they are multiples of scales computed from the training data, so one search space serves
-both losses and any data set:
-
-    alpha_1 = lam_group * s,  s = N ||grad J(0)||_inf / 2   (``group_scale``; N = d_g + T)
-    alpha_2 = lam_ridge * r,  r = mean_t tr(H_t) / d_g     (``ridge_scale``; H_t = Z_t^T Z_t)
-
-r is the mean per-feature curvature of the loss: lam_ridge = 1 is a ridge as strong as the
-loss's average curvature per coordinate.  Until this version r was the Lipschitz constant
-max_t ||H_t||_2, whose ratio to the average curvature depends on the data's shape (for
-isotropic rows ~ (1 + sqrt(d/n_t))^2, and the max over tasks follows the most extreme task):
-measured on the design data it is 3.4-5 on ``simulated[seed=101]`` (n_t = 136 > d = 80) and
-32-41 on ``synthetic-attributes[seed=101]`` (n_t = 34 < d = 100, PCA features), so one
-lam_ridge meant a ridge 10x weaker relative to the data's curvature when n_t ~ d; in units of
-r a range of lam_ridge means the same on both (old lam_ridge x 3.4-41 = new lam_ridge).  All
-scales are equivariant: features times c give W / c, the same groups and scores' order
-(``tests/test_tfcl_solver.py``).
-
-When W = 0.  From W^0 = 0 the U-step gives U = (k/N) I, D = 2k/N, and the W-step returns
-exactly W = 0 iff alpha_1 2k/N >= ||grad J(0)||_inf, i.e. iff lam_group * k >= 1; W = 0 is then
-a fixed point (so the fit returns W = 0, a critical point of (P)).  Conversely, for
-lam_group * k < 1 the first step is non-zero and strictly decreases F below F(0, U) = J(0) for
-every U, and F never increases, so the fit never returns W = 0: the fit is W = 0 exactly when
-lam_group * k >= 1.  (With lam_scale="absolute": exactly when alpha_1 >= N ||grad J(0)||_inf /
-(2k).)  The values used are stored as ``alpha_group_``, ``alpha_ridge_``, ``group_scale_``,
-``ridge_scale_``, and ``objective_history_`` is the (P) objective with these alphas.
-
-What k does.  U spreads a trace of k over the smallest eigenvalues of L(W) (Thm. eigsol), and
-the W-step penalises |W_ij| by alpha_1 D_ij, D_ij = ||f_i - f_{d+j}||^2 in the spectral
-embedding.  While the graph of W has m >= k connected components, U = (k/m) P0 (P0: the
-projector onto the component indicators), so an edge between two components costs
-alpha_1 (k/m)(1/|C_a| + 1/|C_b|) and edges inside a component cost nothing: k multiplies the
-price of joining components.  When there are fewer than k components, U also holds the
-smallest non-zero eigenvectors, and edges across the weakest cuts of a component are
-penalised until the graph splits into k groups.  An earlier data scale, s/k, cancelled the
-first effect exactly: from W^0 = 0 (N isolated nodes) every iterate stayed in the m >= k
-regime on the simulated data and coef_ was bitwise identical for k = 2, 3, 4.  With the scale
-s above, k changes the fit (``tests/test_tfcl.py``); in the m >= k regime the fit depends on
-lam_group * k, so the two are searched jointly.  Nodes that are isolated for every W (columns
-the loss ignores) are not in the graph (above), so no k in 2 <= k <= min(d_g, T) is inert
-for structural reasons (``tests/test_tfcl_solver.py``: constant columns, k = 2, 3, 4 differ).
-
-Search spaces (``SPACE_TFCL``, ``SPACE_TFCL_NOAUC``; ``mtlbench.space`` declarations; the
-adaptive search, rule version 4 of docs/tuning.md, starts from a 12-point design over the
-start ranges, every parameter taking about 12 values):
-    lam_group  Log([0.004, 0.02, 0.1]), bounds (0, 1/k] (``high="1/k"``, a joint bound
-               evaluated at each point): lam_group > 1/k gives W = 0 exactly (above), so
-               every larger value is the same model and the search clips there (at 1/k
-               itself the two sides of the threshold agree only up to rounding, and the fit
-               may leave W = 0); the start
-               range puts lam_group * k in [0.008, 0.8] over k's range, from a weak grouping
-               to just below that threshold (math); the grid's ratio 5 is the extension
-               step.  The same for both losses (the threshold holds for either).
-    k          Int([2, 8]), bounds [2, d + T]: for k = 1 the regulariser is lambda_1(L) = 0
-               for every W (a Laplacian always has the eigenvalue 0), so (P) is plain
-               ridge; k <= d + T, and ``fit`` refuses k above N = d_g + T, the number of
-               graph nodes (d_g < d only when some columns are outside the graph: a bound
-               expression over d_g is the coordinator's to add); the search clips at d + T.
-               Range: the design data below (optimum at k 4-5).
-    lam_ridge  Log([1e-3, 1e-2, 1e-1, 1]), bounds (0, inf): alpha_2 > 0.  In units of the
-               data's curvature (``lam_scale="data"``), so 1 is a ridge as strong as the
-               loss's own curvature and 1e-3 one that barely regularises; the three
-               decades cover both n_t >> d (where a weak ridge suffices) and n_t ~ d
-               (where it must be strong; issue 24: a start at 1e-3 alone left it unexplored
-               there) -- a range from the scale's definition (math), not from any data.
-How the lam_group and k ranges were checked (the written procedure of the fair search):
-simulated data of generator seed 101 (``make_simulated(seed=101)``; no published table uses
-it), the protocol's split at seed 0, repetition 0; each model fitted on the training part
-over a coarse sweep (lam_group 0.005-0.2 x k 2-16), scored by mean validation AUC only.  The
-validation optimum sat near lam_group * k = 0.2 (tfcl: 96.1 at lam_group 0.05, k 4) and
-0.3 (tfcl-noauc: 94.8 at 0.06, k 5, a narrow ridge: 77-82 one grid step away), inside the
-start ranges on both sides; the search then extends and refines (``docs/tuning.md``).  No
-data of a published table (simulated seed 0, School, Landmine, Lenk, MovieLens) was looked
-at for this design.
-
-Warm starts.  (P) is non-convex in (W, U), so ``convex = False`` and the search never hands a
-fit ``init``: every fit starts from W^0 = 0, and the model scored on validation is the model
-refitted for test.  Within one fit the U-step's eigensolver is warm-started from the previous
-iteration's eigenvectors (this changes no result beyond the eigensolver's tolerance).
-
-Precomputation shared across a search: the loss object (the stacked Z_t, Lipschitz constants,
-curvature, free columns) and grad J(0) are computed once per training TaskSet (``TaskSet.memo``).
-
-Groups (``feature_groups_``, ``task_groups_``): k-means (k clusters, 10 restarts, fixed seed)
-on the row-normalised spectral embedding of the final L(W) (component indicators first,
-largest components first, then the smallest non-zero eigenvectors, k columns in all);
-isolated nodes (an all-zero row/column of W) and columns outside the graph are labelled -1.
-
-Not verifiable from the paper: the initial W^0 (we use W^0 = 0, so the first U is (k/N) I and
-the first step is a uniform soft-threshold), the value of C (only C > rho is required), the
-stopping rule and the paper's hyperparameter grid.
-Thm. eigsol's statement leaves p undefined when lambda_1 = ... = lambda_k
-(with lambda_0 = 0); we use p = 0 there, which is the proof's case 2b.
-
-Also: the ``check-ustep`` CLI command (``mtlbench check-ustep``, module ``tfcl_check``)
-cross-checks the closed-form U-step against an SDP solved by cvxpy.
+Unverified (not in the paper): W^0, C (only C > rho is required), the stopping rule, the grid;
+p when lambda_1 = ... = lambda_k (Thm. 3 leaves it undefined; p = 0 here, the proof's case 2b).
 """
 from __future__ import annotations
 
@@ -295,6 +134,7 @@ class TFCL(SpectralGroups, LinearMTLModel):
     search_space = SPACE_TFCL
     param_constraints = COMMON_CONSTRAINTS
     convex = False
+    target_kinds, shift_invariant_loss = ("binary",), True  # the pairwise AUC loss
     supports_warm_start = False
 
     def __init__(self, lam_group: float = 0.05, lam_ridge: float = 1e-3, k: int = 4,
@@ -497,16 +337,17 @@ class TFCLNoAUC(TFCL):
     alpha_1 D_ij is the same for every task.  A weight that shapes the large tasks sets the
     small tasks' columns to exactly 0 (constant scores: AUC 0.5).  On MovieLens (587 users,
     12-1626 training ratings, per-user ||grad_t J(0)||_inf median 27, max 614) lam_group 0.04,
-    k 5 zeroes 480 of 587 users (median n_t 46 vs 219 for the others; validation AUC 52.3):
-    the old grid's smallest point, hence the published 52.50 +- 0.15.  The adaptive search
-    steps lam_group down to about 0.004 (4 users zeroed), where validation is 61.2 and test
-    61.6 (one repetition), next to STL.  The AUC loss (``tfcl``) is an average within each
-    task, so its gradients do not grow with n_t; it zeroes users too at strong weights (294
-    of 587 at lam_group 0.04, k 5, mostly the larger ones) but scored 60.4, not chance."""
+    k 5 zeroes 480 of 587 users (median n_t 46 vs 219 for the others; validation AUC 52.3).
+    The adaptive search steps lam_group down to about 0.004 (4 users zeroed), where
+    validation is 61.2 and test 61.6 (one repetition), next to STL.  The AUC loss (``tfcl``)
+    is an average within each task, so its gradients do not grow with n_t; it zeroes users
+    too at strong weights (294 of 587 at lam_group 0.04, k 5, mostly the larger ones) but
+    scored 60.4, not chance."""
 
     name = "tfcl-noauc"
     cost_hint = 2.0  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl"
+    target_kinds, shift_invariant_loss = ("binary", "real"), False
     ablation_label = "w/o AUC loss"
     paper = TFCL.paper + "; ablation without the AUC loss (Tab. 'Ablation Study')"
     search_space = SPACE_TFCL_NOAUC

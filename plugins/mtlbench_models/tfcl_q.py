@@ -1,242 +1,66 @@
 """TFCL-Q: the personalised TFCL model (problem (Q), Alg. 2) and its ablations.
 
-Paper: Yang et al., TFCL, IEEE TPAMI, Sec. "Personalized Attribute Prediction".
-
-Model: W_t = theta_c + theta_g[:, t] + theta_p[:, t] (consensus, co-grouping, personal);
+Z. Yang, Q. Xu, X. Cao and Q. Huang, "Task-Feature Collaborative Learning with Application to
+Personalized Attribute Prediction", IEEE TPAMI 43(11):4094-4110, 2021, Sec. "Personalized
+Attribute Prediction".  W_t = theta_c + theta_g[:, t] + theta_p[:, t] (eq. (14))::
 
     (Q)  min_{Theta, U in Gamma}  J(W) + alpha_1/2 ||theta_c||^2 + alpha_2 <L(theta_g), U>
                                   + alpha_3/2 ||theta_g||_F^2 + alpha_4 ||theta_p||_{1,2}
 
-J = sum_t l_t the squared pairwise AUC surrogate (``_losses.SquaredAUCLoss``, eqs.
-loss_eve / grad_eve, O(n_t d) per user), or the instance-wise squared loss (ablation);
-||theta_p||_{1,2} = sum_t ||theta_p[:, t]||_2 (zero for all but hard/outlier users);
-L(theta_g) the bipartite feature-task Laplacian of |theta_g| (``tfcl.py``).
+J: the squared pairwise AUC surrogate per user, in O(n_t d) (eqs. (15)-(17)), or the
+instance-wise squared loss; ||theta_p||_{1,2} = sum_t ||theta_p[:, t]||_2 (zero for all but
+the hard users); L(theta_g) the feature-task Laplacian of |theta_g| (``tfcl.py``).  Names
+(the paper's alphas are shuffled between its statements):
 
-Hyperparameter names -> the paper's alphas (they are shuffled between its statements):
-
-    ours          (Q)        Thm. conv_app / (Prox_g,c,p) / Alg. 2 input
+    ours          (Q)        Thm. 7 / eqs. (18)-(20) / Alg. 2 input
     lam_common    alpha_1    alpha_3        ridge on theta_c
     lam_group     alpha_2    alpha_1        weight of <L(theta_g), U>
     lam_ridge     alpha_3    alpha_2        ridge on theta_g
     lam_personal  alpha_4    alpha_4        column-wise l_{1,2} on theta_p
-    k             k          k              number of task-feature groups
 
-(Alg. 2's line "Invoke Alg. 1 with alpha_1 = alpha_2, alpha_2 = alpha_3" uses (Q)'s indices.)
+Solver (Alg. 2, from Theta = 0): per iteration the proximal steps (Prox_c) theta_c = theta~_c
+/ (1 + alpha_1/C_c), (Prox_p) column-group shrinkage of theta~_p, (Prox_g) one iteration of
+Alg. 1 on theta_g (U-step of Thm. 3, W-step of Prop. 1).  ``schedule="gauss-seidel"``
+(default): blocks in the order c, p, g, each from the gradient at the latest iterate with its
+own constant c_factor x its block Lipschitz constant (lambda_max(sum_t H_t) for theta_c,
+max_t ||H_t|| for theta_g, theta_p), a PALM variant with the same subproblems;
+``schedule="jacobi"``: Alg. 2 to the letter, all gradients at Theta^{t-1} and one C =
+c_factor (T + 2) max_t ||H_t|| (a Lipschitz constant of the joint gradient, below the paper's
+rho_Theta).  ``accelerate`` and ``polish`` as in ``tfcl.py``: extrapolated sweeps kept only if
+F does not increase; polishing solves the fixed-U subproblem exactly on a fixed structure
+(theta_g's support and signs, the set of personal users; ``PersonalStructure``: per user in
+the n_t-dimensional row space, theta_c by Newton) and keeps it only at a fixed point of Alg. 2.
+TFCL(Coc) is not polished; once a sweep changes F by <= 1e-4 max(1, |F|), where 2 alpha_2 +
+alpha_3 <= C_g / 4, each sweep also sets the parts of theta_g's columns outside their tasks'
+row spaces (unseen by the loss) to the minimiser of a majoriser of the penalty
+(:func:`nullspace_mm_step`).  Stopping rule: ``tfcl.stop_rule`` (tol 1e-6); ``converged_`` is
+False at the safety cap ``max_iter`` (2000); ``report_progress(t, F^t)`` every iteration, no
+certificate; ``convex = False``, every fit starts at 0.
 
-Solver: Alg. 2's three proximal steps per iteration --
-  (Prox_c) theta_c = theta~_c / (1 + lam_common/C_c);
-  (Prox_p) theta_p = column-group shrinkage of theta~_p with threshold lam_personal/C_p
-           (``_prox.prox_group_cols``);
-  (Prox_g) one iteration of Alg. 1 on theta_g: U-step (Thm. eigsol, ``tfcl.ustep``) on
-           L(theta_g^{t-1}), then the elastic-net prox of Prop. sol with D from the whole U.
-``schedule="gauss-seidel"`` (default) takes the blocks in Alg. 2's order c, p, g, each from
-the gradient at the latest iterate with its own constant C_block = c_factor x (block
-Lipschitz constant: lambda_max(sum_t H_t) for theta_c by Lanczos on Hessian-vector products,
-max_t ||H_t|| for theta_g and theta_p).  ``schedule="jacobi"`` is Alg. 2 to the letter:
-all three gradients at Theta^{t-1} and one C = c_factor (T + 2) max_t ||H_t||, a valid
-Lipschitz constant of the joint gradient (||Theta -> W||^2 = T + 2), smaller than the paper's
-rho_Theta = 3T sqrt(2T+1) max_i n_i ||X_i||^2/(n+ n-) but still O(T) times the per-task one,
-so theta_g and theta_p move O(T) times slower -- why Gauss-Seidel is the default (a PALM
-variant with the same subproblems and the same monotone-descent argument).
+Hyperparameter scales (``lam_scale="data"``), r = mean_t tr(H_t) / d_g as in ``tfcl.py``:
+alpha_common = lam_common T r (the curvature of J along theta_c), alpha_group = lam_group N
+||grad J(0)||_inf / 2 (tfcl-coc: lam_group r, its sigma_i^2 penalty being ridge-type),
+alpha_ridge = lam_ridge r, alpha_personal = lam_personal max_t ||grad_t J(0)||_2.  With
+lam_personal >= 1 the first personal step from 0 is empty (Jacobi; about so for Gauss-Seidel);
+no threshold is exact for (Q) beyond the first step, so no weight has an upper bound (even
+lam_group >= 1/k leaves W = theta_c + theta_p a model).
 
-Accelerated sweeps (``accelerate=True``, default; ``False`` = Alg. 2's plain sweeps): as in
-``tfcl.py``, each iteration first tries the sweep from the extrapolated point
-Theta^{t-1} + beta_t (Theta^{t-1} - Theta^{t-2}) (the first block's gradient there is exact by
-linearity) and accepts it only if F(Theta_try, U^t) <= F(Theta^{t-1}, U^t); otherwise the
-momentum restarts and the plain sweep from Theta^{t-1} is taken.  The objective stays
-non-increasing and (Q) is the problem minimised.  Measured on a simulated training split
-(``benchmarks/bench_tfcl.py``) at the selected points: 1.2-1.8x fewer iterations than the
-plain sweeps (85 -> 47 tfcl-q, 65 -> 55 tfcl-q-noauc, 51 -> 30 nog, 96 -> 66 coc), final
-objectives within 6e-4 relative (different critical points of a non-convex problem); up to
-4x fewer elsewhere (tfcl-q at lam_common 0.1: 276 -> 94, tfcl-coc: 215 -> 51).
+Search spaces: tfcl-q, tfcl-q-noauc: lam_group Log([0.004, 0.1]) and k Int([2, 8]) (bounds
+[2, d + T]) as in ``tfcl.py``, lam_common Log([0.01, 100]), lam_personal Log([0.03, 1]),
+lam_ridge Log([1e-3, 1]); tfcl-q-nog: lam_common Log([1e-3, 3]), lam_personal
+Log([0.03, 0.3]); tfcl-coc: lam_group Log([0.01, 100]), k Int([2, 8]) with bounds [1, min(d,
+T)] (at min(d, T) the co-cluster term is 0; ``fit`` refuses more), the others as tfcl-q.
+From the math: lam_group (as in ``tfcl.py``), lam_personal's top 1 (above), lam_ridge.  From
+``simulated[seed=101]`` (split of repetition 0, validation AUC): k, lam_common, tfcl-q-nog's
+ranges and tfcl-coc's lam_group, by sweeps around each label's optimum (tfcl-q 97.4 at
+lam_group 0.05, k 5; tfcl-q-nog lam_personal 0.1, 88.8; tfcl-coc 93.8 at k 4), checked by a
+2-repetition search in these units: no selection at an edge or bound, every fit converged
+(tfcl-q lam_common 43, 8.1; tfcl-coc lam_group 43; tfcl-q-nog lam_common 1e-4, 0.013).
 
-Polishing (``polish=True``, default; ``_tfcl/polish.py``, as in ``tfcl.py``).  While U, the
-support of theta_g and the set of personal users (theta_p[:, t] != 0) have not changed for 5
-iterations, the minimiser of the fixed-U subproblem on that structure is computed exactly
-(``PersonalStructure``): with theta_g's support and signs fixed and theta_c given, each user's
-(theta_g, theta_p) block is solved in the n_t-dimensional row space -- theta_g by the
-push-through identity, theta_p = 0 when ||grad_t J|| <= alpha_4, else from a scalar secular
-equation ||grad_t J|| = alpha_4 in the eigenbasis of the pencil (K_t, Z_t Z_t^T) -- and
-theta_c minimises the resulting convex, differentiable function of theta_c by Newton's method
-(exact Hessian: one d x d matrix for all users, with a rank-one term per personal user);
-signs are updated from the solution up to 6 times.  It is accepted only if it minimises the
-whole convex subproblem in Theta (signs kept; |grad_ij| <= alpha_2 D_ij off the support;
-a_c theta_c + sum_t grad_t J = 0; every user's theta_p optimal: ||grad_t J|| <= alpha_4 where
-theta_p[:, t] = 0, grad_t J = -alpha_4 theta_p[:, t] / ||theta_p[:, t]|| elsewhere), F does
-not increase and U is unchanged -- a fixed point of Alg. 2.  The problem solved is the same
-convex subproblem Alg. 2's sweeps converge to on that structure, l_{1,2} term included, so the
-polished point is the limit of the old path when both stay on the structure.  Measured on
-synthetic-attributes attr0 (``benchmarks/bench_tfcl.py --paper-scale --old-ref main``, 12
-points for tfcl-q and tfcl-q-noauc, 10 for tfcl-q-nog, from the start ranges to 10-100x beyond,
-same alphas, same start): fits of up to 252 / 321 / 176 iterations now stop after 7-16 (one
-nog point 42); final objectives relative to the old solver's from -7.4e-5 / -2.7e-4 / -1.3e-4
-(lower) to +6.9e-18 (rounding), never higher than 1e-6 at any point; summed CPU time of the
-points 3.6 -> 1.5 s, 3.9 -> 1.4 s, 1.1 -> 0.5 s (on simulated seed 101, 10 tfcl-q points:
-7.7 -> 3.5 s, objectives -3.4e-5 to +5.8e-16).  Until this version users with theta_p != 0
-were not polished, which at paper scale is most fits: the search's lam_personal range gives
-100-192 personal users of 192 at most points.  Not polished: graphs with fewer than k
-components (U holds eigenvectors that move with W; none of the paper-scale fits of
-``benchmarks/bench_tfcl.py`` ended there, but 8 of the 21 fits of a tfcl-q unit on simulated
-seed 101 do, 55-80 iterations each; alternating exact Theta-steps with U-steps there was
-tried and rarely applied: the shape of U changes between iterations), and TFCL(Coc) (its own
-null-space step instead, below).
-tfcl-q-nog is polished too (no theta_g: theta_c and theta_p only).
-
-TFCL(Coc) is solved by Alg. 2's sweeps plus a null-space majorise-minimise step
-(``polish=True``, the default; ``polish=False``: the sweeps only).  With n_t < d (paper scale:
-n_t ~ 35, d = 100) each column theta_g[:, t] has a part outside the row space of task t's Z_t
-that the loss does not see; there the objective is a2 sum_{i>k} sigma_i^2 + a3/2 ||.||^2 only,
-and the sweeps shrink that part at the ridge's rate a3/C_g per sweep (8.4e-5 at the slowest
-fits): the slow linear phase of the long fits.  After the co-cluster prox of each sweep
-(output X, whose rank-k truncation ``top`` the prox computes anyway), those parts are set to
-the exact minimiser of the majoriser a2 ||g - top||_F^2 + a3/2 ||g||_F^2 (Eckart-Young:
-sum_{i>k} sigma_i(g)^2 <= ||g - top||_F^2, equal at g = X):
-    g_t = P_t X_t + c (I - P_t) top_t,   c = 2 a2 / (2 a2 + a3)
-(``nullspace_mm_step``; P_t the projector on the row space of Z_t, from one batched SVD per training
-set, ``row_space_bases``).  J is unchanged and the co-cluster + ridge terms do not increase, so each
-sweep stays a descent step (the accelerated candidate is accepted only if F does not increase, as
-before), and the next sweep recomputes the subspace from the whole matrix: unlike the exact solve
-for a fixed subspace (below), the subspace keeps rotating.  The step is taken (i) once a sweep
-changed F by at most 1e-4 max(1, |F|) (``_MM_START``): taken from the first sweep it pulls theta_g
-into the subspace of the first iterates and ended at higher critical points (+0.5 to +2.4 % at 3 of
-3 points run to tol 1e-10; late but only every third sweep: +0.07 to +2.7 % at 5 of 5 points), and
-(ii) only where 2 a2 + a3 <= C_g / 4 (``_MM_STEP_RATIO``), where it is a much longer step than the
-sweep's (at lam_group 10 and 43, a2 ~ C_g / 4 to C_g on the design data, it made the fits 1.3-1.4x
-slower and not lower). Cost: one more co-cluster value (the top-k eigenvalues of a d x d Gram
-matrix) and one batched projection per sweep.  The stopping rule is unchanged.  Measured (design
-data synthetic-attributes[seed=101], attr0 training split, ``benchmarks/bench_tfcl.py --paper-scale
---old-ref main --seed 101 --labels tfcl-coc``, same alphas and start, 10 points over the start
-ranges and 10-100x beyond): sweeps 1,439 / 1,343 / 1,818 / 1,994 / 563 / 214 / 250 -> 360 / 709 /
-1,091 / 1,036 / 320 / 151 / 219, and the fit capped at 2,000 before now converges after 1,530; two
-points (lam_group 10 and 43) are outside (ii) and bit-identical; summed CPU 42.3 -> 34.1 s (the
-sweep costs ~1.3x more, on a loaded machine); F relative to the old solver's from -9.2e-3 (the
-capped fit) to +5.8e-5 (k 16, lam_group 0.001: both stop on a plateau; run to tol 1e-10 the new one
-ends 8e-7 lower), lower at 7 of 10 points, median -3.3e-4.
-Run to tol 1e-10 at five of these points (lam_group 1 / 1.52 / 5 / 0.001 / 0.01) both solvers
-end at the same critical point (new - old: -1.1e-7, -3.0e-9, -3.5e-8, -8.1e-7, -6.1e-8
-relative) in 1,708 / 1,312 / 1,776 / 613 / 553 instead of 3,699 / 2,981 / 3,147 / 523 / 4,643
-sweeps.  A unit (``benchmarks/bench_paper_scale.py --ref main
---models tfcl-coc``, old vs new side by side on a machine at load 3-5, so +-30 % per
-process): synthetic-attributes[seed=101]/attr0 64.0 -> 35.1 s, every search fit converged
-(old: 1 of 20 capped); default seed attr3 53.0 -> 53.7 s and attr0 32.4 -> 64.1 s, 52.0 ->
-67.1 s.  Refitting attr0's 20 search points one by one, old and new alternating (CPU time):
-35.8 -> 37.4 s -- iterations fell at 14 points (771 -> 335 at most), equal at 5 (4 of them
-outside (ii)), 914 -> 955 at one, and each sweep with the step costs ~1.3x; F lower at 13 points
-(-2.7e-3 to -3e-8), equal at 4, higher at 3 (+6.6e-6 to +3.4e-5).  So the step removes the
-ridge-rate phase where the fits have one (and the capped fit), but the unit's slowest fits
-(lam_group 1.5-43, 955-1,991 sweeps) are not in that phase: 38 s -> 10 s is not reached.
-Tried and not adopted this round: alternating exact steps on the variational form
-J + a2 ||g - U V^T||^2 + a3/2 ||g||^2 (ALS: V-step per task in the (n_t + k)-dimensional span,
-U-step a dk x dk system; theta_c, theta_p fixed) every 5 or 10 sweeps: up to 8 s per fit at
-k = 16 (dk = 1,600) and F 0.1-2.5 % higher than the sweeps at 6 of 10 points.
-Earlier findings: the landscape is flat along large moves of
-theta_g: at (lam_group 0.215, k 5, lam_common 0.72, lam_personal 0.33, lam_ridge 0.0094) on
-synthetic-attributes attr0 the default rule stops after 1,389 accelerated sweeps at F 0.9 %
-above the critical value the same path reaches after ~5,000 (run to tol 1e-13), with
-||W - W*||_F = 5.7 (||W*||_F = 7.9) -- the rule |dF| <= 1e-6 |F|, ||dW|| <= 1e-3 ||W|| was met on
-a plateau.  Tried and not adopted (this round, ``benchmarks``-style runs on attr0 at 10 points
-over the start ranges): majorise-minimise steps on the quadratic bound a_2 ||(I - B B^T)
-theta_g||^2 (B the top-k left singular vectors; solved exactly by ``PersonalStructure``),
-interleaved with the sweeps every 2, 20 or 50 iterations: F up to 2.5 % higher and up to 40x
-slower (the bound locks the current subspace); L-BFGS on the smooth objective (fixed personal
-set): 5,000 iterations to F = 6.033 at the point above, worse than the sweeps;
-gradient-mapping momentum restarts (O'Donoghue & Candes): never triggered.
-The per-sweep cost also fell: residuals are kept between blocks, so the Gauss-Seidel
-re-evaluation after the theta_c step is one matrix-vector product (``StackedLeastSquares.
-shift``), and TFCL(Coc)'s objective takes the co-cluster term from the prox (no SVD).
-
-Recorded: ``objective_history_`` = the (Q) objective at (Theta^t, U^t) (non-increasing),
-``w_change_history_`` = ||W^t - W^{t-1}||_F, ``u_change_history_``, ``embeddings_`` (first 5
-iterations), ``feature_groups_`` / ``task_groups_`` from the spectral embedding of
-L(theta_g) (k-means, see ``tfcl.groups_from_embedding``); ``coef_`` = W.
-Stopping rule: ``tfcl.stop_rule`` -- |F^t - F^{t-1}| <= tol max(1, |F^t|) and
-||W^t - W^{t-1}||_F <= sqrt(tol) max(1, ||W^t||_F), tol = 1e-6, checked on a plain sweep after a
-polish; ``converged_`` says whether it was met before the safety cap ``max_iter`` = 2000 (not a
-tuning knob); ``report_progress(t, F^t)`` once per iteration (no certificate).
-Initialisation: all blocks 0 (not stated in the paper).  (Q) is non-convex: ``convex = False``,
-the search never passes ``init``, every fit starts cold; within a fit the U-step's eigensolver
-is warm-started from the previous iteration.  The loss object, grad J(0) and
-lambda_max(sum_t H_t) are computed once per training TaskSet (``TaskSet.memo``).  The task-feature
-graph leaves out the columns the loss does not depend on (``tfcl.py``, "The task-feature
-graph").
-
-Hyperparameter scales (``lam_scale="data"``, the default; "absolute" = the alphas above), with
-r = mean_t tr(H_t) / d_g the mean per-feature curvature of the loss (``tfcl.ridge_scale``; every
-ridge-type weight is in its units, see ``tfcl.py`` "Hyperparameter scales"):
-    alpha_common   = lam_common   * T r   (T r: the mean per-feature curvature of J along the
-                                           shared theta_c, whose Hessian is sum_t H_t)
-    alpha_group    = lam_group    * N ||grad J(0)||_inf / 2   (``tfcl.group_scale``, N = d_g + T;
-                     no factor 1/k, so k changes the model -- see "What k does" in ``tfcl.py``;
-                     for tfcl-coc: lam_group * r, the sigma_i^2 penalty being ridge-type)
-    alpha_ridge    = lam_ridge    * r
-    alpha_personal = lam_personal * max_t ||grad_t J(0)||_2
-Until this version the ridge-type weights were in units of Lipschitz constants (lambda_max of
-sum_t H_t for lam_common, max_t ||H_t|| for lam_ridge and tfcl-coc's lam_group); the ratios of
-old to new units on the design data: 1.1-1.3 (lam_common) and 3.4-5 (the others) on
-``simulated[seed=101]``, 17 and 32-41 on ``synthetic-attributes[seed=101]``.
-With lam_personal >= 1 the first column-group step from 0 is empty for the Jacobi schedule
-(for Gauss-Seidel, after the theta_c step, approximately so): lam_personal < 1 lets the users
-with the largest gradients get a personal column.  The alphas used are ``alpha_`` (and
-``diagnostics_["alpha"]``).  None of these thresholds is exact for (Q) beyond the first step,
-so no lam_* of TFCL-Q has a declared upper bound.  In particular lam_group >= 1/k, where
-problem (P) has W = 0, is no limit here: theta_c and theta_p change the gradient the
-co-grouping block sees, and W = theta_c + theta_p stays a model even when theta_g = 0.
-
-Search spaces (``mtlbench.space``; Log parameters are > 0, "low 0" = every positive value;
-the adaptive search, rule version 4 of docs/tuning.md, starts from a 12-point design over the
-start ranges, every parameter taking about 12 values):
-    tfcl-q, tfcl-q-noauc
-                  lam_group Log([0.004, 0.02, 0.1]), k Int([2, 8]) (low 2, high d + T, as in
-                  tfcl.py), lam_common Log([0.01, 0.1, 1, 10, 100]), lam_personal
-                  Log([0.03, 0.1, 0.3, 1]), lam_ridge Log([1e-3, 1e-2, 1e-1, 1])
-    tfcl-q-nog    lam_common Log([1e-3, 1e-2, 0.1, 1, 3]), lam_personal Log([0.03, 0.1, 0.3])
-    tfcl-coc      lam_group Log([0.01, 0.1, 1, 10, 100]), k Int([2, 8]) (low 1, high min(d, T): the
-                  co-cluster term sum_{i>k} sigma_i^2 is a real restriction for every
-                  k < min(d, T), is identically 0 at k = min(d, T), and ``fit`` refuses more,
-                  so the search clips there), lam_common, lam_personal and lam_ridge as tfcl-q
-Sources of the ranges:
-  * from the math: lam_group's range as in tfcl.py (lam_group * k in [0.008, 0.8] over k's
-    range); lam_personal's top 1, where the first personal step is empty (above), and one
-    and a half decades of personal columns below it, down to 0.03, the low end the design
-    data below bracketed (tfcl-q-nog); lam_ridge from its curvature units, as in tfcl.py
-    (1e-3: barely regularising, 1: as strong as the loss's curvature, for n_t >> d and
-    n_t ~ d alike);
-  * from the design data below: k's range, lam_group for tfcl-coc, lam_common, and
-    tfcl-q-nog's two ranges.  This version (curvature units for lam_common, see above)
-    widened lam_common to [1e-2, 100] for tfcl-q, tfcl-q-noauc and tfcl-coc (the optimum on
-    the seed-101 design data moved to ~12 in the new units, and 0.01-0.1 is where theta_c
-    carries the users' shared part), to [1e-3, 3] for tfcl-q-nog, and tfcl-coc's lam_group to
-    [1e-2, 100] (its sigma_i^2 weight is ridge-type, in curvature units now 17-41x weaker
-    than before on the design data).
-Design data (the written procedure; ``tfcl.py`` "Search spaces"): simulated data of generator
-seed 101, protocol split seed 0 rep 0, training part fitted, mean validation AUC only.
-  tfcl-q: lam_common 1 and 10 beat 0.1 by 8 points at (lam_group 0.05, k 4) (96.0 vs 87.9);
-          optimum 97.4 at (0.05, k 5) with lam_common 1; worse at 0.03 / 0.07 and k 4;
-  tfcl-q-noauc: 82.0 at (0.09, k 4), 77 elsewhere on the 0.04-0.09 x {2, 4, 8} sweep (the
-          same narrow lam_group * k ~ 0.3 ridge as tfcl-noauc);
-  then one adaptive search per label on the same split (``mtlbench compare --datasets
-          "simulated[seed=101]" --reps 1``, validation only): with lam_common starting at 1,
-          tfcl-q-noauc rose from 81.1 to 92.0 at lam_common 10 (92.0 at 100) and tfcl-q chose
-          10 (96.06) (theta_c is then nearly 0: the users' shared part is carried by theta_g);
-  tfcl-q-nog: lam_personal 0.1 best (88.8), 0.03 / 0.3 worse by 1.6 / 1.3-3.5; lam_common
-          0.01-10 within 1 point;
-  tfcl-coc: 93.8 at (lam_group 0.1, k 4), worse at 0.01 / 1 and k 2 / 8; lam_common 0.1 and 1
-          within 0.5.
-  check of the ranges of this version (``mtlbench compare --datasets "simulated[seed=101]"
-          --models tfcl-q,tfcl-coc,tfcl-q-nog --reps 2``): every selection interior (``at_edge``
-          and ``at_bound`` empty, no budget exhausted, every search fit converged): tfcl-q
-          lam_common 43 and 8.1 (k 7 / 5, lam_group 0.023, lam_personal 0.11, lam_ridge
-          0.002-0.004); tfcl-coc lam_group 43 (k 4, lam_common 0.035-0.053, lam_personal
-          0.11-0.15, lam_ridge 0.001); tfcl-q-nog lam_common 1e-4 and 0.013 (extended below
-          the start range once), lam_personal 0.085-0.12.
-No data of a published table was used.
-
-Ablations (registered names):
-  * ``tfcl-q-noauc``: instance-wise squared loss sum_t 1/2||y_t - X_t w_t||^2;
-  * ``tfcl-q-nog``: theta_g = 0 (no co-grouping component, no U-step);
-  * ``tfcl-coc``: the co-grouping term alpha_2 <L(theta_g), U> replaced by CoCMTL's
-    co-cluster term alpha_2 sum_{i>k} sigma_i(theta_g)^2 (``cocmtl.prox_cocluster``), the
-    ridge alpha_3 kept: theta_g = prox_cocluster(theta~_g/(1 + a3/C), (a2/C)/(1 + a3/C), k).
+Ablations: ``tfcl-q-noauc`` (instance-wise squared loss), ``tfcl-q-nog`` (theta_g = 0, no
+U-step), ``tfcl-coc`` (alpha_2 <L(theta_g), U> replaced by CoCMTL's alpha_2 sum_{i>k}
+sigma_i(theta_g)^2, the ridge kept).  Unverified (not in the paper, as for ``tfcl.py``): the
+initialisation, C, the stopping rule and the grid.
 """
 from __future__ import annotations
 
@@ -345,6 +169,7 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
     search_space = SPACE_Q
     param_constraints = COMMON_CONSTRAINTS
     convex = False
+    target_kinds, shift_invariant_loss = ("binary",), True  # the pairwise AUC loss
     supports_warm_start = False
     use_group = True
     group_reg = "tfcl"
@@ -702,6 +527,7 @@ class TFCLQNoAUC(TFCLQ):
     name = "tfcl-q-noauc"
     cost_hint = 3.6  # s per unit on the reference problem (mtlbench.runner.cost)
     ablation_of = "tfcl-q"
+    target_kinds, shift_invariant_loss = ("binary", "real"), False
     ablation_label = "w/o AUC loss"
     paper = TFCLQ.paper + "; ablation without the AUC loss"
     search_space = SPACE_Q_NOAUC

@@ -1,187 +1,61 @@
-"""VSTG-MTL: Variable Selection and Task Grouping MTL (Jeong & Jun, KDD 2018).
+"""VSTG-MTL: variable selection and task grouping.
 
-Objective (W = U V, U d x K latent bases, V K x T task codes, column v_t for task t)::
+J.-Y. Jeong and C.-H. Jun, "Variable Selection and Task Grouping for Multi-Task Learning",
+Proceedings of the 24th ACM SIGKDD International Conference on Knowledge Discovery and Data
+Mining (KDD), 2018, doi:10.1145/3219819.3219992; a competitor of the TFCL paper (Sec.
+Competitors).  W = U V, U d x K latent bases, V K x T task codes (column v_t for task t)::
 
     F(U, V) = sum_t 1/2 ||y_t - X_t U v_t||^2                (loss)
             + gamma1 ||U||_1 + gamma2 ||U||_{1,inf}          (variable selection on U's rows)
-            + mu sum_t (||v_t||_k^sp)^2                      (task grouping: squared k-support norm)
+            + mu sum_t (||v_t||_k^sp)^2                      (task grouping)
 
 ||U||_{1,inf} = sum_i max_a |U_ia|; ||.||_k^sp is the k-support norm (Argyriou, Foygel & Srebro
-2012).  Loss: the paper (and the authors' code, ``VSTG_MTL_regress.m``) uses
-sum_t 1/(2 n_t) ||y_t - X_t U v_t||^2; following the TFCL paper's Experimental Settings every
-competitor here uses the instance-wise squared loss sum_t 1/2 ||y_t - X_t w_t||^2
-(``SquaredLoss``), which only rescales the regularisation weights per task.
+2012).  The paper (and the authors' code, ``VSTG_MTL_regress.m``) weights each task's loss by
+1/n_t; here every competitor has the TFCL paper's instance-wise squared loss (Sec.
+Experimental Settings), which only rescales the weights per task.
 
-Solver.  F is block-convex (convex in U for fixed V and in V for fixed U) but not jointly
-convex.  The paper alternates the two convex block problems; here every outer iteration is one
-such block iteration followed by accelerated proximal-gradient steps on (U, V) jointly, and the
-stopping rule is the one of the alternating scheme, checked on its block iteration:
+Solver.  F is convex in U for fixed V and in V for fixed U, not jointly.  Each outer iteration
+is one iteration of the paper's alternating scheme followed by ``_JOINT_STEPS`` (20)
+accelerated proximal-gradient steps on (U, V) together:
+* U-step (V fixed; the paper uses ADMM, here FISTA with adaptive restart in a row metric: row
+  i weighted by sum_t (X_t^T X_t)_ii ||v_t||^2); the prox of gamma1 ||.||_1 + gamma2
+  ||.||_{1,inf} is soft thresholding followed by the row-wise l_inf prox (exact; checked
+  against cvxpy).  V-step (U fixed): separable over tasks, FISTA on all tasks at once with the
+  exact prox of the squared k-support norm.  A block update is kept only if it does not
+  increase F; from the second outer iteration on, the point (2U - U0, 2V - V0) replaces it if
+  F is strictly smaller (Bro 1998).  Inner tolerance max(``u_tol`` / ``fista_tol``, 0.1 x the
+  last outer relative change of W).
+* joint steps: monotone FISTA on (U, V), both gradients from one residual, each block's prox
+  applied separately, in a diagonal metric scaled by a factor that backtracking doubles until
+  the joint descent condition holds; a step that would increase F restarts the momentum, so F
+  never increases (tested).  Why: the loss depends on U V only (invariant under U -> U R,
+  V -> R^{-1} V), and with n_t < d F has long flat valleys along which block steps move
+  slowly and joint momentum fast.  Only the first outer iteration adopts its block iteration.
+Initialisation (the authors' code): per-task ridge W0 (weight mean_t tr(X_t^T X_t)/d), then
+its rank-K SVD W0 = P S Q^T, U = P S^{1/2}, V = S^{1/2} Q^T.
 
-* Data pieces (``_Problem``): the thin SVD of every task, X_t = P_t diag(s_t) Q_t^T, gives the
-  loss as 1/2 ||s_t * (Q_t^T w) - P_t^T y_t||^2 + const, its gradient in O(d min(n_t, d)) per
-  task, and the ridge solve (X_t^T X_t + rho I)^{-1} for any rho (the initial W0).  Computed
-  once per TaskSet object (``tasks.memo``) and shared by every fit of a search; no n x n or
-  dK x dK matrix is formed (at SUN scale, d = 2048 > n_t = 50, the n_t side is used).  When
-  every task has n_t >= d (the simulated data: 136 x 80), the per-task Gram matrices
-  X_t^T X_t are stored instead (the same size as the Q_t then): the joint steps and U-steps
-  get the loss and gradient at a point from one batched product H_t w_t instead of two
-  (Q_t^T w_t, then back), the ridge solve is one batched linear solve, and the per-task SVDs
-  are not computed at all (they were 0.12 s of a simulated fit's set-up); with n_t < d (paper
-  scale: ~34 x 100) the SVD pieces stay cheaper.  The initial ridge W0 and its SVD are
-  data-only, computed once per problem (``_Problem.ridge_svd``).
-* Block iteration (the paper's scheme, as implemented before this version):
-  U-step (V fixed): min_U sum_t 1/2 ||y_t - X_t U v_t||^2 + gamma1 ||U||_1 + gamma2 ||U||_{1,inf}
-  by FISTA with adaptive momentum restart in a row metric (``_u_step``; row i weighted by the
-  energy of feature i, sum_t (X_t^T X_t)_ii ||v_t||^2: PCA features differ in energy by x67 on
-  synthetic-attributes[seed=101], and one global step is set by the strongest).  The prox of
-  gamma1 ||.||_1 + gamma2 ||.||_{1,inf} is soft thresholding followed by the row-wise l_inf prox
-  (``prox_l1_l1inf_rows``; the composition is exact, see there; checked against cvxpy).
-  V-step (U fixed): separable over tasks; FISTA on every task at once with the exact prox of
-  the squared k-support norm (``_prox_ksupport_sq_cols``) and per-task steps (``_v_step``).
-  Each block update is kept only if it does not increase F (for the V-step per task); from the
-  second outer iteration on, the point (2U - U0, 2V - V0) (the block step taken once more,
-  Bro 1998; Rajih, Comon & Harshman 2008) replaces the result if it has a strictly smaller F.
-  Inner stopping: U-step when max |U+ - U| <= tol_in max |U+|; a V-step task when its largest
-  change is <= tol_in x max |V|; tol_in = max(``u_tol`` (resp. ``fista_tol``), 0.1 x the last
-  outer relative change of W), as before.  (The paper and the first version here solved the
-  U-step by ADMM with a dK x dK linear system.)
-* Joint steps (``_joint_steps``, ``_JOINT_STEPS`` = 20 after every block iteration): monotone
-  FISTA on (U, V) together -- both gradients come from one residual, grad_U = G V^T,
-  grad_V = U^T G with G = sum_t X_t^T (X_t w_t - y_t) e_t^T, the prox of each block's penalty
-  applied separately -- in a diagonal metric (row i of U: the average diagonal of its Hessian
-  block, sum_t (X_t^T X_t)_ii ||v_t||^2 / K; column t of V: sum_i (X_t^T X_t)_ii ||U_i||^2 / K)
-  scaled by one factor c that backtracking doubles until the joint descent condition holds
-  (F has no global Lipschitz gradient; the condition makes every step a majorisation step)
-  and that shrinks by 0.8 per step.  A step that would increase F restarts the momentum and
-  is retried from the current point; momentum also restarts when it points uphill
-  (O'Donoghue & Candes 2015); it carries over from one group of steps to the next.  So F never
-  increases (tested).  Two batched products over the data per step with the Gram matrices,
-  three without (plus one per backtracking trial).  The two proximal maps are closed forms
-  with a handful of vectorised numpy calls each (``_prox_ksupport_sq_cols``, the shared
-  ``_prox.prox_ksupport_sq_with_value`` laid out for K x T matrices, which also returns the
-  penalty's value, and ``prox_l1_l1inf_rows``): at these sizes (K <= 40, T = 100-200) the
-  number of numpy calls, not the arithmetic, is their cost.  (The two blocks are held in one
-  flat vector, so the extrapolation, the step and the two tests cost one call each.)
-  Why: the loss depends on U V only, so it is invariant under U -> U R, V -> R^{-1} V; the
-  penalties pick a sparse representative, and with n_t < d the data leave most of every w_t
-  free, so F has long flat valleys in which block steps move slowly (the previous version
-  needed 60-300 alternations; Anderson acceleration, longer extrapolations, rescaling between
-  the 1- and 2-homogeneous penalties and looser inner tolerances did not help).  Momentum on
-  both blocks at once moves along such valleys: on the design data a fit takes 3-5x less time
-  than with block iterations alone (``benchmarks/bench_vstgmtl.py``), with 3-23 outer
-  iterations instead of 17-290.  The first outer iteration adopts its block iteration (from
-  the initialisation); later ones only measure with it (the momentum is kept), unless it
-  certifies convergence.  Starting the joint steps directly from the initialisation ended in
-  worse local minima (fewer surviving latent components) at strongly regularised points.
-  (A joint step with per-task metric lambda_max(U^T X_t^T X_t U) for V was slower; 10 or 40
-  joint steps per block iteration instead of 20 were slower in total.)
+Stopping rule (non-convex problem, no certificate): the block iteration from the current point
+changes F by at most ``tol`` (1e-5) relative and W by at most ``xtol`` (1e-3) relative; its
+result is returned.  It certifies that one iteration of the alternating scheme no longer moves
+the iterate, a weak certificate in a flat valley, and where it first holds depends on the
+path.  ``converged_`` says whether it held within ``max_iter`` (500) outer iterations;
+``report_progress`` with F once per outer iteration.  ``convex = False``: no warm starts.
 
-Outer stopping rule (non-convex problem): the block iteration from the current point changes F
-by at most ``tol`` (default 1e-5) relative and W = U V by at most ``xtol`` (default 1e-3)
-relative, ||W_b - W|| <= xtol ||W_b||; then its result is returned.  This is the previous
-solver's rule, evaluated on the same kind of iteration with the same inner tolerances, so it
-certifies the same thing: one iteration of the alternating scheme (in the final iterations
-usually a single proximal-gradient step per block, because tol_in follows the last change of
-W) no longer moves the iterate.  It is a weak certificate in a flat valley, and the objective
-at which it first holds is path-dependent.  Relative objective difference new - old from the
-same initialisation (``benchmarks/bench_vstgmtl.py``): synthetic-attributes[seed=101], the 12
-start points of the default search: median -2.7e-3, range [-1.5e-2, +1.3e-2], lower at 10
-(the +1.3e-2 point is another local minimum: continued for 150 outer iterations the new solver
-stays 0.5% above); simulated[seed=101], 8 points: median +2.3e-5, range [-2.9e-3, +8.7e-4],
-lower at 3.  Requiring in addition that the joint steps between two block iterations decrease
-F by at most ``tol`` relative made the simulated objectives lower at 7 of 8 points but cost
-2-3x the time on synthetic-attributes, where the joint steps keep descending a long valley
-(to 2-4% below the previous solver's objective); not adopted.
+Search space (scale-free: gamma1, gamma2 in units of c0 = mean_t ||X_t^T y_t||_inf, mu in
+units of mean_t ||y_t||^2): ``gamma1`` Log([1e-2, 1]), ``gamma2`` Log([1e-3, 1e-1]), ``mu``
+Log([0.1, 10]), bounds (0, inf) (each weight > 0 is a valid model, none has a value beyond
+which the model stops changing); ``n_bases`` (K) Int([5, 20]), bounds [1, min(d, T)] (the fit
+clips K there); ``k`` Int([1, 5]), bounds [1, n_bases] (k >= K is the l2 norm, the same model;
+k = 1 is the squared l1 norm).  gamma1, mu and K from ``simulated[seed=101]``, split of
+repetition 0 (K = 10, k = 3, gamma2 = 0.01 unless said; validation AUC x100): gamma1 = 1e-2:
+mu = 1e-2 -> 87.7, 0.1 -> 88.0, 1 -> 88.8; gamma1 = 0.1: mu = 0.1 -> 89.6, 1 -> 90.8;
+gamma1 = 1, mu = 0.1 -> 87.3; K up to 20 because K = 10 cannot represent a W of rank > 10.
+gamma2 from the math (the units of gamma1, a decade on each side of 0.01, as good as 0.1
+there); k's range keeps k <= K over K's range (the authors' demos use k = 3).
 
-Measured (2026-11-26, machine shared with other jobs, so only side-by-side ratios are
-meaningful): ``OMP_NUM_THREADS=1 python benchmarks/bench_paper_scale.py --ref main --models
-vstgmtl`` (synthetic-attributes attr0, 192 tasks, d = 100, one unit = 20 search fits + refit):
-6.8 s vs 57.7 s for the previous solver (8.4x), 20 of 20 search fits converged, test AUC 80.85
-vs 80.71.  ``python benchmarks/bench_vstgmtl.py --data simulated`` (100 tasks, d = 80): median
-fit 0.90 s vs 2.99 s (3.3x; the issue's 0.3 s target for a simulated fit, 1.2 s for the old
-solver idle, scales to ~0.36 s idle, so it is met only roughly).
-Then (2026-11-27, same iterates up to rounding: closed-form proximal maps with fewer numpy
-calls, the Gram representation when n_t >= d; F new vs old within 7e-15 relative at every
-point, the same outer iterations): ``python benchmarks/bench_vstgmtl.py --ref <previous>
---data simulated`` (old = this file and ``_prox.py`` at the ref; load average ~2 on 2 cores)
-median fit 0.34 s vs 0.65 s (1.9x; total 3.2 s vs 7.0 s), range 0.19-0.94 s; the 0.3 s
-target is just missed under that load.  ``--data attributes`` (SVD path, n_t < d): the same
-objectives; ``bench_paper_scale.py --ref <previous> --models vstgmtl``: unit 8.5 s vs 16.9 s
-under the same load (2.0x), 20 of 20 search fits converged, test AUC 80.85 both; with
-``--dataset-params seed=101`` (heavier load) 14.9 s vs 48.8 s (3.3x), AUC 80.16 both.
-Near-idle (2026-11-27 02:45, ``bench_paper_scale.py --ref dae191a --models
-amtl,tfcl-coc,vstgmtl --dataset-params seed=101``): 7.2 s vs 10.3 s (the cost_hint then);
-``bench_vstgmtl.py --data simulated``: median fit 0.39 s vs 0.63 s (target 0.3 s).  Where a
-fit's time goes now (cProfile, the 8 simulated points): the batched products H_t w_t ~40%
-(2 per joint step + 1 per backtracking trial; memory-bound, ~0.2 ms each idle), the two
-proximal maps ~20%, the V-steps' K x K blocks ~7%, numpy call overhead of the rest.  Fewer
-steps need another path, and on this non-convex problem another path stops at another point:
-a metric decay of 0.9 instead of 0.8 per joint step (6% fewer steps, half the backtracking
-trials) changed F by -1.7e-3 .. +2.6e-3 relative, higher at 4 of the 8 points; not adopted.
-Then (2026-11-27 evening, the same steps and decisions: the same outer iterations and joint
-steps at every point, F new vs old within 4.1e-13 relative on simulated[seed=101], 8.9e-14 on
-synthetic-attributes[seed=101]; only the rounding of products changed): the joint steps hold
-(U, V) as one flat vector, the k-support prox runs in a column layout
-(``_prox_ksupport_sq_cols``, bit-identical to the shared one in the tests), the V-steps' K x K
-products are batched matmuls, the Gram path builds no SVD (its set-up 0.01 s instead of
-0.13 s), the initial ridge and its SVD are computed once per problem.  Load ~1-1.5 on 2
-cores, CPU times: ``bench_vstgmtl.py --ref 6425ae2 --data simulated --repeat 3`` median fit
-0.21 s vs 0.25 s (1.2x; every point 1.06-1.3x, total 2.2 s vs 2.5 s); ``--data attributes``
-(SVD path, same command) median 0.31 s vs 0.34 s (1.1x, total 4.0 s vs 4.3 s; 11 of 12
-points faster, one 4% slower); default ``VSTGMTL()`` on the simulated (seed 0) training
-split of rep 0, best of 5 in 3 interleaved rounds: 0.23 s vs 0.31 s (1.35x), 0.28 s vs
-0.42 s (1.5x) from a fresh TaskSet (set-up included): the issue's 0.3 s target is met.
-``bench_paper_scale.py --ref 6425ae2 --models vstgmtl``: 5.1 s vs 5.2 s; with
-``--dataset-params seed=101`` (the ``cost_hint``'s reference problem) 5.8 s vs 6.2 s, 20 of
-20 search fits converged, AUC equal.  Still ~40% of a simulated fit is the
-batched products H_t w_t (4,829 over the 8 points), memory-bound (0.12 ms each with the Gram
-matrices in cache, 0.3 ms in a fit on a shared machine); stacking two products in one call
-(T x 2 x d) was slower (BLAS gemm packs each d x d block); a leaner l1/l_{1,inf} prox
-(transposed layout, negated sorts) measured within noise, not adopted; the row-vector form
-w_t^T H_t (kept: no transposed copy of W) is within noise of the column form H_t w_t.
-``converged_`` says whether the rule was met within ``max_iter`` outer iterations (default 500,
-a safety cap, not a tuning knob).  ``diagnostics_`` counts the U-step, V-step and joint steps
-and the accepted extrapolations.  ``report_progress`` is called once per outer iteration with
-F (no certificate: non-convex).
-
-Initialisation (authors' code): per-task ridge W0, then the rank-K SVD W0 = P S Q^T,
-U = P S^{1/2}, V = S^{1/2} Q^T.  Non-convex (``convex = False``): the search never warm-starts
-it; ``init`` (a fitted VSTGMTL with the same shapes) is honoured only when called directly.
-
-Hyperparameters -> paper symbols (scale-free ratios; the paper gives no default grid):
-``gamma1``, ``gamma2`` -> gamma_1, gamma_2 in units of c0 = mean_t ||X_t^T y_t||_inf, searched
-separately; ``mu`` -> mu in units of mean_t ||y_t||^2 (= mean n_t for +-1 labels), so that
-rescaling the features or the sample sizes leaves the optimum's shape unchanged; ``n_bases`` -> K
-(rank, number of latent bases; clipped to min(d, T), beyond which U V can represent any W);
-``k`` -> k of the k-support norm (authors' demo: K = 9, k = 3 on School; K = 5, k = 3 on MNIST);
-k is clipped to K: for k >= K the k-support norm of a K-vector is its l2 norm, so every k >= K
-is the same model.
-
-Declared search space (the paper treats all five as tuned; docs/tuning.md, rule version 4:
-a 12-point design over the start ranges, every parameter taking about 12 values):
-``gamma1`` Log([1e-2, 1e-1, 1]), ``gamma2`` Log([1e-3, 1e-2, 1e-1]), ``mu``
-Log([0.1, 1, 10]), all with bounds (0, inf) (each weight > 0 is a valid model; none has a
-finite value beyond which the model stops changing for every data set; a grid ratio of 10 is
-the search's extension step); ``n_bases`` Int([5, 20]), bounds [1, min(d, T)]
-(``high="min(d, T)"``: the fit clips K there, so every larger value is the same model);
-``k`` Int([1, 5]), bounds [1, n_bases] (``high="n_bases"``, a joint bound: k >= K is the
-l2 norm, the same model for every larger k; k = 1 is the squared l1 norm).  Sources:
-gamma1, mu and K from the design data below (gamma1: 0.1 best, 1e-2 and 1 worse; mu: 1 best
-at gamma1 = 0.1, 0.1 worse, so the range reaches a decade beyond; K = 20 because K = 10
-cannot represent a W of rank > 10, the simulated W has rank 80); gamma2 from the math (the
-same units c0 as gamma1; a decade on each side of 0.01, where it was as good as 0.1 in the
-design data); k's range from the math (1 to 5 keeps k <= K over K's whole range, so the
-joint bound only acts when the search moves K below 5).  Design data: simulated data of
-generator seed 101 (``make_simulated(seed=101)``, protocol split rep 0; never the published
-seed 0 or the real data), K = 10, k = 3, gamma2 = 0.01 unless said, validation AUC x100:
-gamma1 = 1e-3: mu = 1e-2 -> 87.5, 1e-1 -> 87.6; gamma1 = 1e-2: mu = 1e-2 -> 87.7, 1e-1 ->
-88.0, 1 -> 88.8; gamma1 = 0.1: mu = 0.1 -> 89.6, 1 -> 90.8, (gamma2 = 0.1, mu = 0.1) -> 89.3;
-gamma1 = 1, mu = 0.1 -> 87.3.
-
-Could not verify (the paper's text was not reachable here; models.md and the authors' MATLAB
-code were): the paper's equation numbers; its exact ADMM splitting (the code's three
-copies); the initial ridge weight (the code's ``||hyp(1:3)||_2 + 1`` mixes units; we use the
-average feature energy mean_t tr(X_t^T X_t)/d); the authors' hyperparameter grid.
+Unverified (the paper's text was not available here; the authors' MATLAB code was): the
+paper's equation numbers; its ADMM splitting; its initial ridge weight (the code's
+``||hyp(1:3)||_2 + 1`` mixes units); the authors' hyperparameter grid.
 """
 from __future__ import annotations
 
@@ -281,6 +155,7 @@ class VSTGMTL(LinearMTLModel):
                          "u_tol": Linear([1e-4], low=0.0), "u_max_iter": Int([200], low=1),
                          "fista_tol": Linear([1e-4], low=0.0), "fista_max_iter": Int([200], low=1)}
     convex = False
+    target_kinds = ("binary", "real")
     supports_warm_start = False
 
     def __init__(self, gamma1: float = 1e-2, gamma2: float = 1e-2, mu: float = 1e-2,

@@ -61,12 +61,12 @@ def ridge_scale(J: LeastSquares) -> float:
     the loss depends on; ``LeastSquares.curvature``).
 
     alpha = lam * ridge_scale: lam = 1 is a ridge as strong as the loss's average curvature per
-    coordinate, whatever n_t / d is.  Why not the Lipschitz constant max_t ||H_t||_2 (the scale
-    until this version): the largest eigenvalue of a task's Hessian measures its single
-    stiffest direction, and its ratio to the average curvature grows as n_t approaches d
-    (for isotropic rows ~ (1 + sqrt(d / n_t))^2: ~2.3 at n_t = 136, d = 80; ~4 at n_t = d),
-    and the maximum over tasks is set by the one most extreme (smallest, or for the squared
-    loss largest) task, so the same lam_ridge meant a different ridge on every data set.  The
+    coordinate, whatever n_t / d is.  Why not the Lipschitz constant max_t ||H_t||_2: the
+    largest eigenvalue of a task's Hessian measures its single stiffest direction, and its
+    ratio to the average curvature grows as n_t approaches d (for isotropic rows
+    ~ (1 + sqrt(d / n_t))^2: ~2.3 at n_t = 136, d = 80; ~4 at n_t = d), and the maximum over
+    tasks is set by the one most extreme (smallest, or for the squared loss largest) task, so
+    the same lam_ridge would mean a different ridge on every data set.  The
     trace is a sum over all directions, the mean over tasks weighs every task alike, and both
     scale exactly like the loss: multiplying all features by c multiplies the scale by c^2, so
     the fit at a given lam_ridge becomes W / c (same groups, same scores).  Computed once per
