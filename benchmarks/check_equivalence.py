@@ -23,21 +23,18 @@ Exit status 1 if a non-convex model is not identical or a convex one misses ``--
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import pickle
-import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import worker_env
+from _common import checkout, worker_env
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = {"simulated": ("simulated", "simulated"),
@@ -121,16 +118,6 @@ def _run(tree: str | None, tasks_path: str, model: str, points: list[dict]) -> d
         os.unlink(out)
 
 
-def _extract(ref: str) -> str:
-    """The tree of git ref ``ref`` in a temporary folder (``git archive``, no worktree)."""
-    path = tempfile.mkdtemp(prefix="equiv-ref-")
-    data = subprocess.run(["git", "-C", str(REPO), "archive", ref], check=True,
-                          capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(path, filter="data")
-    return path
-
-
 def _compare(convex: bool, old: dict, new: dict, n: int, rtol: float) -> tuple[str, bool]:
     diffs, rel, same, lines = [], [], True, []
     for i in range(n):
@@ -165,14 +152,10 @@ def main() -> int:
     reg = get_registry()
     models = args.models.split(",") if args.models else sorted(set(reg.model_names) - SKIP)
     sets = _training_sets(args.problems.split(","), args.data_dir)
-    old_tree = _extract(args.ref)
-    print(f"old = {args.ref} (extracted to {old_tree}), new = working tree; one BLAS thread")
     failures = []
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            _check_all(sets, models, reg, old_tree, tmp, args, failures)
-        finally:
-            shutil.rmtree(old_tree, ignore_errors=True)
+    with checkout(args.ref) as old_tree, tempfile.TemporaryDirectory() as tmp:
+        print(f"old = {args.ref} (extracted to {old_tree}), new = working tree; one BLAS thread")
+        _check_all(sets, models, reg, old_tree, tmp, args, failures)
     print("\nall as expected" if not failures else "\nnot as expected: " + ", ".join(failures))
     return 1 if failures else 0
 
