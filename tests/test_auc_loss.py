@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
-from mtlbench_models._losses import SquaredAUCLoss, squared_auc_bruteforce
+from mtlbench_models._core.datafits import SquaredAUCLoss, squared_auc_bruteforce
 
 
 def make_tasks(seed, T=3, d=6):
@@ -71,16 +71,13 @@ def test_definition_as_double_sum():
 
 
 @pytest.mark.parametrize("pad_ratio", [1.0, 1e9])
-def test_bucketed_batched_form_matches_bruteforce(monkeypatch, pad_ratio):
+def test_bucketed_batched_form_matches_bruteforce(pad_ratio):
     """Tasks of unequal sizes: one zero-padded bucket per size (pad ratio 1) or all in one
     bucket give the same value and gradient as brute-force pairs, task by task."""
-    import mtlbench_models._losses as losses
-
-    monkeypatch.setattr(losses, "_PAD_RATIO", pad_ratio)
     rng = np.random.default_rng(5)
     Xs = [rng.standard_normal((int(rng.integers(6, 30)), 5)) for _ in range(12)]
     ys = [np.where(np.arange(len(X)) % 4 == 0, 1.0, -1.0) for X in Xs]
-    J = losses.SquaredAUCLoss(TaskSet.from_arrays("p", Xs, ys))
+    J = SquaredAUCLoss(TaskSet.from_arrays("p", Xs, ys), pad_ratio=pad_ratio)
     sizes = {len(X) for X in Xs}
     assert len(J.buckets) == (1 if pad_ratio > 1 else len(sizes))
     W = rng.standard_normal((5, 12))

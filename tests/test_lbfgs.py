@@ -1,12 +1,12 @@
-"""_lbfgs: the preconditioned L-BFGS of the factored solvers reaches the minimiser of convex
-quadratics (with and without a preconditioner), decreases f at every iteration, and stops where
-its caller's check says so."""
+"""_core.solvers.lbfgs: the preconditioned L-BFGS of the factored solvers reaches the minimiser
+of convex quadratics (with and without a preconditioner), decreases f at every iteration, and
+stops where its caller's check says so."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mtlbench_models._lbfgs import lbfgs
+from mtlbench_models._core.solvers import lbfgs
 
 
 def _quadratic(seed, n=30, cond=1e2):

@@ -12,7 +12,7 @@ import pytest
 
 from mtlbench import TaskSet
 from mtlbench.space import Param, normalise_space, space_problems
-from mtlbench_models._taskgram import TaskSpectra
+from mtlbench_models._core.representations import TaskSpectra
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -9,8 +9,7 @@ import pytest
 from scipy.optimize import minimize
 
 from mtlbench import TaskSet
-from mtlbench_models._linalg import BatchedTaskQuadratic
-from mtlbench_models._losses import SquaredLoss
+from mtlbench_models._core.datafits import SquaredLoss
 from mtlbench_models.cocmtl import (CoCMTL, ReducedCoCluster, cocluster_penalty,
                                     mean_reg_penalty, prox_cocluster, prox_mean_reg,
                                     stationarity_residual, top_k_truncation)
@@ -149,7 +148,7 @@ def _residual(m, tasks):
     """The stopping rule's quantity, recomputed from the fitted (P_, Q_) alone."""
     G = SquaredLoss(tasks).grad(m.coef_)
     res = stationarity_residual(G, m.P_, m.Q_, m.lam1_, m.lam2_, int(m.k))
-    lip = BatchedTaskQuadratic(tasks).lipschitz
+    lip = SquaredLoss(tasks, "padded").lipschitz
     return res / (lip * max(1.0, np.sqrt(np.sum(m.P_ ** 2) + np.sum(m.Q_ ** 2))))
 
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 from mtlbench_datasets.simulated import make_low_rank_tasks
-from mtlbench_models._linalg import TaskQuadratic
-from mtlbench_models._losses import SquaredLoss
-from mtlbench_models._prox import prox_trace
-from mtlbench_models.ramusa import RAMUSA, capped_penalty, stage_solve, svt
+from mtlbench_models._core.datafits import SquaredLoss
+from mtlbench_models._core.penalties import prox_trace, prox_trace_svd
+from mtlbench_models.ramusa import RAMUSA, capped_penalty, stage_solve
 
 
 def _tasks(seed, T=7, d=9, n=14, rank=2):
@@ -69,7 +68,7 @@ def test_pdca_agrees_with_solving_every_stage_exactly():
     the same kind of point; on this instance the same objective to 1e-6."""
     tasks = _tasks(6, T=9, d=11, n=18, rank=2)
     m = RAMUSA(lam_ratio=0.05, theta_ratio=0.3, tol=1e-10, max_iter=50000).fit(tasks)
-    quad = TaskQuadratic(tasks)
+    quad = SquaredLoss(tasks)
     W = m.stage1_coef_
     for _ in range(200):
         U, s, Vt = np.linalg.svd(W, full_matrices=False)
@@ -81,14 +80,14 @@ def test_pdca_agrees_with_solving_every_stage_exactly():
     assert m.capped_objective(tasks) <= m.capped_objective(tasks, W) * (1 + 1e-6)
 
 
-def test_svt_matches_lapack_prox_trace():
+def test_gram_svt_matches_the_lapack_svd():
     rng = np.random.default_rng(3)
     for shape in [(40, 7), (7, 40), (9, 9)]:
         V = rng.standard_normal(shape)
         for tau in (0.0, 0.5, 2.0, 100.0):
-            Xr, sr = prox_trace(V, tau)
+            Xr, sr = prox_trace_svd(V, tau)
             for few in (False, True):       # all eigenpairs, or only those above tau^2
-                X, s = svt(V, tau, few=few)
+                X, s = prox_trace(V, tau, few=few)
                 np.testing.assert_allclose(X, Xr, atol=1e-10)
                 np.testing.assert_allclose(s, sr, atol=1e-10)
     assert capped_penalty(np.array([3.0, 1.0, 0.2]), 0.5) == pytest.approx(1.2)
@@ -125,8 +124,8 @@ def test_adaptive_step_reaches_the_fixed_step_stage_optimum():
     """The stage solver's step constant may go below Lip(grad J) (backtracking up to it): the
     convex stage problem's optimum is the same as with the fixed constant (down = 1)."""
     tasks = _tasks(4, T=12, d=20, n=10, rank=2)
-    quad = TaskQuadratic(tasks)
-    lam = 0.1 * float(np.linalg.norm(quad.grad(quad.forward(np.zeros((20, 12)))), 2))
+    quad = SquaredLoss(tasks)
+    lam = 0.1 * float(np.linalg.norm(quad.grad(np.zeros((20, 12))), 2))
     W0 = np.zeros((20, 12))
     fixed = stage_solve(quad, lam, None, W0, tol=1e-10, max_iter=50000, down=1.0)
     stats = {}
@@ -145,8 +144,7 @@ def test_stage_stops_at_a_small_optimality_residual(seed, lam_ratio):
     independently: the prox-gradient mapping at W with the global constant Lip(grad J) is
     small, and the objective is within a stated margin of cvxpy's optimum."""
     tasks = _tasks(seed, T=9, d=20, n=8)          # d >= 2 n_t: the batched row representation
-    from mtlbench_models._linalg import BatchedTaskQuadratic
-    quad = BatchedTaskQuadratic(tasks)
+    quad = SquaredLoss(tasks, "padded")
     loss = SquaredLoss(tasks)
     lam = lam_ratio * float(np.linalg.norm(loss.grad(np.zeros((20, 9))), 2))
     rng = np.random.default_rng(seed)
@@ -179,11 +177,10 @@ def test_report_progress_once_per_apg_iteration():
 
 
 def _factored(seed, lam_ratio=0.05, theta_ratio=0.3, r=3):
-    from mtlbench_models._linalg import BatchedTaskQuadratic
     from mtlbench_models.ramusa import FactoredCapped
     tasks = _tasks(seed, T=9, d=11, n=7)
-    quad = BatchedTaskQuadratic(tasks)
-    lam = lam_ratio * float(np.linalg.norm(quad.grad(quad.forward(np.zeros((11, 9)))), 2))
+    quad = SquaredLoss(tasks, "padded")
+    lam = lam_ratio * float(np.linalg.norm(quad.grad(np.zeros((11, 9))), 2))
     return tasks, quad, lam, FactoredCapped(tasks, quad, lam, theta_ratio, r)
 
 
@@ -228,12 +225,11 @@ def test_factored_dc_reaches_the_pdcae_objective(seed, lam_ratio, theta_ratio):
     critical point pDCAe alone reaches from W^(1) (here lower: 2.930 vs 3.118 and 6.405 vs
     6.475; the problem is non-convex, so this is measured, not guaranteed).  The reference runs
     at tol 1e-6: at 1e-7 pDCAe alone does not converge within 50,000 iterations here."""
-    from mtlbench_models._linalg import BatchedTaskQuadratic
     from mtlbench_models.ramusa import pdca_solve
     tasks = _tasks(seed, T=10, d=12, n=9)
     m = RAMUSA(lam_ratio=lam_ratio, theta_ratio=theta_ratio, tol=1e-9, max_iter=50000).fit(tasks)
     assert m.converged_ and m.diagnostics_["dc_iter"] >= 1
-    quad = BatchedTaskQuadratic(tasks)
+    quad = SquaredLoss(tasks, "padded")
     W, h, _, ok = pdca_solve(quad, m.lam_, m.theta_, m.stage1_coef_, tol=1e-6, max_iter=50000)
     assert ok
     assert m.capped_objective(tasks) <= h[-1] * (1 + 1e-8)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
-from mtlbench_models._losses import SquaredLoss
+from mtlbench_models._core.datafits import SquaredLoss
 from mtlbench_models.rmtfl import RMTFL, rmtfl_lambda_max
 
 

@@ -4,15 +4,15 @@ formulas, the composed l1 + l_{1,inf} prox (also with per-row weights) agrees wi
 U-step and V-step reach the cvxpy optima of their convex sub-problems, the joint steps end at
 a point where both blocks are optimal (cvxpy), the memo gives bit-identical fits, progress is
 reported once per outer iteration, and the fitted model runs on the simulated data.
-(The k-support norm and prox oracles live in tests/test_prox.py.)"""
+(The k-support norm and prox oracles live in tests/test_penalties.py.)"""
 import cvxpy as cp
 import numpy as np
 import pytest
 
 from mtlbench import TaskSet
-from mtlbench_models._prox import ksupport_norm, prox_ksupport_sq_with_value
-from mtlbench_models.vstgmtl import (_MEMO_KEY, VSTGMTL, _Problem, _prox_ksupport_sq_cols, _State,
-                                     prox_l1_l1inf_rows, vstg_objective)
+from mtlbench_models._core.penalties import (ksupport_norm, prox_ksupport_sq_with_value,
+                                             prox_l1_l1inf_rows)
+from mtlbench_models.vstgmtl import _MEMO_KEY, VSTGMTL, _Problem, _State, vstg_objective
 
 
 def _tasks(seed, T=8, d=12, n=14):
@@ -159,7 +159,6 @@ def test_k_at_least_n_bases_is_the_l2_model():
     b = VSTGMTL(n_bases=3, k=7, max_iter=5).fit(tasks)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     v = np.random.default_rng(0).standard_normal(3)
-    from mtlbench_models._prox import ksupport_norm
     assert ksupport_norm(v, 3) == pytest.approx(np.linalg.norm(v), rel=1e-12)
 
 
@@ -360,10 +359,11 @@ def test_fit_same_with_either_representation():
 
 
 @pytest.mark.parametrize("K,m,k", [(20, 100, 3), (5, 190, 4), (12, 30, 1), (40, 7, 5), (3, 9, 3)])
-def test_lean_ksupport_prox_equals_the_shared_one(K, m, k):
-    """The private column-layout prox of the squared k-support norm gives the shared function's
-    W and values (the same arithmetic: bit-identical here; asserted to 1e-12), with exact ties,
-    zero columns and entries and weights over many decades."""
+def test_ksupport_prox_of_a_matrix_is_the_prox_of_each_column(K, m, k):
+    """The column layout of the squared k-support prox (the joint steps' and V-steps' K x T
+    matrices, one weight per column) gives every column the W and value of that column alone
+    (asserted to 1e-12), with exact ties, zero columns and entries and weights over many
+    decades."""
     rng = np.random.default_rng(K * m + k)
     V = rng.standard_normal((K, m)) * 10.0 ** rng.uniform(-3, 3, m)
     V[0, 0] = 0.0
@@ -371,7 +371,8 @@ def test_lean_ksupport_prox_equals_the_shared_one(K, m, k):
     V[1, 2] = -V[2, 2]
     V[:, 3] = 1.5
     lam = 10.0 ** rng.uniform(-4, 4, m)
-    W, val = _prox_ksupport_sq_cols(V, lam, k)
-    W0, val0 = prox_ksupport_sq_with_value(V, lam, k)
+    W, val = prox_ksupport_sq_with_value(V, lam, k)
+    cols = [prox_ksupport_sq_with_value(V[:, j], lam[j], k) for j in range(m)]
+    W0, val0 = np.column_stack([c[0] for c in cols]), np.array([c[1] for c in cols])
     np.testing.assert_allclose(W, W0, rtol=1e-12, atol=1e-12 * np.abs(W0).max())
     np.testing.assert_allclose(val, val0, rtol=1e-12, atol=1e-12 * np.abs(val0).max())

@@ -133,7 +133,7 @@ def wide_tasks(seed, T=12, d=20, n=8):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_nullspace_mm_step_keeps_the_loss_and_does_not_increase_the_penalty(seed):
-    from mtlbench_models._prox import cocluster_penalty
+    from mtlbench_models._core.penalties import cocluster_penalty
     from mtlbench_models.tfcl_q import nullspace_mm_step, row_space_bases
 
     ts = wide_tasks(seed)

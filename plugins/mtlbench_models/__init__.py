@@ -2,5 +2,5 @@
 
 Each module implements the ``register_models`` hook and is named by its own entry point in
 the ``mtlbench`` group (see pyproject.toml), exactly as a third-party plugin would be.
-Shared numerical pieces (losses, proximal operators) live in ``_losses`` and ``_prox``.
+The models compose the shared layer ``_core`` (datafits, penalties, solvers).
 """

@@ -60,18 +60,19 @@ term) is a reconstruction; the paper's search grid is unknown.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.linalg import cho_factor, cho_solve
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._lbfgs import lbfgs
-from ._linalg import BatchedTaskQuadratic, task_eigenrows
-from ._losses import SquaredLoss
-# The co-cluster term's prox lives in _prox (shared with TFCL-Coc); re-exported here.
-from ._prox import _prox_cocluster_with_value, cocluster_penalty, prox_cocluster
+from ._core.datafits import SquaredLoss
+from ._core.representations import task_eigenrows
+# The co-cluster and mean-regularisation terms are the layer's penalties (shared with TFCL-Coc).
+from ._core.penalties import (cocluster_penalty, mean_reg_penalty, prox_cocluster,
+                              prox_cocluster_with_value, prox_mean_reg, top_k_truncation)
+from ._core.solvers import lbfgs
 
-__all__ = ["prox_cocluster", "cocluster_penalty", "CoCMTL", "stationarity_residual",
-           "ReducedCoCluster"]
+__all__ = ["prox_cocluster", "cocluster_penalty", "prox_mean_reg", "mean_reg_penalty",
+           "CoCMTL", "stationarity_residual", "ReducedCoCluster"]
 
 DOWN = 0.8
 PATIENCE = 10
@@ -80,35 +81,9 @@ PATIENCE = 10
 CHECK_EVERY = 25
 
 
-def prox_mean_reg(V: np.ndarray, tau: float) -> np.ndarray:
-    """argmin_X 1/2 ||X - V||_F^2 + tau ||X (I - 11^T/T)||_F^2: keep the column mean of V,
-    shrink the deviations from it by 1/(1 + 2 tau)."""
-    mean = V.mean(axis=1, keepdims=True)
-    return mean + (V - mean) / (1.0 + 2.0 * tau)
-
-
-def mean_reg_penalty(P: np.ndarray) -> float:
-    """Omega1(P) = ||P (I - 11^T/T)||_F^2."""
-    D = P - P.mean(axis=1, keepdims=True)
-    return float(np.sum(D * D))
-
-
 def feature_scale(tasks: TaskSet) -> float:
     """s = mean_t ||X_t||_F^2 / d: the unit of the quadratic penalties' weights."""
     return float(np.mean([np.sum(tasks.X(t) ** 2) for t in range(tasks.T)]) / tasks.d)
-
-
-def top_k_truncation(Q: np.ndarray, k: int) -> np.ndarray:
-    """The best rank-k approximation of Q (Eckart-Young), from the top-k eigenpairs of the
-    smaller Gram matrix; Q itself when k >= min(d, T)."""
-    d, T = Q.shape
-    if k >= min(d, T):
-        return Q.copy()
-    right = T <= d
-    G = Q.T @ Q if right else Q @ Q.T
-    m = G.shape[0]
-    _, B = eigh(G, subset_by_index=(m - k, m - 1), driver="evr", check_finite=False)
-    return (Q @ B) @ B.T if right else B @ (B.T @ Q)
 
 
 def stationarity_residual(GJ: np.ndarray, P: np.ndarray, Q: np.ndarray, lam1: float,
@@ -126,7 +101,65 @@ def stationarity_residual(GJ: np.ndarray, P: np.ndarray, Q: np.ndarray, lam1: fl
     return float(np.sqrt(np.sum(gP * gP) + np.sum(gQ * gQ)))
 
 
-def palm_sweeps(quad: BatchedTaskQuadratic, P: np.ndarray, Q: np.ndarray, lam1: float,
+class _PALMBlocks:
+    """The block steps of :func:`palm_sweeps`: for each block its step constant c_b (last
+    accepted), the sweeps it is kept after a failed decrease, and the count of data passes."""
+
+    def __init__(self, quad, lam1: float, lam2: float, k: int, gamma: float,
+                 backtrack: bool) -> None:
+        self.quad, self.lam1, self.lam2, self.k, self.gamma = quad, lam1, lam2, k, gamma
+        self.c_max = gamma * max(quad.lipschitz, 1e-12)
+        self.down = DOWN if backtrack else 1.0
+        self.steps = {"P": self.c_max, "Q": self.c_max}
+        self.wait = {"P": 0, "Q": 0}
+        self.passes = 2
+        self.prox = {"P": lambda V, cb: (prox_mean_reg(V, lam1 / cb), None),
+                     "Q": lambda V, cb: prox_cocluster_with_value(V, lam2 / cb, k)}
+
+    def block(self, Y, AY, A_other, G, J_Y, name):
+        """Prox-linear step of one block with the step constant c_b = gamma * L_b: L_b
+        starts at DOWN * (last accepted) and doubles until the descent-lemma test
+        J(new) <= J(Y) + <G, D> + L_b/2 ||D||^2 holds (always true at L_b = Lip(grad J),
+        where c_b = c_max is accepted as in plain PALM).  After a failed decrease the
+        block keeps its constant for ``PATIENCE`` sweeps (a failed trial costs a pass)."""
+        quad, c_max, prox = self.quad, self.c_max, self.prox[name]
+        cb = self.steps[name]
+        if self.wait[name] > 0:
+            self.wait[name] -= 1
+        else:
+            cb = max(cb * self.down, 1e-12 * c_max)
+        first = True
+        while True:
+            Xn, pen = prox(Y - G / cb, cb)
+            An = quad.forward(Xn)
+            self.passes += 1
+            Jn = quad.value_of(An + A_other)
+            D = Xn - Y
+            if cb >= c_max or Jn <= J_Y + float(np.vdot(G, D)) + 0.5 * cb / self.gamma * \
+                    float(np.vdot(D, D)):
+                self.steps[name] = cb
+                return Xn, An, Jn, pen
+            if first:
+                self.wait[name] = PATIENCE
+                first = False
+            cb = min(2.0 * cb, c_max)
+
+    def sweep(self, YP, YQ, AYP, AYQ):
+        """One PALM sweep (P block, then Q block with the new P) from (YP, YQ); also returns
+        PALM's guaranteed decrease (c_P ||P_n - YP||^2 + c_Q ||Q_n - YQ||^2) (1 - 1/gamma)/2
+        below F(YP, YQ)."""
+        quad, steps = self.quad, self.steps
+        A = AYP + AYQ
+        Pn, APn, J1, _ = self.block(YP, AYP, AYQ, quad.grad_of(A), quad.value_of(A), "P")
+        G = quad.grad_of(APn + AYQ)
+        Qn, AQn, Jn, omega2 = self.block(YQ, AYQ, APn, G, J1, "Q")
+        Fn = Jn + self.lam1 * mean_reg_penalty(Pn) + self.lam2 * omega2
+        decrease = 0.5 * (1.0 - 1.0 / self.gamma) * (
+            steps["P"] * float(np.sum((Pn - YP) ** 2)) + steps["Q"] * float(np.sum((Qn - YQ) ** 2)))
+        return Pn, Qn, APn, AQn, Fn, decrease
+
+
+def palm_sweeps(quad, P: np.ndarray, Q: np.ndarray, lam1: float,
                 lam2: float, k: int, n_sweeps: int, gamma: float = 1.1, accelerate: bool = True,
                 backtrack: bool = True, stop=None, check_every: int = 1, on_sweep=None,
                 stats: dict | None = None):
@@ -136,58 +169,10 @@ def palm_sweeps(quad: BatchedTaskQuadratic, P: np.ndarray, Q: np.ndarray, lam1: 
     after each sweep, sweeps, stopped).
     ``stats`` accumulates ``data_passes``, ``restarts`` and the final ``step_ratio``."""
     stats = {} if stats is None else stats
-    d, T = P.shape
-    c_max = gamma * max(quad.lipschitz, 1e-12)
-    down = DOWN if backtrack else 1.0
-    steps = {"P": c_max, "Q": c_max}
-    wait = {"P": 0, "Q": 0}
-    passes = [2]
-
-    def block(Y, AY, A_other, G, J_Y, prox, name):
-        """Prox-linear step of one block with the step constant c_b = gamma * L_b: L_b
-        starts at DOWN * (last accepted) and doubles until the descent-lemma test
-        J(new) <= J(Y) + <G, D> + L_b/2 ||D||^2 holds (always true at L_b = Lip(grad J),
-        where c_b = c_max is accepted as in plain PALM).  After a failed decrease the
-        block keeps its constant for ``PATIENCE`` sweeps (a failed trial costs a pass)."""
-        cb = steps[name]
-        if wait[name] > 0:
-            wait[name] -= 1
-        else:
-            cb = max(cb * down, 1e-12 * c_max)
-        first = True
-        while True:
-            Xn, pen = prox(Y - G / cb, cb)
-            An = quad.forward(Xn)
-            passes[0] += 1
-            Jn = quad.value(An + A_other)
-            D = Xn - Y
-            if cb >= c_max or Jn <= J_Y + float(np.vdot(G, D)) + 0.5 * cb / gamma * \
-                    float(np.vdot(D, D)):
-                steps[name] = cb
-                return Xn, An, Jn, pen
-            if first:
-                wait[name] = PATIENCE
-                first = False
-            cb = min(2.0 * cb, c_max)
-
-    prox_P = lambda V, cb: (prox_mean_reg(V, lam1 / cb), None)
-    prox_Q = lambda V, cb: _prox_cocluster_with_value(V, lam2 / cb, k)
-
-    def palm_step(YP, YQ, AYP, AYQ):
-        """One PALM sweep (P block, then Q block with the new P) from (YP, YQ); also returns
-        PALM's guaranteed decrease (c_P ||P_n - YP||^2 + c_Q ||Q_n - YQ||^2) (1 - 1/gamma)/2
-        below F(YP, YQ)."""
-        A = AYP + AYQ
-        Pn, APn, J1, _ = block(YP, AYP, AYQ, quad.grad(A), quad.value(A), prox_P, "P")
-        G = quad.grad(APn + AYQ)
-        Qn, AQn, Jn, omega2 = block(YQ, AYQ, APn, G, J1, prox_Q, "Q")
-        Fn = Jn + lam1 * mean_reg_penalty(Pn) + lam2 * omega2
-        decrease = 0.5 * (1.0 - 1.0 / gamma) * (
-            steps["P"] * float(np.sum((Pn - YP) ** 2)) + steps["Q"] * float(np.sum((Qn - YQ) ** 2)))
-        return Pn, Qn, APn, AQn, Fn, decrease
-
+    blocks = _PALMBlocks(quad, lam1, lam2, k, gamma, backtrack)
+    palm_step = blocks.sweep
     AP, AQ = quad.forward(P), quad.forward(Q)
-    F = quad.value(AP + AQ) + lam1 * mean_reg_penalty(P) + lam2 * cocluster_penalty(Q, k)
+    F = quad.value_of(AP + AQ) + lam1 * mean_reg_penalty(P) + lam2 * cocluster_penalty(Q, k)
     hist = []
     P_old, Q_old, AP_old, AQ_old = P, Q, AP, AQ
     t_k = 1.0
@@ -214,11 +199,11 @@ def palm_sweeps(quad: BatchedTaskQuadratic, P: np.ndarray, Q: np.ndarray, lam1: 
         if on_sweep is not None:
             on_sweep(float(F))
         if stop is not None and (n % check_every == 0 or n == n_sweeps) \
-                and stop(P, Q, quad.grad(AP + AQ)):
+                and stop(P, Q, quad.grad_of(AP + AQ)):
             stopped = True
             break
-    stats["data_passes"] = stats.get("data_passes", 0) + passes[0]
-    stats["step_ratio"] = {b: steps[b] / c_max for b in steps}
+    stats["data_passes"] = stats.get("data_passes", 0) + blocks.passes
+    stats["step_ratio"] = {b: blocks.steps[b] / blocks.c_max for b in blocks.steps}
     return P, Q, hist, n, stopped
 
 
@@ -233,14 +218,14 @@ class ReducedCoCluster:
         Phi(M) = sum_t phi_t(m_t),   phi_t(v) = min_w 1/2 ||y_t - X_t w||^2 + mu ||w - v||^2.
 
     phi_t is the per-task ridge problem pulled towards v; in the eigenbasis of the task's Gram
-    matrix (``_linalg.task_eigenrows``: rows R_t with R_t R_t^T = diag(e_t), targets z_t,
-    constant c_t) it is diagonal: phi_t(v) = 1/2 ||sqrt(omega_t) (z_t - R_t v)||^2 + c_t / 2,
+    matrix (``task_eigenrows``: rows R_t with R_t R_t^T = diag(e_t), targets z_t, constant
+    c_t) it is diagonal: phi_t(v) = 1/2 ||sqrt(omega_t) (z_t - R_t v)||^2 + c_t / 2,
     omega_t = 2 mu / (e_t + 2 mu) in (0, 1] -- a squared loss on reweighted rows, whose
     curvature is at most 2 mu whatever the data's scale.  The minimising w_t is
     v + R_t^T ((z_t - R_t v) / (e_t + 2 mu)), and grad J(W) there is -2 mu (w_t - v).
 
     Phi is minimised over the factors x = (c, U, B), M = c 1^T + U B^T (U: d x k, B: T x k),
-    by preconditioned L-BFGS (``_lbfgs.lbfgs``).  Preconditioner (the blocks of Phi's Hessian
+    by preconditioned L-BFGS (``_core.solvers.lbfgs``).  Preconditioner (the blocks of Phi's Hessian
     in the factors, cross terms dropped): c: (sum_t R^_t^T R^_t)^{-1} (exact, R^_t the
     reweighted rows); U: Hbar^{-1} G_U (B^T B)^{-1}, Hbar = the mean of R^_t^T R^_t (the
     scaled-gradient metric of Tong, Ma & Chi, JMLR 2021, with the data's curvature); B: for
@@ -367,7 +352,7 @@ class CoCMTL(LinearMTLModel):
         if not self.gamma > 1:
             raise ValueError(f"cocmtl: gamma must be > 1 (PALM step condition), got {self.gamma}")
 
-    def objective(self, loss: SquaredLoss, P: np.ndarray, Q: np.ndarray) -> float:
+    def objective(self, loss, P: np.ndarray, Q: np.ndarray) -> float:
         """J(P + Q) + lam1 Omega1(P) + lam2 Omega2(Q) with the fitted lam1_, lam2_."""
         return (loss.value(P + Q) + self.lam1_ * mean_reg_penalty(P)
                 + self.lam2_ * cocluster_penalty(Q, self.k))
@@ -384,7 +369,7 @@ class CoCMTL(LinearMTLModel):
         self.lam1_ = lam1 = float(self.lam1_ratio) * s
         self.lam2_ = lam2 = float(self.lam2_ratio) * s
         k = int(self.k)
-        quad = BatchedTaskQuadratic(tasks)
+        quad = SquaredLoss(tasks, "padded")
         d, T = tasks.d, tasks.T
         P = np.zeros((d, T))
         Q = np.zeros((d, T))
@@ -393,7 +378,7 @@ class CoCMTL(LinearMTLModel):
             P, Q = init.P_.copy(), init.Q_.copy()
         tol, max_iter = float(self.tol), int(self.max_iter)
         scale = tol * max(quad.lipschitz, 1e-12)
-        F0 = quad.value(quad.forward(P + Q)) + lam1 * mean_reg_penalty(P) \
+        F0 = quad.value(P + Q) + lam1 * mean_reg_penalty(P) \
             + lam2 * cocluster_penalty(Q, k)
         hist = [float(F0)]
         stats: dict = {"restarts": 0}
@@ -437,7 +422,7 @@ class CoCMTL(LinearMTLModel):
                 P, Q, Q_k = at["PQ"]        # (the cap also ends with a check)
                 # the recovery lowers F below Phi(M): recorded as one more iteration (Omega2 as
                 # ||Q - Q_k||^2, without the cancellation of ||Q||^2 - sum of the top k)
-                record(quad.value(quad.forward(P + Q)) + lam1 * mean_reg_penalty(P)
+                record(quad.value(P + Q) + lam1 * mean_reg_penalty(P)
                        + lam2 * float(np.sum((Q - Q_k) ** 2)))
         if not done and budget() > 0:
             # phase 3 (fallback; no measured fit needed it): PALM, whose limit points are

@@ -59,6 +59,10 @@ from sklearn.linear_model import Lasso as _SkLasso
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 from mtlbench.progress import progress_active
 
+from ._core.datafits import SquaredLoss, squared_gap
+from ._core.representations import padded_task_rows, padded_task_rows_t, task_grams
+from ._core.penalties import L1
+
 #: The path's incremental updates (inverse Gram, coefficients, correlations) are recomputed
 #: from the data every this many steps, so rounding cannot accumulate along a long path.
 _REFRESH_EVERY = 32
@@ -70,8 +74,8 @@ _SPAN_RTOL = 1e-10
 
 
 def lasso_objective(tasks: TaskSet, W: np.ndarray, rho: float) -> float:
-    loss = sum(0.5 * np.sum((tasks.y(t) - tasks.X(t) @ W[:, t]) ** 2) for t in range(tasks.T))
-    return float(loss + rho * np.abs(W).sum())
+    """F(W) = sum_t 1/2 ||y_t - X_t w_t||^2 + rho ||W||_1 at W (d, T)."""
+    return SquaredLoss(tasks).value(W) + L1(rho).value(W)
 
 
 # ------------------------------------------------------------------------- the tasks' data
@@ -96,26 +100,15 @@ class _LassoData:
         n = np.array([tasks.X(t).shape[0] for t in range(T)])
         n_max = int(n.max()) if T else 0
         self.mode = "gram" if d < n_max else "rows"
-        self.xty = np.zeros((T, d))
-        self.yy = np.zeros(T)
-        if self.mode == "rows":
-            self.X3 = np.zeros((T, n_max, d))
-            self.Y = np.zeros((T, n_max))
-            for t in range(T):
-                self.X3[t, :n[t]] = tasks.X(t)
-                self.Y[t, :n[t]] = tasks.y(t)
-            self.XT = np.ascontiguousarray(self.X3.transpose(0, 2, 1))
+        if self.mode == "rows":            # the squared loss's padded rows (shared cache)
+            self.X3, self.Y, _ = padded_task_rows(tasks)
+            self.XT = padded_task_rows_t(tasks)
             self.xty = np.matmul(self.Y[:, None, :], self.X3)[:, 0, :]
             self.yy = np.einsum("tn,tn->t", self.Y, self.Y)
-        else:
-            self.G = np.empty((T, d, d))
-            for t in range(T):
-                X, y = tasks.X(t), tasks.y(t)
-                g = X.T @ X
-                self.G[t] = 0.5 * (g + g.T)
-                self.xty[t] = X.T @ y
-                self.yy[t] = y @ y
-        self.rho_max = np.abs(self.xty).max(axis=1) if d else np.zeros(T)
+        else:                              # the squared loss's Gram matrices (shared cache)
+            self.G, B, self.yy = task_grams(tasks)
+            self.xty = np.ascontiguousarray(B.T)
+        self.rho_max = L1.dual_norm_per_task(self.xty.T) if d else np.zeros(T)
 
     @property
     def d(self) -> int:
@@ -141,26 +134,24 @@ class _LassoData:
         """(duality gap, primal value) of each task's problem 1/2 ||y - X w||^2 + rho ||w||_1.
 
         Dual point: the residual r scaled into the dual feasible set
-        {theta : ||X^T theta||_inf <= rho}, theta = s r with s = min(1, rho / ||X^T r||_inf);
-        gap = P(w) - (<theta, y> - 1/2 ||theta||^2) >= 0, = 0 exactly at the optimum.  In gram
+        {theta : ||X^T theta||_inf <= rho}, theta = s r with s = min(1, rho / ||X^T r||_inf)
+        (``L1.task_dual_scales``); the gap of the squared loss at it (``squared_gap``:
+        pen + s <w, grad> + (1 - s)^2/2 ||r||^2 >= 0, = 0 exactly at the optimum).  In gram
         mode ||r||^2 = y^T y - 2 w^T X^T y + w^T G w (rounding ~1e-16 y^T y, far below the
         stopping tolerance)."""
         if self.mode == "rows":
             R = self.Y - np.matmul(W[:, None, :], self.XT)[:, 0, :]
             C = np.matmul(R[:, None, :], self.X3)[:, 0, :]
             rr = np.einsum("tn,tn->t", R, R)
-            ry = np.einsum("tn,tn->t", R, self.Y)
         else:
             GW = np.matmul(self.G, W[:, :, None])[:, :, 0]
             C = self.xty - GW
             wy = np.einsum("td,td->t", W, self.xty)
             rr = np.maximum(self.yy - 2.0 * wy + np.einsum("td,td->t", W, GW), 0.0)
-            ry = self.yy - wy
-        cmax = np.abs(C).max(axis=1) if C.shape[1] else np.zeros(C.shape[0])
-        s = np.minimum(1.0, rho / np.maximum(cmax, 1e-300))
-        primal = 0.5 * rr + rho * np.abs(W).sum(axis=1)
-        dual = s * ry - 0.5 * s * s * rr
-        return np.maximum(primal - dual, 0.0), primal
+        pen = rho * np.abs(W).sum(axis=1)
+        s = L1(rho).task_dual_scales(C.T)
+        gap = squared_gap(pen, s, -np.einsum("td,td->t", W, C), rr)
+        return np.maximum(gap, 0.0), 0.5 * rr + pen
 
     # -- what the path needs of the support's features
     def content(self, r: np.ndarray, j: np.ndarray) -> np.ndarray:

@@ -60,7 +60,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from mtlbench import Int, LinearMTLModel, Linear, Log, TaskSet, hookimpl, report_progress
 
-from ._linalg import stacked_predictions, stacked_task_rows, task_xty
+from ._core.representations import padded_predictions, padded_task_rows, task_xty
 
 
 def _g(x: np.ndarray) -> np.ndarray:
@@ -212,7 +212,7 @@ class NCCMTL(LinearMTLModel):
         self._validate()
         mu, q, s = float(self.mu), float(self.q), float(self.s)
         T, d = tasks.T, tasks.d
-        X3, y3, n = stacked_task_rows(tasks)
+        X3, y3, n = padded_task_rows(tasks)
         sqrt_n = np.sqrt(n)
         y_floor = 1e-12 * np.maximum(np.linalg.norm(y3, axis=1), 1.0)
         gram_idx, wide_idx, H, wide = tasks.memo(("compa.nc_cmtl.sides", 2),
@@ -221,7 +221,7 @@ class NCCMTL(LinearMTLModel):
         W = B.copy()                                     # W^0 = [X_t^T y_t] (authors' code)
 
         def residual_norms(W):
-            R = y3 - stacked_predictions(tasks, W)
+            R = y3 - padded_predictions(tasks, W)
             return np.sqrt(np.einsum("tn,tn->t", R, R))
 
         # One spectral decomposition per iterate serves both its objective and the next

@@ -58,68 +58,13 @@ chosen by validation; the paper's own grids are unknown.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import eigh
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._lbfgs import lbfgs
-from ._linalg import (BatchedTaskQuadratic, Residuals, TaskQuadratic, stacked_task_rows_t,
-                      task_xty)
-from ._losses import SquaredLoss
-from ._prox import prox_trace
-
-
-def svt(V: np.ndarray, tau: float, few: bool = False, above: float | None = None):
-    """Singular value thresholding argmin_X 1/2||X - V||_F^2 + tau ||X||_*.
-
-    Returns (X, singular values of X in descending order, length min(d, T)), and with
-    ``above`` given also U1 V1^T (d x T), U1, V1 the singular vectors of X whose singular
-    values exceed ``above`` (a subgradient of sum_i max(sigma_i(X) - above, 0) at X).  Uses the
-    eigen-decomposition of the smaller Gram matrix (only the singular values above tau and
-    their vectors matter); exact LAPACK fallback when tau is tiny relative to sigma_1.
-    ``few=True`` (the caller expects few singular values above tau, e.g. the previous
-    iterate's count): only the eigenpairs of the Gram matrix above tau^2 are computed
-    (LAPACK ``syevr`` with a value range) -- the same exact set, cheaper when it is small.
-    """
-    d, T = V.shape
-    m = min(d, T)
-    right = T <= d
-    zero = np.zeros_like(V)
-    if m == 0:
-        return (zero, np.zeros(0)) if above is None else (zero, np.zeros(0), zero)
-    G = V.T @ V if right else V @ V.T
-    if few:
-        evals, evecs = eigh(G, subset_by_value=(tau * tau, np.inf), driver="evr",
-                            check_finite=False)
-    else:
-        # (the value subset is slower whenever more than a few singular values exceed tau:
-        # 3x at 40 of 80)
-        evals, evecs = np.linalg.eigh(G)
-    sig = np.sqrt(np.maximum(evals[::-1], 0.0))
-    evecs = evecs[:, ::-1]
-    keep = sig > tau
-    if not keep.any():
-        return (zero, np.zeros(m)) if above is None else (zero, np.zeros(m), zero)
-    if tau < 1e-6 * sig[0]:
-        if above is None:
-            return prox_trace(V, tau)
-        U, sv, Vt = np.linalg.svd(V, full_matrices=False)
-        s = np.maximum(sv - tau, 0.0)
-        pos, sel = s > 0, s > above
-        return (U[:, pos] * s[pos]) @ Vt[pos], s, U[:, sel] @ Vt[sel]
-    sig, evecs = sig[keep], evecs[:, keep]
-    B = evecs * (1.0 - tau / sig)
-    X = (V @ B) @ evecs.T if right else B @ (evecs.T @ V)
-    s = np.zeros(m)
-    s[:sig.size] = sig - tau
-    if above is None:
-        return X, s
-    sel = sig - tau > above
-    E, g = evecs[:, sel], sig[sel]
-    # the other side's singular vectors of X are those of V: V v_i / sigma_i (or V^T u_i / sigma_i)
-    M = ((V @ E) / g) @ E.T if right else E @ ((E.T @ V) / g[:, None])
-    return X, s, M
-
+from ._core.datafits import SquaredLoss
+from ._core.representations import padded_task_rows_t, task_xty
+from ._core.penalties import prox_trace
+from ._core.solvers import lbfgs
 
 DOWN = 0.8
 PATIENCE = 10
@@ -135,14 +80,70 @@ def trace_lambda_max(loss) -> float:
     return float(np.linalg.norm(G0, 2))
 
 
-def _as_quad(loss):
-    """A :class:`TaskQuadratic` / :class:`BatchedTaskQuadratic`, or a SquaredLoss wrapped in the
-    row-pass :class:`Residuals`."""
-    if isinstance(loss, (TaskQuadratic, BatchedTaskQuadratic)):
-        return loss
-    R = Residuals(loss)
-    R.lipschitz = loss.lipschitz
-    return R
+class _StageSteps:
+    """The steps of :func:`stage_solve` on min J(W) - lam <M, W> + lam ||W||_*: the trial step
+    of one step constant (singular value thresholding with the eigenpair subset when the last
+    accepted step kept few singular values), the plain proximal-gradient step with doubling,
+    and FISTA-BKTR's accelerated trials; ``wait`` counts the iterations a failed decrease keeps
+    L fixed."""
+
+    def __init__(self, loss, lam: float, M: np.ndarray | None, shape: tuple,
+                 stats: dict | None) -> None:
+        self.R, self.lam, self.M, self.stats = loss, lam, M, stats
+        self.lin = (lambda W: 0.0) if M is None else (lambda W: -lam * float(np.sum(M * W)))
+        self.L_max = max(loss.lipschitz, 1e-12)
+        # the eigenpair subset pays off when few singular values exceed the threshold: judged
+        # from the last accepted step's count (the first step computes all of them)
+        self.few_max = min(shape) // 8
+        self.rank = min(shape)
+        self.wait = 0
+
+    def grad_of(self, A):
+        G = self.R.grad_of(A)
+        return G if self.M is None else G - self.lam * self.M
+
+    def trial(self, Y, G, fY, L):
+        """The step from Y with constant L and whether it passes the descent-lemma test."""
+        Xn, s = prox_trace(Y - G / L, self.lam / L, few=self.rank <= self.few_max)
+        D = Xn - Y
+        An = self.R.forward(Xn)
+        if self.stats is not None:
+            self.stats["data_passes"] = self.stats.get("data_passes", 0) + 1
+        fn = self.R.value_of(An) + self.lin(Xn)
+        quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
+        # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
+        # wander at the stopping scale)
+        ok = L >= self.L_max or fn <= quad
+        if ok:
+            self.rank = int(np.count_nonzero(s))
+        return Xn, s, An, fn, ok
+
+    def prox_step(self, Y, AY, L):
+        """Prox-gradient step from Y with constant L; doubles L until the descent lemma holds."""
+        fY = self.R.value_of(AY) + self.lin(Y)
+        G = self.grad_of(AY)
+        while True:
+            Xn, s, An, fn, ok = self.trial(Y, G, fY, L)
+            if ok:
+                return Xn, s, An, fn, L, G
+            self.wait = PATIENCE           # a failed decrease: keep L for PATIENCE iterations
+            L = min(2.0 * L, self.L_max)
+
+    def accelerated(self, W, W_prev, A, A_prev, L, L_acc, t_k):
+        """FISTA-BKTR: the momentum and Y depend on the trial L (recomputed after each failed
+        trial).  Returns (Y, grad at Y, W+, its singular values, state, value, L, t_next)."""
+        while True:
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+            Y = W + beta * (W - W_prev) if beta > 0 else W
+            AY = self.R.combine(A, A_prev, beta) if beta > 0 else A
+            fY = self.R.value_of(AY) + self.lin(Y)
+            GY = self.grad_of(AY)
+            Wn, s, An, fn, ok = self.trial(Y, GY, fY, L)
+            if ok:
+                return Y, GY, Wn, s, An, fn, L, t_next
+            self.wait = PATIENCE
+            L = min(2.0 * L, self.L_max)
 
 
 def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
@@ -151,7 +152,7 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 progress=None):
     """APG for one stage: argmin_W J(W) - lam <M, W> + lam ||W||_*  (M = None: no linear term).
 
-    ``loss``: a :class:`TaskQuadratic` / :class:`BatchedTaskQuadratic` or a ``SquaredLoss``.
+    ``loss``: a least-squares datafit with the state interface (``_core.datafits``).
     FISTA with the backtracking of Scheinberg, Goldfarb & Bai (2014, FISTA-BKTR): each
     iteration tries L = ``down`` x the last accepted L (never above Lip(grad J)), and for every
     trial L the momentum t_k = (1 + sqrt(1 + 4 (L/L_prev) t_{k-1}^2))/2 and the extrapolated
@@ -168,80 +169,32 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
     iterations, converged) -- ``converged`` is False only when ``max_iter`` was reached.
     ``progress(F)``: called once per iteration with the stage objective (see ``fit``).
     """
-    R = _as_quad(loss)
-    lin = (lambda W: 0.0) if M is None else (lambda W: -lam * float(np.sum(M * W)))
-
-    def grad_of(A):
-        G = R.grad(A)
-        return G if M is None else G - lam * M
-
-    def prox_step(Y, AY, L):
-        """Prox-gradient step from Y with constant L; doubles L until the descent lemma holds."""
-        fY = R.value(AY) + lin(Y)
-        G = grad_of(AY)
-        while True:
-            Xn, s, An, fn, ok = _trial(Y, G, fY, L)
-            if ok:
-                return Xn, s, An, fn, L, G
-            wait[0] = PATIENCE             # a failed decrease: keep L for PATIENCE iterations
-            L = min(2.0 * L, L_max)
-
-    def _trial(Y, G, fY, L):
-        Xn, s = svt(Y - G / L, lam / L, few=rank[0] <= few_max)
-        D = Xn - Y
-        An = R.forward(Xn)
-        if stats is not None:
-            stats["data_passes"] = stats.get("data_passes", 0) + 1
-        fn = R.value(An) + lin(Xn)
-        quad = fY + float(np.vdot(G, D)) + 0.5 * L * float(np.vdot(D, D))
-        # (no rounding slack below Lip(grad J): a slack let L drift down and the iterates
-        # wander at the stopping scale -- seen with CoCMTL's blocks)
-        ok = L >= L_max or fn <= quad
-        if ok:
-            rank[0] = int(np.count_nonzero(s))
-        return Xn, s, An, fn, ok
-
+    st = _StageSteps(loss, lam, M, W0.shape, stats)
+    R, lin = loss, st.lin
     W = W0.copy()
     A = R.forward(W)
     s_W = np.linalg.svd(W, compute_uv=False) if sv0 is None else sv0   # sv0: W0's, if known
-    J = R.value(A)
+    J = R.value_of(A)
     F = J + lin(W) + lam * s_W.sum()
     hist = [float(F)]
     capped = [] if theta is None else [J + lam * capped_penalty(s_W, theta)]
-    L_max = max(R.lipschitz, 1e-12)
-    # the eigenpair subset pays off when few singular values exceed the threshold: judged
-    # from the last accepted step's count (the first step computes all of them)
-    few_max = min(W0.shape) // 8
-    rank = [min(W0.shape)]
-    wait = [0]
+    L_max = st.L_max
     L = L_acc = L_max                   # trial / last accepted step constant
     W_prev, A_prev = W, A
     t_k = 1.0
     it = 0
     converged = False
     for it in range(1, max_iter + 1):
-        if wait[0] > 0:
-            wait[0] -= 1
+        if st.wait > 0:
+            st.wait -= 1
         else:
             L = max(L * down, 1e-12 * L_max)
-        # FISTA-BKTR: the momentum and Y depend on the trial L (recomputed after each failure)
-        while True:
-            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
-            beta = (t_k - 1.0) / t_next
-            Y = W + beta * (W - W_prev) if beta > 0 else W
-            AY = R.combine(A, A_prev, beta) if beta > 0 else A
-            fY = R.value(AY) + lin(Y)
-            GY = grad_of(AY)
-            Wn, s, An, fn, ok = _trial(Y, GY, fY, L)
-            if ok:
-                break
-            wait[0] = PATIENCE
-            L = min(2.0 * L, L_max)
+        Y, GY, Wn, s, An, fn, L, t_next = st.accelerated(W, W_prev, A, A_prev, L, L_acc, t_k)
         Fn = fn + lam * s.sum()
         if Fn > F:  # restart from the last accepted point
             t_next = 1.0
-            Y, AY = W, A
-            Wn, s, An, fn, L, GY = prox_step(W, A, L)
+            Y = W
+            Wn, s, An, fn, L, GY = st.prox_step(W, A, L)
             Fn = fn + lam * s.sum()
             if Fn > F:  # no progress possible at machine precision: W is optimal to rounding
                 if progress is not None:
@@ -250,7 +203,7 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
                 break
         L_acc = L
         # an element of the stage objective's subdifferential at Wn (prox optimality at Y)
-        E = grad_of(An) - GY + L * (Y - Wn)
+        E = st.grad_of(An) - GY + L * (Y - Wn)
         W_prev, A_prev = W, A
         W, A, F, t_k = Wn, An, Fn, t_next
         hist.append(float(F))
@@ -265,6 +218,41 @@ def stage_solve(loss, lam: float, M: np.ndarray | None, W0: np.ndarray,
 
 
 RESTART_EVERY = 200
+
+
+def _pdca_trials(R, lam, theta, M, W, W_prev, A, A_prev, F, t_k, L, L_acc, L_max, few,
+                 stats):
+    """The trials of one pDCAe iteration: the extrapolated step (FISTA-BKTR momentum at the
+    trial L), the step constant doubled until the descent-lemma test holds; if the accepted
+    extrapolated step increases F, the plain pDCA step from W_k instead.  Returns
+    (Y, G, W+, its singular values, U1 V1^T of W+, state, F(W+), t_next, momentum kept, L,
+    whether a trial failed)."""
+    momentum, failed = True, False
+    while True:
+        if momentum:
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+        else:
+            t_next, beta = 1.0, 0.0
+        Y = W + beta * (W - W_prev) if beta > 0 else W
+        AY = R.combine(A, A_prev, beta) if beta > 0 else A
+        GJ = R.grad_of(AY)
+        G = GJ - lam * M
+        fY = R.value_of(AY)
+        Wn, sn, Mn = prox_trace(Y - G / L, lam / L, few=few, above=theta)
+        D = Wn - Y
+        An = R.forward(Wn)
+        if stats is not None:
+            stats["data_passes"] = stats.get("data_passes", 0) + 1
+        Jn = R.value_of(An)
+        if L >= L_max or Jn <= fY + float(np.vdot(GJ, D)) + 0.5 * L * float(np.vdot(D, D)):
+            Fn = Jn + lam * capped_penalty(sn, theta)
+            if Fn <= F or not momentum:
+                return Y, G, Wn, sn, Mn, An, Fn, t_next, momentum, L, failed
+            momentum = False           # restart: the plain pDCA step from W_k
+            continue
+        failed = True                  # a failed decrease: keep L for PATIENCE iterations
+        L = min(2.0 * L, L_max)
 
 
 def pdca_solve(loss, lam: float, theta: float, W0: np.ndarray, tol: float = 1e-6,
@@ -295,14 +283,14 @@ def pdca_solve(loss, lam: float, theta: float, W0: np.ndarray, tol: float = 1e-6
     ``svd0`` = (U, s, Vt), a thin SVD of ``W0`` if known (s descending; columns with s = 0 may
     be left out).
     """
-    R = _as_quad(loss)
+    R = loss
     L_max = max(R.lipschitz, 1e-12)
     W = W0.copy()
     A = R.forward(W)
     U, sv, Vt = np.linalg.svd(W, full_matrices=False) if svd0 is None else svd0
     big = sv > theta
     M = U[:, big] @ Vt[big]
-    F = R.value(A) + lam * capped_penalty(sv, theta)
+    F = R.value_of(A) + lam * capped_penalty(sv, theta)
     hist = [float(F)]
     few_max = min(W0.shape) // 8
     rank = int(np.count_nonzero(sv > 1e-12 * max(sv[0] if sv.size else 0.0, 1e-300)))
@@ -318,32 +306,11 @@ def pdca_solve(loss, lam: float, theta: float, W0: np.ndarray, tol: float = 1e-6
             L = max(L * down, 1e-12 * L_max)
         if since_restart >= RESTART_EVERY:
             t_k, since_restart = 1.0, 0
-        momentum = True
-        while True:
-            if momentum:
-                t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
-                beta = (t_k - 1.0) / t_next
-            else:
-                t_next, beta = 1.0, 0.0
-            Y = W + beta * (W - W_prev) if beta > 0 else W
-            AY = R.combine(A, A_prev, beta) if beta > 0 else A
-            GJ = R.grad(AY)
-            G = GJ - lam * M
-            fY = R.value(AY)
-            Wn, sn, Mn = svt(Y - G / L, lam / L, few=rank <= few_max, above=theta)
-            D = Wn - Y
-            An = R.forward(Wn)
-            if stats is not None:
-                stats["data_passes"] = stats.get("data_passes", 0) + 1
-            Jn = R.value(An)
-            if L >= L_max or Jn <= fY + float(np.vdot(GJ, D)) + 0.5 * L * float(np.vdot(D, D)):
-                Fn = Jn + lam * capped_penalty(sn, theta)
-                if Fn <= F or not momentum:
-                    break
-                momentum = False           # restart: the plain pDCA step from W_k
-                continue
-            wait = PATIENCE                # a failed decrease: keep L for PATIENCE iterations
-            L = min(2.0 * L, L_max)
+        Y, G, Wn, sn, Mn, An, Fn, t_next, momentum, L, failed = _pdca_trials(
+            R, lam, theta, M, W, W_prev, A, A_prev, F, t_k, L, L_acc, L_max,
+            rank <= few_max, stats)
+        if failed:
+            wait = PATIENCE
         if Fn > F:        # the plain step cannot decrease F at machine precision: W is critical
             if progress is not None:
                 progress(float(F))
@@ -352,7 +319,7 @@ def pdca_solve(loss, lam: float, theta: float, W0: np.ndarray, tol: float = 1e-6
         rank = int(np.count_nonzero(sn))
         if stats is not None:
             stats["rank"] = rank
-        residual = (R.grad(An) - lam * M) - G + L * (Y - Wn) + lam * (M - Mn)
+        residual = (R.grad_of(An) - lam * M) - G + L * (Y - Wn) + lam * (M - Mn)
         W_prev, A_prev = W, A
         W, A, F, M, L_acc = Wn, An, Fn, Mn, L
         t_k = t_next
@@ -377,7 +344,7 @@ def factor_svd(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 def mean_gram_eig(tasks: TaskSet) -> tuple[np.ndarray, np.ndarray]:
     """Eigen-decomposition (values, vectors) of Hbar = mean_t X_t^T X_t, cached on ``tasks``."""
     def compute():
-        X3t = stacked_task_rows_t(tasks)
+        X3t = padded_task_rows_t(tasks)
         flat = X3t.transpose(1, 0, 2).reshape(tasks.d, -1)
         eta, V = np.linalg.eigh(flat @ flat.T / max(tasks.T, 1))
         return np.maximum(eta, 0.0), V
@@ -402,7 +369,7 @@ class FactoredCapped:
     def __init__(self, tasks: TaskSet, quad, lam: float, theta: float, r: int) -> None:
         self.quad, self.lam, self.theta = quad, lam, theta
         self.d, self.T, self.r = tasks.d, tasks.T, r
-        self.X3t = stacked_task_rows_t(tasks)
+        self.X3t = padded_task_rows_t(tasks)
         self.eta, self.Vh = mean_gram_eig(tasks)
         self.block_B = None
         self._at = None
@@ -416,8 +383,8 @@ class FactoredCapped:
         S = self.quad.forward(A @ B.T)
         U, s, Vt = factor_svd(A, B)
         big = s > self.theta
-        G = self.quad.grad(S) - self.lam * (U[:, big] @ Vt[big])
-        f = self.quad.value(S) + 0.5 * self.lam * float(x @ x) \
+        G = self.quad.grad_of(S) - self.lam * (U[:, big] @ Vt[big])
+        f = self.quad.value_of(S) + 0.5 * self.lam * float(x @ x) \
             - self.lam * float(np.sum(s[big] - self.theta))
         return f, np.concatenate([(G @ B + self.lam * A).ravel(),
                                   (G.T @ A + self.lam * B).ravel()])
@@ -465,7 +432,7 @@ def factored_dc_solve(tasks: TaskSet, quad, lam: float, theta: float, W0: np.nda
     (pDCAe, whose limit points are DC-critical) continues with the remaining budget."""
     d, T = W0.shape
     U, s, Vt = np.linalg.svd(W0, full_matrices=False)
-    hist = [float(quad.value(quad.forward(W0)) + lam * capped_penalty(s, theta))]
+    hist = [float(quad.value(W0) + lam * capped_penalty(s, theta))]
     used, W, converged = 0, W0, False
     count = [0]
 
@@ -542,9 +509,8 @@ class RAMUSA(LinearMTLModel):
 
     def fit(self, tasks: TaskSet, init=None) -> "RAMUSA":
         self.check_params()
-        quad = TaskQuadratic(tasks)
-        if quad.mode == "rows":      # d >= 2 n_t: one batched pass instead of a loop over tasks
-            quad = BatchedTaskQuadratic(tasks)
+        # Gram matrices when d < 2 n_t, else one batched pass over the padded rows
+        quad = SquaredLoss(tasks, wide="padded")
         lam = float(self.lam_ratio) * tasks.memo(
             ("trace_lambda_max",), lambda: float(np.linalg.norm(task_xty(tasks), 2)))
         self.lam_ = lam
@@ -587,7 +553,7 @@ class RAMUSA(LinearMTLModel):
         else:
             # no singular value above theta: W^(1) (the trace-norm optimum) is DC-critical,
             # the convex special case (theta_ratio = 1 and above)
-            hist = [quad.value(quad.forward(W)) + lam * capped_penalty(s1, theta)]
+            hist = [quad.value(W) + lam * capped_penalty(s1, theta)]
             dc_iter, dc_conv = 0, True
         self.coef_ = W
         self.objective_history_ = [float(v) for v in hist]
@@ -604,9 +570,7 @@ class RAMUSA(LinearMTLModel):
 
     def capped_value(self, loss, W: np.ndarray) -> float:
         s = np.linalg.svd(W, compute_uv=False)
-        return loss.value(loss.forward(W) if isinstance(loss, (TaskQuadratic, BatchedTaskQuadratic))
-                          else W) \
-            + self.lam_ * capped_penalty(s, self.theta_)
+        return loss.value(W) + self.lam_ * capped_penalty(s, self.theta_)
 
 
 @hookimpl

@@ -56,9 +56,10 @@ import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._linalg import Residuals, TaskQuadratic, task_xty  # noqa: F401  (Residuals re-exported for old imports)
-from ._losses import SquaredLoss
-from ._prox import prox_group_cols, prox_group_rows
+from ._core.datafits import SquaredLoss, squared_gap
+from ._core.representations import task_xty
+from ._core.penalties import L21, BlockSum
+from ._core.solvers import FISTA, SumOfBlocks
 
 
 def rmtfl_lambda_max(loss: SquaredLoss) -> tuple[float, float]:
@@ -68,8 +69,13 @@ def rmtfl_lambda_max(loss: SquaredLoss) -> tuple[float, float]:
     return (float(np.linalg.norm(G0, axis=1).max()), float(np.linalg.norm(G0, axis=0).max()))
 
 
+def rmtfl_penalties(lam1: float, lam2: float) -> BlockSum:
+    """lam1 ||P||_{1,2} + lam2 ||Q^T||_{1,2} on the stacked blocks (P, Q) (2 x d x T)."""
+    return BlockSum(L21(lam1, "rows"), L21(lam2, "columns"))
+
+
 def rmtfl_penalty(P: np.ndarray, Q: np.ndarray, lam1: float, lam2: float) -> float:
-    return float(lam1 * np.linalg.norm(P, axis=1).sum() + lam2 * np.linalg.norm(Q, axis=0).sum())
+    return rmtfl_penalties(lam1, lam2).value(np.stack([P, Q]))
 
 
 def rmtfl_gap(W: np.ndarray, G: np.ndarray, rr: float, pen: float, lam1: float,
@@ -80,89 +86,25 @@ def rmtfl_gap(W: np.ndarray, G: np.ndarray, rr: float, pen: float, lam1: float,
     the conjugate of the penalty, as an infimal convolution over W = P + Q, is the indicator of
     {Theta : every row norm <= lam1 and every column norm <= lam2}; the largest s for which
     Theta = s G (G = grad J(W) = [X_t^T r_t]_t) is feasible is
-    s = min(1, lam1 / max_i ||G[i, :]||, lam2 / max_t ||G[:, t]||), and the gap is
+    s = min(1, lam1 / max_i ||G[i, :]||, lam2 / max_t ||G[:, t]||) (``BlockSum.dual_scale``),
+    and the gap (``squared_gap``) is
 
         gap = pen(P, Q) + s <W, G> + (1 - s)^2 / 2 ||r||^2        (>= 0, = 0 at the optimum)
 
-    (``rr`` = ||r||^2 = 2 J(W); this form avoids the cancellation of primal minus dual)."""
-    rmax = float(np.sqrt((G * G).sum(axis=1).max())) if G.size else 0.0
-    cmax = float(np.sqrt((G * G).sum(axis=0).max())) if G.size else 0.0
-    s = 1.0
-    if rmax > lam1:
-        s = min(s, lam1 / rmax)
-    if cmax > lam2:
-        s = min(s, lam2 / cmax)
-    return float(pen + s * np.sum(W * G) + 0.5 * (1.0 - s) ** 2 * rr)
+    (``rr`` = ||r||^2 = 2 J(W))."""
+    s = rmtfl_penalties(lam1, lam2).dual_scale(G)
+    return float(squared_gap(pen, s, np.sum(W * G), rr))
 
 
-def rmtfl_solve(quad: TaskQuadratic, lam1: float, lam2: float, P0: np.ndarray, Q0: np.ndarray,
+def rmtfl_solve(loss: SquaredLoss, lam1: float, lam2: float, P0: np.ndarray, Q0: np.ndarray,
                 tol: float = 1e-6, max_iter: int = 5000):
-    """FISTA with backtracking on (P, Q).  Returns (P, Q, objective history, iterations,
-    relative duality gap at the returned point).
-
-    Stops when the duality gap (:func:`rmtfl_gap`) is <= tol * F(P, Q) (a relative gap),
-    evaluated at every iterate (grad J of the iterate is part of its ``TaskQuadratic`` state).
-    Monotone: a step that increases the objective is replaced by a plain proximal-gradient
-    step from the last iterate and the momentum is restarted.
-    """
-    R = quad
-
-    def step_from(YP, YQ, AY, L):
-        fY, G = R.value_grad(AY)
-        while True:
-            Pn = prox_group_rows(YP - G / L, lam1 / L)
-            Qn = prox_group_cols(YQ - G / L, lam2 / L)
-            dP, dQ = Pn - YP, Qn - YQ
-            An = R.forward(Pn + Qn)
-            fn = R.value(An)
-            quad_ = fY + np.sum(G * (dP + dQ)) + 0.5 * L * (np.sum(dP * dP) + np.sum(dQ * dQ))
-            if fn <= quad_ + 1e-12 * max(abs(quad_), 1.0):
-                return Pn, Qn, An, fn, L
-            L *= 2.0
-
-    def rel_gap(P, Q, A, f, pen):
-        F = f + pen
-        gap = rmtfl_gap(P + Q, R.grad(A), 2.0 * f, pen, lam1, lam2)
-        return gap / max(abs(F), 1e-300)
-
-    P, Q = P0.copy(), Q0.copy()
-    A = R.forward(P + Q)
-    f = R.value(A)
-    pen = rmtfl_penalty(P, Q, lam1, lam2)
-    F = f + pen
-    hist = [float(F)]
-    gap = rel_gap(P, Q, A, f, pen)
-    report_progress(0, float(F), gap * abs(F))
-    if gap <= tol:
-        return P, Q, hist, 0, gap
-    YP, YQ, AY = P, Q, A
-    t_k = 1.0
-    L = max(quad.lipschitz, 1e-12)
-    it = 0
-    for it in range(1, max_iter + 1):
-        Pn, Qn, An, fn, L = step_from(YP, YQ, AY, L)
-        pen_n = rmtfl_penalty(Pn, Qn, lam1, lam2)
-        Fn = fn + pen_n
-        if Fn > F:  # restart: plain proximal-gradient step from the last iterate
-            t_k = 1.0
-            Pn, Qn, An, fn, L = step_from(P, Q, A, L)
-            pen_n = rmtfl_penalty(Pn, Qn, lam1, lam2)
-            Fn = fn + pen_n
-            if Fn > F:  # no progress possible at machine precision
-                gap = rel_gap(P, Q, A, f, pen)
-                break
-        t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-        beta = (t_k - 1.0) / t_next
-        YP = Pn + beta * (Pn - P)
-        YQ = Qn + beta * (Qn - Q)
-        AY = R.combine(An, A, beta)
-        P, Q, A, f, pen, F, t_k = Pn, Qn, An, fn, pen_n, Fn, t_next
-        hist.append(float(F))
-        gap = rel_gap(P, Q, A, f, pen)
-        report_progress(it, float(F), gap * abs(F))
-        if gap <= tol:
-            break
-    return P, Q, hist, it, gap
+    """FISTA (``_core.solvers.FISTA``: backtracking, monotone restart) on the stacked blocks
+    (P, Q) with the common gradient grad J(P + Q) (``SumOfBlocks``), stopped at a relative
+    duality gap <= ``tol``.  Returns (P, Q, objective history, iterations, relative gap)."""
+    res = FISTA(tol=tol, max_iter=max_iter).solve(SumOfBlocks(loss),
+                                                  rmtfl_penalties(lam1, lam2),
+                                                  np.stack([P0, Q0]))
+    return res.W[0], res.W[1], res.history, res.n_iter, res.certificate
 
 
 class RMTFL(LinearMTLModel):
@@ -208,7 +150,7 @@ class RMTFL(LinearMTLModel):
             return self
         if init is not None and getattr(init, "P_", None) is not None and init.P_.shape == shape:
             P0, Q0 = init.P_, init.Q_
-        P, Q, hist, it, gap = rmtfl_solve(TaskQuadratic(tasks), self.lam1_, self.lam2_, P0, Q0,
+        P, Q, hist, it, gap = rmtfl_solve(SquaredLoss(tasks), self.lam1_, self.lam2_, P0, Q0,
                                           tol=float(self.tol), max_iter=int(self.max_iter))
         self._store(P, Q, hist, it, gap)
         return self
@@ -283,10 +225,10 @@ class RMTFLCvxpy(RMTFL):
             raise RuntimeError(f"rmtfl (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")
         Pv, Qv = np.asarray(P.value), np.asarray(Q.value)
-        quad = TaskQuadratic(tasks)
+        quad = SquaredLoss(tasks)
         A = quad.forward(Pv + Qv)
-        f, pen = quad.value(A), rmtfl_penalty(Pv, Qv, self.lam1_, self.lam2_)
-        gap = rmtfl_gap(Pv + Qv, quad.grad(A), 2.0 * f, pen, self.lam1_, self.lam2_)
+        f, pen = quad.value_of(A), rmtfl_penalty(Pv, Qv, self.lam1_, self.lam2_)
+        gap = rmtfl_gap(Pv + Qv, quad.grad_of(A), 2.0 * f, pen, self.lam1_, self.lam2_)
         F = f + pen
         report_progress(1, float(F), gap)
         iters = int(problem.solver_stats.num_iters or 0) if problem.solver_stats else 0

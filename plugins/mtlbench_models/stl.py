@@ -32,28 +32,24 @@ import numpy as np
 from mtlbench import LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 from mtlbench.progress import progress_active
 
-from ._linalg import ridge_solve
+from ._core.datafits import SquaredLoss
+from ._core.representations import ridge_solve
+from ._core.penalties import SquaredFrobenius
+from ._core.solvers import duality_gap
+
+__all__ = ["STL", "ridge_objective", "ridge_gap", "ridge_solve"]
 
 
 def ridge_objective(tasks: TaskSet, W: np.ndarray, lam: float) -> float:
     """sum_t 1/2 ||y_t - X_t w_t||^2 + lam/2 ||w_t||^2 at W (d, T)."""
-    return float(sum(0.5 * np.sum((tasks.y(t) - tasks.X(t) @ W[:, t]) ** 2)
-                     for t in range(tasks.T)) + 0.5 * lam * np.sum(W * W))
+    return SquaredLoss(tasks).value(W) + SquaredFrobenius(lam).value(W)
 
 
 def ridge_gap(tasks: TaskSet, W: np.ndarray, lam: float) -> float:
-    """Duality gap of the ridge problems at W (d, T), summed over tasks: with the residual
-    r = y - X w as the dual point, P(w) - D(r) where D(theta) = <theta, y> - 1/2 ||theta||^2
-    - 1/(2 lam) ||X^T theta||^2 (>= 0, = 0 exactly at w = X^T r / lam, the optimum)."""
-    gap = 0.0
-    for t in range(tasks.T):
-        X, y, w = tasks.X(t), tasks.y(t), W[:, t]
-        r = y - X @ w
-        g = X.T @ r
-        primal = 0.5 * (r @ r) + 0.5 * lam * (w @ w)
-        dual = r @ y - 0.5 * (r @ r) - 0.5 / lam * (g @ g)
-        gap += max(primal - dual, 0.0)
-    return float(gap)
+    """Duality gap of the ridge problems at W (d, T), summed over tasks (>= 0; zero exactly at
+    the optimum w_t = X_t^T r_t / lam): the squared loss's conjugate at the residuals plus the
+    ridge's, ||X^T r||^2 / (2 lam) (``solvers.duality_gap``)."""
+    return max(duality_gap(SquaredLoss(tasks), SquaredFrobenius(lam), W), 0.0)
 
 
 class STL(LinearMTLModel):

@@ -169,26 +169,7 @@ class TFCL(SpectralGroups, LinearMTLModel):
             return self._fit(tasks)
 
     def _fit(self, tasks: TaskSet) -> "TFCL":
-        self._validate()
-        J = make_loss(tasks, self.loss, self.name)
-        cols = graph_columns(J)
-        n_graph = (tasks.d if cols is None else cols.size) + tasks.T
-        if self.k > n_graph:
-            raise ValueError(f"{self.name}: k must be <= the number of graph nodes (features "
-                             f"the loss depends on + tasks) = {n_graph}, got {self.k}")
-        C = self.c_factor * J.lipschitz
-        k = int(self.k)
-        if self.lam_scale == "data":
-            self.group_scale_ = group_scale(loss_at_zero(tasks, J, self.loss), n_graph)
-            self.ridge_scale_ = ridge_scale(J)
-            a1 = float(self.lam_group) * self.group_scale_
-            a2 = float(self.lam_ridge) * self.ridge_scale_
-        else:
-            self.group_scale_ = self.ridge_scale_ = None
-            a1, a2 = float(self.lam_group), float(self.lam_ridge)
-        self.alpha_group_, self.alpha_ridge_ = a1, a2
-        self.graph_columns_ = np.arange(tasks.d) if cols is None else cols
-        graph = GraphView(tasks.d, cols)
+        J, graph, C, k, a1, a2 = self._prepare(tasks)
         stepper = UStepper(k, self.eig_rtol)
         W = np.zeros((tasks.d, tasks.T))
         W_prev, u_prev = W, None
@@ -196,8 +177,9 @@ class TFCL(SpectralGroups, LinearMTLModel):
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0, "polish": 0.0}
         J_val, G = J.value_and_grad(W)
         G_prev = G
-        t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
-        stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
+        t_k, converged, it = 1.0, False, 0
+        counts = {"extrapolated": 0, "restart": 0, "plain": 0, "polished": 0, "rejected": 0}
+        stable, next_polish = 0, 0
         for it in range(1, self.max_iter + 1):
             t0 = time.perf_counter()
             # U^t minimises F(W^{t-1}, .) (Thm. eigsol) on the graph of the columns the loss
@@ -214,40 +196,17 @@ class TFCL(SpectralGroups, LinearMTLModel):
                 polished = self._polish(tasks, J, W, D, a1, a2, f_ref, u, stepper, graph)
                 timings["polish"] += time.perf_counter() - t1
                 if polished is None:
-                    polish_fails += 1
-                    next_polish = it + _POLISH_AFTER * 2 ** polish_fails
+                    counts["rejected"] += 1
+                    next_polish = it + _POLISH_AFTER * 2 ** counts["rejected"]
                 else:
                     W_new, J_new, G_new, f_new = polished
                     t_k = 1.0                    # the next step is Alg. 1's plain step
-                    polishes += 1
+                    counts["polished"] += 1
                     next_polish = it + _POLISH_AFTER     # the plain step certifies it
-            if W_new is None and self.accelerate and t_k > 1.0:
-                t_next, beta = momentum_next(t_k)
-                # J is quadratic, so grad J(Y) = G + beta (G - G_prev) exactly.
-                t1 = time.perf_counter()
-                Y = W + beta * (W - W_prev)
-                W_try = tfcl_wstep(Y - (G + beta * (G - G_prev)) / C, D, a1, a2, C)
-                t2 = time.perf_counter()
-                J_try, G_try = J.value_and_grad(W_try)
-                timings["prox"] += t2 - t1
-                timings["gradient"] += time.perf_counter() - t2
-                f_try = self.objective(J_try, W_try, D)
-                if f_try <= f_ref:
-                    W_new, J_new, G_new, f_new, t_k = W_try, J_try, G_try, f_try, t_next
-                    accepted += 1
-                else:
-                    restarts += 1
             if W_new is None:
-                # Alg. 1's step: majorise-minimise, so F(W^t, U^t) <= F(W^{t-1}, U^t).
-                t1 = time.perf_counter()
-                W_new = tfcl_wstep(W - G / C, D, a1, a2, C)
-                t2 = time.perf_counter()
-                J_new, G_new = J.value_and_grad(W_new)
-                timings["prox"] += t2 - t1
-                timings["gradient"] += time.perf_counter() - t2
-                f_new = self.objective(J_new, W_new, D)
-                # momentum (re)starts after a plain step
-                t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
+                W_new, J_new, G_new, f_new, t_k, outcome = self._w_step(
+                    J, W, W_prev, G, G_prev, D, a1, a2, C, f_ref, t_k, timings)
+                counts[outcome] += 1
             obj_hist.append(f_new)
             report_progress(it, f_new)
             dw = float(np.linalg.norm(W_new - W))
@@ -268,20 +227,81 @@ class TFCL(SpectralGroups, LinearMTLModel):
         self.w_change_history_ = dw_hist
         self.u_change_history_ = du_hist
         self.embeddings_ = embeds
+        self._finish(J, C, stepper, graph, k, a1, a2, timings, counts)
+        return self
+
+    def _prepare(self, tasks: TaskSet):
+        """The loss, the graph of its columns, C, k and the alphas actually used (the scales
+        are stored: ``group_scale_``, ``ridge_scale_``, ``alpha_group_``, ``alpha_ridge_``)."""
+        self._validate()
+        J = make_loss(tasks, self.loss, self.name)
+        cols = graph_columns(J)
+        n_graph = (tasks.d if cols is None else cols.size) + tasks.T
+        if self.k > n_graph:
+            raise ValueError(f"{self.name}: k must be <= the number of graph nodes (features "
+                             f"the loss depends on + tasks) = {n_graph}, got {self.k}")
+        C = self.c_factor * J.lipschitz
+        k = int(self.k)
+        if self.lam_scale == "data":
+            self.group_scale_ = group_scale(loss_at_zero(tasks, J, self.loss), n_graph)
+            self.ridge_scale_ = ridge_scale(J)
+            a1 = float(self.lam_group) * self.group_scale_
+            a2 = float(self.lam_ridge) * self.ridge_scale_
+        else:
+            self.group_scale_ = self.ridge_scale_ = None
+            a1, a2 = float(self.lam_group), float(self.lam_ridge)
+        self.alpha_group_, self.alpha_ridge_ = a1, a2
+        self.graph_columns_ = np.arange(tasks.d) if cols is None else cols
+        return J, GraphView(tasks.d, cols), C, k, a1, a2
+
+    def _w_step(self, J, W, W_prev, G, G_prev, D, a1, a2, C, f_ref, t_k, timings):
+        """The W-step of one iteration: the accelerated try from the extrapolated point,
+        accepted if F(., U^t) does not exceed ``f_ref``, else Alg. 1's plain step.  Returns
+        (W, J, grad J, F, t_k, "extrapolated" / "restart" / "plain")."""
+        outcome = "plain"
+        if self.accelerate and t_k > 1.0:
+            t_next, beta = momentum_next(t_k)
+            # J is quadratic, so grad J(Y) = G + beta (G - G_prev) exactly.
+            t1 = time.perf_counter()
+            Y = W + beta * (W - W_prev)
+            W_try = tfcl_wstep(Y - (G + beta * (G - G_prev)) / C, D, a1, a2, C)
+            t2 = time.perf_counter()
+            J_try, G_try = J.value_and_grad(W_try)
+            timings["prox"] += t2 - t1
+            timings["gradient"] += time.perf_counter() - t2
+            f_try = self.objective(J_try, W_try, D)
+            if f_try <= f_ref:
+                return W_try, J_try, G_try, f_try, t_next, "extrapolated"
+            outcome = "restart"
+        # Alg. 1's step: majorise-minimise, so F(W^t, U^t) <= F(W^{t-1}, U^t).
+        t1 = time.perf_counter()
+        W_new = tfcl_wstep(W - G / C, D, a1, a2, C)
+        t2 = time.perf_counter()
+        J_new, G_new = J.value_and_grad(W_new)
+        timings["prox"] += t2 - t1
+        timings["gradient"] += time.perf_counter() - t2
+        f_new = self.objective(J_new, W_new, D)
+        # momentum (re)starts after a plain step
+        t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
+        return W_new, J_new, G_new, f_new, t_k, outcome
+
+    def _finish(self, J, C, stepper, graph, k, a1, a2, timings, counts) -> None:
+        """The fitted attributes beyond W and the histories: the final U-step (groups, lazily),
+        the constants and the diagnostics."""
         self.lipschitz_ = float(J.lipschitz)
         self.C_ = float(C)
-        u_final = stepper(graph.rows(W))
+        u_final = stepper(graph.rows(self.coef_))
         self.ustep_ = u_final
         self.__dict__.pop("_group_cache", None)
         self._group_state = (u_final, k, graph)        # feature_groups_, task_groups_: lazy
         self.diagnostics_ = {"timings": timings, "final_ustep_case": u_final.case,
                              "alpha_group": a1, "alpha_ridge": a2, "components": u_final.m,
                              "graph_features": int(self.graph_columns_.size),
-                             "converged": converged, "iterations": it,
-                             "extrapolated_steps": accepted, "momentum_restarts": restarts,
+                             "converged": self.converged_, "iterations": self.n_iter_,
+                             "extrapolated_steps": counts["extrapolated"],
+                             "momentum_restarts": counts["restart"],
                              "eigensolver_calls": stepper.calls["eigensolver"],
-                             "polished": polishes, "polish_rejected": polish_fails}
-        return self
+                             "polished": counts["polished"], "polish_rejected": counts["rejected"]}
 
     def _polish(self, tasks, J, W, D, a1, a2, f_ref, u, stepper, graph):
         """The minimiser of F(., U^t) on the current structure (``_tfcl.polish``), if it is the

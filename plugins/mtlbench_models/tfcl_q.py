@@ -72,8 +72,8 @@ from threadpoolctl import threadpool_limits
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._prox import (_prox_cocluster_with_truncation, _prox_cocluster_with_value,
-                    cocluster_penalty, prox_group_cols)
+from ._core.penalties import (SquaredFrobenius, cocluster_penalty, prox_cocluster_with_truncation,
+                              prox_cocluster_with_value, prox_group_cols)
 from ._tfcl.core import (COMMON_CONSTRAINTS, _N_EMBED_ITERS, GraphView, SpectralGroups,
                          check_common,
                          check_lam_scale, graph_columns, group_scale, loss_at_zero, make_loss,
@@ -245,9 +245,9 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
             sc = 1.0 + a3 / C
             basis = self.__dict__.get("_row_basis")
             if basis is None:
-                X, omega = _prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
+                X, omega = prox_cocluster_with_value(V / sc, (a2 / C) / sc, int(self.k))
                 return X, a2 * omega
-            X, _, top = _prox_cocluster_with_truncation(V / sc, (a2 / C) / sc, int(self.k))
+            X, _, top = prox_cocluster_with_truncation(V / sc, (a2 / C) / sc, int(self.k))
             X = nullspace_mm_step(X, top, basis, a2, a3)
             return X, a2 * cocluster_penalty(X, int(self.k))
         return tfcl_wstep(V, D, a2, a3, C), None
@@ -259,7 +259,7 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         gs = self.schedule == "gauss-seidel"
         Cc, Cg, Cp = self.C_["common"], self.C_["group"], self.C_["personal"]
         t0 = time.perf_counter()
-        tc_new = (tc - G.sum(1) / Cc) / (1.0 + self.alpha_["common"] / Cc)      # (Prox_c)
+        tc_new = SquaredFrobenius(self.alpha_["common"]).prox(tc - G.sum(1) / Cc, Cc)  # (Prox_c)
         t1 = time.perf_counter()
         timings["prox"] += t1 - t0
         if gs:
@@ -298,30 +298,8 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
             return self._fit(tasks)
 
     def _fit(self, tasks: TaskSet) -> "TFCLQ":
-        self._validate()
+        J, use_tfcl, graph, stepper, mm_bases = self._prepare(tasks)
         d, T, k = tasks.d, tasks.T, int(self.k)
-        J = make_loss(tasks, self.loss, self.name)
-        use_tfcl = self.use_group and self.group_reg == "tfcl"
-        cols = graph_columns(J) if use_tfcl else None
-        n_graph = (d if cols is None else cols.size) + T
-        if use_tfcl and k > n_graph:
-            raise ValueError(f"{self.name}: k must be <= the number of graph nodes (features "
-                             f"the loss depends on + tasks) = {n_graph}, got {k}")
-        if self.use_group and self.group_reg == "cocmtl" and k > min(d, T):
-            raise ValueError(f"{self.name}: k must be <= min(d, T) = {min(d, T)}, got {k}")
-        Lmax = float(J.lipschitz)
-        Lc = tasks.memo(("tfcl", "common_lipschitz", self.loss, 2),
-                        lambda: common_lipschitz(J, d, T))
-        if self.schedule == "jacobi":
-            Cc = Cg = Cp = self.c_factor * (T + 2) * Lmax
-        else:
-            Cc = self.c_factor * Lc
-            Cg = Cp = self.c_factor * Lmax
-        self.C_ = {"common": Cc, "group": Cg, "personal": Cp}
-        self.alpha_ = self._alphas(J, loss_at_zero(tasks, J, self.loss), n_graph, T)
-        self.graph_columns_ = np.arange(d) if cols is None else cols
-        graph = GraphView(d, cols)
-        stepper = UStepper(k, self.eig_rtol) if use_tfcl else None
         tc, tg, tp = np.zeros(d), np.zeros((d, T)), np.zeros((d, T))
         prev = (tc, tg, tp)
         W = tc[:, None] + tg + tp
@@ -331,16 +309,10 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
         obj_hist, dw_hist, du_hist, embeds = [], [], [], []
         timings = {"ustep": 0.0, "gradient": 0.0, "prox": 0.0, "polish": 0.0}
         u = u_prev = D = None
-        stable, next_polish, polish_fails, polishes = 0, 0, 0, 0
+        counts = {"extrapolated": 0, "restart": 0, "plain": 0, "polished": 0, "rejected": 0}
+        stable, next_polish = 0, 0
         f_last = self._objective(Jv, tc, tg, tp, np.zeros((d, T)))
-        t_k, restarts, accepted, converged, it = 1.0, 0, 0, False, 0
-        mm_bases = None
-        if (self.polish and self.use_group and self.group_reg == "cocmtl" and 1 <= k < min(d, T)
-                and 2 * self.alpha_["group"] + self.alpha_["ridge"] <= _MM_STEP_RATIO * Cg):
-            mm_bases = tasks.memo(("tfcl", "row_space_bases", self.loss, 1),
-                                  lambda: row_space_bases(J))
-            if all(np.all(Vh.any(axis=2).sum(axis=1) == d) for _, Vh in mm_bases):
-                mm_bases = None           # every row space is R^d: no part the loss misses
+        t_k, converged, it = 1.0, False, 0
         for it in range(1, self.max_iter + 1):
             W_old = W
             if use_tfcl:
@@ -367,31 +339,17 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                 new = self._polish(tasks, J, tc, tg, tp, D, f_ref, u, stepper, graph)
                 timings["polish"] += time.perf_counter() - t1
                 if new is None:
-                    polish_fails += 1
-                    next_polish = it + _POLISH_AFTER * 2 ** polish_fails
+                    counts["rejected"] += 1
+                    next_polish = it + _POLISH_AFTER * 2 ** counts["rejected"]
                 else:
                     f_new, t_k = new[-1], 1.0     # the next sweep is Alg. 2's plain sweep
                     new = new[:-1]
-                    polishes += 1
+                    counts["polished"] += 1
                     next_polish = it + _POLISH_AFTER     # the plain sweep certifies it
-            if new is None and self.accelerate and t_k > 1.0:
-                t_next, beta = momentum_next(t_k)
-                Y = [b + beta * (b - q) for b, q in zip((tc, tg, tp), prev)]
-                # J is quadratic: its residuals and gradient at the extrapolated point are
-                # exact by linearity.
-                R_Y = [r + beta * (r - q) for r, q in zip(R, R_prev)]
-                cand = self._sweep(J, *Y, R_Y, G + beta * (G - G_prev), D, timings)
-                f_try = self._objective(cand[4], cand[0], cand[1], cand[2], D, cand[7])
-                if f_try <= f_ref:
-                    new, f_new, t_k = cand, f_try, t_next
-                    accepted += 1
-                else:
-                    restarts += 1
             if new is None:
-                # Alg. 2's sweep from Theta^{t-1}: each block step is majorise-minimise.
-                new = self._sweep(J, tc, tg, tp, R, G, D, timings)
-                f_new = self._objective(new[4], new[0], new[1], new[2], D, new[7])
-                t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
+                new, f_new, t_k, outcome = self._theta_step(J, (tc, tg, tp), prev, R, R_prev, G,
+                                                            G_prev, D, f_ref, t_k, timings)
+                counts[outcome] += 1
             prev, R_prev, G_prev = (tc, tg, tp), R, G
             tc, tg, tp, W, Jv, R, G, _ = new
             obj_hist.append(f_new)
@@ -411,34 +369,98 @@ class TFCLQ(SpectralGroups, LinearMTLModel):
                                     self.tol):
                 converged = True
                 break
-        self.__dict__.pop("_group_cache", None)
-        self.__dict__.pop("_row_basis", None)
-        self.__dict__.pop("_group_state", None)
         self.theta_c_, self.theta_g_, self.theta_p_ = tc, tg, tp
         self.coef_ = W
         self.n_iter_ = it
         self.converged_ = converged
         self.objective_history_ = obj_hist
         self.w_change_history_ = dw_hist
+        self._finish(tasks, use_tfcl, stepper, graph, du_hist, embeds, timings, counts)
+        return self
+
+    def _prepare(self, tasks: TaskSet):
+        """The loss, whether the TFCL co-grouping block is used, the graph of its columns, the
+        U-stepper and TFCL(Coc)'s row-space bases (None unless its majorise-minimise step
+        applies); stores the block constants ``C_``, the alphas ``alpha_`` and
+        ``graph_columns_``."""
+        self._validate()
+        d, T, k = tasks.d, tasks.T, int(self.k)
+        J = make_loss(tasks, self.loss, self.name)
+        use_tfcl = self.use_group and self.group_reg == "tfcl"
+        cols = graph_columns(J) if use_tfcl else None
+        n_graph = (d if cols is None else cols.size) + T
+        if use_tfcl and k > n_graph:
+            raise ValueError(f"{self.name}: k must be <= the number of graph nodes (features "
+                             f"the loss depends on + tasks) = {n_graph}, got {k}")
+        if self.use_group and self.group_reg == "cocmtl" and k > min(d, T):
+            raise ValueError(f"{self.name}: k must be <= min(d, T) = {min(d, T)}, got {k}")
+        Lmax = float(J.lipschitz)
+        Lc = tasks.memo(("tfcl", "common_lipschitz", self.loss, 2),
+                        lambda: common_lipschitz(J, d, T))
+        if self.schedule == "jacobi":
+            Cc = Cg = Cp = self.c_factor * (T + 2) * Lmax
+        else:
+            Cc = self.c_factor * Lc
+            Cg = Cp = self.c_factor * Lmax
+        self.C_ = {"common": Cc, "group": Cg, "personal": Cp}
+        self.alpha_ = self._alphas(J, loss_at_zero(tasks, J, self.loss), n_graph, T)
+        self.graph_columns_ = np.arange(d) if cols is None else cols
+        stepper = UStepper(k, self.eig_rtol) if use_tfcl else None
+        mm_bases = None
+        if (self.polish and self.use_group and self.group_reg == "cocmtl" and 1 <= k < min(d, T)
+                and 2 * self.alpha_["group"] + self.alpha_["ridge"] <= _MM_STEP_RATIO * Cg):
+            mm_bases = tasks.memo(("tfcl", "row_space_bases", self.loss, 1),
+                                  lambda: row_space_bases(J))
+            if all(np.all(Vh.any(axis=2).sum(axis=1) == d) for _, Vh in mm_bases):
+                mm_bases = None           # every row space is R^d: no part the loss misses
+        return J, use_tfcl, GraphView(d, cols), stepper, mm_bases
+
+    def _theta_step(self, J, blocks, prev, R, R_prev, G, G_prev, D, f_ref, t_k, timings):
+        """The sweep of one iteration: the accelerated try from the extrapolated point,
+        accepted if F(., U^t) does not exceed ``f_ref``, else Alg. 2's plain sweep.  Returns
+        (the sweep's output, F, t_k, "extrapolated" / "restart" / "plain")."""
+        outcome = "plain"
+        if self.accelerate and t_k > 1.0:
+            t_next, beta = momentum_next(t_k)
+            Y = [b + beta * (b - q) for b, q in zip(blocks, prev)]
+            # J is quadratic: its residuals and gradient at the extrapolated point are
+            # exact by linearity.
+            R_Y = J.combine(R, R_prev, beta)
+            cand = self._sweep(J, *Y, R_Y, G + beta * (G - G_prev), D, timings)
+            f_try = self._objective(cand[4], cand[0], cand[1], cand[2], D, cand[7])
+            if f_try <= f_ref:
+                return cand, f_try, t_next, "extrapolated"
+            outcome = "restart"
+        # Alg. 2's sweep from Theta^{t-1}: each block step is majorise-minimise.
+        new = self._sweep(J, *blocks, R, G, D, timings)
+        f_new = self._objective(new[4], new[0], new[1], new[2], D, new[7])
+        t_k = momentum_next(1.0)[0] if self.accelerate else 1.0
+        return new, f_new, t_k, outcome
+
+    def _finish(self, tasks, use_tfcl, stepper, graph, du_hist, embeds, timings, counts) -> None:
+        """The fitted attributes beyond Theta and the histories: the final U-step (groups,
+        lazily), the personal users and the diagnostics."""
+        self.__dict__.pop("_group_cache", None)
+        self.__dict__.pop("_row_basis", None)
+        self.__dict__.pop("_group_state", None)
         if use_tfcl:
             self.u_change_history_ = du_hist
             self.embeddings_ = embeds
-            u_final = stepper(graph.rows(tg))
+            u_final = stepper(graph.rows(self.theta_g_))
             self.ustep_ = u_final
-            self._group_state = (u_final, k, graph)    # feature_groups_, task_groups_: lazy
-        outliers = np.flatnonzero(np.linalg.norm(tp, axis=0) > 0)
+            self._group_state = (u_final, int(self.k), graph)    # groups: lazy
+        outliers = np.flatnonzero(np.linalg.norm(self.theta_p_, axis=0) > 0)
         self.diagnostics_ = {
-            "timings": timings, "iterations": it, "converged": converged,
-            "extrapolated_steps": accepted, "momentum_restarts": restarts,
+            "timings": timings, "iterations": self.n_iter_, "converged": self.converged_,
+            "extrapolated_steps": counts["extrapolated"], "momentum_restarts": counts["restart"],
             "C": dict(self.C_), "alpha": dict(self.alpha_),
             "personal_users": [tasks.task_names[i] for i in outliers[:50]],
             "n_personal_users": int(outliers.size),
             "final_ustep_case": self.ustep_.case if use_tfcl else None,
             "graph_features": int(self.graph_columns_.size) if use_tfcl else None,
             "eigensolver_calls": stepper.calls["eigensolver"] if use_tfcl else None,
-            "polished": polishes, "polish_rejected": polish_fails,
+            "polished": counts["polished"], "polish_rejected": counts["rejected"],
         }
-        return self
 
     def _polish(self, tasks, J, tc, tg, tp, D, f_ref, u, stepper, graph):
         """The minimiser of F(., U^t) with theta_g on its current support and signs, theta_c

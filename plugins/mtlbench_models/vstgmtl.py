@@ -65,7 +65,9 @@ import math
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
-from mtlbench_models._prox import ksupport_sq, l1_ball_threshold_rows, prox_ksupport_sq_with_value
+from mtlbench_models._core.representations import SVDForm
+from mtlbench_models._core.penalties import (L1PlusL1Inf, SquaredKSupport, ksupport_sq,
+                                             prox_ksupport_sq_with_value, prox_l1_l1inf_rows)
 
 _INEXACT = 0.1      # inner tolerance <= this x the previous relative change of W (docstring)
 _JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iterations (docstring)
@@ -74,139 +76,16 @@ _JOINT_STEPS = 20   # accelerated joint (U, V) steps between two block iteration
 _MEMO_KEY = ("vstgmtl.svd-problem", 6)
 
 
-class _Problem:
-    """Data-only pieces of the loss, from the thin SVD of every task's design matrix.
-
-    X_t = P_t diag(s_t) Q_t^T (n_t x d, r_t = min(n_t, d)), stacked over tasks with zero padding
-    to r = max_t r_t (a padded column has s = 0, Q = 0 and contributes nothing):
-
-    * ``Q``  T x d x r (Q_t: the right singular vectors as columns), ``s`` T x r, ``c`` T x r
-      with c_t = P_t^T y_t;
-    * ``res`` T, res_t = ||y_t||^2 - ||c_t||^2 (the part of y_t outside the range of X_t);
-    * ``Xty`` d x T, X_t^T y_t = Q_t (s_t * c_t);
-    * ``diagH`` d x T, the diagonal of X_t^T X_t (the row metric of the U-steps).
-
-    Then 1/2 ||y_t - X_t w||^2 = 1/2 ||s_t * (Q_t^T w) - c_t||^2 + res_t / 2, and the ridge solve
-    (X_t^T X_t + rho I)^{-1} is applied in O(d r) for ANY rho (no factorisation per rho).  Built
-    once per TaskSet object (``tasks.memo``) and shared by every fit of a search.  Storage
-    T r d numbers, at most the size of the data.  (Q_t is stored d x r, not r x d: both
-    batched products below then run as vector-matrix products over contiguous rows.)
-
-    * ``gram`` T x d x d, X_t^T X_t, only when r = d (every task has n_t >= d): then it has
-      the size of ``Q`` and the joint steps' loss and gradient at a point need one batched
-      product H_t w_t instead of two (Q_t^T w_t, then Q_t (...)); else None.  The joint steps
-      use the pair ``image`` / ``loss_grad``, which picks the representation.  With ``gram``
-      ``Xty`` and ``diagH`` come from the data directly, ``ridge`` is a batched solve, and the
-      SVD pieces (``Q``, ``s``, ``c``, ``res``, ``s2``, ``sc``) are computed only if some
-      caller asks for them (``__getattr__``; no fit does).
-    """
-
-    def __init__(self, tasks: TaskSet):
-        self.T, self.d = T, d = tasks.T, tasks.d
-        Xs = [np.asarray(tasks.X(t), dtype=np.float64) for t in range(T)]
-        ys = [np.asarray(tasks.y(t), dtype=np.float64) for t in range(T)]
-        self.r = r = int(max(min(X.shape) for X in Xs))
-        self.yy = np.array([float(y @ y) for y in ys])
-        if r == d:
-            self.gram = np.stack([X.T @ X for X in Xs])
-            self.Xty = np.stack([X.T @ y for X, y in zip(Xs, ys)], axis=1)     # d x T
-            self.diagH = np.diagonal(self.gram, axis1=1, axis2=2).T.copy()      # d x T
-            self._data = (Xs, ys)           # the SVD pieces: computed only if asked for
-        else:
-            self.gram = None
-            self._factor(Xs, ys)
-            self.Xty = self.back(self.sc)                                       # d x T
-            self.diagH = np.einsum("tdr,tr->dt", self.Q ** 2, self.s2)          # d x T
-        self.XtyT2 = np.ascontiguousarray(-2.0 * self.Xty.T)                    # T x d
-        self.loss_const = 0.5 * float(self.yy.sum())
-
-    def _factor(self, Xs, ys) -> None:
-        """The SVD pieces ``Q``, ``s``, ``c``, ``res`` (and ``s2`` = s^2, ``sc`` = s c)."""
-        T, d, r = self.T, self.d, self.r
-        self.Q = np.zeros((T, d, r))
-        self.s = np.zeros((T, r))
-        self.c = np.zeros((T, r))
-        self.res = np.zeros(T)
-        for t, (X, y) in enumerate(zip(Xs, ys)):
-            P, sv, Qt = np.linalg.svd(X, full_matrices=False)
-            m = sv.size
-            self.Q[t, :, :m] = Qt.T
-            self.s[t, :m] = sv
-            self.c[t, :m] = P.T @ y
-            self.res[t] = max(float(y @ y) - float(self.c[t] @ self.c[t]), 0.0)
-        self.s2 = self.s ** 2
-        self.sc = self.s * self.c
-
-    def __getattr__(self, name):
-        # with ``gram`` the fit needs no SVD piece (the per-task SVDs would be most of the
-        # set-up time): they are computed at the first use, e.g. when a test switches ``gram`` off
-        if name in ("Q", "s", "c", "res", "s2", "sc") and "_data" in self.__dict__:
-            self._factor(*self.__dict__.pop("_data"))
-            return self.__dict__[name]
-        raise AttributeError(name)
-
-    def proj(self, W: np.ndarray) -> np.ndarray:
-        """Q_t^T w_t for every task: d x T -> T x r."""
-        return np.matmul(np.ascontiguousarray(W.T)[:, None, :], self.Q)[:, 0, :]
-
-    def back(self, B: np.ndarray) -> np.ndarray:
-        """Q_t b_t for every task: T x r -> d x T."""
-        return np.matmul(self.Q, B[:, :, None])[:, :, 0].T
-
-    def loss_proj(self, P: np.ndarray) -> float:
-        """sum_t 1/2 ||y_t - X_t w_t||^2 from P = ``proj(W)``."""
-        R = self.s * P - self.c
-        return 0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum()))
-
-    def image(self, W: np.ndarray) -> np.ndarray:
-        """What the loss and its gradient at W need from the data: H_t w_t (T x d) with
-        ``gram``, else ``proj(W)``."""
-        if self.gram is None:
-            return self.proj(W)
-        # w_t^T H_t (H_t symmetric): the row-vector form streams H_t row by row, faster than
-        # H_t w_t as a column (the same products; rounding-level differences)
-        return np.matmul(W.T[:, None, :], self.gram)[:, 0, :]
-
-    def loss_image(self, W: np.ndarray, Im: np.ndarray) -> float:
-        """sum_t 1/2 ||y_t - X_t w_t||^2 from Im = ``image(W)``; with ``gram``,
-        sum_t 1/2 w_t^T H_t w_t - (X_t^T y_t)^T w_t + 1/2 ||y_t||^2."""
-        if self.gram is None:
-            return self.loss_proj(Im)
-        return 0.5 * float(np.vdot(W.T, Im + self.XtyT2)) + self.loss_const
-
-    def loss_grad(self, W: np.ndarray, Im: np.ndarray) -> tuple[float, np.ndarray]:
-        """(loss, its gradient d x T: X_t^T (X_t w_t - y_t) in column t) from Im = ``image(W)``."""
-        if self.gram is None:
-            R = self.s * Im - self.c
-            return (0.5 * (float(np.einsum("tr,tr->", R, R)) + float(self.res.sum())),
-                    self.back(self.s * R))
-        G = Im + 0.5 * self.XtyT2
-        return (0.5 * float(np.vdot(W.T, G + 0.5 * self.XtyT2)) + self.loss_const,
-                G.T)
-
-    def hess(self, W: np.ndarray) -> np.ndarray:
-        """X_t^T X_t w_t for every task (d x T)."""
-        if self.gram is None:
-            return self.back(self.s2 * self.proj(W))
-        return self.image(W).T
-
-    def loss_w(self, W: np.ndarray) -> float:
-        """sum_t 1/2 ||y_t - X_t w_t||^2."""
-        return self.loss_image(W, self.image(W))
+class _Problem(SVDForm):
+    """The squared loss in its ``svd`` representation (``_core.datafits.SVDForm``: the thin
+    SVD of every task, or the Gram matrices when every n_t >= d; ``image`` / ``loss_grad`` /
+    ``hess`` / ``ridge``) plus what VSTG-MTL's blocks need of it: the loss of a factored W,
+    the initial ridge W0 and its SVD (``ridge_svd``) and the V-step's per-task K x K blocks
+    (``task_blocks``).  Built once per TaskSet object (``tasks.memo``) and shared by every fit
+    of a search."""
 
     def loss(self, U: np.ndarray, V: np.ndarray) -> float:
         return self.loss_w(U @ V)
-
-    def ridge(self, A: np.ndarray, rho: float) -> np.ndarray:
-        """Column t: argmin_w 1/2 ||y_t - X_t w||^2 + rho/2 ||w - a_t||^2, i.e.
-        (X_t^T X_t + rho I)^{-1} (X_t^T y_t + rho a_t)
-            = a_t + Q_t (s (c - s Q_t^T a_t) / (s^2 + rho));
-        with ``gram`` by one batched linear solve (T systems of size d)."""
-        if self.gram is not None:
-            H = self.gram + rho * np.eye(self.d)
-            return np.linalg.solve(H, (self.Xty + rho * A).T[:, :, None])[:, :, 0].T
-        alpha = self.proj(A)
-        return A + self.back(self.s * (self.c - self.s * alpha) / (self.s2 + rho))
 
     @functools.cached_property
     def ridge_svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -231,75 +110,8 @@ class _Problem:
         return A, b
 
 
-def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2, out: np.ndarray | None = None) -> np.ndarray:
-    """argmin_Z 1/2 ||Z - V||_F^2 + sum_i (tau1_i ||Z[i, :]||_1 + tau2_i ||Z[i, :]||_inf)
-    (``tau1``, ``tau2``: scalars or one value per row).
-
-    The composition prox_{tau2 ||.||_inf} o prox_{tau1 ||.||_1}, row by row.  Valid because soft
-    thresholding keeps every sign and the set of entries of largest modulus of a row (it
-    subtracts the same amount from all moduli), so the l_inf subdifferential at the thresholded
-    row contains the one at the original row (or the row becomes 0, where the subdifferential
-    is the whole dual ball); by Yu (2013, "On decomposing the proximal map", Thm. 1) the
-    composition is then the prox of the sum.  Checked against cvxpy in the tests.  ``out``: an
-    array of V's shape to write the result into (returned).  The l_inf
-    prox clips the thresholded moduli A at the row's l1-ball threshold (``prox_l1inf_rows``),
-    written out here to take the signs once."""
-    tau1 = np.asarray(tau1, dtype=np.float64)
-    A = np.abs(V) - (tau1[:, None] if tau1.ndim else tau1)
-    np.maximum(A, 0.0, out=A)
-    return np.multiply(np.sign(V), np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None]), out=out)
-
-
-def _prox_ksupport_sq_cols(V: np.ndarray, lam: np.ndarray, k: int,
-                           out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``_prox.prox_ksupport_sq_with_value(V, lam, k)`` for a K x m matrix V (columns = task
-    codes) and one weight lam_j > 0 per column: the same closed form with the same arithmetic
-    (the same W and values: bit-identical in the tests, which assert 1e-12), laid out with the
-    columns last so that every numpy call runs over contiguous rows (the sort and the prefix
-    sums along axis 0, the k x K x m bracket ratios reduced over the leading axes), with
-    W = min(scaled, max(thresholded, 0)) and the signs by ``copysign``: about 1.3-2x faster at
-    the sizes of the joint steps and V-steps.
-    Other cases (k >= K, some lam_j = 0, large k K m) go to the shared function.  ``out``: an
-    array of V's shape to write W into (returned as W)."""
-    p, m = V.shape
-    if k >= p or m == 0 or k * p * m > (1 << 20) or not float(lam.min()) > 0.0:
-        W, val = prox_ksupport_sq_with_value(V, lam, k)
-        if out is not None:
-            out[...] = W
-            W = out
-        return W, val
-    A = np.abs(V)
-    prefix = np.empty((p + 1, m))                 # row b: z_1 + ... + z_b per column
-    prefix[0] = 0.0
-    np.cumsum(np.sort(A, axis=0)[::-1], axis=0, out=prefix[1:])
-    budget, offset = _bracket_constants_cols(k, p)                       # k - a, |b - a|
-    inv_lam = 1.0 / lam
-    ratio = prefix[None, 1:, :] - prefix[:k, None, :]                  # S_ab, k x K x m
-    ratio /= budget * inv_lam + offset
-    tau = ratio.max(axis=1).min(axis=0)
-    scaled = A / (1.0 + lam)
-    thresholded = A - tau
-    saturated = scaled <= thresholded
-    np.maximum(thresholded, 0.0, out=thresholded)
-    W = np.minimum(scaled, thresholded)
-    val = (W * np.where(saturated, W, tau * inv_lam)).sum(axis=0)
-    return np.copysign(W, V, out=W if out is None else out), val
-
-
-@functools.lru_cache(maxsize=64)
-def _bracket_constants_cols(k: int, p: int) -> tuple[np.ndarray, np.ndarray]:
-    """(k - a as k x 1 x 1, |b - a| as k x p x 1) for a = 0..k-1, b = 1..p (read-only)."""
-    a = np.arange(k)[:, None, None]
-    budget = (k - a).astype(np.float64)
-    offset = np.abs(np.arange(1, p + 1)[None, :, None] - a).astype(np.float64)
-    budget.flags.writeable = False
-    offset.flags.writeable = False
-    return budget, offset
-
-
 def vstg_objective(prob: _Problem, U, V, g1, g2, mu, k) -> float:
-    return (prob.loss(U, V) + g1 * np.abs(U).sum() + g2 * np.abs(U).max(axis=1).sum()
-            + mu * float(ksupport_sq(V, k).sum()))
+    return prob.loss(U, V) + L1PlusL1Inf(g1, g2).value(U) + SquaredKSupport(mu, k).value(V)
 
 
 def _row_weights(w: np.ndarray) -> np.ndarray:
@@ -383,8 +195,8 @@ class VSTGMTL(LinearMTLModel):
         g2 = float(self.gamma2) * c0
         mu = float(self.mu) * ysq
         self.gamma1_, self.gamma2_, self.mu_ = g1, g2, mu
-        hU = lambda U_: g1 * np.abs(U_).sum() + g2 * np.abs(U_).max(axis=1).sum()
-        gV = lambda V_: mu * float(ksupport_sq(V_, k).sum())
+        hU = L1PlusL1Inf(g1, g2).value            # the penalties' values
+        gV = SquaredKSupport(mu, k).value
 
         U, V = self._initial(prob, K, init)
         W = U @ V
@@ -512,24 +324,8 @@ class VSTGMTL(LinearMTLModel):
             np.matmul(Bg, Vy.T, out=gU)
             np.matmul(Uy.T, Bg, out=gV)
             c *= 0.8                                  # let the step grow again (local curvature)
-            for _ in range(100):                      # backtracking (bounded: non-finite data)
-                x = y - g / (c * wz)
-                zn = np.empty_like(z)
-                Un, Vn = blocks(zn)
-                aU, aV = c * wU, c * wV
-                xU, xV = blocks(x)
-                prox_l1_l1inf_rows(xU, g1 / aU, g2 / aU, out=Un)
-                ksq = _prox_ksupport_sq_cols(xV, 2.0 * mu / aV, k, out=Vn)[1]
-                Wn = Un @ Vn
-                Pn = prob.image(Wn)
-                fn = prob.loss_image(Wn, Pn)
-                D = zn - y
-                wD = wz * D
-                lin = float(np.vdot(g, D))
-                sq = 0.5 * float(np.vdot(wD, D))
-                if fn <= fy + lin + c * sq + 1e-12 * abs(fy):
-                    break
-                c *= 2.0
+            zn, Un, Vn, Wn, Pn, fn, wD, ksq, c = _joint_prox_step(
+                prob, blocks, y, g, fy, wz, wU, wV, c, g1, g2, mu, k)
             absU = np.abs(Un)
             Fn = (fn + g1 * absU.sum() + g2 * absU.max(axis=1).sum()
                   + mu * float(ksq.sum()))
@@ -658,7 +454,7 @@ class VSTGMTL(LinearMTLModel):
             AY = AVc + beta * (AVc - AVp)
             G = AY - ba
             fY = quad(Y, AY, ba)
-            vn = _prox_ksupport_sq_cols(Y - G / La, 2.0 * mu / La, k)[0]
+            vn = prox_ksupport_sq_with_value(Y - G / La, 2.0 * mu / La, k)[0]
             Avn = _task_matvec(Aa, vn)
             for _ in range(100):                  # backtracking (bounded: non-finite data)
                 D = vn - Y
@@ -667,7 +463,7 @@ class VSTGMTL(LinearMTLModel):
                 if not bad.any():
                     break
                 La[bad] *= 2.0
-                vn[:, bad] = _prox_ksupport_sq_cols(Y[:, bad] - G[:, bad] / La[bad],
+                vn[:, bad] = prox_ksupport_sq_with_value(Y[:, bad] - G[:, bad] / La[bad],
                                                     2.0 * mu / La[bad], k)[0]
                 Avn[:, bad] = _task_matvec(Aa[bad], vn[:, bad])
             tn[np.einsum("at,at->t", Y - vn, vn - vc) > 0] = 1.0      # restart
@@ -684,6 +480,32 @@ class VSTGMTL(LinearMTLModel):
         keep = task_obj(Vc) > task_obj(V)
         Vc[:, keep] = V[:, keep]
         return Vc, n
+
+
+def _joint_prox_step(prob: _Problem, blocks, y, g, fy, wz, wU, wV, c, g1, g2, mu, k):
+    """The proximal step of the joint steps from y (flat (U, V)) with gradient g in the metric
+    c * wz: c doubles until the joint descent condition holds (at most 100 times: non-finite
+    data).  Returns (z+, its U and V views, W+ = U+ V+, image(W+), loss at W+, wz * (z+ - y),
+    the squared k-support norms of V+'s columns, c)."""
+    for _ in range(100):
+        x = y - g / (c * wz)
+        zn = np.empty_like(y)
+        Un, Vn = blocks(zn)
+        aU, aV = c * wU, c * wV
+        xU, xV = blocks(x)
+        prox_l1_l1inf_rows(xU, g1 / aU, g2 / aU, out=Un)
+        ksq = prox_ksupport_sq_with_value(xV, 2.0 * mu / aV, k, out=Vn)[1]
+        Wn = Un @ Vn
+        Pn = prob.image(Wn)
+        fn = prob.loss_image(Wn, Pn)
+        D = zn - y
+        wD = wz * D
+        lin = float(np.vdot(g, D))
+        sq = 0.5 * float(np.vdot(wD, D))
+        if fn <= fy + lin + c * sq + 1e-12 * abs(fy):
+            break
+        c *= 2.0
+    return zn, Un, Vn, Wn, Pn, fn, wD, ksq, c
 
 
 def _task_matvec(A: np.ndarray, V: np.ndarray) -> np.ndarray:

@@ -12,7 +12,8 @@ import numpy as np
 from mtlbench import Int, Linear, Log, TaskSet
 from mtlbench.model import param_problems
 
-from .._losses import SquaredAUCLoss, StackedLeastSquares
+from .._core.datafits import LeastSquares, SquaredAUCLoss, SquaredLoss
+from .._core.penalties import prox_l1
 from .ustep import DEFAULT_EIG_RTOL, UStep, groups_from_embedding
 
 _N_EMBED_ITERS = 5
@@ -22,24 +23,25 @@ _N_EMBED_ITERS = 5
 def tfcl_wstep(W_tilde: np.ndarray, D: np.ndarray, lam_group: float, lam_ridge: float,
                C: float) -> np.ndarray:
     """Prop. sol: argmin_W 1/2||W - W~||^2 + (a1/C) sum |W_ij| D_ij + a2/(2C) ||W||^2
-    = sign(W~) max(|W~|/(1 + a2/C) - a1/(C + a2) D, 0)."""
-    return np.sign(W_tilde) * np.maximum(
-        np.abs(W_tilde) / (1.0 + lam_ridge / C) - lam_group / (C + lam_ridge) * D, 0.0)
+    = sign(W~) max(|W~|/(1 + a2/C) - a1/(C + a2) D, 0): the ridge's shrinkage followed by the
+    weighted soft threshold (``_core.penalties.prox_l1``)."""
+    return prox_l1(W_tilde / (1.0 + lam_ridge / C), lam_group / (C + lam_ridge) * D)
 
 
 # ------------------------------------------------------------------ losses, checks, stopping
-def make_loss(tasks: TaskSet, loss: str, model_name: str) -> StackedLeastSquares:
-    """The loss of ``tasks`` as sum_t 1/2 ||Z_t w_t - c_t||^2 (``_losses.StackedLeastSquares``;
-    built once per TaskSet object: ``tasks.memo``; it holds only data-derived, read-only
-    arrays: the stacked Z_t, c_t, Lipschitz constants, the curvature scale, free columns)."""
+def make_loss(tasks: TaskSet, loss: str, model_name: str) -> LeastSquares:
+    """The loss of ``tasks`` as sum_t 1/2 ||Z_t w_t - c_t||^2 (``_core.datafits``, the
+    ``buckets`` representation; built once per TaskSet object: ``tasks.memo``; it holds only
+    data-derived, read-only arrays: the stacked Z_t, c_t, Lipschitz constants, the curvature
+    scale, free columns)."""
     if loss == "auc":
-        return tasks.memo(("tfcl", "SquaredAUCLoss", 2), lambda: SquaredAUCLoss(tasks))
+        return tasks.memo(("tfcl", "SquaredAUCLoss", 3), lambda: SquaredAUCLoss(tasks))
     if loss == "squared":
-        return tasks.memo(("tfcl", "squared", 2), lambda: StackedLeastSquares.squared(tasks))
+        return tasks.memo(("tfcl", "squared", 3), lambda: SquaredLoss(tasks, "buckets"))
     raise ValueError(f"{model_name}: loss must be 'auc' or 'squared', got {loss!r}")
 
 
-def graph_columns(J: StackedLeastSquares) -> np.ndarray | None:
+def graph_columns(J: LeastSquares) -> np.ndarray | None:
     """The features that are nodes of the task-feature graph: every column the loss depends
     on (None: all of them).  A column with Z_t[:, i] = 0 in every task (under the AUC loss: a
     feature constant within every task, such as a bias; under the squared loss: a column of
@@ -53,10 +55,10 @@ def graph_columns(J: StackedLeastSquares) -> np.ndarray | None:
     return np.setdiff1d(np.arange(J.d), J.free_columns)
 
 
-def ridge_scale(J: StackedLeastSquares) -> float:
+def ridge_scale(J: LeastSquares) -> float:
     """The data scale of every ridge-type weight: the mean per-feature curvature of the loss,
     mean_t tr(H_t) / d_used (H_t = Z_t^T Z_t the Hessian of task t's loss, d_used the features
-    the loss depends on; ``StackedLeastSquares.curvature``).
+    the loss depends on; ``LeastSquares.curvature``).
 
     alpha = lam * ridge_scale: lam = 1 is a ridge as strong as the loss's average curvature per
     coordinate, whatever n_t / d is.  Why not the Lipschitz constant max_t ||H_t||_2: the

@@ -42,10 +42,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .._losses import StackedLeastSquares
+from .._core.datafits import LeastSquares
 
 
-def compact_loss(J: StackedLeastSquares) -> StackedLeastSquares:
+def compact_loss(J: LeastSquares) -> LeastSquares:
     """J with every task of more rows than features (m_t > d) replaced by d rows: with the
     thin QR factorisation Z_t = Q_t R_t, 1/2 ||Z_t w - c_t||^2 = 1/2 ||R_t w - Q_t^T c_t||^2
     + 1/2 (||c_t||^2 - ||Q_t^T c_t||^2), the same function of w up to a constant, so every
@@ -64,7 +64,7 @@ def compact_loss(J: StackedLeastSquares) -> StackedLeastSquares:
             Z3 = R
         for b, t in enumerate(order):
             Zs[t], cs[t] = Z3[b], c2[b]
-    return StackedLeastSquares(Zs, cs, d)
+    return LeastSquares.from_arrays(Zs, cs, d)
 
 
 class FixedStructure:
@@ -80,7 +80,7 @@ class FixedStructure:
     The per-task K_t^{-1} and the d x d system depend on the structure only, so they are
     formed once and ``solve(lin)`` (called again when the signs change) is cheap."""
 
-    def __init__(self, J: StackedLeastSquares, mask: np.ndarray | None, a_g: float,
+    def __init__(self, J: LeastSquares, mask: np.ndarray | None, a_g: float,
                  a_c: float | None) -> None:
         d = J.d
         self.J, self.mask, self.a_c, self.a_g = J, mask, a_c, a_g
@@ -170,7 +170,7 @@ def kkt_ok(G: np.ndarray, g: np.ndarray, mask: np.ndarray, signs: np.ndarray,
 
 
 # --------------------------------------------------------------------- with personal columns
-def row_space_spectra(J: StackedLeastSquares) -> list[tuple[np.ndarray, np.ndarray]]:
+def row_space_spectra(J: LeastSquares) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per bucket of ``J``, the eigendecomposition Z_t Z_t^T = Q_t diag(lam_t) Q_t^T of every
     task's m x m row-space Gram matrix (ascending, clipped at 0): data only, so a model
     computes it once per training set (``TaskSet.memo``) for ``PersonalStructure``."""
@@ -223,7 +223,7 @@ class PersonalStructure:
     takes more than ``_NEWTON_MAX`` steps.  Without personal users Phi is quadratic and one
     step solves it: the problem of ``FixedStructure``."""
 
-    def __init__(self, J: StackedLeastSquares, mask: np.ndarray | None, a_g: float,
+    def __init__(self, J: LeastSquares, mask: np.ndarray | None, a_g: float,
                  a_c: float, a_p: float, spectra=None) -> None:
         d = J.d
         self.J, self.mask, self.a_g, self.a_c, self.a_p = J, mask, a_g, a_c, a_p

@@ -198,8 +198,30 @@ def ustep(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL,
     scale = 2.0 * float(deg.max()) if N else 0.0
     tol = rtol * scale
     sizes = np.bincount(labels, minlength=m)
+    comps = _nontrivial_components(absW, S, labels, sizes, m)
+    prev_V = None
+    if prev is not None and prev.N == N and prev.V1.shape[1]:
+        prev_V = prev.V1
+    got, allv, lk, nz, methods = _smallest_eigenpairs(comps, m, k, tol, rtol, prev_V)
+    c_all, p, q = ustep_weights(allv, k, tol)
+    c0 = float(c_all[0]) if m else 0.0
+    V1, c1, lams_sel = _selected_pairs(comps, got, N, lk, tol, (k - p) / (q - p))
+    lams = np.concatenate([np.zeros(m), lams_sel])
+    stats = {"seconds": time.perf_counter() - t0, "components": m, "methods": methods,
+             "computed_pairs": int(sum(g[0].shape[0] for g in got)),
+             # smallest computed non-zero eigenvalue, lambda_{m+1}(L) (UStepper's certificate)
+             "min_nonzero": float(nz.min()) if nz.size else float("inf"),
+             "eig_error": _EIG_ERROR * rtol * scale}
+    return UStep(d=d, T=T, k=k, labels=labels, sizes=sizes, c0=c0, V1=V1, c1=c1,
+                 lams=lams, p=p, q=q, tol=tol, case=ustep_case(p, q, k, N), stats=stats)
+
+
+def _nontrivial_components(absW: np.ndarray, S, labels: np.ndarray, sizes: np.ndarray,
+                           m: int) -> list[_Component]:
+    """The components of >= 2 nodes (they hold the non-zero eigenvalues), each with its block
+    of |W| (dense when W is more than 10 % full, else sparse)."""
+    d, T = absW.shape
     dense_A = S.nnz > 0.1 * d * T
-    # Components with >= 2 nodes hold non-zero eigenvalues.
     comps = []
     order = np.argsort(labels, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(sizes)])
@@ -208,13 +230,18 @@ def ustep(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL,
         fi, tj = nodes[nodes < d], nodes[nodes >= d] - d
         A = absW[np.ix_(fi, tj)] if dense_A else S[fi][:, tj]
         comps.append(_Component(A, fi, tj, np.concatenate([fi, tj + d])))
+    return comps
+
+
+def _smallest_eigenpairs(comps, m: int, k: int, tol: float, rtol: float, prev_V):
+    """The smallest non-zero eigenpairs of every component, as many as decide the U-step:
+    at least k eigenvalues in all (with the m zeros) and, in every component, every eigenvalue
+    <= lambda_k + tol.  Returns (per component (eigenvalues, vectors), all eigenvalues known
+    sorted with the zeros, lambda_k, the non-zero ones, solver methods used)."""
     r = max(k - m, 1)
     want = [min(r + 2, cc.n - 1) for cc in comps]
     got: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(comps)
     methods: dict[str, int] = {}
-    prev_V = None
-    if prev is not None and prev.N == N and prev.V1.shape[1]:
-        prev_V = prev.V1
     while True:
         for i, cc in enumerate(comps):
             if got[i] is not None and got[i][0].shape[0] >= want[i]:
@@ -250,12 +277,15 @@ def ustep(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL,
                 want[i] = min(2 * want[i] + 1, cc.n - 1)
                 more = True
         if not more:
-            break
-    c_all, p, q = ustep_weights(allv, k, tol)
-    c0 = float(c_all[0]) if m else 0.0
+            return got, allv, lk, nz, methods
+
+
+def _selected_pairs(comps, got, N: int, lk: float, tol: float, w_tie: float):
+    """The eigenvectors of U (eigenvalues <= lambda_k + tol) lifted to all N nodes, their
+    weights (1 below lambda_k - tol, ``w_tie`` for the tied ones) and eigenvalues, sorted
+    by eigenvalue."""
     sel_vecs, sel_c, sel_l = [], [], []
     lk_hi = lk + tol
-    w_tie = (k - p) / (q - p)
     for cc, (lam_c, V_c) in zip(comps, got):
         keep = lam_c <= lk_hi
         if not keep.any():
@@ -269,15 +299,7 @@ def ustep(W: np.ndarray, k: int, rtol: float = DEFAULT_EIG_RTOL,
     c1 = np.concatenate(sel_c) if sel_c else np.zeros(0)
     lams_sel = np.concatenate(sel_l) if sel_l else np.zeros(0)
     srt = np.argsort(lams_sel, kind="stable")
-    V1, c1, lams_sel = V1[:, srt], c1[srt], lams_sel[srt]
-    lams = np.concatenate([np.zeros(m), lams_sel])
-    stats = {"seconds": time.perf_counter() - t0, "components": m, "methods": methods,
-             "computed_pairs": int(sum(g[0].shape[0] for g in got)),
-             # smallest computed non-zero eigenvalue, lambda_{m+1}(L) (UStepper's certificate)
-             "min_nonzero": float(nz.min()) if nz.size else float("inf"),
-             "eig_error": _EIG_ERROR * rtol * scale}
-    return UStep(d=d, T=T, k=k, labels=labels, sizes=sizes, c0=c0, V1=V1, c1=c1,
-                 lams=lams, p=p, q=q, tol=tol, case=ustep_case(p, q, k, N), stats=stats)
+    return V1[:, srt], c1[srt], lams_sel[srt]
 
 
 class UStepper:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench_models._taskgram import TaskSpectra
+from mtlbench_models._core.representations import TaskSpectra
 
 from .objective import LossResiduals, residual_objective
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mtlbench import Categorical, Int, Linear, LinearMTLModel, Log, TaskSet
-from mtlbench_models._taskgram import TaskSpectra
+from mtlbench_models._core.representations import TaskSpectra
 
 from .bstep import transfer_threshold
 from .lm import LevenbergMarquardt

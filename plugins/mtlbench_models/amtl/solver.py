@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mtlbench import TaskSet, report_progress
-from mtlbench_models._taskgram import TaskSpectra
+from mtlbench_models._core.representations import TaskSpectra
 
 from .bstep import b_descent, b_kkt_residual, b_setup, b_step
 from .lm import LevenbergMarquardt, LMPhase

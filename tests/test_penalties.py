@@ -1,14 +1,17 @@
-"""Oracles for the k-support-norm and l_{1,inf} helpers of _prox.py (cvxpy / brute force /
-the Fenchel-Young optimality certificate)."""
+"""The penalties of the model layer (``_core.penalties``): every proximal map against its
+definition (cvxpy, or the optimality conditions), Moreau's identity with the dual norm for the
+norms, the k-support norm and l_{1,inf} helpers against cvxpy / brute force / the
+Fenchel-Young optimality certificate."""
 import cvxpy as cp
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtlbench_models._prox import (ksupport_norm, ksupport_sq, project_l1_ball_rows,
-                                   prox_ksupport_sq, prox_ksupport_sq_with_value,
-                                   prox_l1inf_rows)
+from mtlbench_models._core import penalties as pen
+from mtlbench_models._core.penalties import (ksupport_norm, ksupport_sq, project_l1_ball_rows,
+                                             prox_ksupport_sq, prox_ksupport_sq_with_value,
+                                             prox_l1inf_rows)
 
 
 def _ksupport_sq_cvx(v, k):
@@ -88,7 +91,7 @@ def _prox_optimality_residual(V, lam, k, W):
 
 def _tricky_columns(draw_seed, p, m):
     """Columns with zeros, exact ties (also across signs), entries 1e-18 of the others and a
-    dynamic range of 1e+-6: the inputs where the earlier implementations failed."""
+    dynamic range of 1e+-6: the inputs that break segment searches for tau."""
     rng = np.random.default_rng(draw_seed)
     V = rng.standard_normal((p, m)) * 10.0 ** rng.uniform(-6, 6, m)
     V[rng.random((p, m)) < 0.3] = 0.0
@@ -129,8 +132,8 @@ def test_prox_ksupport_sq_value_is_the_norm_of_the_prox(p, k, m, seed):
 
 def test_prox_ksupport_sq_tiny_entry_regression():
     """A column with three O(0.01) entries and one of 3e-18, k = 3: the correct prox scales the
-    three by 1/(1+lam) (at most k entries are effectively nonzero); the earlier O(p log p)
-    version, accumulating slope x width products up to kinks at 1e17, returned 0."""
+    three by 1/(1+lam) (at most k entries are effectively nonzero); a segment search
+    accumulating slope x width products up to kinks at 1e17 returns 0 here."""
     v = np.array([4.9834e-02, -1.1340e-02, -1.1500e-02, 0, 0, 0, 0, 0, 0, -3.4716e-18])
     lam = 0.09006505
     w = prox_ksupport_sq(v, lam, 3)
@@ -140,9 +143,9 @@ def test_prox_ksupport_sq_tiny_entry_regression():
 
 
 def test_ksupport_sq_exact_ties_regression():
-    """Four nonzeros (three tied) and k = 4: the norm is the l2 norm.  The earlier formula
-    searched the r whose two strict inequalities hold; rounding of the tied average broke both
-    for the right r and the fallback r = k-1 returned (sum |w|)^2 / k, 16% too small."""
+    """Four nonzeros (three tied) and k = 4: the norm is the l2 norm.  A search for the r
+    whose two strict inequalities hold fails here (rounding of the tied average breaks both
+    for the right r, and a fallback r = k-1 gives (sum |w|)^2 / k, 16% too small)."""
     w = np.array([-54.008091526253835, -54.008091526253835, 54.008091526253835, 0.0, 0.0,
                   -125.28468793363798])
     assert ksupport_sq(w, 4) == pytest.approx(float(w @ w), rel=1e-14)
@@ -153,9 +156,9 @@ def test_ksupport_sq_exact_ties_regression():
 @given(st.integers(1, 20), st.integers(1, 25), st.integers(1, 6), st.integers(0, 10 ** 9))
 def test_ksupport_sq_bounds_continuity_and_columns(p, k, m, seed):
     """l2 <= ksup <= l1 (= l2 when at most k entries are nonzero), 1-Lipschitz in l2-norm
-    perturbations below the l1 bound |N(a) - N(b)| <= N(a - b) <= ||a - b||_1 (the tie cases
-    the earlier formula got wrong jump by far more), and the vectorised columns equal the
-    per-vector values."""
+    perturbations below the l1 bound |N(a) - N(b)| <= N(a - b) <= ||a - b||_1 (a formula that
+    mishandles ties jumps by far more), and the vectorised columns equal the per-vector
+    values."""
     V = _tricky_columns(seed, p, m)
     sq = ksupport_sq(V, k)
     l2, l1 = np.sqrt(np.einsum("ij,ij->j", V, V)), np.abs(V).sum(axis=0)
@@ -222,3 +225,115 @@ def test_project_l1_ball_rows_per_row_radius_and_zero():
         np.testing.assert_allclose(P[i], x.value, atol=1e-6)
     np.testing.assert_allclose(P[3], V[3])
     np.testing.assert_allclose(prox_l1inf_rows(V, r)[0], V[0])
+
+
+# ------------------------------------------------------------------ the penalty objects
+
+
+def _laplacian(T, seed):
+    rng = np.random.default_rng(seed)
+    A = np.triu(rng.uniform(0, 1, (T, T)) * (rng.random((T, T)) < 0.6), 1)
+    A = A + A.T
+    return np.diag(A.sum(1)) - A
+
+
+_CONVEX = {
+    "l1": (lambda lam: pen.L1(lam), lambda X, lam: lam * cp.sum(cp.abs(X))),
+    "l21": (lambda lam: pen.L21(lam), lambda X, lam: lam * cp.sum(cp.norm(X, 2, axis=1))),
+    "l21c": (lambda lam: pen.L21(lam, "columns"),
+             lambda X, lam: lam * cp.sum(cp.norm(X, 2, axis=0))),
+    "l1inf": (lambda lam: pen.L1Inf(lam), lambda X, lam: lam * cp.sum(cp.max(cp.abs(X), axis=1))),
+    "nuclear": (lambda lam: pen.Nuclear(lam), lambda X, lam: lam * cp.normNuc(X)),
+    "ridge": (lambda lam: pen.SquaredFrobenius(lam), lambda X, lam: lam / 2 * cp.sum_squares(X)),
+    "meanreg": (lambda lam: pen.MeanRegularised(lam),
+                lambda X, lam: lam * cp.sum_squares(X - cp.sum(X, axis=1, keepdims=True)
+                                                    / X.shape[1])),
+    "graph": (lambda lam: pen.GraphLaplacian(lam, _laplacian(5, 1)),
+              lambda X, lam: lam * sum(cp.quad_form(X[i, :], _laplacian(5, 1), assume_PSD=True)
+                                       for i in range(X.shape[0]))),
+    "l1+l1inf": (lambda lam: pen.L1PlusL1Inf(lam, 0.5 * lam),
+                 lambda X, lam: lam * cp.sum(cp.abs(X))
+                 + 0.5 * lam * cp.sum(cp.max(cp.abs(X), axis=1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CONVEX))
+@pytest.mark.parametrize("seed", range(2))
+def test_prox_is_the_minimiser_of_its_definition(name, seed):
+    """prox(V, L) = argmin_X L/2 ||X - V||^2 + g(X), against cvxpy (objective and point)."""
+    make, expr = _CONVEX[name]
+    rng = np.random.default_rng(seed)
+    V, L, lam = rng.standard_normal((4, 5)) * 2.0, float(rng.uniform(0.5, 3)), 0.7
+    g = make(lam)
+    X = g.prox(V, L)
+    Xv = cp.Variable(V.shape)
+    prob = cp.Problem(cp.Minimize(L / 2 * cp.sum_squares(Xv - V) + expr(Xv, lam)))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    ours = L / 2 * np.sum((X - V) ** 2) + g.value(X)
+    assert ours <= prob.value + 1e-7 * max(1.0, abs(prob.value))
+    np.testing.assert_allclose(X, Xv.value, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["l1", "l21", "l21c", "l1inf", "nuclear"])
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), lam=st.floats(0.01, 5.0), L=st.floats(0.1, 10.0))
+def test_moreau_identity_with_the_dual_norm(name, seed, lam, L):
+    """For g = lam ||.||: V = prox(V, L) + P(V), P the projection onto the dual ball of
+    radius lam / L, i.e. the residual Y = L (V - prox) has dual norm <= lam and
+    <prox, Y> = g(prox) (Fenchel-Young with the indicator conjugate); dual_scale puts any
+    point into the ball."""
+    g = _CONVEX[name][0](lam)
+    V = np.random.default_rng(seed).standard_normal((5, 4)) * 3.0
+    X = g.prox(V, L)
+    Y = L * (V - X)
+    assert g.dual_norm(Y) <= lam * (1 + 1e-9) + 1e-12
+    assert float(np.sum(X * Y)) == pytest.approx(g.value(X), rel=1e-9, abs=1e-10)
+    s = g.dual_scale(V)
+    assert 0 < s <= 1 and g.dual_norm(s * V) <= lam * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("name", ["ridge", "meanreg", "graph"])
+def test_smooth_penalties_gradient_and_prox_optimality(name):
+    g = _CONVEX[name][0](0.6)
+    rng = np.random.default_rng(3)
+    W, D = rng.standard_normal((2, 4, 5))
+    h = 1e-6
+    fd = (g.value(W + h * D) - g.value(W - h * D)) / (2 * h)
+    assert fd == pytest.approx(float(np.sum(g.grad(W) * D)), rel=1e-7)
+    X = g.prox(W, 2.5)                             # L (V - X) = grad g(X)
+    np.testing.assert_allclose(2.5 * (W - X), g.grad(X), atol=1e-12)
+    E = rng.standard_normal((4, 5))               # the Lipschitz constant bounds the curvature
+    bound = g.lipschitz * np.linalg.norm(E) * (1 + 1e-12)
+    assert np.linalg.norm(g.grad(W + E) - g.grad(W)) <= bound
+
+
+@pytest.mark.parametrize("name", ["ridge", "ksupport"])
+def test_conjugates_satisfy_fenchel_young(name):
+    """g(X) + g*(Y) >= <X, Y> for all pairs, with equality at Y = L (V - prox(V, L))."""
+    g = pen.SquaredFrobenius(0.8) if name == "ridge" else pen.SquaredKSupport(0.8, 2)
+    rng = np.random.default_rng(4)
+    V = rng.standard_normal((5, 4))
+    X = g.prox(V, 1.7)
+    Y = 1.7 * (V - X)
+    assert g.value(X) + g.conjugate(Y) == pytest.approx(float(np.sum(X * Y)), rel=1e-9)
+    for _ in range(5):
+        A, B = rng.standard_normal((2, 5, 4))
+        assert g.value(A) + g.conjugate(B) >= float(np.sum(A * B)) - 1e-12
+
+
+def test_block_sum_and_cocluster_objects():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((2, 4, 6))
+    g = pen.BlockSum(pen.L21(0.4), pen.L21(0.9, "columns"))
+    assert g.value(X) == pytest.approx(pen.L21(0.4).value(X[0])
+                                       + pen.L21(0.9, "columns").value(X[1]))
+    P = g.prox(X, 2.0)
+    np.testing.assert_array_equal(P[0], pen.L21(0.4).prox(X[0], 2.0))
+    np.testing.assert_array_equal(P[1], pen.L21(0.9, "columns").prox(X[1], 2.0))
+    c = pen.CoCluster(0.5, 2)
+    Q = rng.standard_normal((6, 5))
+    np.testing.assert_allclose(c.prox(Q, 2.0), pen.prox_cocluster(Q, 0.25, 2))
+    s = np.linalg.svd(Q, compute_uv=False)
+    assert c.value(Q) == pytest.approx(0.5 * np.sum(s[2:] ** 2), rel=1e-10)
+    with pytest.raises(ValueError, match="groups must be"):
+        pen.L21(1.0, "cols")

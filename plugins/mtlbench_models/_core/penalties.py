@@ -1,0 +1,685 @@
+"""Penalties on W (d x T, column t = task t): value, proximal map, dual norm.
+
+Each penalty object has ``value(W)`` (W of shape (d, T); stacked (B, d, T) for ``BlockSum``)
+and ``prox(V, L)`` = argmin_X L/2 ||X - V||_F^2 + g(X) (V of W's shape, L > 0 a float, or an
+array broadcasting against V for per-row step constants where the map allows it; the step
+of a proximal-gradient method with step constant L); a smooth penalty also has
+``grad(W)`` and ``lipschitz``.  A penalty g = lam ||.|| (a weighted norm) has
+``dual_norm(G)`` (the dual norm ||G||_*) and ``dual_scale(G)`` = min(1, lam / ||G||_*), the
+factor that puts a dual point into the dual ball {||.||_* <= lam} (the conjugate of g is the
+indicator of that ball); a penalty with a finite conjugate has ``conjugate(V)``.  Both give the
+duality gaps of ``solvers.py``.
+
+=====================  ==================================================  =====================
+penalty                g(W)                                                dual norm / conjugate
+=====================  ==================================================  =====================
+``L1(lam)``            lam sum_ij |W_ij|                                   max_ij |G_ij|
+``L21(lam)``           lam sum_i ||W[i, :]||_2   (rows: shared features)   max_i ||G[i, :]||_2
+``L21(lam, "columns")`` lam sum_t ||W[:, t]||_2  (columns: outlier tasks)  max_t ||G[:, t]||_2
+``L1Inf(lam)``         lam sum_i max_t |W_it|                              max_i ||G[i, :]||_1
+``Nuclear(lam)``       lam sum_i sigma_i(W)                                sigma_1(G)
+``SquaredFrobenius``   lam/2 ||W||_F^2  (smooth)                           ||V||^2 / (2 lam)
+``SquaredKSupport``    lam sum_t (||w_t||_k^sp)^2  (k-support norm)        sum_t ||v_t||_(k)^2/4lam
+``GraphLaplacian``     lam tr(W L W^T), L a T x T Laplacian (smooth)       --
+``MeanRegularised``    lam sum_t ||w_t - mean_s w_s||^2  (smooth)          --
+``CoCluster(lam, k)``  lam sum_{i > k} sigma_i(W)^2  (non-convex)          --
+``L1PlusL1Inf``        lam1 ||W||_1 + lam2 sum_i max_t |W_it|              --
+``BlockSum(g_1, ...)`` sum_b g_b(X_b) on stacked blocks X (W = sum_b X_b)  max_b of the blocks'
+=====================  ==================================================  =====================
+
+(||v||_(k) is the l2 norm of the k largest |v_i|.)  The proximal maps are also plain functions
+(``prox_l1(V, tau)``, ``prox_group_rows``, ... : argmin_X 1/2 ||X - V||^2 + tau * penalty(X))
+for solvers that call them directly; every map is implemented once, here.  Sources: the
+k-support norm (Argyriou, Foygel & Srebro, "Sparse prediction with the k-support norm",
+NIPS 2012) and its box-norm form (McDonald, Pontil & Stamos, NIPS 2014); l_{1,inf} (Quattoni
+et al. 2009; the l1-ball projection of Duchi et al., ICML 2008); the co-cluster term of
+CoCMTL (Xu, Huang, Chen & Chen, AAAI 2015); the composed l1 + l_{1,inf} map (Yu, "On
+decomposing the proximal map", NIPS 2013).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy.linalg import eigh
+
+__all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport",
+           "GraphLaplacian", "MeanRegularised", "CoCluster", "L1PlusL1Inf", "BlockSum",
+           "prox_l1", "prox_group_rows", "prox_group_cols", "prox_trace", "prox_trace_svd",
+           "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
+           "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
+           "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
+           "prox_cocluster", "top_k_truncation"]
+
+
+# ============================================================================ proximal maps
+def prox_l1(V: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
+    """Soft thresholding: penalty ||X||_1 (``tau`` may be an array of the shape of V)."""
+    return np.sign(V) * np.maximum(np.abs(V) - tau, 0.0)
+
+
+def prox_group_rows(V: np.ndarray, tau: float) -> np.ndarray:
+    """Row-group shrinkage: penalty sum_i ||X[i, :]||_2 (the l_{2,1} norm over rows)."""
+    norms = np.linalg.norm(V, axis=1, keepdims=True)
+    scale = np.maximum(1.0 - tau / np.maximum(norms, 1e-300), 0.0)
+    return V * scale
+
+
+def prox_group_cols(V: np.ndarray, tau: float) -> np.ndarray:
+    """Column-group shrinkage: penalty sum_t ||X[:, t]||_2 (the column-wise l_{2,1} norm)."""
+    return prox_group_rows(V.T, tau).T
+
+
+def prox_trace_svd(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """Singular value thresholding by a LAPACK SVD: penalty ||X||_*.  Returns (X, singular
+    values of X, descending)."""
+    U, s, Vt = np.linalg.svd(V, full_matrices=False)
+    s = np.maximum(s - tau, 0.0)
+    keep = s > 0
+    return (U[:, keep] * s[keep]) @ Vt[keep], s
+
+
+def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None = None):
+    """Singular value thresholding argmin_X 1/2||X - V||_F^2 + tau ||X||_*.
+
+    Returns (X, singular values of X in descending order, length min(d, T)), and with
+    ``above`` given also U1 V1^T (d x T), U1, V1 the singular vectors of X whose singular
+    values exceed ``above`` (a subgradient of sum_i max(sigma_i(X) - above, 0) at X).  Uses the
+    eigen-decomposition of the smaller Gram matrix (only the singular values above tau and
+    their vectors matter: X = V B B^T-type products with B = E diag(1 - tau/sigma)); falls back
+    to :func:`prox_trace_svd` when tau < 1e-6 sigma_1 (Gram precision).  ``few=True`` (the
+    caller expects few singular values above tau): only the eigenpairs of the Gram matrix
+    above tau^2 are computed (LAPACK ``syevr`` with a value range) -- the same exact set."""
+    d, T = V.shape
+    m = min(d, T)
+    right = T <= d
+    zero = np.zeros_like(V)
+    if m == 0:
+        return (zero, np.zeros(0)) if above is None else (zero, np.zeros(0), zero)
+    G = V.T @ V if right else V @ V.T
+    if few:
+        evals, evecs = eigh(G, subset_by_value=(tau * tau, np.inf), driver="evr",
+                            check_finite=False)
+    else:
+        # (the value subset is slower whenever more than a few singular values exceed tau)
+        evals, evecs = np.linalg.eigh(G)
+    sig = np.sqrt(np.maximum(evals[::-1], 0.0))
+    evecs = evecs[:, ::-1]
+    keep = sig > tau
+    if not keep.any():
+        return (zero, np.zeros(m)) if above is None else (zero, np.zeros(m), zero)
+    if tau < 1e-6 * sig[0]:
+        if above is None:
+            return prox_trace_svd(V, tau)
+        U, sv, Vt = np.linalg.svd(V, full_matrices=False)
+        s = np.maximum(sv - tau, 0.0)
+        pos, sel = s > 0, s > above
+        return (U[:, pos] * s[pos]) @ Vt[pos], s, U[:, sel] @ Vt[sel]
+    sig, evecs = sig[keep], evecs[:, keep]
+    B = evecs * (1.0 - tau / sig)
+    X = (V @ B) @ evecs.T if right else B @ (evecs.T @ V)
+    s = np.zeros(m)
+    s[:sig.size] = sig - tau
+    if above is None:
+        return X, s
+    sel = sig - tau > above
+    E, g = evecs[:, sel], sig[sel]
+    # the other side's singular vectors of X are those of V: V v_i / sigma_i (or V^T u_i / sigma_i)
+    M = ((V @ E) / g) @ E.T if right else E @ ((E.T @ V) / g[:, None])
+    return X, s, M
+
+
+# ---------------------------------------------------------------------- k-support norm
+# Both k-support maps rest on the box-norm variational form (budget k, box [0, 1]):
+#     (||w||_k^sp)^2 = min { sum_i w_i^2 / theta_i : 0 < theta_i <= 1, sum_i theta_i <= k }.
+
+def ksupport_sq(V: np.ndarray, k: int) -> np.ndarray | float:
+    """(||v||_k^sp)^2 of every column of V (a 1-d V is one vector; returns a float then).
+
+    Argyriou et al. (2012), Prop. 2.1: with z = |v| sorted decreasingly and r in {0, ..., k-1},
+    the box-form point theta = 1 on the k-r-1 largest entries and theta_i = (r+1) z_i / T_r on
+    the rest (T_r = the sum of the rest) gives the value
+
+        val_r = sum_{i < k-r} z_i^2 + T_r^2 / (r+1)     (1-based indices),
+
+    and is feasible (theta <= 1) iff z_{k-r} <= T_r / (r+1).  Every feasible value is >= the
+    norm^2 (it is the box-form objective at a feasible theta) and the optimal theta is one of
+    them, so norm^2 = min of val_r over the feasible r (exact ties stay exact: no search for
+    the r whose two strict inequalities hold).  k >= len(v) is the squared l2 norm, k = 1 the
+    squared l1 norm.  O(p log p) per column."""
+    V = np.asarray(V, dtype=np.float64)
+    one_d = V.ndim == 1
+    M = V[:, None] if one_d else V
+    p, m = M.shape
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"ksupport_sq: k must be >= 1, got {k}")
+    Z = -np.sort(-np.abs(M), axis=0)
+    if k >= p:
+        out = np.einsum("ij,ij->j", Z, Z)
+    else:
+        Zk = Z[:k]                                                     # z_{k-r} for r = k-1 .. 0
+        tail = np.cumsum(Z[::-1], axis=0)[::-1][:k]                    # T_r = sum_{i >= k-r} z_i
+        head = np.zeros((k, m))
+        np.cumsum(Zk[:-1] ** 2, axis=0, out=head[1:])                  # sum_{i < k-r} z_i^2
+        cnt = (k - np.arange(k, dtype=np.float64))[:, None]            # r + 1
+        feasible = Zk * cnt <= tail * (1.0 + 1e-12)
+        out = np.where(feasible, head + tail * tail / cnt, np.inf).min(axis=0)
+    return float(out[0]) if one_d else out
+
+
+def ksupport_norm(w: np.ndarray, k: int) -> float:
+    """k-support norm of a vector: sqrt(``ksupport_sq``).  k >= len(w) gives the l2 norm, k = 1
+    the l1 norm."""
+    return float(np.sqrt(ksupport_sq(np.asarray(w, dtype=np.float64).ravel(), k)))
+
+
+def prox_ksupport_sq(V: np.ndarray, lam: float | np.ndarray, k: int) -> np.ndarray:
+    """argmin_W 1/2 ||W - V||^2 + lam/2 (||W||_k^sp)^2, column by column (a 1-d V is one column).
+    ``lam`` >= 0: a scalar or one value per column (``prox_ksupport_sq_with_value``)."""
+    return prox_ksupport_sq_with_value(V, lam, k)[0]
+
+
+def prox_ksupport_sq_with_value(V: np.ndarray, lam: float | np.ndarray, k: int,
+                                out: np.ndarray | None = None
+                                ) -> tuple[np.ndarray, np.ndarray | float]:
+    """(W, (||W||_k^sp)^2 per column) with W = argmin 1/2 ||W - V||^2 + lam/2 (||W||_k^sp)^2
+    column by column; ``lam`` >= 0 a scalar or one value per column; ``out``: an array of V's
+    shape to write W into.
+
+    Derivation (box-norm form above): for fixed theta the minimiser is
+    w_i = v_i theta_i / (theta_i + lam); what remains is convex in theta and its KKT conditions
+    give theta_i = clip(lam (|v_i| / tau - 1), 0, 1) with tau > 0 such that sum_i theta_i = k
+    (unless at most k entries are nonzero: then W = V / (1 + lam)).  Substituting theta,
+
+        w_i = sign(v_i) min( |v_i| / (1 + lam), max(|v_i| - tau, 0) )
+
+    (Algorithm 1 of Argyriou et al. 2012).  tau in closed form, with z = |v| sorted decreasingly
+    and S_ab = z_{a+1} + ... + z_b:
+
+        tau = min_{a = 0..k-1} max_{b = 1..p} lam S_ab / (k - a + lam |b - a|)
+
+    (the budget sum_i min(1, max(0, lam (z_i / tau - 1))) is a min over a of a max over b of
+    brackets increasing in 1/tau; for b <= a the bracket is below the max, so no mask).  No
+    segment search, so exact ties and tiny entries are no special case.  The value follows from
+    the same theta (saturated entries contribute w_i^2, rising ones w_i tau / lam); columns with
+    lam = 0 get W = V and ``ksupport_sq``.  Laid out with the columns last, every numpy call
+    runs over contiguous rows; one sort per column and O(k p) arithmetic, in chunks of columns
+    that bound the k x p x m temporaries.  Checked against the box-norm problem solved by
+    cvxpy, the Fenchel-Young equality and ``ksupport_sq`` (tests)."""
+    V = np.asarray(V, dtype=np.float64)
+    one_d = V.ndim == 1
+    M = V[:, None] if one_d else V
+    p, m = M.shape
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"prox_ksupport_sq: k must be >= 1, got {k}")
+    lam = np.asarray(lam, dtype=np.float64)
+    if lam.shape != (m,):
+        lam = np.full(m, float(lam)) if lam.ndim == 0 else np.broadcast_to(lam, (m,))
+    if m and float(lam.min()) < 0:
+        raise ValueError("prox_ksupport_sq: lam must be >= 0")
+    if k >= p or m == 0:                             # the squared l2 norm
+        W = np.abs(M) / (1.0 + lam)
+        val = np.einsum("ij,ij->j", W, W)
+        W *= np.sign(M)
+        if out is not None:
+            out[...] = W.reshape(out.shape)
+            W = out.reshape(M.shape)
+        return (W[:, 0], float(val[0])) if one_d else (W, val)
+    none = lam == 0
+    safe = np.where(none, 1.0, lam) if none.any() else lam
+    W = np.empty((p, m)) if out is None else out.reshape(M.shape)
+    val = np.empty(m)
+    step = max(1, (1 << 20) // (k * p))             # bound the k x p x m temporaries
+    for j0 in range(0, m, step):
+        j1 = min(m, j0 + step)
+        W[:, j0:j1], val[j0:j1] = _ksupport_cols(M[:, j0:j1], safe[j0:j1], k)
+    if none.any():
+        W[:, none] = M[:, none]
+        val[none] = ksupport_sq(M[:, none], k)
+    return (W[:, 0], float(val[0])) if one_d else (W, val)
+
+
+def _ksupport_cols(V: np.ndarray, lam: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The closed form of ``prox_ksupport_sq_with_value`` for p x m columns V with k < p and
+    lam > 0 (one value per column)."""
+    p, m = V.shape
+    A = np.abs(V)
+    prefix = np.empty((p + 1, m))                 # row b: z_1 + ... + z_b per column
+    prefix[0] = 0.0
+    np.cumsum(np.sort(A, axis=0)[::-1], axis=0, out=prefix[1:])
+    budget, offset = _bracket_constants(k, p)                            # k - a, |b - a|
+    inv_lam = 1.0 / lam
+    ratio = prefix[None, 1:, :] - prefix[:k, None, :]                  # S_ab, k x p x m
+    ratio /= budget * inv_lam + offset
+    tau = ratio.max(axis=1).min(axis=0)
+    scaled = A / (1.0 + lam)
+    thresholded = A - tau
+    saturated = scaled <= thresholded
+    np.maximum(thresholded, 0.0, out=thresholded)
+    W = np.minimum(scaled, thresholded)
+    val = (W * np.where(saturated, W, tau * inv_lam)).sum(axis=0)
+    return np.copysign(W, V, out=W), val
+
+
+@functools.lru_cache(maxsize=64)
+def _bracket_constants(k: int, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """(k - a as k x 1 x 1, |b - a| as k x p x 1) for a = 0..k-1, b = 1..p (read-only)."""
+    a = np.arange(k)[:, None, None]
+    budget = (k - a).astype(np.float64)
+    offset = np.abs(np.arange(1, p + 1)[None, :, None] - a).astype(np.float64)
+    budget.flags.writeable = False
+    offset.flags.writeable = False
+    return budget, offset
+
+
+# ---------------------------------------------------------------------- l_{1,inf}
+def l1_ball_threshold_rows(A: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
+    """Per row of A >= 0, the threshold t >= 0 of the Euclidean projection onto the l1 ball of
+    the given radius (>= 0; a scalar or one per row): the projection is max(A - t, 0).
+
+    With z the row sorted decreasingly and S_j = z_1 + ... + z_j, sum_i max(z_i - t, 0) =
+    max_j (S_j - j t), which is >= radius iff t <= max_j (S_j - radius) / j; so
+    t = max(0, max_j (S_j - radius) / j) (Duchi et al., ICML 2008, without the search for
+    the last positive index).  Radius 0 gives t = max_i z_i (projection onto {0})."""
+    radius = np.asarray(radius, dtype=np.float64)
+    S = np.cumsum(np.sort(A, axis=1)[:, ::-1], axis=1)
+    S -= radius[:, None] if radius.ndim else radius
+    S /= _counts(A.shape[1])
+    return S.max(axis=1, initial=0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _counts(m: int) -> np.ndarray:
+    """1, 2, ..., m as float64 (read-only)."""
+    out = np.arange(1, m + 1, dtype=np.float64)
+    out.flags.writeable = False
+    return out
+
+
+def project_l1_ball_rows(V: np.ndarray, radius: float | np.ndarray) -> np.ndarray:
+    """Euclidean projection of every row of V onto the l1 ball of the given radius (>= 0;
+    a scalar or one per row).  Radius 0 projects onto {0}."""
+    V = np.asarray(V, dtype=np.float64)
+    A = np.abs(V)
+    return np.sign(V) * np.maximum(A - l1_ball_threshold_rows(A, radius)[:, None], 0.0)
+
+
+def prox_l1inf_rows(V: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
+    """Penalty sum_i tau_i ||X[i, :]||_inf (``tau`` >= 0, a scalar or one weight per row).
+
+    Moreau decomposition: prox_{tau ||.||_inf}(v) = v - P_{tau B_1}(v), P the projection onto
+    the l1 ball of radius tau (the dual-norm ball); as P(v) = sign(v) max(|v| - t, 0), this
+    clips every |v_i| at the row's threshold t."""
+    V = np.asarray(V, dtype=np.float64)
+    A = np.abs(V)
+    return np.sign(V) * np.minimum(A, l1_ball_threshold_rows(A, tau)[:, None])
+
+
+def prox_l1_l1inf_rows(V: np.ndarray, tau1, tau2, out: np.ndarray | None = None) -> np.ndarray:
+    """argmin_Z 1/2 ||Z - V||_F^2 + sum_i (tau1_i ||Z[i, :]||_1 + tau2_i ||Z[i, :]||_inf)
+    (``tau1``, ``tau2``: scalars or one value per row; ``out``: an array of V's shape for Z).
+
+    The composition prox_{tau2 ||.||_inf} o prox_{tau1 ||.||_1}, row by row.  Valid because soft
+    thresholding keeps every sign and the set of entries of largest modulus of a row, so the
+    l_inf subdifferential at the thresholded row contains the one at the original row (or the
+    row becomes 0, where it is the whole dual ball); by Yu (2013, Thm. 1) the composition is
+    then the prox of the sum.  The l_inf step clips the thresholded moduli at the row's l1-ball
+    threshold (as ``prox_l1inf_rows``), written out to take the signs once."""
+    tau1 = np.asarray(tau1, dtype=np.float64)
+    A = np.abs(V) - (tau1[:, None] if tau1.ndim else tau1)
+    np.maximum(A, 0.0, out=A)
+    return np.multiply(np.sign(V), np.minimum(A, l1_ball_threshold_rows(A, tau2)[:, None]),
+                       out=out)
+
+
+# ---------------------------------------------------------------------- mean regulariser
+def prox_mean_reg(V: np.ndarray, tau: float) -> np.ndarray:
+    """argmin_X 1/2 ||X - V||_F^2 + tau ||X (I - 11^T/T)||_F^2: keep the column mean of V,
+    shrink the deviations from it by 1/(1 + 2 tau)."""
+    mean = V.mean(axis=1, keepdims=True)
+    return mean + (V - mean) / (1.0 + 2.0 * tau)
+
+
+def mean_reg_penalty(P: np.ndarray) -> float:
+    """||P (I - 11^T/T)||_F^2 = sum_t ||p_t - mean_s p_s||^2."""
+    D = P - P.mean(axis=1, keepdims=True)
+    return float(np.sum(D * D))
+
+
+# ---------------------------------------------------------------------- co-cluster term
+def _top_right_subspace(Q: np.ndarray, k: int) -> tuple[np.ndarray, float, bool]:
+    """Orthonormal basis of the top-k singular subspace of Q on its smaller side.
+
+    Returns (B, tail, right): when ``right`` B is T x k with Q B B^T the rank-k truncation of Q,
+    else B is d x k with B B^T Q the truncation.  ``tail`` = sum_{i>k} sigma_i(Q)^2
+    = ||Q||_F^2 - (sum of the k largest eigenvalues of the smaller Gram matrix), clipped at 0
+    (absolute error ~ 1e-15 ||Q||_F^2).  Only the top k eigenpairs are computed (LAPACK MRRR
+    with an index subset).  Requires 1 <= k < min(d, T)."""
+    d, T = Q.shape
+    right = T <= d
+    G = Q.T @ Q if right else Q @ Q.T
+    m = G.shape[0]
+    evals, evecs = eigh(G, subset_by_index=(m - k, m - 1), driver="evr", check_finite=False)
+    B = evecs[:, ::-1]
+    tail = max(float(np.trace(G)) - float(np.maximum(evals, 0.0).sum()), 0.0)
+    return B, tail, right
+
+
+def top_k_truncation(Q: np.ndarray, k: int) -> np.ndarray:
+    """The best rank-k approximation of Q (Eckart-Young), from the top-k eigenpairs of the
+    smaller Gram matrix; Q itself when k >= min(d, T)."""
+    d, T = Q.shape
+    if k >= min(d, T):
+        return Q.copy()
+    right = T <= d
+    G = Q.T @ Q if right else Q @ Q.T
+    m = G.shape[0]
+    _, B = eigh(G, subset_by_index=(m - k, m - 1), driver="evr", check_finite=False)
+    return (Q @ B) @ B.T if right else B @ (B.T @ Q)
+
+
+def cocluster_penalty(Q: np.ndarray, k: int) -> float:
+    """Omega(Q) = sum_{i > k} sigma_i(Q)^2, as ||Q||_F^2 - (sum of the k largest eigenvalues of
+    the smaller Gram matrix): absolute error ~ 1e-15 ||Q||_F^2, no SVD."""
+    Q = np.asarray(Q, dtype=np.float64)
+    k = int(k)
+    if k >= min(Q.shape):
+        return 0.0
+    if k <= 0:
+        return float(np.sum(Q * Q))
+    return _top_right_subspace(Q, k)[1]
+
+
+def prox_cocluster(Q: np.ndarray, tau: float, k: int) -> np.ndarray:
+    """argmin_X 1/2 ||X - Q||_F^2 + tau Omega(X), Omega(X) = sum_{i = k+1}^{min(d, T)} sigma_i(X)^2.
+
+    Closed form: with Q = U diag(s) V^T,
+
+        X = U diag(s_1, ..., s_k, s_{k+1}/(1 + 2 tau), ..., s_r/(1 + 2 tau)) V^T
+          = Q / (1 + 2 tau) + (2 tau / (1 + 2 tau)) * Q V_k V_k^T.
+
+    Omega is unitarily invariant, so (von Neumann) X shares Q's singular vectors;
+    Omega(x) = min_{|S| = k} sum_{i not in S} x_i^2, and minimising jointly over S and x gives
+    value tau/(1+2tau) * sum_{i not in S} s_i^2, smallest for S = top k (unique when
+    s_k > s_{k+1}; with a tie any top-k choice is a minimiser).  Q: (d, T); tau >= 0; k >= 0
+    (k >= min(d, T) returns Q unchanged; k = 0 gives Q / (1 + 2 tau)).  Cost: one Gram matrix
+    on the smaller side and its top-k eigenpairs."""
+    Q = np.asarray(Q, dtype=np.float64)
+    if Q.ndim != 2:
+        raise ValueError(f"prox_cocluster: Q must be a 2-d array, got shape {Q.shape}")
+    tau = float(tau)
+    if not tau >= 0:
+        raise ValueError(f"prox_cocluster: tau must be >= 0, got {tau}")
+    k = int(k)
+    if k < 0:
+        raise ValueError(f"prox_cocluster: k must be >= 0, got {k}")
+    if tau == 0 or k >= min(Q.shape):
+        return Q.copy()
+    shrink = 1.0 / (1.0 + 2.0 * tau)
+    if k == 0:
+        return Q * shrink
+    return prox_cocluster_with_value(Q, tau, k)[0]
+
+
+def prox_cocluster_with_value(Q: np.ndarray, tau: float, k: int) -> tuple[np.ndarray, float]:
+    """prox_cocluster(Q, tau, k) and Omega of the result (from the same eigen-decomposition)."""
+    shrink = 1.0 / (1.0 + 2.0 * tau)
+    if k >= min(Q.shape):
+        return Q.copy(), 0.0
+    if k == 0:
+        return Q * shrink, float(np.sum(Q * Q)) * shrink ** 2
+    B, tail, right = _top_right_subspace(Q, k)
+    top = (Q @ B) @ B.T if right else B @ (B.T @ Q)
+    return shrink * Q + (1.0 - shrink) * top, tail * shrink ** 2
+
+
+def prox_cocluster_with_truncation(Q: np.ndarray, tau: float,
+                                   k: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """prox_cocluster(Q, tau, k), Omega of the result and its rank-k truncation (the prox keeps
+    the top k singular triplets of Q and scales the rest by 1 / (1 + 2 tau), so the truncation
+    of the result is that of Q).  Requires 1 <= k < min(Q.shape)."""
+    shrink = 1.0 / (1.0 + 2.0 * tau)
+    B, tail, right = _top_right_subspace(Q, k)
+    top = (Q @ B) @ B.T if right else B @ (B.T @ Q)
+    return shrink * Q + (1.0 - shrink) * top, tail * shrink ** 2, top
+
+
+# ============================================================================ penalty objects
+def _scale(lam: float, r: float) -> float:
+    """min(1, lam / r): the factor that puts a dual point of dual norm r into the ball of
+    radius lam."""
+    return lam / r if r > lam else 1.0
+
+
+class L1:
+    """g(W) = lam sum_ij |W_ij|; prox: soft thresholding; dual norm: max_ij |G_ij|."""
+
+    def __init__(self, lam: float) -> None:
+        self.lam = float(lam)
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * float(np.abs(W).sum())
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_l1(V, self.lam / L)
+
+    @staticmethod
+    def dual_norm(G: np.ndarray) -> float:
+        return float(np.abs(G).max()) if G.size else 0.0
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return _scale(self.lam, self.dual_norm(G))
+
+    @staticmethod
+    def dual_norm_per_task(G: np.ndarray) -> np.ndarray:
+        """max_i |G_it| per column (T,): the dual norms of the T separate problems."""
+        return np.abs(G).max(axis=0) if G.shape[0] else np.zeros(G.shape[1])
+
+    def task_dual_scales(self, G: np.ndarray) -> np.ndarray:
+        """min(1, lam / max_i |G_it|) per column: the dual scales of the T separate problems
+        (one task each; an all-zero column gets 1)."""
+        return np.minimum(1.0, self.lam / np.maximum(self.dual_norm_per_task(G), 1e-300))
+
+
+class L21:
+    """g(W) = lam sum_i ||W[i, :]||_2 (``groups="rows"``: a feature shared by all tasks or
+    none) or lam sum_t ||W[:, t]||_2 (``groups="columns"``: whole tasks switched on or off);
+    prox: group shrinkage; dual norm: the largest group's l2 norm."""
+
+    def __init__(self, lam: float, groups: str = "rows") -> None:
+        if groups not in ("rows", "columns"):
+            raise ValueError(f"L21: groups must be 'rows' or 'columns', got {groups!r}")
+        self.lam = float(lam)
+        self.groups = groups
+        self._axis = 1 if groups == "rows" else 0
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * np.linalg.norm(W, axis=self._axis).sum()
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        tau = self.lam / L
+        return prox_group_rows(V, tau) if self._axis == 1 else prox_group_cols(V, tau)
+
+    def dual_norm(self, G: np.ndarray) -> float:
+        return float(np.sqrt((G * G).sum(axis=self._axis).max())) if G.size else 0.0
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return _scale(self.lam, self.dual_norm(G))
+
+
+class L1Inf:
+    """g(W) = lam sum_i max_t |W_it| (rows); prox: clipping at the rows' l1-ball thresholds;
+    dual norm: max_i ||G[i, :]||_1."""
+
+    def __init__(self, lam: float) -> None:
+        self.lam = float(lam)
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * float(np.abs(W).max(axis=1).sum()) if W.size else 0.0
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_l1inf_rows(V, self.lam / L)
+
+    @staticmethod
+    def dual_norm(G: np.ndarray) -> float:
+        return float(np.abs(G).sum(axis=1).max()) if G.size else 0.0
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return _scale(self.lam, self.dual_norm(G))
+
+
+class Nuclear:
+    """g(W) = lam ||W||_* (the trace norm); prox: singular value thresholding
+    (:func:`prox_trace`); dual norm: the spectral norm."""
+
+    def __init__(self, lam: float) -> None:
+        self.lam = float(lam)
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * float(np.linalg.svd(W, compute_uv=False).sum())
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_trace(V, self.lam / L)[0]
+
+    @staticmethod
+    def dual_norm(G: np.ndarray) -> float:
+        return float(np.linalg.norm(G, 2)) if G.size else 0.0
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return _scale(self.lam, self.dual_norm(G))
+
+
+class SquaredFrobenius:
+    """g(W) = lam/2 ||W||_F^2 (smooth: grad lam W, Lipschitz lam); prox V / (1 + lam/L);
+    conjugate g*(V) = ||V||^2 / (2 lam)."""
+
+    def __init__(self, lam: float) -> None:
+        self.lam = float(lam)
+        self.lipschitz = self.lam
+
+    def value(self, W: np.ndarray) -> float:
+        return 0.5 * self.lam * float(np.sum(W * W))
+
+    def grad(self, W: np.ndarray) -> np.ndarray:
+        return self.lam * W
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return V / (1.0 + self.lam / L)
+
+    def conjugate(self, V: np.ndarray) -> float:
+        return float(np.sum(V * V)) / (2.0 * self.lam) if self.lam > 0 else \
+            (0.0 if not np.any(V) else np.inf)
+
+
+class SquaredKSupport:
+    """g(W) = lam sum_t (||w_t||_k^sp)^2, the squared k-support norm of every column (task);
+    prox: :func:`prox_ksupport_sq_with_value`; conjugate g*(V) = sum_t ||v_t||_(k)^2 / (4 lam)
+    (||.||_(k): the l2 norm of the k largest moduli, the dual of the k-support norm)."""
+
+    def __init__(self, lam: float, k: int) -> None:
+        self.lam, self.k = float(lam), int(k)
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * float(np.sum(ksupport_sq(W, self.k)))
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_ksupport_sq_with_value(V, 2.0 * self.lam / L, self.k)[0]
+
+    def conjugate(self, V: np.ndarray) -> float:
+        top = -np.sort(-np.abs(V), axis=0)[:self.k]
+        return float(np.sum(top * top)) / (4.0 * self.lam)
+
+
+class GraphLaplacian:
+    """g(W) = lam tr(W L W^T) = lam/2 sum_{s,t} A_st ||w_s - w_t||^2 for the task graph of
+    Laplacian L = diag(A 1) - A (T x T, symmetric, A >= 0); smooth: grad 2 lam W L, Lipschitz
+    2 lam lambda_max(L); prox (exact, from L's eigen-decomposition U diag(e) U^T):
+    X = V U diag(1 / (1 + 2 lam e / L)) U^T."""
+
+    def __init__(self, lam: float, laplacian: np.ndarray) -> None:
+        Lg = np.asarray(laplacian, dtype=np.float64)
+        if Lg.ndim != 2 or Lg.shape[0] != Lg.shape[1] or not np.allclose(Lg, Lg.T):
+            raise ValueError("GraphLaplacian: the Laplacian must be a symmetric T x T matrix")
+        self.lam, self.L = float(lam), Lg
+        self._e, self._U = np.linalg.eigh(Lg)
+        self._e = np.maximum(self._e, 0.0)
+        self.lipschitz = 2.0 * self.lam * float(self._e[-1]) if self._e.size else 0.0
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * float(np.sum((W @ self.L) * W))
+
+    def grad(self, W: np.ndarray) -> np.ndarray:
+        return 2.0 * self.lam * (W @ self.L)
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return ((V @ self._U) / (1.0 + 2.0 * self.lam * self._e / L)) @ self._U.T
+
+
+class MeanRegularised:
+    """g(W) = lam sum_t ||w_t - mean_s w_s||^2 (Evgeniou & Pontil's mean-regularised MTL;
+    CoCMTL's global-similarity term); smooth: grad 2 lam (W - mean 1^T), Lipschitz 2 lam;
+    prox: :func:`prox_mean_reg`."""
+
+    def __init__(self, lam: float) -> None:
+        self.lam = float(lam)
+        self.lipschitz = 2.0 * self.lam
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * mean_reg_penalty(W)
+
+    def grad(self, W: np.ndarray) -> np.ndarray:
+        return 2.0 * self.lam * (W - W.mean(axis=1, keepdims=True))
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_mean_reg(V, self.lam / L)
+
+
+class CoCluster:
+    """g(W) = lam sum_{i > k} sigma_i(W)^2, CoCMTL's co-cluster term (non-convex: zero iff
+    rank W <= k); prox: :func:`prox_cocluster` (closed form); no dual norm."""
+
+    def __init__(self, lam: float, k: int) -> None:
+        self.lam, self.k = float(lam), int(k)
+
+    def value(self, W: np.ndarray) -> float:
+        return self.lam * cocluster_penalty(W, self.k)
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_cocluster(V, self.lam / L, self.k)
+
+
+class L1PlusL1Inf:
+    """g(W) = lam1 ||W||_1 + lam2 sum_i max_t |W_it| (VSTG-MTL's variable selection);
+    prox: :func:`prox_l1_l1inf_rows` (the composition, exact)."""
+
+    def __init__(self, lam1: float, lam2: float) -> None:
+        self.lam1, self.lam2 = float(lam1), float(lam2)
+
+    def value(self, W: np.ndarray) -> float:
+        A = np.abs(W)
+        return self.lam1 * float(A.sum()) + self.lam2 * float(A.max(axis=1).sum())
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_l1_l1inf_rows(V, self.lam1 / L, self.lam2 / L)
+
+
+class BlockSum:
+    """sum_b g_b(X_b) over a stacked variable X (B x d x T) whose model is W = sum_b X_b (the
+    decomposition models: rMTFL's P + Q, dirty models); prox block by block.  For norms
+    g_b = lam_b ||.||_b the conjugate of the infimal convolution over W = sum_b X_b is the
+    indicator of the intersection of the dual balls, so ``dual_scale`` is the smallest of the
+    blocks' (the scaled dual point must lie in every ball)."""
+
+    def __init__(self, *blocks) -> None:
+        self.blocks = blocks
+
+    def value(self, X: np.ndarray) -> float:
+        return float(sum(g.value(x) for g, x in zip(self.blocks, X)))
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return np.stack([g.prox(v, L) for g, v in zip(self.blocks, V)])
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return min(g.dual_scale(G) for g in self.blocks)

@@ -1,0 +1,399 @@
+"""Solvers that compose a datafit J (``datafits.py``) and a penalty g (``penalties.py``):
+
+    min_W  F(W) = J(W) + g(W),      W of shape (d, T)  (or stacked blocks, ``SumOfBlocks``).
+
+* :class:`FISTA` -- accelerated proximal gradient (Beck & Teboulle 2009): steps
+  X+ = prox_{g/L}(Y - grad J(Y) / L) from the extrapolated point Y = X_k + beta_k (X_k - X_{k-1})
+  (FISTA's beta_k); L starts at the datafit's Lipschitz constant and doubles until the
+  descent-lemma test J(X+) <= J(Y) + <grad J(Y), X+ - Y> + L/2 ||X+ - Y||^2 holds (relative
+  slack 1e-12); monotone restart (a step that increases F is replaced by a plain
+  proximal-gradient step from X_k and the momentum restarts: F never increases).
+  Certificate, checked at every iterate: the relative duality gap (:func:`duality_gap`) when
+  the penalty is a norm (``dual_scale``) or has a finite conjugate, else the relative
+  optimality residual ||E|| / (L max(1, ||X||)), E = grad J(X+) - grad J(Y) + L (Y - X+), an
+  element of the subdifferential of F at X+ (prox optimality).  Converged iff the certificate
+  is <= ``tol`` within ``max_iter`` iterations.
+* :class:`BlockCoordinateDescent` -- cyclic proximal steps on the rows of W (features) for
+  penalties that separate over rows (L1, L21, L1Inf) and the squared loss in its ``gram``
+  representation: row i moves by prox_{g_i/L_i}(w_i - grad_i / L_i) with
+  L_i = max_t (X_t^T X_t)_ii, the products H_t w_t updated in O(d T) per row, so a sweep costs
+  one gradient evaluation; better than FISTA when d is small and the rows of the optimum are
+  few (each sweep moves every feature by its own curvature).  Certificate: the relative
+  duality gap after every sweep.
+* :func:`lbfgs` -- limited-memory BFGS with a preconditioner (smooth or piecewise smooth f):
+  the two-loop recursion (Nocedal & Wright, "Numerical Optimization", 2nd ed., Alg. 7.4) over
+  the last ``memory`` pairs with s^T y > 0, started from ``precondition(x, v)`` scaled by
+  s^T y / y^T H0 y (Alg. 7.5's scaling in the preconditioned metric); the unit step first,
+  then backtracking by safeguarded quadratic interpolation until Armijo's condition
+  f(x + a p) <= f(x) + 1e-4 a g^T p and a strict decrease hold; stops when the caller's
+  ``check(x)`` holds (at the start, every ``check_every`` iterations and at the cap), at
+  ``max_iter`` or when no decrease is possible at machine precision.  No rate is claimed for
+  non-convex f: callers certify the result with ``check``.
+
+Every iterative solver calls ``mtlbench.report_progress(iteration, objective, certificate)``
+once per iteration (the certificate an upper bound of F - F* where it is a duality gap).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from mtlbench import report_progress
+
+__all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "Result", "duality_gap",
+           "lbfgs"]
+
+
+@dataclass
+class Result:
+    """What a solver returns: the minimiser ``W`` (the solver's variable: stacked blocks for
+    ``SumOfBlocks``), F after every iteration (``history``, the start first), ``n_iter``,
+    the certificate reached (``certificate``: relative duality gap or optimality residual,
+    ``certificate_kind`` says which) and ``converged`` (the certificate met ``tol``)."""
+
+    W: np.ndarray
+    history: list = field(default_factory=list)
+    n_iter: int = 0
+    certificate: float = np.inf
+    certificate_kind: str = "gap"
+    converged: bool = False
+
+
+class SumOfBlocks:
+    """The smooth term J(sum_b X_b) of a stacked variable X (B x d x T): the decomposition
+    models (W = P + Q).  The gradient in every block is grad J(W); ``inner`` and ``sqnorm`` are
+    the solver's inner product <grad, D> = <grad J(W), sum_b D_b> and ||D||^2 = sum_b ||D_b||^2.
+    ``lipschitz`` is the datafit's (the joint gradient's constant is at most B times it: the
+    backtracking of :class:`FISTA` finds the step)."""
+
+    def __init__(self, datafit, n_blocks: int = 2) -> None:
+        self.datafit, self.n_blocks = datafit, int(n_blocks)
+        self.lipschitz = datafit.lipschitz
+        self.value_of, self.grad_of, self.combine = (datafit.value_of, datafit.grad_of,
+                                                     datafit.combine)
+
+    @staticmethod
+    def total(X: np.ndarray) -> np.ndarray:
+        """W = sum_b X_b."""
+        return functools.reduce(np.add, X)
+
+    def forward(self, X: np.ndarray):
+        return self.datafit.forward(self.total(X))
+
+    def inner(self, G: np.ndarray, D: np.ndarray) -> float:
+        return np.sum(G * self.total(D))
+
+    @staticmethod
+    def sqnorm(D: np.ndarray) -> float:
+        return functools.reduce(lambda a, b: a + b, (np.sum(x * x) for x in D))
+
+    def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
+            f: float | None = None) -> float:
+        return self.datafit.gap(S, self.total(X), pen, s, G, f)
+
+
+def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None = None) -> float:
+    """P(W) - D(Theta) >= 0 at the dual point Theta = s grad F(XW) (the datafit's gradient in
+    the scores; module docstring of ``datafits.py``): for a norm penalty g = lam ||.|| the
+    conjugate is the indicator of {||.||_* <= lam}, and s = ``penalty.dual_scale(grad J(W))``
+    puts the point inside; for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
+    added.  Zero exactly at the optimum, an upper bound of F(W) - F* everywhere.
+
+    Parameters
+    ----------
+    datafit, penalty : the problem's J and g
+    W : array of shape (d, T)
+    state : ``datafit.forward(W)`` if known
+    pen : ``penalty.value(W)`` if known
+
+    Returns
+    -------
+    float : the gap (absolute)
+    """
+    S = datafit.forward(W) if state is None else state
+    pen = penalty.value(W) if pen is None else pen
+    G = datafit.grad_of(S)
+    if hasattr(penalty, "dual_scale"):
+        return datafit.gap(S, W, pen, penalty.dual_scale(G), G)
+    if hasattr(penalty, "conjugate"):
+        return datafit.gap(S, W, pen + penalty.conjugate(-G), 1.0, G)
+    raise ValueError(f"duality_gap: {type(penalty).__name__} has neither a dual norm nor a "
+                     "conjugate (use an optimality residual)")
+
+
+def _has_gap(penalty) -> bool:
+    return hasattr(penalty, "dual_scale") or hasattr(penalty, "conjugate")
+
+
+def _gap_of(smooth, penalty, S, X, pen: float, f: float) -> float:
+    """The duality gap at X (state S, J(X) = f, g(X) = pen)."""
+    G = smooth.grad_of(S)
+    if hasattr(penalty, "dual_scale"):
+        return smooth.gap(S, X, pen, penalty.dual_scale(G), G, f)
+    return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
+
+
+class FISTA:
+    """Accelerated proximal gradient with backtracking and monotone restart (module docstring).
+
+    Parameters (the solver's options; the problem is given to :meth:`solve`):
+    tol : the certificate to reach (relative duality gap, or relative optimality residual)
+    max_iter : iteration cap (a fit that reaches it is not converged)
+    restart : monotone restart (F never increases); False: plain FISTA
+    backtracking : double L until the descent-lemma test holds; False: L stays at ``L0``
+    certificate : "auto" (a duality gap where the penalty has a dual norm or a conjugate,
+        else the residual), "gap" or "residual"
+    slack : relative slack of the descent-lemma test (rounding of J near the optimum)
+    L0 : the first step constant (default: the smooth term's ``lipschitz``)
+    """
+
+    def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
+                 backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
+                 L0: float | None = None) -> None:
+        if certificate not in ("auto", "gap", "residual"):
+            raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
+                             f"got {certificate!r}")
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        self.restart, self.backtracking = bool(restart), bool(backtracking)
+        self.certificate, self.slack, self.L0 = certificate, float(slack), L0
+
+    def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
+        """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
+
+        Parameters
+        ----------
+        datafit : a datafit of ``datafits.py`` (or ``SumOfBlocks``): the smooth term
+        penalty : a penalty of ``penalties.py`` with ``value`` and ``prox``
+        W0 : array of shape (d, T) (stacked blocks (B, d, T) for ``SumOfBlocks``)
+
+        Returns
+        -------
+        Result : the minimiser, F after every iteration, iterations, certificate, converged
+        """
+        prob = _Composite(self, datafit, penalty)
+        X = np.array(W0, dtype=np.float64)
+        S = datafit.forward(X)
+        f = datafit.value_of(S)
+        pen = penalty.value(X)
+        F = f + pen
+        hist = [float(F)]
+        cert = prob.certify(X, S, f, pen)
+        report_progress(0, float(F), prob.reported(cert, F))
+        if cert <= self.tol:
+            return Result(X, hist, 0, cert, prob.kind, True)
+        Y, SY = X, S
+        t_k = 1.0
+        L = max(float(self.L0 if self.L0 is not None else datafit.lipschitz), 1e-12)
+        it = 0
+        for it in range(1, self.max_iter + 1):
+            Xn, Sn, fn, L, GY = prob.step_from(Y, SY, L)
+            base = Y
+            pen_n = penalty.value(Xn)
+            Fn = fn + pen_n
+            if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
+                t_k = 1.0
+                Xn, Sn, fn, L, GY = prob.step_from(X, S, L)
+                base = X
+                pen_n = penalty.value(Xn)
+                Fn = fn + pen_n
+                if Fn > F:                   # no progress possible at machine precision
+                    step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
+                    cert = prob.certify(X, S, f, pen, step)
+                    break
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+            Y = Xn + beta * (Xn - X)
+            SY = datafit.combine(Sn, S, beta)
+            X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
+            hist.append(float(F))
+            cert = prob.certify(X, S, f, pen, (base, GY, L))
+            report_progress(it, float(F), prob.reported(cert, F))
+            if cert <= self.tol:
+                break
+        return Result(X, hist, it, float(cert), prob.kind, bool(cert <= self.tol))
+
+
+class _Composite:
+    """J + g as :class:`FISTA` steps on it: the proximal-gradient step with backtracking and
+    the certificate of a point."""
+
+    def __init__(self, solver: FISTA, smooth, penalty) -> None:
+        kind = solver.certificate
+        if kind == "auto":
+            kind = "gap" if _has_gap(penalty) else "residual"
+        if kind == "gap" and not _has_gap(penalty):
+            raise ValueError(f"FISTA: {type(penalty).__name__} has no dual norm or conjugate "
+                             "for a duality gap")
+        self.kind, self.smooth, self.penalty = kind, smooth, penalty
+        self.backtracking, self.slack = solver.backtracking, solver.slack
+        self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
+        self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
+        self.L_lip = max(float(smooth.lipschitz), 1e-12)
+
+    def step_from(self, Y, SY, L):
+        """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
+        holds; returns (X+, its state, J(X+), L, grad J(Y))."""
+        smooth = self.smooth
+        fY, G = smooth.value_of(SY), smooth.grad_of(SY)
+        while True:
+            Xn = self.penalty.prox(Y - G / L, L)
+            D = Xn - Y
+            Sn = smooth.forward(Xn)
+            fn = smooth.value_of(Sn)
+            quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
+            if not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0):
+                return Xn, Sn, fn, L, G
+            L *= 2.0
+
+    def certify(self, X, S, f, pen, step=None) -> float:
+        """The relative duality gap at X, or the relative optimality residual of the step
+        ``step`` = (base point, gradient there, L) that produced X (inf without a step)."""
+        F = f + pen
+        if self.kind == "gap":
+            return _gap_of(self.smooth, self.penalty, S, X, pen, f) / max(abs(F), 1e-300)
+        if step is None:
+            return np.inf
+        Y, GY, L = step
+        E = self.smooth.grad_of(S) - GY + L * (Y - X)
+        return float(np.linalg.norm(E)) / (self.L_lip * max(1.0, float(np.linalg.norm(X))))
+
+    def reported(self, cert: float, F: float) -> float | None:
+        """The certificate given to ``report_progress``: the absolute gap (None for a
+        residual: it bounds no distance to the optimum)."""
+        return cert * abs(F) if self.kind == "gap" else None
+
+
+class BlockCoordinateDescent:
+    """Cyclic proximal coordinate descent over the rows of W (module docstring).
+
+    Parameters: ``tol`` (relative duality gap to reach), ``max_sweeps``.  :meth:`solve` needs
+    a :class:`~datafits.LeastSquares` in the ``gram`` representation and a penalty whose prox
+    acts on each row separately (``L1``, ``L21`` with rows, ``L1Inf``)."""
+
+    def __init__(self, tol: float = 1e-6, max_sweeps: int = 1000) -> None:
+        self.tol, self.max_sweeps = float(tol), int(max_sweeps)
+
+    def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
+        """Minimise J + g from ``W0`` (array of shape (d, T)); returns a :class:`Result`."""
+        if getattr(datafit, "representation", None) != "gram":
+            raise ValueError("BlockCoordinateDescent: the datafit must be a least-squares "
+                             "datafit in the 'gram' representation")
+        if getattr(penalty, "groups", "rows") != "rows" or not hasattr(penalty, "dual_scale"):
+            raise ValueError(f"BlockCoordinateDescent: {type(penalty).__name__} does not "
+                             "separate over the rows of W with a dual norm")
+        form = datafit.form
+        H, B = form.H, form.B
+        d, T = B.shape
+        W = np.array(W0, dtype=np.float64)
+        HW = datafit.forward(W)[1].copy()
+        Lrow = np.maximum(np.einsum("tii->it", H).max(axis=1), 1e-300)     # (d,)
+        Hcols = np.ascontiguousarray(H.transpose(2, 1, 0))                  # [i] = H_t[:, i]
+
+        def certificate():
+            S = np.stack([W, HW])
+            pen = penalty.value(W)
+            f = datafit.value_of(S)
+            F = f + pen
+            return F, _gap_of(datafit, penalty, S, W, pen, f) / max(abs(F), 1e-300)
+
+        F, cert = certificate()
+        hist = [float(F)]
+        report_progress(0, float(F), cert * abs(F))
+        sweep = 0
+        while cert > self.tol and sweep < self.max_sweeps:
+            sweep += 1
+            for i in range(d):
+                if Lrow[i] <= 1e-300:
+                    continue
+                g = HW[i] - B[i]
+                new = penalty.prox((W[i] - g / Lrow[i])[None, :], Lrow[i])[0]
+                delta = new - W[i]
+                if np.any(delta):
+                    HW += Hcols[i] * delta[None, :]
+                    W[i] = new
+            F, cert = certificate()
+            hist.append(float(F))
+            report_progress(sweep, float(F), cert * abs(F))
+        return Result(W, hist, sweep, float(cert), "gap", bool(cert <= self.tol))
+
+
+# ---------------------------------------------------------------------------------- L-BFGS
+ARMIJO = 1e-4
+
+
+def lbfgs(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, max_iter: int,
+          check: Callable[[np.ndarray], bool] | None = None, check_every: int = 25,
+          precondition: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+          memory: int = 12, progress: Callable[[int, float], None] | None = None):
+    """Minimise f (``fun(x) -> (f, grad)``, x a flat float64 vector) from ``x0`` (module
+    docstring).  Returns (x, f, iterations, evaluations, stopped): ``stopped`` is True iff
+    ``check`` returned True at the returned x (False when stopped by the cap or the line
+    search).  ``progress(iteration, f)`` is called after every iteration."""
+    x = np.array(x0, dtype=np.float64)
+    f, g = fun(x)
+    n_eval = 1
+    if check is not None and check(x):
+        return x, f, 0, n_eval, True
+    S: list[np.ndarray] = []
+    Y: list[np.ndarray] = []
+    rho: list[float] = []
+    it = 0
+    for it in range(1, max_iter + 1):
+        p = -_two_loop(g, x, S, Y, rho, precondition)
+        slope = float(g @ p)
+        if not slope < 0:                 # rounding broke descent: restart from steepest descent
+            S, Y, rho = [], [], []
+            p = -g / max(float(np.linalg.norm(g)), 1e-300)
+            slope = float(g @ p)
+        step = 1.0
+        while True:
+            x_new = x + step * p
+            f_new, g_new = fun(x_new)
+            n_eval += 1
+            # (a strict decrease too: when ARMIJO * step * slope is below the rounding of f,
+            # the Armijo test alone would accept a step that does not decrease f)
+            if f_new <= f + ARMIJO * step * slope and f_new < f:
+                break
+            curv = 2.0 * (f_new - f - step * slope)      # quadratic model through f, f', f(step)
+            trial = -slope * step * step / curv if curv > 0 else 0.5 * step
+            step = min(max(trial, 0.1 * step), 0.5 * step)
+            if step < 1e-20:            # no decrease at machine precision: the last check
+                return x, f, it - 1, n_eval, check is not None and check(x)
+        s, y = x_new - x, g_new - g
+        sy = float(s @ y)
+        if sy > 1e-12 * float(np.linalg.norm(s)) * float(np.linalg.norm(y)):
+            S.append(s)
+            Y.append(y)
+            rho.append(1.0 / sy)
+            if len(S) > memory:
+                S.pop(0), Y.pop(0), rho.pop(0)
+        x, f, g = x_new, f_new, g_new
+        if progress is not None:
+            progress(it, f)
+        if check is not None and (it % check_every == 0 or it == max_iter) and check(x):
+            return x, f, it, n_eval, True
+    return x, f, it, n_eval, False
+
+
+def _two_loop(g, x, S, Y, rho, precondition) -> np.ndarray:
+    """The two-loop recursion: the inverse-Hessian approximation applied to g."""
+    q = g.copy()
+    alphas = []
+    for s, y, r in zip(reversed(S), reversed(Y), reversed(rho)):
+        a = r * float(s @ q)
+        alphas.append(a)
+        q -= a * y
+    if precondition is not None:
+        z = precondition(x, q)
+        if S:
+            z *= float(S[-1] @ Y[-1]) / float(Y[-1] @ precondition(x, Y[-1]))
+    elif S:
+        z = q * (float(S[-1] @ Y[-1]) / float(Y[-1] @ Y[-1]))
+    else:
+        z = q / max(float(np.linalg.norm(g)), 1e-300)
+    for (s, y, r), a in zip(zip(S, Y, rho), reversed(alphas)):
+        z += (a - r * float(y @ z)) * s
+    return z

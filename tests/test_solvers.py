@@ -1,0 +1,152 @@
+"""The solvers of the model layer (``_core.solvers``) against cvxpy on small problems: FISTA on
+squared loss + L1 / L2,1 / nuclear norm and logistic loss + L2,1 (1e-6 relative in objective),
+the decomposition W = P + Q (rMTFL's form), block coordinate descent; their certificates: the
+duality gap is >= 0 at every iterate, tends to 0 and is met at convergence; warm starts reach
+the same optimum; the residual certificate of a smooth penalty without a conjugate."""
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from mtlbench import TaskSet
+from mtlbench.progress import listen
+from mtlbench_models._core import datafits as df
+from mtlbench_models._core import penalties as pen
+from mtlbench_models._core.solvers import (FISTA, BlockCoordinateDescent, SumOfBlocks,
+                                           duality_gap)
+
+
+def _tasks(seed=0, T=4, d=6, n=12):
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((d, T))
+    W[d // 2:] = 0.0
+    Xs, ys = [], []
+    for t in range(T):
+        X = rng.standard_normal((n + t, d))
+        s = X @ W[:, t] + 0.5 * rng.standard_normal(n + t)
+        ys.append(np.where(s > np.median(s), 1.0, -1.0))
+        Xs.append(X)
+    return TaskSet.from_arrays("toy", Xs, ys)
+
+
+def _cvx_loss(tasks, W, kind):
+    if kind == "squared":
+        return sum(0.5 * cp.sum_squares(tasks.X(t) @ W[:, t] - tasks.y(t)) for t in range(tasks.T))
+    return sum(cp.sum(cp.logistic(-cp.multiply(tasks.y(t), tasks.X(t) @ W[:, t])))
+               for t in range(tasks.T))
+
+
+def _cvx_penalty(name, lam, W):
+    return {"l1": lambda: lam * cp.sum(cp.abs(W)),
+            "l21": lambda: lam * cp.sum(cp.norm(W, 2, axis=1)),
+            "nuclear": lambda: lam * cp.normNuc(W)}[name]()
+
+
+def _layer_penalty(name, lam):
+    return {"l1": pen.L1, "l21": pen.L21, "nuclear": pen.Nuclear}[name](lam)
+
+
+def _solve_cvx(objective):
+    prob = cp.Problem(cp.Minimize(objective))
+    with warnings.catch_warnings():    # "inaccurate" at these tolerances: the values agree
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return prob.value
+
+
+@pytest.mark.parametrize("kind,name,ratio", [("squared", "l1", 0.3), ("squared", "l21", 0.2),
+                                             ("squared", "nuclear", 0.3),
+                                             ("logistic", "l21", 0.2)])
+def test_fista_reaches_the_cvxpy_optimum_with_a_certified_gap(kind, name, ratio):
+    tasks = _tasks(1)
+    J = df.SquaredLoss(tasks) if kind == "squared" else df.LogisticLoss(tasks)
+    lam = ratio * _layer_penalty(name, 1.0).dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    g = _layer_penalty(name, lam)
+    gaps = []
+    with listen(lambda i, obj, cert: gaps.append(cert)):
+        res = FISTA(tol=1e-7, max_iter=20000).solve(J, g, np.zeros((tasks.d, tasks.T)))
+    assert res.converged and res.certificate <= 1e-7 and res.certificate_kind == "gap"
+    F = J.value(res.W) + g.value(res.W)
+    assert res.history[-1] == pytest.approx(F, rel=1e-12)
+    assert np.all(np.diff(res.history) <= 1e-12 * np.abs(res.history[:-1]))   # monotone
+    assert min(gaps) >= -1e-12 * F and gaps[-1] < 1e-6 * gaps[0]                # gap -> 0
+    Wv = cp.Variable((tasks.d, tasks.T))
+    ref = _solve_cvx(_cvx_loss(tasks, Wv, kind) + _cvx_penalty(name, lam, Wv))
+    assert F == pytest.approx(ref, rel=1e-6)
+    assert F - ref <= duality_gap(J, g, res.W) + 1e-7 * abs(ref)   # the gap bounds F - F*
+
+
+def test_fista_warm_start_reaches_the_same_optimum():
+    tasks = _tasks(2)
+    J = df.SquaredLoss(tasks)
+    lam_max = pen.L21.dual_norm(pen.L21(1.0), J.grad(np.zeros((tasks.d, tasks.T))))
+    solver = FISTA(tol=1e-7, max_iter=20000)
+    first = solver.solve(J, pen.L21(0.5 * lam_max), np.zeros((tasks.d, tasks.T)))
+    cold = solver.solve(J, pen.L21(0.3 * lam_max), np.zeros((tasks.d, tasks.T)))
+    warm = solver.solve(J, pen.L21(0.3 * lam_max), first.W)
+    assert warm.converged and cold.converged
+    assert warm.history[-1] == pytest.approx(cold.history[-1], rel=2e-7)
+    assert warm.n_iter < cold.n_iter
+
+
+def test_fista_on_the_decomposition_w_equals_p_plus_q():
+    """rMTFL's problem J(P + Q) + lam1 ||P||_{1,2} + lam2 ||Q^T||_{1,2} by FISTA on the stacked
+    blocks, against cvxpy; the BlockSum gap certifies it."""
+    tasks = _tasks(3)
+    J = df.SquaredLoss(tasks)
+    G0 = J.grad(np.zeros((tasks.d, tasks.T)))
+    lam1 = 0.3 * pen.L21(1.0).dual_norm(G0)
+    lam2 = 0.5 * pen.L21(1.0, "columns").dual_norm(G0)
+    g = pen.BlockSum(pen.L21(lam1), pen.L21(lam2, "columns"))
+    res = FISTA(tol=1e-7, max_iter=50000).solve(SumOfBlocks(J), g,
+                                               np.zeros((2, tasks.d, tasks.T)))
+    assert res.converged
+    P, Q = cp.Variable((tasks.d, tasks.T)), cp.Variable((tasks.d, tasks.T))
+    ref = _solve_cvx(_cvx_loss(tasks, P + Q, "squared") + lam1 * cp.sum(cp.norm(P, 2, axis=1))
+                     + lam2 * cp.sum(cp.norm(Q, 2, axis=0)))
+    assert res.history[-1] == pytest.approx(ref, rel=1e-6)
+    assert g.dual_scale(G0) == min(pen.L21(lam1).dual_scale(G0),
+                                   pen.L21(lam2, "columns").dual_scale(G0))
+
+
+@pytest.mark.parametrize("name", ["l1", "l21"])
+def test_block_coordinate_descent_reaches_the_cvxpy_optimum(name):
+    tasks = _tasks(4, d=5, n=30)
+    J = df.SquaredLoss(tasks, "gram")
+    lam = 0.3 * _layer_penalty(name, 1.0).dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    g = _layer_penalty(name, lam)
+    res = BlockCoordinateDescent(tol=1e-7, max_sweeps=5000).solve(
+        J, g, np.zeros((tasks.d, tasks.T)))
+    assert res.converged and np.all(np.diff(res.history) <= 1e-12 * np.abs(res.history[:-1]))
+    Wv = cp.Variable((tasks.d, tasks.T))
+    ref = _solve_cvx(_cvx_loss(tasks, Wv, "squared") + _cvx_penalty(name, lam, Wv))
+    assert res.history[-1] == pytest.approx(ref, rel=1e-6)
+    with pytest.raises(ValueError, match="gram"):
+        BlockCoordinateDescent().solve(df.SquaredLoss(tasks, "rows"), g, np.zeros((5, 4)))
+
+
+def test_residual_certificate_of_a_smooth_penalty_without_conjugate():
+    """J + lam tr(W L W^T) (a task graph) has no finite conjugate of its penalty: FISTA
+    certifies the optimality residual, and reaches the solution of the linear system."""
+    tasks = _tasks(5, T=4, d=4, n=10)
+    A = np.array([[0, 1, 0, 1], [1, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]], dtype=float)
+    Lg = np.diag(A.sum(1)) - A
+    g = pen.GraphLaplacian(0.7, Lg)
+    J = df.SquaredLoss(tasks)
+    res = FISTA(tol=1e-12, max_iter=50000).solve(J, g, np.zeros((4, 4)))
+    assert res.converged and res.certificate_kind == "residual"
+    d, T = 4, 4                                        # grad = 0: block system in vec(W)
+    H = np.zeros((d * T, d * T))
+    b = np.zeros(d * T)
+    for t in range(T):
+        X = tasks.X(t)
+        H[t * d:(t + 1) * d, t * d:(t + 1) * d] += X.T @ X
+        b[t * d:(t + 1) * d] = X.T @ tasks.y(t)
+    H += 2 * 0.7 * np.kron(Lg, np.eye(d))
+    W = np.linalg.solve(H, b).reshape(T, d).T
+    np.testing.assert_allclose(res.W, W, atol=1e-8 * np.abs(W).max())
+    with pytest.raises(ValueError, match="no dual norm or conjugate"):
+        FISTA(certificate="gap").solve(J, g, np.zeros((4, 4)))
