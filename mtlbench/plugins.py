@@ -33,7 +33,7 @@ Mistakes are caught when a plugin registers, each naming the plugin and the fix:
   :class:`PluginMigrationWarning` naming the model and what to write, kept once per model
   and form as a :class:`PluginNotice` in ``Registry.notices``, which ``mtlbench plugins``
   lists): a search space of plain lists (the first release's form; searched under the same
-  rule and budget as declared ranges, :func:`mtlbench.space.list_to_param`),
+  rule and budget as declared ranges, :func:`mtlbench.search.space.list_to_param`),
   ``supports_warm_start`` without ``convex`` (warm starts stay off).
 
 Whether a model sets ``converged_`` is seen by behaviour, never read from its source: at its
@@ -67,8 +67,8 @@ from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameE
                      unknown_name_message)
 from .metrics import TARGET_KINDS, Metric
 from .model import MTLModel
-from .searcher import Searcher
-from .space import as_param, list_to_param, space_problems
+from .search.base import Searcher
+from .search.space import as_param, list_to_param, space_problems
 from .syntax import parse_selector
 
 ENTRY_POINT_GROUP = "mtlbench"
@@ -618,7 +618,7 @@ def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
     ``__init__`` parameter, an entry that is not a Param or a non-empty list, a
     starting-grid value its own declaration rejects, a bound expression in
     ``param_constraints`` (only searched parameters have them), what
-    :func:`mtlbench.space.space_problems` finds in the search space (an ordered parameter
+    :func:`mtlbench.search.space.space_problems` finds in the search space (an ordered parameter
     without a start range, an unknown name in a bound expression, circular bounds), and a
     ``target_kinds`` that is not a non-empty tuple of known target kinds or a
     ``shift_invariant_loss`` that is not a bool."""

@@ -61,7 +61,7 @@ from .data import TaskSet
 from .errors import ConfigError
 from .model import MTLModel
 from .protocol import ProtocolConfig, config_json, evaluable_tasks, make_split, restrict_tasks
-from .space import Int, Log, clip_point, normalise_space
+from .search.space import Int, Log, clip_point, normalise_space
 from .syntax import fmt_value, init_params
 
 __all__ = ["LEVELS", "RaceEntry", "SolverRun", "Reference", "RaceResult", "centre_params",
@@ -374,7 +374,7 @@ def _fit_and_record(cls: type[MTLModel], params: Mapping[str, Any], tasks: TaskS
     from threadpoolctl import threadpool_limits
 
     from .progress import ProgressRecorder
-    from .protocol import check_fit_returned
+    from .evaluate import check_fit_returned
 
     rec = ProgressRecorder(on_point=send)
     model = cls(**dict(params))

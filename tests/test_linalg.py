@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
 from mtlbench.model import param_problems
-from mtlbench.space import Param, normalise_space, space_problems
+from mtlbench.search.space import Param, normalise_space, space_problems
 from mtlbench_models._linalg import BatchedTaskQuadratic, TaskQuadratic, ridge_solve
 from mtlbench_models._losses import SquaredLoss
 from mtlbench_models.cocmtl import CoCMTL

@@ -18,7 +18,7 @@ from ..plugins import Registry, unknown_name_message
 from ..protocol import MIN_PER_CLASS, ProtocolConfig, config_json
 from ..provenance import unit_provenance
 from ..selectors import ModelSelection
-from ..space import Param
+from ..search.space import Param
 from .cost import DEFAULT_COST, expected_unit_seconds
 from .unit import UnitSpec, load_problem, problem_id
 
