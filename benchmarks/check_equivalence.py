@@ -67,7 +67,7 @@ def _training_sets(names: list[str], data_dir: str | None) -> dict[str, object]:
 
 def _points(cls, tasks, n: int) -> list[dict]:
     """``n`` points spread over the model's starting design on ``tasks``."""
-    from mtlbench.design import space_filling_design
+    from mtlbench.search.design import space_filling_design
 
     sizes = [tasks.y(t).shape[0] for t in range(tasks.T)]
     design = space_filling_design(cls.search_space, {"d": tasks.d, "T": tasks.T,

@@ -27,8 +27,9 @@ _LAZY = {
     "PluginConflictError": ".errors", "PluginError": ".errors", "UnknownNameError": ".errors",
     "hookimpl": ".hookspecs", "auc_score": ".metrics", "Metric": ".metrics",
     "LinearMTLModel": ".model", "MTLModel": ".model", "clone": ".model",
-    "Categorical": ".space", "Int": ".space", "Linear": ".space", "Log": ".space",
-    "Param": ".space",
+    "Categorical": ".search.space", "Int": ".search.space", "Linear": ".search.space",
+    "Log": ".search.space",
+    "Param": ".search.space",
     "compare": ".api", "load_results": ".api", "Results": ".api",
     "report_progress": ".progress", "progress_active": ".progress",
 }
@@ -43,7 +44,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics import Metric, auc_score
     from .model import LinearMTLModel, MTLModel, clone
     from .progress import progress_active, report_progress
-    from .space import Categorical, Int, Linear, Log, Param
+    from .search.space import Categorical, Int, Linear, Log, Param
 
 
 #: submodules reachable as attributes after a bare ``import mtlbench`` (``mtlbench.api.plan``)

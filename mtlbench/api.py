@@ -399,7 +399,7 @@ def _plan_by_target_kind(reg, per_problem: Sequence[tuple[tuple[str, str], Seque
     targets) is the default protocol, with its keys."""
     import dataclasses
 
-    from .protocol import check_target_kind
+    from .evaluate import check_target_kind
     from .runner import problem_id
     from .scoring import primary_metric, selection_metric
 

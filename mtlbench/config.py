@@ -44,7 +44,7 @@ from typing import Any, Mapping, Sequence
 
 from .errors import ConfigError, unknown_name_message
 from .protocol import ProtocolConfig
-from .search import DEFAULT_BUDGET, DEFAULT_SEARCH
+from .search.searchers import DEFAULT_BUDGET, DEFAULT_SEARCH
 from .syntax import split_top_level
 
 __all__ = ["RunConfig", "build_run_config", "load_config", "check_config_models", "MAX_REPS",

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .dataset import Dataset
     from .metrics import Metric
     from .model import MTLModel
-    from .searcher import Searcher
+    from .search.base import Searcher
 
 PROJECT_NAME = "mtlbench"
 
@@ -66,7 +66,7 @@ def register_datasets(register: Callable[[type[Dataset] | Dataset], None]) -> No
 @hookspec
 def register_searchers(register: Callable[[type[Searcher]], None]) -> None:
     """Register hyperparameter search strategies: call ``register(cls)`` for each
-    :class:`mtlbench.searcher.Searcher` subclass; ``cls.name`` is what users type
+    :class:`mtlbench.search.Searcher` subclass; ``cls.name`` is what users type
     (``mtlbench compare --search NAME``).  The protocol builds one per unit as
     ``cls(space, context)`` (``context``: the training problem's dimensions ``d``, ``T``,
     ``n_min``, ``n_max`` and the model's fixed hyperparameters, which bound expressions may

@@ -11,7 +11,7 @@ A model is a scikit-learn style estimator over a :class:`~mtlbench.data.TaskSet`
 * ``decision_function(X, task)`` returns real-valued scores of shape (n,) for task index ``task``;
 * ``search_space`` (class attribute) declares the searched hyperparameters:
   ``{param: Log(grid, low=..., high=...) | Linear(...) | Int(...) | Categorical([...])}``
-  (:mod:`mtlbench.space`; a plain list is read as Categorical);
+  (:mod:`mtlbench.search.space`; a plain list is read as Categorical);
 * ``param_constraints`` (class attribute) declares allowed values of the parameters that are
   not searched (``{"tol": Log([1e-6], low=0.0), "max_iter": Int([500], low=1)}``); together
   with ``search_space`` it lets overrides be validated without fitting
@@ -65,7 +65,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone as _sk_clone
 
 from .data import TaskSet
-from .space import check_value
+from .search.space import check_value
 
 __all__ = ["MTLModel", "LinearMTLModel", "clone", "param_problems"]
 
@@ -79,7 +79,7 @@ class MTLModel(BaseEstimator):
         Registry name users type (``--models NAME``).  Lower case, dashes allowed.
     search_space : dict[str, Param | list]
         Searched hyperparameters with their kind, starting grid and bounds
-        (:mod:`mtlbench.space`).
+        (:mod:`mtlbench.search.space`).
     param_constraints : dict[str, Param]
         Allowed values of hyperparameters that are not searched (bounds only are used).
     convex : bool

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import linecache
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -43,13 +42,16 @@ import numpy as np
 
 from ._json import config_json, jsonable
 from .data import TaskSet
+from .evaluate import (CONSTANT_RTOL, TRACEBACK_FRAMES, _bool_or_none, _int_or_none,
+                       check_fit_returned, check_target_kind, checked_scores, mean_auc,
+                       model_scores, plugin_traceback, score_key, task_scores)
 from .errors import ConfigError, DataValidationError, ModelContractError
-from .metrics import BINARY, REAL, Metric, target_kind_text
+from .metrics import BINARY, REAL
 from .model import MTLModel, clone
-from .scoring import TaskScores, metrics_for, score_tasks, selection_metric
-from .search import (DEFAULT_BUDGET, DEFAULT_SEARCH, best_index, edge_report,
-                     get_searcher_class, problem_context, resolved_bounds)
-from .space import space_from_json
+from .scoring import metrics_for, score_tasks, selection_metric
+from .search.loop import search
+from .search.searchers import DEFAULT_BUDGET, DEFAULT_SEARCH, best_index
+from .search.space import space_from_json
 
 PROTOCOL_VERSION = 1
 MIN_PER_CLASS = 3  # one per class in each of train, validation and test
@@ -57,18 +59,9 @@ MIN_PER_CLASS = 3  # one per class in each of train, validation and test
 MIN_TARGETS = 4
 #: The ProtocolConfig fields that say how the rows are split (the key's ``split`` part).
 SPLIT_FIELDS = ("seed", "test_fraction", "val_fraction", "train_fraction")
-#: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
-#: faulty searcher cannot loop forever.
-MAX_FITS = 10000
-#: A task's scores are constant when max - min <= CONSTANT_RTOL * (1 + max |s|): the model
-#: ranks nothing (w_t = 0 or equivalent; AUC 0.5 by ties).
-CONSTANT_RTOL = 1e-12
 #: A selected fit with at least this share of tasks at constant validation scores is flagged
 #: ``degenerate`` in the search summary.
 DEGENERATE_SHARE = 0.25
-#: At most this many frames (the last ones) of a failed fit's traceback are kept in its trace
-#: entry (:func:`plugin_traceback`).
-TRACEBACK_FRAMES = 8
 
 
 @dataclass(frozen=True)
@@ -295,80 +288,6 @@ def parameter_grid(space: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, vals)) for vals in itertools.product(*(space[k] for k in keys))]
 
 
-def mean_auc(model: MTLModel, tasks: TaskSet) -> tuple[float, np.ndarray]:
-    """Mean over tasks of the per-task AUC of ``model`` on ``tasks``; raises on bad scores."""
-    per_task, _ = task_scores(model, tasks)
-    return float(per_task.mean()), per_task
-
-
-def task_scores(model: MTLModel, tasks: TaskSet, metric: str | Metric = "auc"
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, constant)``: the per-task values (T,) of ``metric`` (default: the AUC) for
-    ``model`` on ``tasks`` and whether each task's scores are constant (T,) bool,
-    max - min <= :data:`CONSTANT_RTOL` (1 + max |s|); raises on bad scores."""
-    from .scoring import get_metric
-
-    scores, constant = model_scores(model, tasks)
-    return scores.value(get_metric(metric))[1], constant
-
-
-def model_scores(model: MTLModel, tasks: TaskSet) -> tuple[TaskScores, np.ndarray]:
-    """``(scores, constant)``: ``model``'s checked scores on every task of ``tasks`` with the
-    tasks' targets (:class:`mtlbench.scoring.TaskScores`) and whether each task's scores are
-    constant (T,) bool (:func:`task_scores`); raises on bad scores."""
-    ss = []
-    constant = np.zeros(tasks.T, dtype=bool)
-    for t in range(tasks.T):
-        X = tasks.X(t)
-        s = checked_scores(model.decision_function(X, t), X.shape[0], tasks.task_names[t],
-                           who=_model_name(model))
-        ss.append(s)
-        if s.size:
-            constant[t] = s.max() - s.min() <= CONSTANT_RTOL * (1.0 + np.abs(s).max())
-    return TaskScores([tasks.y(t) for t in range(tasks.T)], ss), constant
-
-
-def check_target_kind(model: MTLModel | type, tasks: TaskSet) -> None:
-    """A :class:`ConfigError` (one line) when ``model`` does not declare the target kind of
-    ``tasks`` (``MTLModel.target_kinds``)."""
-    cls = model if isinstance(model, type) else type(model)
-    kinds = tuple(getattr(cls, "target_kinds", (BINARY,)))
-    if tasks.target_kind not in kinds:
-        name = getattr(cls, "name", "") or cls.__name__
-        raise ConfigError(
-            f"model {name!r} handles {' and '.join(map(target_kind_text, kinds))} targets "
-            f"(its target_kinds); {tasks.name} has {target_kind_text(tasks.target_kind)} "
-            "targets")
-
-
-def checked_scores(raw: Any, n_rows: int, task_name: str, *, who: str = "",
-                   require_float: bool = False) -> np.ndarray:
-    """``decision_function``'s output ``raw`` for a task of ``n_rows`` rows, checked against
-    the model contract and returned as float64 (n_rows,): one finite real score per row.
-
-    The one score check of mtlbench (the protocol and the conformance kit both use it).
-    Raises :class:`~mtlbench.errors.ModelContractError` for a wrong shape (or, with
-    ``require_float``, a non-float dtype) and :class:`FloatingPointError` for NaN/inf.
-    ``who`` (e.g. ``"model 'lasso'"``) prefixes the messages."""
-    pre = f"{who}: " if who else ""
-    s = np.asarray(raw)
-    if s.shape != (n_rows,):
-        raise ModelContractError(
-            f"{pre}decision_function returned shape {s.shape} for task {task_name!r}, expected "
-            f"({n_rows},): one real score per row")
-    if require_float and not np.issubdtype(s.dtype, np.floating):
-        raise ModelContractError(f"{pre}decision_function returned dtype {s.dtype} for task "
-                                 f"{task_name!r}; expected float scores")
-    s = np.asarray(s, dtype=np.float64)
-    if not np.all(np.isfinite(s)):
-        raise FloatingPointError(f"{pre}decision_function returned NaN/inf scores for task "
-                                 f"{task_name!r}")
-    return s
-
-
-def _model_name(model: Any) -> str:
-    return f"model {getattr(model, 'name', '') or type(model).__name__!r}"
-
 
 @dataclass
 class UnitOutcome:
@@ -501,170 +420,6 @@ def run_protocol(base: MTLModel, search_space: Mapping[str, Any], tasks: TaskSet
         metrics=metrics, task_metrics=task_metrics)
 
 
-def score_key(metric: str | Metric) -> str:
-    """The trace entry key of a fit's validation value of ``metric``: ``val_<name>``
-    (``val_auc``, ``val_rmse``)."""
-    return f"val_{metric if isinstance(metric, str) else metric.name}"
-
-
-def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSet,
-           searcher_name: str = DEFAULT_SEARCH, budget: int = DEFAULT_BUDGET,
-           metric: str | Metric = "auc") -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run one unit's hyperparameter search: ``(trace, summary)``.
-
-    Every point is fitted on the same ``train`` object (so ``train.memo`` is shared) and scored
-    on ``val`` by ``metric``.  A trace entry holds ``params``, ``phase`` (start / extend /
-    refine), ``val_<metric>`` (:func:`score_key`: ``val_auc``, ``val_rmse``; absent for a
-    failed fit, which has ``error``, the exception's type and message, and ``traceback``, its
-    frames in the plugin's code: :func:`plugin_traceback`),
-    ``converged`` (``converged_`` of the fitted model if it is a bool, else None: not
-    recorded), ``n_iter`` and ``constant_share`` (the share of tasks whose validation scores
-    are constant: :func:`task_scores`); the trace is a pure function of data, seed, settings
-    and code.  The summary holds ``fit_times`` (seconds per fit, aligned with the trace),
-    ``search``, ``budget``, ``n_fits``, ``failed_fits`` (fits that raised), ``at_bound``,
-    ``at_edge``,
-    ``budget_exhausted`` (the budget -- for a searcher that ``extends_past_budget``, the
-    budget plus as many extension fits again -- ran out while the searcher still wanted to
-    extend past an edge; ``n_fits`` above the budget counts the extension fits past it),
-    ``start_exceeds_budget`` (the starting design alone is larger than the budget; it is
-    fitted in full), ``problem_dims`` (the dimensions bound expressions read: ``d``, ``T``,
-    ``n_min``, ``n_max`` of ``train``) and ``bounds`` (``{param: {"low", "high"}}``, the
-    numeric bounds at the selected point).
-
-    The searcher receives the problem's dimensions and ``base``'s fixed numeric
-    hyperparameters (a bound such as ``high="1/k"`` may read a parameter the user fixed).
-    """
-    space = space_from_json(space)
-    dims = problem_context(train)
-    fixed = {k: v for k, v in base.get_params(deep=False).items()
-             if k not in space and isinstance(v, (int, float, np.integer, np.floating))
-             and not isinstance(v, (bool, np.bool_))}
-    context = {**fixed, **dims}
-    from .scoring import get_metric
-
-    metric = get_metric(metric)
-    searcher = get_searcher_class(searcher_name)(space, context)
-    searcher.select_by = metric.name
-    cap = MAX_FITS
-    start_exceeds = False
-    if searcher.uses_budget:
-        n_start = len(searcher.start())
-        start_exceeds = n_start > budget
-        cap = max(budget, n_start)
-    warm = bool(getattr(base, "convex", False) and getattr(base, "supports_warm_start", False))
-    trace: list[dict[str, Any]] = []
-    # Timings vary from run to run: they are kept beside the trace (index-aligned), so that
-    # neither a searcher nor the stored trace can depend on them (bit-identical results
-    # serially, with --jobs and on Dask).
-    fit_times: list[float] = []
-    prev = None
-    # Past the budget only extension fits, and at most the budget again (version 3 of the
-    # adaptive rule); below it the loop is the same as before.
-    extends = searcher.uses_budget and getattr(searcher, "extends_past_budget", False)
-    limit = cap + budget if extends else cap
-    while len(trace) < limit:
-        phase, batch = searcher.propose(trace)
-        if not batch or (len(trace) >= cap and phase != "extend"):
-            break
-        for params in batch:
-            if len(trace) >= limit or (len(trace) >= cap and phase != "extend"):
-                break
-            _check_proposal(searcher_name, space, params)
-            t0 = time.perf_counter()
-            entry, model = _fit_point(base, params, phase, train, val, prev if warm else None,
-                                      metric)
-            fit_times.append(time.perf_counter() - t0)
-            trace.append(entry)
-            if model is not None:
-                prev = model
-    exhausted = False
-    if searcher.uses_budget and len(trace) >= cap:
-        phase, batch = searcher.propose(trace)
-        exhausted = phase == "extend" and bool(batch)
-    b = best_index(trace, metric)
-    selected = trace[b]["params"] if b is not None else {}
-    at_bound, at_edge = edge_report(space, trace, selected, context) if b is not None else ([], [])
-    summary = {"search": searcher_name, "budget": budget if searcher.uses_budget else None,
-               "n_fits": len(trace), "failed_fits": sum(1 for e in trace if "error" in e),
-               "at_bound": at_bound, "at_edge": at_edge,
-               "budget_exhausted": exhausted, "start_exceeds_budget": start_exceeds,
-               "warm_start": warm, "fit_times": fit_times, "problem_dims": dims,
-               "bounds": resolved_bounds(space, selected, context) if b is not None else {}}
-    return trace, summary
-
-
-def _check_proposal(searcher_name: str, space: Mapping[str, Any],
-                    params: Mapping[str, Any]) -> None:
-    """A searcher (possibly a third-party plugin) proposes only points of the declared space."""
-    if not isinstance(params, Mapping) or set(params) != set(space):
-        raise ConfigError(f"searcher {searcher_name!r} proposed {params!r}; a point must set "
-                          f"exactly the searched parameters {sorted(space)}")
-    for key, value in params.items():
-        why = space[key].check(value)
-        if why is None and space[key].kind == "categorical" and value not in space[key].grid:
-            why = f"is not one of the listed values {list(space[key].grid)}"
-        if why:
-            raise ConfigError(f"searcher {searcher_name!r} proposed {key}={value!r}, which the "
-                              f"declaration rejects: {key} {why}")
-
-
-def _fit_point(base: MTLModel, params: Mapping[str, Any], phase: str, train: TaskSet,
-               val: TaskSet, init: MTLModel | None, metric: Metric
-               ) -> tuple[dict[str, Any], MTLModel | None]:
-    model = clone(base, **params)
-    entry: dict[str, Any] = {"params": dict(params), "phase": phase}
-    try:
-        fitted = model.fit(train, init=init)
-        check_fit_returned(fitted, model)
-        scores, constant = model_scores(model, val)
-        value = scores.value(metric)[0]
-        if not np.isfinite(value):
-            raise FloatingPointError(f"the validation {metric.name} is undefined ({value})")
-    except Exception as exc:  # noqa: BLE001 - a failing point is recorded, not fatal
-        entry["error"] = f"{type(exc).__name__}: {exc}"
-        entry["traceback"] = plugin_traceback(exc)
-        return entry, None
-    entry[score_key(metric)] = float(value)
-    entry["converged"] = _bool_or_none(getattr(model, "converged_", None))
-    entry["n_iter"] = _int_or_none(getattr(model, "n_iter_", None))
-    entry["constant_share"] = float(constant.mean())
-    return entry, model
-
-
-def plugin_traceback(exc: BaseException, limit: int = TRACEBACK_FRAMES) -> str:
-    """``exc``'s traceback without mtlbench's own frames: the frames of the plugin's code
-    and of the libraries it called (the last ``limit``), each as ``module, line N, in
-    function`` and its source line, then ``Type: message``.  Module names, not file paths, so
-    the text is the same on every machine (it is part of the stored trace)."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        module = str(tb.tb_frame.f_globals.get("__name__", "?"))
-        if module.split(".")[0] != "mtlbench":
-            code = tb.tb_frame.f_code
-            line = linecache.getline(code.co_filename, tb.tb_lineno).strip()
-            frames.append(f"  {module}, line {tb.tb_lineno}, in {code.co_name}"
-                          + (f"\n    {line}" if line else ""))
-        tb = tb.tb_next
-    return "\n".join([*frames[-limit:], f"{type(exc).__name__}: {exc}"])
-
-
-def check_fit_returned(returned: Any, model: MTLModel) -> None:
-    """``fit`` must return the model itself (the contract); say so by name otherwise."""
-    if returned is not model:
-        what = "None" if returned is None else f"a {type(returned).__name__}"
-        raise ModelContractError(
-            f"model {getattr(model, 'name', '') or type(model).__name__!r}: fit() returned "
-            f"{what}; it must return self")
-
-
-def _bool_or_none(v: Any) -> bool | None:
-    """A fitted ``converged_`` as recorded: a bool (numpy's, or an integer 0 / 1, too), else
-    None (not recorded: a missing attribute, None, a string, an array)."""
-    if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
-        return bool(v)
-    return None
-
 
 def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
     """On data with known structure (``meta['true_W']``, ``meta['task_groups']``): support
@@ -690,11 +445,6 @@ def structure_recovery(model: MTLModel, tasks: TaskSet) -> dict[str, Any]:
     return out
 
 
-def _int_or_none(v: Any) -> int | None:
-    try:
-        return None if v is None else int(np.max(v))
-    except (TypeError, ValueError):
-        return None
 
 
 __all__ = ["ProtocolConfig", "Split", "make_split", "task_split", "evaluable_tasks",

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from .errors import ConfigError
 from .model import MTLModel
-from .space import Categorical, as_param, space_json
+from .search.space import Categorical, as_param, space_json
 # Re-exported where users of the first release imported them from: the selector syntax
 # (mtlbench.syntax, shared with dataset selectors) and the config file reader (mtlbench.config).
 from .config import check_config_models, load_config
@@ -61,7 +61,7 @@ def apply_overrides(cls: type[MTLModel], overrides: Mapping[str, Any],
     and 5 under the adaptive searcher; a list for an undeclared parameter is searched exactly
     as listed).  Values are checked against the declarations (``search_space`` and
     ``param_constraints``) without fitting anything.  ``space`` of the result is the JSON form
-    of the search space (:func:`mtlbench.space.space_json`).
+    of the search space (:func:`mtlbench.search.space.space_json`).
     """
     name = name or cls.name
     params = init_params(cls)

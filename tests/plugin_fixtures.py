@@ -27,7 +27,7 @@ def write_distribution(root: Path, dist: str, version: str, modules: dict[str, s
 
 def activate(monkeypatch, root: Path) -> None:
     """Put ``root`` on sys.path and make the next registry load see it."""
-    from mtlbench import plugins
+    from mtlbench.plugins import registry as plugins
 
     monkeypatch.syspath_prepend(str(root))
     for mod in [m for m in sys.modules if m.startswith("tp_")]:

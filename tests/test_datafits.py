@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
 from mtlbench.model import param_problems
-from mtlbench.space import Param, normalise_space, space_problems
+from mtlbench.search.space import Param, normalise_space, space_problems
 from mtlbench_models._core import penalties as pen
 from mtlbench_models._core.datafits import LogisticLoss, SquaredAUCLoss, SquaredLoss
 from mtlbench_models._core.representations import ridge_solve, task_eigenrows

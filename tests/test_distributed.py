@@ -240,7 +240,7 @@ def test_dask_queued_units_run_after_stuck_workers_are_restarted(faulty_dist, tm
     ran): the client asks that nanny to start a worker ``RESTART_BACK_SECONDS`` after the
     restart (2 s here).  Without that the run ends with "no worker" after
     ``WORKERS_BACK_SECONDS`` (30 s here, so a regression fails instead of hanging)."""
-    import mtlbench.runner as runner
+    import mtlbench.runner.run as runner
     from distributed.nanny import Nanny
 
     expected_seconds = runner.expected_seconds

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mtlbench import TaskSet
-from mtlbench.space import Param, normalise_space, space_problems
+from mtlbench.search.space import Param, normalise_space, space_problems
 from mtlbench_models._core.representations import TaskSpectra
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -111,7 +111,7 @@ def test_stopping_rule_and_converged_flag():
 
 
 def test_declared_space_validates_non_convex_and_cold():
-    from mtlbench.space import Param, normalise_space, space_problems
+    from mtlbench.search.space import Param, normalise_space, space_problems
     assert NCCMTL.convex is False and NCCMTL.supports_warm_start is False
     space = normalise_space(NCCMTL.search_space)
     assert all(isinstance(p, Param) for p in space.values())

@@ -174,7 +174,7 @@ def test_stopping_rule_and_converged_flag():
 
 
 def test_declared_space_validates_and_is_non_convex():
-    from mtlbench.space import Param, normalise_space, space_problems
+    from mtlbench.search.space import Param, normalise_space, space_problems
     assert VSTGMTL.convex is False and VSTGMTL.supports_warm_start is False
     space = normalise_space(VSTGMTL.search_space)
     assert set(space) == {"gamma1", "gamma2", "mu", "n_bases", "k"}

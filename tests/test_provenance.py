@@ -32,7 +32,7 @@ def dist(tmp_path, monkeypatch):
         fault_plugins.install(root, version=version, source=source)
         for mod in [m for m in sys.modules if m.startswith("tp_")]:
             del sys.modules[mod]
-        from mtlbench import plugins
+        from mtlbench.plugins import registry as plugins
 
         plugins._reset_registry_for_tests()
         monkeypatch.setattr(plugins, "_REGISTRY", None)

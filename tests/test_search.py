@@ -466,7 +466,7 @@ def test_a_searcher_version_is_part_of_the_unit_key_and_version_1_adds_nothing()
 
 
 def _search_trace(budget, monkeypatch, past_budget):
-    from mtlbench.protocol import search
+    from mtlbench.search.loop import search
 
     monkeypatch.setattr(AdaptiveSearcher, "extends_past_budget", past_budget)
     tasks = _data()

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mtlbench import Categorical, Int, Linear, LinearMTLModel, Log, TaskSet
-from mtlbench.design import (START_DESIGN_SIZE, lattice_generators, lattice_levels,
+from mtlbench.search.design import (START_DESIGN_SIZE, lattice_generators, lattice_levels,
                              space_filling_design)
 from mtlbench.errors import ConfigError
 from mtlbench.protocol import ProtocolConfig, run_protocol
 from mtlbench.search import AdaptiveSearcher, GridSearcher, edge_report, space_json
-from mtlbench.space import (BoundExpr, as_param, bound_order, clip_point, list_to_param,
+from mtlbench.search.space import (BoundExpr, as_param, bound_order, clip_point, list_to_param,
                             space_problems)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ the starting design
 def test_the_lattice_generators_are_pinned():
-    """The maximin / projection criterion's choices (mtlbench.design docstring): a change of
+    """The maximin / projection criterion's choices (mtlbench.search.design docstring): a change of
     the construction changes every unit's trace, so it must be deliberate."""
     assert [lattice_generators(p) for p in range(1, 9)] == [
         (1,), (1, 5), (1, 3, 4), (1, 2, 3, 5), (1, 2, 3, 4, 5), (1, 2, 3, 4, 5, 6),

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from mtlbench.cli import cli
 from mtlbench.errors import ConfigError
 from mtlbench.selectors import apply_overrides, parse_selector
-from mtlbench.space import as_param
+from mtlbench.search.space import as_param
 from mtlbench.store import ResultStore
 from mtlbench_models.lasso import LASSO
 from mtlbench_models.stl import STL

@@ -255,7 +255,7 @@ def test_store_faults_name_their_cause(tmp_path, monkeypatch, fault, existing):
     through the CLI (before: a valid store was called "damaged ... .recover", a new one "not an
     SQLite database; left untouched", and a 0-byte file was left behind); an existing store is
     left as it was, a new one leaves no file."""
-    import mtlbench.store as store_mod
+    import mtlbench.store.diagnosis as store_mod
     from click.testing import CliRunner
 
     from mtlbench.cli import cli
@@ -291,7 +291,7 @@ def test_store_faults_name_their_cause(tmp_path, monkeypatch, fault, existing):
 def test_a_new_store_that_cannot_be_created_leaves_nothing(tmp_path, monkeypatch):
     """The 0-byte file of a failed first open is removed, but a store another run has just
     created beside it (it holds tables) is never touched."""
-    import mtlbench.store as store_mod
+    import mtlbench.store.diagnosis as store_mod
 
     monkeypatch.setattr(store_mod, "disk_facts", lambda p: (False, 0))
     full = _sqlite_error("database or disk is full", 13, "SQLITE_FULL")

@@ -141,7 +141,7 @@ def test_accelerated_and_plain_reach_the_same_objective(loss):
 
 
 def test_declared_space():
-    from mtlbench.space import Int, Log, space_problems
+    from mtlbench.search.space import Int, Log, space_problems
 
     for cls in (TFCL, TFCLNoAUC):
         sp = cls.search_space

@@ -98,7 +98,7 @@ def test_accelerated_and_plain_reach_the_same_objective(cls):
 
 
 def test_declared_spaces():
-    from mtlbench.space import Int, space_problems
+    from mtlbench.search.space import Int, space_problems
 
     for cls in (TFCLQ, TFCLQNoAUC, TFCLQNoG, TFCLCoc):
         assert space_problems(cls.search_space) == []   # every parameter has a start range

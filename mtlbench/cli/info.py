@@ -83,7 +83,7 @@ def _plugin_commands(reg) -> dict[tuple[str, str], list[str]]:
 @user_errors
 def models(fmt: str) -> None:
     """List available models with their search spaces and plugin distribution."""
-    from ..space import space_json
+    from ..search.space import space_json
 
     reg = registry()
     rows = []
@@ -129,7 +129,7 @@ def _model_block(row: Mapping[str, Any], width: int) -> str:
 
 
 def _param_text(p: Mapping[str, Any]) -> str:
-    """``log  start 0.003 .. 0.3  limits - .. 1`` from a :func:`mtlbench.space.space_json`
+    """``log  start 0.003 .. 0.3  limits - .. 1`` from a :func:`mtlbench.search.space.space_json`
     entry."""
     def num(v: Any) -> str:
         return "-" if v is None else f"{v:g}" if isinstance(v, float) else str(v)

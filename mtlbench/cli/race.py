@@ -60,7 +60,7 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
     from ..protocol import ProtocolConfig
     from ..runner import resolve_problems
     from ..runner.unit import problem_id
-    from ..search import problem_context
+    from ..search.searchers import problem_context
     from ..store import ResultStore
 
     reg = registry()

@@ -12,13 +12,13 @@ from typing import Any, Mapping, Sequence
 from ..data import TaskSet
 from ..dataset import problems_of
 from ..errors import (ConfigError, DatasetUnavailableError, DataValidationError,
-                      MTLBenchError, UnknownNameError)
+                      MTLBenchError, UnknownNameError, unknown_name_message)
 from ..model import param_problems
-from ..plugins import Registry, unknown_name_message
+from ..plugins import Registry
 from ..protocol import MIN_PER_CLASS, ProtocolConfig, config_json
 from ..provenance import unit_provenance
 from ..selectors import ModelSelection
-from ..space import Param
+from ..search.space import Param
 from .cost import DEFAULT_COST, expected_unit_seconds
 from .unit import UnitSpec, load_problem, problem_id
 

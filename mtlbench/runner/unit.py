@@ -37,7 +37,7 @@ from ..dataset import load_tasks
 from ..errors import ConfigError, MTLBenchError
 from ..plugins import get_registry
 from ..protocol import PROTOCOL_VERSION, SPLIT_FIELDS, ProtocolConfig, config_json, run_protocol
-from ..search import searcher_version
+from ..search.searchers import searcher_version
 
 BLAS_THREADS_PER_UNIT = 1
 

@@ -20,9 +20,9 @@ from mtlbench.model import MTLModel
 from mtlbench.plugins import NO_CONVERGED, PluginMigrationWarning, space_notices
 from mtlbench.protocol import (ProtocolConfig, checked_scores, make_split, mean_auc,
                                run_protocol)
-from mtlbench.design import START_DESIGN_SIZE
-from mtlbench.search import problem_context
-from mtlbench.space import Param, normalise_space, resolve, space_problems
+from mtlbench.search.design import START_DESIGN_SIZE
+from mtlbench.search.searchers import problem_context
+from mtlbench.search.space import Param, normalise_space, resolve, space_problems
 
 from ._common import MONOTONE_RTOL, _NAME_RE, ConformanceError, _fail, _label
 from .problems import _problem
@@ -213,13 +213,13 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
     ``Categorical``) or a non-empty list of distinct JSON-able values; every ordered
     parameter declares a start range of at least two distinct values and its bound
     expressions name only problem dimensions and other searched parameters
-    (:func:`mtlbench.space.space_problems`, the check made at registration); and ``fit``
+    (:func:`mtlbench.search.space.space_problems`, the check made at registration); and ``fit``
     accepts values of it (one parameter at a time, the others at their defaults): both ends
     of each start range, clipped to the bounds evaluated on the kit's small problem
     (``fit_values="extremes"``), every grid value (``"all"``) or none (False).
 
     A plain list (the first release's form) is searched as a range, not as the listed
-    values (:func:`mtlbench.space.list_to_param`: its smallest and largest values are the
+    values (:func:`mtlbench.search.space.list_to_param`: its smallest and largest values are the
     start range, the sign of the values its only bound): the check warns
     (:class:`~mtlbench.plugins.PluginMigrationWarning`, the declaration to write) and, unless
     ``fit_values`` is False, fits the value one extension step past each end of the list
@@ -227,7 +227,7 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
     end; a fit that refuses it fails the check, naming the bound to declare.
 
     The adaptive search starts every model from the same 12-point design
-    (:data:`mtlbench.design.START_DESIGN_SIZE`), whatever the grids; ``max_grid``, when
+    (:data:`mtlbench.search.design.START_DESIGN_SIZE`), whatever the grids; ``max_grid``, when
     given, also limits the Cartesian product of the grids, which only ``--search grid``
     fits."""
     check = "search_space"

@@ -7,40 +7,9 @@ plugin's own.  Loading is resilient: a plugin that fails to import or to registe
 recorded as a :class:`PluginFailure` (shown by ``mtlbench plugins`` and as a warning) and the
 others keep working.  Set ``MTLBENCH_STRICT_PLUGINS=1`` to turn any failure into an error.
 
-Mistakes are caught when a plugin registers, each naming the plugin and the fix:
-
-* its hooks (:func:`hook_problems`, and pluggy's check of hook implementations without a
-  specification, as ``PluginManager.check_pending`` does): a hook implementation whose name
-  is no hook (the message names the closest one), one taking an argument its hook does not
-  pass, a function that looks like a misspelled hook, an entry point naming a class instead
-  of the module that registers it, a plugin implementing no hook.  The whole plugin is then
-  unusable (stage ``register``);
-* what it passes to ``register``: a model hook accepts only MTLModel subclasses, a dataset
-  hook Dataset subclasses or instances, a searcher hook Searcher subclasses, a metric hook
-  Metric subclasses (an instance, or the right object given to the wrong hook, is named as
-  such);
-* a metric's declarations (:func:`metric_declaration_problems`): a name, a direction
-  (``higher_is_better``), the target kinds it applies to, and ``task_value``.  That metric is
-  unusable (stage ``validate``);
-* a model's declarations (:func:`model_declaration_problems`): a ``search_space`` or
-  ``param_constraints`` entry naming a parameter ``__init__`` does not take, a declaration
-  that is not a Param or a list, a starting value outside its own bounds, an ordered
-  parameter without a start range of two distinct values, a bound expression naming
-  something unknown, a ``fit`` without the ``init`` argument the protocol passes, a
-  ``target_kinds`` that is not a non-empty tuple of known target kinds.  That model
-  is unusable (stage ``validate``); the rest of its plugin is not affected;
-* forms that work but should change (:func:`model_declaration_notices`, a
-  :class:`PluginMigrationWarning` naming the model and what to write, kept once per model
-  and form as a :class:`PluginNotice` in ``Registry.notices``, which ``mtlbench plugins``
-  lists): a search space of plain lists (the first release's form; searched under the same
-  rule and budget as declared ranges, :func:`mtlbench.space.list_to_param`),
-  ``supports_warm_start`` without ``convex`` (warm starts stay off).
-
-Whether a model sets ``converged_`` is seen by behaviour, never read from its source: at its
-first use, the first finished unit of a model (:meth:`Registry.note_unit`) shows whether any of
-its fits set it; when none did, a notice says that its convergence is "not recorded".
-Registration fits nothing (``compare`` starts in a moment); the conformance kit fits and looks
-too (:mod:`mtlbench.testing`).
+Mistakes are caught when a plugin registers, each naming the plugin and the fix
+(:mod:`mtlbench.plugins.checks`); forms that work but should change are kept as notices
+(:mod:`mtlbench.plugins.notices`).
 
 Names: a name a built-in model, dataset or searcher has stays the built-in's; a third-party
 plugin registering it is refused (stage ``name clash``) and the built-in keeps working.  Two
@@ -49,10 +18,8 @@ third-party plugins registering the same name make only that name unusable (usin
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
-import re
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -61,15 +28,19 @@ from typing import Any, Callable, Mapping
 
 import pluggy
 
-from . import hookspecs
-from .dataset import Dataset, configure_dataset
-from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
+from .. import hookspecs
+from ..dataset import Dataset, configure_dataset
+from ..errors import (ConfigError, PluginConflictError, PluginError, UnknownNameError,
                      unknown_name_message)
-from .metrics import TARGET_KINDS, Metric
-from .model import MTLModel
-from .searcher import Searcher
-from .space import as_param, list_to_param, space_problems
-from .syntax import parse_selector
+from ..metrics import Metric
+from ..model import MTLModel
+from ..syntax import parse_selector
+
+from .checks import (_HOOK_NAMES, _HOOKS_TEXT, _closest_hook, hook_problems,
+                     metric_declaration_problems, model_declaration_problems,
+                     registered_object_problem)
+from .notices import (NO_CONVERGED, PluginMigrationWarning, PluginNotice,
+                      model_declaration_notices)
 
 ENTRY_POINT_GROUP = "mtlbench"
 STRICT_ENV = "MTLBENCH_STRICT_PLUGINS"
@@ -102,18 +73,6 @@ class PluginFailure:
 
 
 @dataclass
-class PluginNotice:
-    """A form the author of a working model should change (one
-    :class:`PluginMigrationWarning`): the plugin, the model and what to write instead."""
-
-    name: str
-    distribution: str
-    version: str
-    model: str
-    message: str
-
-
-@dataclass
 class Registered:
     obj: Any
     plugin: PluginInfo
@@ -121,12 +80,6 @@ class Registered:
 
 class PluginWarning(UserWarning):
     """A plugin failed to load; the others keep working."""
-
-
-class PluginMigrationWarning(UserWarning):
-    """A plugin works but uses a form its author should migrate (a plain-list search space,
-    ``supports_warm_start`` without ``convex``, fits that set no ``converged_``); the message
-    names the model and says what to write instead."""
 
 
 def _strict() -> bool:
@@ -140,7 +93,6 @@ def _dist_of(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "<unknown>", dist.version or ""
 
 
-_HOOK_NAMES = frozenset(hookspecs.HOOK_ARGUMENTS)
 #: The distribution that registers the built-in models, datasets and searchers (mtlbench).
 BUILTIN_DISTRIBUTION = hookspecs.PROJECT_NAME
 
@@ -153,113 +105,6 @@ def _prefix(distribution: str) -> str:
     """A name prefix suggested for a distribution's models (``mtlbench-foo`` -> ``foo``)."""
     name = distribution.lower().replace("_", "-")
     return name[len("mtlbench-"):] if name.startswith("mtlbench-") else name
-
-
-_HOOKS_TEXT = "the hooks are " + ", ".join(hookspecs.hook_signature(n)
-                                          for n in hookspecs.HOOK_ARGUMENTS)
-
-
-def _closest_hook(name: str, cutoff: float = 0.6) -> str:
-    close = difflib.get_close_matches(name, sorted(_HOOK_NAMES), n=1, cutoff=cutoff)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _required_args(func: Any) -> list[str] | None:
-    """The arguments ``func`` needs (no default; what pluggy passes it), None if unknown."""
-    try:
-        sig = inspect.signature(func)
-    except (TypeError, ValueError):
-        return None
-    return [p.name for p in sig.parameters.values()
-            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-
-
-def hook_problems(plugin: Any) -> list[str]:
-    """What is wrong with how ``plugin`` implements the hooks of :mod:`mtlbench.hookspecs`
-    (empty if nothing), each sentence naming the fix:
-
-    * a hook implementation taking an argument its hook does not pass
-      (``def register_models(reg)``);
-    * a function not marked ``@hookimpl`` that looks like a misspelled hook
-      (``def register_model(register)`` beside the hooks, defined in the plugin itself);
-    * an entry point naming a model, dataset or searcher class rather than the module that
-      registers it;
-    * a plugin implementing no hook at all.
-
-    A marked implementation whose name is no hook is found by pluggy when the plugin is
-    registered (:meth:`Registry._unknown_hooks`)."""
-    if isinstance(plugin, type) and issubclass(plugin, (MTLModel, Dataset, Searcher, Metric)):
-        kind, hook = _kind_and_hook(plugin)
-        return [f"the entry point names the {kind} class {plugin.__qualname__} itself; point "
-                f"it at the module that registers it (e.g. {plugin.__module__!r}) and add "
-                f"there: @hookimpl def {hook}(register): register({plugin.__name__})"]
-    out, implemented, lookalikes = [], [], []
-    own_module = getattr(plugin, "__name__", None)
-    for attr in sorted(dir(plugin)):
-        if attr.startswith("_"):
-            continue
-        func = getattr(plugin, attr, None)
-        if not inspect.isroutine(func):
-            continue
-        opts = getattr(func, f"{hookspecs.PROJECT_NAME}_impl", None)
-        if isinstance(opts, dict):
-            spec = opts.get("specname") or attr
-        elif attr in _HOOK_NAMES:
-            spec = attr  # an unmarked hook function (the first release's form)
-        else:
-            if attr.startswith("register") and getattr(func, "__module__", None) == own_module \
-                    and _closest_hook(attr, cutoff=0.8):
-                lookalikes.append(attr)
-            continue
-        implemented.append(attr)
-        args = _required_args(func)
-        if spec not in _HOOK_NAMES or args is None:
-            continue  # no such hook: reported by pluggy's check
-        extra = [a for a in args if a not in hookspecs.HOOK_ARGUMENTS[spec]]
-        if extra:
-            out.append(f"hook {attr}({', '.join(args)}) takes {', '.join(map(repr, extra))}, "
-                       f"which mtlbench does not pass; write "
-                       f"def {hookspecs.hook_signature(spec)}")
-    for attr in lookalikes:
-        out.append(f"{attr} looks like a hook but is none{_closest_hook(attr)}: name it after "
-                   f"the hook and mark it @hookimpl; {_HOOKS_TEXT}")
-    if not implemented and not lookalikes:
-        out.append(f"implements no mtlbench hook, so it registers nothing; {_HOOKS_TEXT} "
-                   "(from mtlbench import hookimpl)")
-    return out
-
-
-def _kind_and_hook(obj: Any) -> tuple[str, str]:
-    """What ``obj`` is (a model, dataset or searcher class or instance) and its hook."""
-    cls = obj if isinstance(obj, type) else type(obj)
-    for base, kind in ((MTLModel, "model"), (Dataset, "dataset"), (Searcher, "searcher"),
-                       (Metric, "metric")):
-        if issubclass(cls, base):
-            return kind, f"register_{kind}s"
-    return "", ""
-
-
-def registered_object_problem(kind: str, obj: Any) -> str:
-    """Why ``obj`` cannot be registered by a ``register_{kind}s`` hook (empty if it can):
-    an instance where the class is expected, an object of another kind (given to the wrong
-    hook), or something that is none of a model, dataset or searcher."""
-    expected = {"model": "an MTLModel subclass", "dataset": "a Dataset subclass or instance",
-                "searcher": "a Searcher subclass", "metric": "a Metric subclass"}[kind]
-    is_class = isinstance(obj, type)
-    found, hook = _kind_and_hook(obj)
-    if found == kind and (is_class or kind == "dataset"):
-        return ""
-    what = f"the class {obj.__qualname__}" if is_class else \
-        f"{type(obj).__name__} instance {obj!r}" if found else \
-        f"{obj!r} (a {type(obj).__name__})"
-    if found == kind:  # an instance of the right kind
-        name = type(obj).__name__
-        return (f"register() in register_{kind}s takes the class, not an instance: "
-                f"register({name}), not register({name}(...))")
-    if found:
-        return (f"register() in register_{kind}s expects {expected}, got {what}, which is a "
-                f"{found}: register it in {hook}(register)")
-    return f"register() in register_{kind}s expects {expected}, got {what}"
 
 
 class _PluginManager(pluggy.PluginManager):
@@ -321,7 +166,7 @@ class Registry:
         points' distribution says) names another version than its code: an editable install
         keeps the version it was installed with, and every result records the installed one;
         the fix is to reinstall."""
-        from ._version import __version__
+        from .._version import __version__
 
         if installed and __version__ not in installed:
             warnings.warn(f"mtlbench's installed metadata says version "
@@ -609,176 +454,6 @@ class Registry:
         if (kind, name) in self._unusable:
             raise self._unusable[(kind, name)]
         raise UnknownNameError(unknown_name_message(kind, name, table))
-
-
-def model_declaration_problems(cls: type[MTLModel]) -> list[str]:
-    """Why model ``cls`` cannot be used as declared (empty if it can): ``fit`` or
-    ``decision_function`` not implemented, a ``fit`` without the ``init`` argument the
-    protocol passes, and in ``search_space`` / ``param_constraints``: an entry naming no
-    ``__init__`` parameter, an entry that is not a Param or a non-empty list, a
-    starting-grid value its own declaration rejects, a bound expression in
-    ``param_constraints`` (only searched parameters have them), what
-    :func:`mtlbench.space.space_problems` finds in the search space (an ordered parameter
-    without a start range, an unknown name in a bound expression, circular bounds), and a
-    ``target_kinds`` that is not a non-empty tuple of known target kinds or a
-    ``shift_invariant_loss`` that is not a bool."""
-    out = _method_problems(cls) + _target_kind_problems(cls)
-    try:
-        sig = inspect.signature(cls.__init__)
-        params = {p.name for p in sig.parameters.values()
-                  if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
-        open_kwargs = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
-    except (TypeError, ValueError):
-        return out
-    for attr in ("search_space", "param_constraints"):
-        decls = getattr(cls, attr, None) or {}
-        if not isinstance(decls, Mapping):
-            out.append(f"{attr} must be a dict, got {type(decls).__name__}")
-            continue
-        for key, decl in decls.items():
-            if key not in params and not open_kwargs:
-                close = difflib.get_close_matches(str(key), sorted(params), n=1, cutoff=0.5)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                out.append(f"{attr}[{key!r}] is not a parameter of {cls.__name__}.__init__"
-                           f"{hint}; its parameters are: {', '.join(sorted(params)) or '(none)'}")
-                continue
-            try:
-                par = as_param(decl, key)
-            except ConfigError as exc:
-                out.append(f"{attr}[{key!r}]: {exc}")
-                continue
-            if attr == "param_constraints" and not par.static:
-                out.append(f"{attr}[{key!r}]: bounds of a parameter that is not searched must "
-                           f"be numbers, got low={par.low!r}, high={par.high!r} (an "
-                           f"expression needs the problem: declare it in search_space)")
-            for v in par.grid:
-                why = par.check(v)
-                if why:
-                    out.append(f"{attr}[{key!r}] starting value {v!r} {why}")
-    space = getattr(cls, "search_space", None) or {}
-    if isinstance(space, Mapping):
-        try:
-            out += [f"search_space: {p}" for p in space_problems(space)]
-        except ConfigError:  # an entry that is no declaration: reported above
-            pass
-    return out
-
-
-def _target_kind_problems(cls: type[Any]) -> list[str]:
-    """``target_kinds`` is a non-empty tuple of :data:`~mtlbench.metrics.TARGET_KINDS`."""
-    kinds = getattr(cls, "target_kinds", None)
-    ok = isinstance(kinds, (tuple, list)) and kinds and all(k in TARGET_KINDS for k in kinds)
-    out = [] if ok else [
-        f"target_kinds = {kinds!r}: declare a tuple of the target kinds it handles, of "
-        f"{', '.join(map(repr, TARGET_KINDS))} (e.g. target_kinds = ('binary', 'real'))"]
-    flag = getattr(cls, "shift_invariant_loss", False)
-    if issubclass(cls, MTLModel) and not isinstance(flag, bool):
-        out.append(f"shift_invariant_loss = {flag!r}: must be True or False")
-    return out
-
-
-def metric_declaration_problems(cls: type[Metric]) -> list[str]:
-    """Why metric ``cls`` cannot be used as declared (empty if it can): a ``name`` that is
-    not a lower-case word (dashes allowed), a ``higher_is_better`` that is not a bool, a
-    ``target_kinds`` that is not a non-empty tuple of known kinds, ``percent`` / ``threshold``
-    not bools, ``chance`` neither None nor a number, ``task_value`` not implemented."""
-    out = []
-    if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", str(cls.name)):
-        out.append(f"name = {cls.name!r}: use lower-case letters, digits and dashes "
-                   "(e.g. 'median-ae')")
-    for attr in ("higher_is_better", "percent", "threshold"):
-        if not isinstance(getattr(cls, attr, None), bool):
-            out.append(f"{attr} = {getattr(cls, attr, None)!r}: must be True or False")
-    chance = getattr(cls, "chance", None)
-    if chance is not None and (isinstance(chance, bool) or not isinstance(chance, (int, float))):
-        out.append(f"chance = {chance!r}: must be None or a number")
-    out += _target_kind_problems(cls)
-    if cls.task_value is Metric.task_value:
-        out.append(f"{cls.__name__} does not implement task_value(self, y, s) (the value of "
-                   "one task's targets y and scores s)")
-    return out
-
-
-def _method_problems(cls: type[MTLModel]) -> list[str]:
-    """``fit`` / ``decision_function`` missing, or a ``fit`` the protocol cannot call as
-    ``fit(tasks, init=...)``."""
-    out = []
-    if cls.fit is MTLModel.fit:
-        out.append(f"{cls.__name__} does not implement fit(self, tasks, init=None)")
-    elif "init" not in _accepted_keywords(cls.fit):
-        out.append(f"{cls.__name__}.fit takes no 'init' argument, but the protocol calls "
-                   f"fit(tasks, init=None or the previous fit of the search): write "
-                   f"def fit(self, tasks, init=None) (ignore init unless the model declares "
-                   f"convex = True and supports_warm_start = True)")
-    if cls.decision_function is MTLModel.decision_function:
-        out.append(f"{cls.__name__} does not implement decision_function(self, X, task) "
-                   f"(subclass LinearMTLModel to score with coef_)")
-    return out
-
-
-def _accepted_keywords(func: Any) -> set[str]:
-    """Keyword names ``func`` accepts ({"init", ...}; every name if it takes ``**kwargs``)."""
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return {"init"}  # cannot tell: do not refuse
-    if any(p.kind == p.VAR_KEYWORD for p in params):
-        return {"init"}
-    return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-
-
-#: what a model whose fits set no ``converged_`` should change ({what}: what was seen)
-NO_CONVERGED = ("{what}, so the results record its convergence as unknown (\"not "
-                "recorded\"; diagnostics_['converged'] is not read): set self.converged_ = "
-                "True / False in fit (whether the solver met its stated tolerance; True for "
-                "a closed-form fit)")
-
-
-def model_declaration_notices(cls: type[MTLModel]) -> list[str]:
-    """What an author should change in model ``cls`` (the model works as it is), read from
-    its declarations:
-
-    * each plain-list ``search_space`` entry, with the declaration it is read as and the one
-      to write;
-    * ``supports_warm_start = True`` without ``convex = True``: the protocol warm-starts only
-      convex models, so its fits start cold.
-
-    (Whether ``fit`` sets ``converged_`` is behaviour: :meth:`Registry.note_unit` and the
-    conformance kit look at fitted models.)"""
-    out = space_notices(cls)
-    if getattr(cls, "supports_warm_start", False) and not getattr(cls, "convex", False):
-        out.append("declares supports_warm_start = True but not convex = True, so its fits "
-                   "are never warm-started (the protocol warm-starts only convex models, "
-                   "where the start cannot change the answer); declare convex = True if fit "
-                   "minimises a convex problem, else remove supports_warm_start")
-    return out
-
-
-def space_notices(cls: type[MTLModel]) -> list[str]:
-    """Each plain-list entry of ``cls.search_space``: the declaration it is read as and the
-    one to write (registration and the conformance kit warn with these)."""
-    out = []
-    for key, decl in (getattr(cls, "search_space", None) or {}).items():
-        if not isinstance(decl, (list, tuple)) or not decl:
-            continue
-        par = list_to_param(decl)
-        kind = type(par).__name__
-        if par.ordered:
-            lo, hi = par.start_range
-            out.append(f"search_space[{key!r}] = {list(decl)!r} is a plain list, searched as "
-                       f"the range {par} under the same rule and budget as declared ranges "
-                       f"(12 design points spread from {lo:g} to {hi:g}, then extension and "
-                       f"refinement: docs/tuning.md); declare it with the model's real "
-                       f"bounds, e.g. {key!r}: {kind}({list(decl)!r}, low=..., high=...)")
-        elif len(decl) == 1 and isinstance(decl[0], (int, float)) \
-                and not isinstance(decl[0], bool):
-            v = decl[0]
-            example = (f"Log([{v / 10:g}, {v * 10:g}], low=..., high=...)" if v > 0 else
-                       f"Linear([{v - 1:g}, {v + 1:g}], low=..., high=...)")
-            out.append(f"search_space[{key!r}] = {list(decl)!r} holds one value, so it is not "
-                       f"searched; make it the __init__ default (or a param_constraints "
-                       f"entry), or declare a range, e.g. {key!r}: {example}")
-    return out
 
 
 _REGISTRY: Registry | None = None

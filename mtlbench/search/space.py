@@ -12,7 +12,7 @@ A model's ``search_space`` maps parameter names to :class:`Param` declarations::
 * ``grid`` of an ordered parameter (Log, Linear, Int) gives its *start range*, from its
   smallest to its largest value (at least two distinct values: checked when a model
   registers): the adaptive search's starting design spreads every ordered parameter over its
-  range (:mod:`mtlbench.design`).  The largest ratio (Log) or difference (Linear) of
+  range (:mod:`mtlbench.search.design`).  The largest ratio (Log) or difference (Linear) of
   neighbouring grid values is the step by which the search extends past an edge, and
   ``--search grid`` fits exactly the Cartesian product of the grids.
 * ``low`` / ``high`` are limits of the *model* (say why in the model's docstring: e.g. a ratio
@@ -44,7 +44,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["Param", "Log", "Linear", "Int", "Categorical", "BoundExpr", "PROBLEM_NAMES",
            "as_param", "list_to_param", "normalise_space", "check_value", "space_json",

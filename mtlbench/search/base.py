@@ -2,8 +2,9 @@
 
 Like :class:`~mtlbench.model.MTLModel` for models and :class:`~mtlbench.dataset.Dataset` for
 datasets, :class:`Searcher` is the base class plugins subclass and the registry checks
-against; the built-in strategies (``grid``, ``adaptive``) and the protocol's use of them are in
-:mod:`mtlbench.search`.
+against; the built-in strategies (``grid``, ``adaptive``) are in
+:mod:`mtlbench.search.searchers` and the fit loop that asks them for points in
+:mod:`mtlbench.search.loop`.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ class Searcher:
     A searcher is built for one unit: ``Searcher(space, context)``, ``space`` the declared
     search space, ``context`` what its bound expressions may read besides the searched
     parameters: the training problem's dimensions ``d``, ``T``, ``n_min``, ``n_max``
-    (:data:`mtlbench.space.PROBLEM_NAMES`) and the model's fixed hyperparameters.
+    (:data:`mtlbench.search.space.PROBLEM_NAMES`) and the model's fixed hyperparameters.
     :meth:`bounded` and :meth:`clip` evaluate the bounds at a point.
     """
 

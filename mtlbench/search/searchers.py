@@ -1,10 +1,11 @@
 """Hyperparameter searchers: which parameter points a unit fits on validation, in which order.
 
-A searcher is a deterministic strategy over a declared search space (:mod:`mtlbench.space`).
-The protocol asks it for the next batch of points given the *trace* so far (every fitted
-point with its validation score, in fit order), fits the batch in order, appends to the trace
-and asks again, until the searcher proposes nothing or the budget (number of fits per unit,
-the final refit not counted) is used.  A searcher is a pure function of the trace, so a unit
+A searcher is a deterministic strategy over a declared search space
+(:mod:`mtlbench.search.space`).  The fit loop (:func:`mtlbench.search.loop.search`) asks it for
+the next batch of points given the *trace* so far (every fitted point with its validation
+score, in fit order), fits the batch in order, appends to the trace and asks again, until
+the searcher proposes nothing or the budget (number of fits per unit, the final refit not
+counted) is used.  A searcher is a pure function of the trace, so a unit
 gives the same trace serially, in a ``--jobs`` worker and on a Dask worker.
 
 Built-in searchers (registered through the ``register_searchers`` hook like any plugin):
@@ -16,7 +17,7 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
 
 ``adaptive`` (default; the rule of ``docs/tuning.md``, version 4)
     1. *start*: the space-filling starting design over the declared start ranges, 12 points
-       for every model (:mod:`mtlbench.design`);
+       for every model (:mod:`mtlbench.search.design`);
     2. *extend*: while the best point so far (:func:`best_index`: ties within
        :data:`~mtlbench.metrics.SELECTION_RTOL` go to the earlier point) sits, for an ordered
        parameter with at least two values tried, at the lowest or highest value tried and that
@@ -36,13 +37,6 @@ Built-in searchers (registered through the ``register_searchers`` hook like any 
     problem's dimensions and the other parameters) are evaluated at each point, and every
     proposed point is clipped to them: a design point or a step past a bound becomes the
     bound, never a fit the model refuses.
-
-Write your own: subclass :class:`Searcher`, implement :meth:`Searcher.propose`, and register
-it from a plugin::
-
-    @hookimpl
-    def register_searchers(register):
-        register(MySearcher)
 """
 from __future__ import annotations
 
@@ -51,10 +45,9 @@ import math
 from typing import Any, Mapping, Sequence
 
 from .design import START_DESIGN_SIZE, space_filling_design
-from .hookspecs import hookimpl
-from .metrics import SELECTION_RTOL, Metric
-from .plugins import get_registry
-from .searcher import Searcher
+from ..metrics import SELECTION_RTOL, Metric
+from ..plugins import get_registry
+from .base import Searcher
 from .space import (PROBLEM_NAMES, Log, Param, normalise_space, resolve, space_from_json,
                     space_json)
 
@@ -108,7 +101,8 @@ class AdaptiveSearcher(Searcher):
         return space_filling_design(self.space, self.context)
 
     def start(self) -> list[dict[str, Any]]:
-        """The space-filling starting design (:func:`mtlbench.design.space_filling_design`)."""
+        """The space-filling starting design
+        (:func:`mtlbench.search.design.space_filling_design`)."""
         return [dict(p) for p in self._design]
 
     def propose(self, trace):
@@ -202,13 +196,6 @@ class AdaptiveSearcher(Searcher):
 BUILTIN_SEARCHERS: dict[str, type[Searcher]] = {"grid": GridSearcher, "adaptive": AdaptiveSearcher}
 
 
-@hookimpl
-def register_searchers(register):
-    """The built-in searchers register through the same hook as third-party ones."""
-    for cls in BUILTIN_SEARCHERS.values():
-        register(cls)
-
-
 def searcher_version(name: Any) -> str:
     """The rule version of searcher ``name`` (``Searcher.version``; "1" for an unknown name,
     which fails later with its own message): part of every unit's key and of its stored
@@ -240,7 +227,7 @@ def best_index(trace: Sequence[Mapping[str, Any]], metric: str | Metric = "auc")
     of the best value ties with it, and the earliest of them (in fit order) wins.  Values that
     differ only by the floating-point noise of another BLAS kernel or CPU so select the same
     fit; the rule is deterministic, a pure function of the trace."""
-    from .scoring import get_metric
+    from ..scoring import get_metric
 
     m = get_metric(metric)
     key = f"val_{m.name}"

@@ -1,7 +1,7 @@
 """The starting design of the adaptive search: the same space-filling design rule for every model.
 
 Every unit of the ``adaptive`` searcher (version 4) starts from :data:`START_DESIGN_SIZE` = 12
-points spread over the declared start ranges (:attr:`mtlbench.space.Param.start_range`: the
+points spread over the declared start ranges (:attr:`mtlbench.search.space.Param.start_range`: the
 smallest and largest grid value of each parameter), whatever the number of parameters, so
 every model gets the same number of starting fits and every ordered parameter takes 12
 values (fewer only where a range holds fewer integers).
@@ -29,7 +29,7 @@ Levels to values, u = (x - 1) / 11 in [0, 1] (both ends of every range are desig
 * Log in [a, b]: a (b / a)^u, evenly spread in log scale;
 * Linear in [a, b]: a + u (b - a);
 * Int in [a, b]: the nearest integer to a (b / a)^u when a >= 1 (the geometric scale of
-  :meth:`Int.step_out <mtlbench.space.Int.step_out>` and :meth:`Int.between`), else to
+  :meth:`Int.step_out <mtlbench.search.space.Int.step_out>` and :meth:`Int.between`), else to
   a + u (b - a);
 * Categorical with c values: value floor((x - 1) c / 12), i.e. 12 / c points per value when
   c divides 12 (2, 3, 4, 6, 12 values), otherwise counts that differ by at most one.
@@ -39,7 +39,7 @@ rounded, so the digits do not depend on the platform's libm) and rounded to 12 s
 digits, the precision the searcher compares points at.  A range is first clipped to the
 bounds that depend only on the problem (``Int([2, 8], high="min(d, T)")`` with min(d, T) = 5
 spreads over [2, 5]); a bound that reads another parameter (``high="1/k"``) is applied point
-by point (:func:`mtlbench.space.clip_point`).  A point that repeats an earlier one (integer
+by point (:func:`mtlbench.search.space.clip_point`).  A point that repeats an earlier one (integer
 rounding, clipping, categorical-only spaces) is dropped.
 """
 from __future__ import annotations
