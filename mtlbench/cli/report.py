@@ -104,9 +104,12 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
                                  seed=seed, models=models, metric=metric)
     figures = {}
     if figures_dir is not None:
+        from ..report.plots import figure_files
+
         figures = summary_figures(summary, figures_dir, rel_to=rel_to)
         for path in filter(None, figures.values()):
-            err_console.print(f"wrote {escape(path)}")
+            written = figure_files(path)
+            err_console.print(f"wrote {escape(', '.join(map(str, written)))}", soft_wrap=True)
     return render_summary(summary, fmt, figures)
 
 

@@ -30,7 +30,7 @@ def summary_figures(summary: Summary, outdir: str | Path, rel_to: str | Path | N
     suffix = "" if (summary.get("metric") or "auc") == "auc" else f"--{summary.metric}"
     paths: dict[str, Path | None] = {"cd": None, "equivalence": None}
     if summary.posthoc is not None:
-        paths["cd"] = cd_diagram(summary.average_ranks, summary.posthoc.p_values,
+        paths["cd"] = cd_diagram(summary.average_ranks, summary.posthoc.not_separated,
                                  summary.posthoc.critical_difference,
                                  outdir / f"{CD_FIGURE}{suffix}.{fmt}",
                                  alpha=summary.posthoc.alpha)

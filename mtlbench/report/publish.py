@@ -183,7 +183,7 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
         md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish", metric_pages=pages),
                       encoding="utf-8")
         js.write_text(to_json(lb, compact=True), encoding="utf-8")
-        new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
+        new_files += [md, js] + [out / p for f in figs for p in f.get("files", [])]
         written[ds] = {"leaderboard": lb, "figures": figs}
         log(f"wrote {md}, {js}, {len(pages)} table(s) of other metrics and "
             f"{sum(1 for f in figs if f.get('path'))} figure(s)")
@@ -249,7 +249,9 @@ def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
                   encoding="utf-8")
     js.write_text(summary_json(summary), encoding="utf-8")
     log(f"wrote {md}, {js} (across {len(summary.blocks)} block(s))")
-    return [md, js] + [out / f for f in figs.values() if f]
+    from .plots import figure_files
+
+    return [md, js] + [p for f in figs.values() if f for p in figure_files(out / f)]
 
 
 def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
