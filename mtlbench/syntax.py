@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["file_stem", "problem_name", "split_top_level", "parse_value", "parse_selector", "init_params",
-           "check_type", "fmt_value"]
+__all__ = ["file_stem", "problem_name", "split_top_level", "parse_value", "parse_selector",
+           "init_params", "check_type", "fmt_value"]
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$", re.S)
 
