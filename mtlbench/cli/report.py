@@ -123,18 +123,21 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
 @seed_option
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Draw the figures (needs matplotlib: pip install 'mtlbench[plots]').")
+@click.option("--html/--no-html", default=True, show_default=True,
+              help="Also write the HTML site into <out>/site/ (open site/index.html: sortable "
+                   "and filterable tables, the figures as SVG; works offline).")
 @click.option("--force", is_flag=True,
               help="Replace tables that were generated from another results store.")
 @user_errors
 def publish(store: str, out: str, datasets_: tuple[str, ...], models_: tuple[str, ...],
-            seed: int | None, figures: bool, force: bool) -> None:
-    """Write <out>/<dataset>.md + .json, figures, an index README.md and a manifest;
-    remove stale generated files."""
+            seed: int | None, figures: bool, html: bool, force: bool) -> None:
+    """Write <out>/<dataset>.md + .json, figures (PNG, SVG, PDF), the HTML site
+    <out>/site/, an index README.md and a manifest; remove stale generated files."""
     from ..report.publish import publish as publish_to
 
     rs = open_store(store, readonly=True)
     try:
-        publish_to(rs, out, dataset_list(datasets_), figures=figures,
+        publish_to(rs, out, dataset_list(datasets_), figures=figures, html=html,
                    force=force, seed=seed, models=model_list(models_),
                    log=lambda s: console.print(escape(s), soft_wrap=True))
     finally:

@@ -137,7 +137,8 @@ def _not_rekeyed(out: Path, foreign: Sequence[str], store_keys: set[str]) -> lis
 
 def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | None = None,
             figures: bool = True, log: Callable[[str], None] = print, force: bool = False,
-            seed: int | None = None, models: Sequence[str] | None = None) -> dict[str, Any]:
+            seed: int | None = None, models: Sequence[str] | None = None,
+            html: bool = True) -> dict[str, Any]:
     """Publish the leaderboards of ``store`` into ``out`` (rules: module docstring)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -163,8 +164,9 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
     for ds in present:
         lb = build_leaderboard(store, ds, selection=sel)
         pages = {name: f"{file_stem(ds)}--{name}.md" for name in lb.other_metrics}
+        others = {}
         for name, page in pages.items():
-            other = build_leaderboard(store, ds, selection=sel, metric=name)
+            other = others[name] = build_leaderboard(store, ds, selection=sel, metric=name)
             (out / page).write_text(to_markdown(
                 other, (), generated_by="mtlbench publish",
                 metric_pages={lb.metric: f"{file_stem(ds)}.md",
@@ -184,11 +186,17 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
                       encoding="utf-8")
         js.write_text(to_json(lb, compact=True), encoding="utf-8")
         new_files += [md, js] + [out / p for f in figs for p in f.get("files", [])]
-        written[ds] = {"leaderboard": lb, "figures": figs}
+        written[ds] = {"leaderboard": lb, "others": others, "figures": figs}
         log(f"wrote {md}, {js}, {len(pages)} table(s) of other metrics and "
             f"{sum(1 for f in figs if f.get('path'))} figure(s)")
-    new_files += _write_summaries(out, [v["leaderboard"] for v in written.values()], figures,
-                                  log)
+    summaries = _write_summaries(out, [v["leaderboard"] for v in written.values()], figures,
+                                 log)
+    new_files += [p for files, *_ in summaries for p in files]
+    if html:  # the HTML site, from the same leaderboards and summaries (report/site.py)
+        from .site import write_site
+
+        new_files += write_site(out, written, [(stem, s, figs) for _, stem, s, figs in summaries],
+                                log)
     keep = {p.resolve() for p in new_files}
     removed = []
     for p in old_files:
@@ -213,10 +221,11 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
 
 
 def _write_summaries(out: Path, boards: list[Leaderboard], figures: bool,
-                     log: Callable[[str], None]) -> list[Path]:
+                     log: Callable[[str], None]) -> list[tuple[list[Path], str, Any, dict]]:
     """One cross-data-set page per primary metric of the data sets: ``summary.md`` for that
     of most of them (ties: the first in the metric table order), ``summary--<metric>.md``
-    for each other (:func:`_write_summary`)."""
+    for each other (:func:`_write_summary`); per page (files, page stem, summary,
+    figures)."""
     from ..scoring import metric_names
 
     groups: dict[str, list[Leaderboard]] = {}
@@ -230,14 +239,16 @@ def _write_summaries(out: Path, boards: list[Leaderboard], figures: bool,
     written = []
     for metric, group in groups.items():
         stem = "" if metric == main else f"--{metric}"
-        written += _write_summary(out, group, figures, log, stem)
+        files, summary, figs = _write_summary(out, group, figures, log, stem)
+        written.append((files, f"summary{stem}", summary, figs))
     return written
 
 
 def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
-                   log: Callable[[str], None], stem: str = "") -> list[Path]:
+                   log: Callable[[str], None], stem: str = ""
+                   ) -> tuple[list[Path], Any, dict[str, str | None]]:
     """The cross-data-set page ``summary<stem>.md`` (and ``.json``, figures) from the same
-    code as ``mtlbench leaderboard --all``."""
+    code as ``mtlbench leaderboard --all``; returns (files, summary, figures)."""
     from .across import summary_across
     from .across_render import summary_figures, summary_json, summary_markdown
 
@@ -251,7 +262,8 @@ def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
     log(f"wrote {md}, {js} (across {len(summary.blocks)} block(s))")
     from .plots import figure_files
 
-    return [md, js] + [p for f in figs.values() if f for p in figure_files(out / f)]
+    return [md, js] + [p for f in figs.values() if f for p in figure_files(out / f)], \
+        summary, figs
 
 
 def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
@@ -355,6 +367,10 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         lines += [f"**Across data sets**: [{SUMMARY_PAGE}]({SUMMARY_PAGE}) — headline table, "
                   "Friedman test and average ranks, critical-difference diagram, practical "
                   "equivalence.", ""]
+    if (out / "site" / "index.html").exists() and is_generated(out / "site" / "index.html"):
+        lines += ["**As a web page**: [site/index.html](site/index.html) — the same tables, "
+                  "sortable and filterable, with the figures (open the file, no server "
+                  "needed).", ""]
     more = sorted(p.name for p in out.glob("summary--*.md") if is_generated(p))
     if more:
         lines += ["**Across the data sets of another primary metric**: "
