@@ -295,5 +295,6 @@ def test_verify_recomputes_units_and_the_leaderboard_marks_them(published_stl, t
     row = lb["rows"][0]
     assert (row["imported_units"], row["verified_units"]) == (2, 1)
     assert sorted(u["origin"] for u in lb["units"]) == ["imported", "verified"]
-    md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine])
+    md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine,
+                                  "--format", "markdown"])
     assert "| stl ⁱ✓" in md.output and "ⁱ after a model: units imported" in md.output

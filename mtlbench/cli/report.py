@@ -23,8 +23,11 @@ __all__ = ["leaderboard", "publish"]
               help="Every data set of the store: headline table, Friedman test with average "
                    "ranks, Nemenyi post-hoc and critical-difference diagram, practical "
                    "equivalence (Bayesian signed-rank).")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json", "csv"]),
-              default="markdown", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]),
+              default=None,
+              help="table: for reading in a terminal (fits its width: COLUMNS); markdown: the "
+                   "page publish writes; json or csv for other programs. Default: table, or "
+                   "markdown with --output or --figures.")
 @click.option("--metric", default=None,
               help="Metric of the table (default: the data set's primary metric, auc for "
                    "binary targets, rmse for real-valued ones; with --all: that of most data "
@@ -61,6 +64,7 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, metric: str | None,
     if bool(dataset) == across:
         raise click.UsageError("give --dataset NAME for one data set's table, or --all for "
                                "the summary across data sets")
+    fmt = fmt or ("markdown" if output or figures_dir else "table")
     if figures_dir and (not across or fmt != "markdown"):
         raise click.UsageError("--figures DIR goes with --all and the markdown format (one "
                                "data set's table has no figure; 'mtlbench publish' draws "
@@ -80,9 +84,14 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, metric: str | None,
             from ..report.leaderboard import build_leaderboard
             from ..report.render import render
 
-            text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
-                                            expected=models, baseline=baseline,
-                                            metric=metric), fmt)
+            lb = build_leaderboard(rs, dataset, seed=seed, models=models, expected=models,
+                                   baseline=baseline, metric=metric)
+            if fmt == "table":
+                from ..report.text import leaderboard_text
+
+                text = leaderboard_text(lb, _width())
+            else:
+                text = render(lb, fmt)
     finally:
         rs.close()
     if output:
@@ -102,6 +111,10 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
     chosen = "all" if blocks == "all" else csv_list(blocks)
     summary, _ = summarize_store(rs, blocks=chosen, focus=csv_list(focus), rope=rope,
                                  seed=seed, models=models, metric=metric)
+    if fmt == "table":
+        from ..report.text import summary_text
+
+        return summary_text(summary, _width())
     figures = {}
     if figures_dir is not None:
         from ..report.plots import figure_files
@@ -111,6 +124,13 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
             written = figure_files(path)
             err_console.print(f"wrote {escape(', '.join(map(str, written)))}", soft_wrap=True)
     return render_summary(summary, fmt, figures)
+
+
+def _width() -> int:
+    """The terminal's width (``COLUMNS`` when set; 100 when not a terminal)."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
 @click.command("publish")
