@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..syntax import file_stem
+from ..syntax import file_stem, problem_name
 from .render import (GENERATED_MARKER, _fmt_seconds, _machines_text, cell_text, digits_of,
                      friedman_items, heading_parts, how_to_read_items, provenance_rows,
                      table_headers, table_row, table_sort_keys)
@@ -201,7 +201,10 @@ def _leaderboard_section(lb: Leaderboard, anchor: str, level: str = "h2",
     out = [f'<section id="{_attr(anchor)}">', f"<{level}>{html.escape(heading or title)}"
            f"</{level}>"]
     out += [f"<p>{inline(p)}</p>" for p in paragraphs]
-    out.append(_table(table_headers(lb), [table_row(lb, r) for r in rows],
+    head = table_headers(lb)
+    for j, prob in enumerate(lb.problems, start=1):  # the page's title names the data set
+        head[j] = problem_name(prob, lb.dataset)
+    out.append(_table(head, [table_row(lb, r) for r in rows],
                       table_id=f"table-{anchor}", keys=[table_sort_keys(lb, r) for r in rows],
                       descending=desc))
     out.append("<details><summary>How to read this table</summary>"
