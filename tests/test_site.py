@@ -120,6 +120,63 @@ def test_no_html_and_stale_pages_go(tmp_path):
     st.close()
 
 
+def test_a_hand_written_file_in_the_site_folder_stays(tmp_path):
+    """Only the pages publish wrote (its marker on the first line) and its two assets are
+    publish's to remove: a page or note written by hand under site/ is kept."""
+    st = make(tmp_path / "h.sqlite", _rows(MEANS, 3))
+    out = tmp_path / "pub"
+    publish(st, out, figures=False, log=quiet)
+    (out / "site" / "notes.html").write_text("<p>by hand</p>\n")
+    (out / "site" / "assets" / "extra.css").write_text("p {}\n")
+    manifest = json.loads((out / MANIFEST).read_text())
+    manifest["files"] += ["site/notes.html", "site/assets/extra.css"]   # as if publish had
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    lines = []
+    publish(st, out, figures=False, log=lines.append)
+    assert (out / "site" / "notes.html").read_text() == "<p>by hand</p>\n"
+    assert (out / "site" / "assets" / "extra.css").is_file()
+    assert sum("not removed" in ln for ln in lines) == 2, lines
+    st.close()
+
+
+KILLED_IN_THE_SITE = r'''
+import os, signal, sys
+import mtlbench.report.site as site
+from mtlbench.report.publish import publish
+from mtlbench.store import ResultStore
+page, calls = site.dataset_page, []
+def dying(*a, **k):
+    calls.append(1)
+    if len(calls) == 2:   # the index and the first data set's page are written
+        os.kill(os.getpid(), signal.SIGKILL)
+    return page(*a, **k)
+site.dataset_page = dying
+publish(ResultStore(sys.argv[1], readonly=True), sys.argv[2], figures=False, log=lambda s: None)
+'''
+
+
+@pytest.mark.slow
+def test_a_publish_killed_while_writing_the_site_leaves_the_old_site(tmp_path):
+    """kill -9 between two pages of the site: the folder keeps the previous publication,
+    site included, byte for byte (never a site of new and old pages)."""
+    import signal
+    import subprocess
+    import sys
+
+    st = make(tmp_path / "k.sqlite", _rows(MEANS, 3))
+    out = tmp_path / "pub"
+    publish(st, out, datasets=["toy"], figures=False, log=quiet)
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert "site/toy.html" in before and "site/other.html" not in before
+    st.close()
+    proc = subprocess.run([sys.executable, "-c", KILLED_IN_THE_SITE, str(st.path), str(out)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*")
+            if p.is_file()} == before
+    assert list(tmp_path.glob(".pub.publish-*"))   # the unfinished publication, beside
+
+
 def test_the_wheel_carries_the_site_assets():
     """The style sheet and script are package data (pyproject.toml), so an installed
     mtlbench writes them."""

@@ -138,6 +138,11 @@ def ranks_parts(s: Summary) -> tuple[str, list[list[str]], str | None]:
 #: the caption of the critical-difference diagram
 CD_CAPTION = ("Average ranks on the axis; a bar joins models the Nemenyi test cannot separate "
               "at α = 0.05.")
+#: the caption of the practical-equivalence bars
+EQUIVALENCE_CAPTION = ("One panel per block, one bar per model against the block's best: "
+                       "P(best better by more than the ROPE) in red, P(practically "
+                       "equivalent) in grey, P(model better) in green; the best model's "
+                       "own row is empty.")
 RANKS_HEAD = ["model", "average rank (1 = best)"]
 
 
@@ -191,7 +196,8 @@ def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
     text, head, rows = equivalence_parts(s)
     out = ["## Practical equivalence", "", text, ""] + _md_table(head, rows) + [""]
     if figures.get("equivalence"):
-        out += [f"![Practical equivalence]({figures['equivalence']})", ""]
+        out += [f"![Practical equivalence]({figures['equivalence']})", "",
+                EQUIVALENCE_CAPTION, ""]
     return out
 
 

@@ -62,7 +62,8 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError
 from ..syntax import file_stem
 from .leaderboard import build_leaderboard
-from .render import GENERATED_MARKER, _fmt_seconds, _machines_text, to_json, to_markdown
+from .render import (GENERATED_MARKER, PUBLICATION_TEXT, _fmt_seconds, _machines_text, to_json,
+                     to_markdown)
 from .schema import ACCEPTED_FORMATS, Leaderboard, UnitRecord
 from .select import select_units
 from .site import ASSETS as SITE_ASSETS
@@ -528,13 +529,7 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         hand = ""
     lines = [f"{GENERATED_MARKER} (mtlbench publish); regenerated from the store on every "
              "publication: edit only the hand-written block -->", "# Published leaderboards", "",
-             "Every table is built by `mtlbench publish` from a results store: one metric per "
-             "table (the data set's primary metric on its page: test AUC x 100 for binary "
-             "targets, RMSE for real-valued ones; the other metrics on the pages it links), "
-             "mean ± std over repetitions, Wilcoxon signed-rank tests with Holm correction "
-             "against the best model, Friedman test, win/tie/loss per user and Δ% against the "
-             "baseline model, the search (budget, selections at a bound, convergence) and the "
-             "provenance (versions, protocol, seed, split fingerprints, machine, run time).", "",
+             PUBLICATION_TEXT, "",
              "| dataset | problems | models | repetitions | units done/planned | failed units "
              "| run time | machine | files |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -75,6 +75,17 @@ def cell_text(cell: Cell, reps_differ: bool, digits: int = 2) -> str:
     return core + (f" ({', '.join(extra)})" if extra else "")
 
 
+#: what a publication's tables are (the index README and the site's first page)
+PUBLICATION_TEXT = (
+    "Every table is built by `mtlbench publish` from a results store: one metric per table "
+    "(the data set's primary metric on its page: test AUC x 100 for binary targets, RMSE for "
+    "real-valued ones; the other metrics on the pages it links), mean ± std over "
+    "repetitions, Wilcoxon signed-rank tests with Holm correction against the best model, "
+    "Friedman test, win/tie/loss per user and Δ% against the baseline model, the search "
+    "(budget, selections at a bound, convergence) and the provenance (versions, protocol, "
+    "seed, split fingerprints, machine, run time).")
+
+
 def _machines_text(machines: Sequence[Machine], units: bool = True,
                    platform: bool = True) -> str:
     parts = []
@@ -86,7 +97,7 @@ def _machines_text(machines: Sequence[Machine], units: bool = True,
         plat = "" if not platform or m.platform in (None, "not recorded") else f", {m.platform}"
         n = f"; {m.units} units" if units and len(machines) > 1 else ""
         parts.append(f"{m.host} ({cpus}{plat}{n})")
-    return "; ".join(parts) or "unknown"
+    return "; ".join(dict.fromkeys(parts)) or "unknown"  # each description once
 
 
 def _budget_text(s: SearchSummary | None) -> str:
