@@ -80,3 +80,16 @@ def test_a_table_splits_into_blocks_that_repeat_the_first_column():
     assert max(len(s) for s in lines) <= 40
     assert sum(1 for s in lines if s.startswith("m1")) >= 3       # one per block
     assert "99.00 ± 0.01 ▲" in "\n".join(lines)
+
+
+def test_room_left_in_a_block_unwraps_the_headers():
+    """A header wraps only as far as the width needs: with room to spare it is one line, in
+    a narrow terminal it wraps and no line is wider than the terminal."""
+    head = ["model", "average rank (1 = best)", "W/T/L vs stl (tasks)"]
+    rows = [["tfcl", "3.00", "10/2/3"], ["stl", "11.40", "baseline"]]
+    wide = table(head, rows, 100, right=(1, 2))
+    assert wide[0].split() == "model average rank (1 = best) W/T/L vs stl (tasks)".split()
+    assert wide[1].startswith("─")                                  # one header line
+    narrow = table(head, rows, 30, right=(1, 2))
+    assert max(len(s) for s in narrow) <= 30
+    assert not narrow[1].startswith("─")                            # wrapped headers

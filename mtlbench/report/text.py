@@ -74,6 +74,11 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]], width: int,
     out: list[str] = []
     for b, cols in enumerate(blocks):
         cols = [0] + cols
+        spare = width - sum(widths[j] for j in cols) - len(GAP) * (len(cols) - 1)
+        for j in cols[1:]:  # room left in the block: headers on fewer lines, left to right
+            grow = max(0, min(spare, len(head[j]) - widths[j]))
+            widths[j] += grow
+            spare -= grow
         wrapped = [textwrap.wrap(head[j], widths[j], break_on_hyphens=False) or [""]
                    for j in cols]
         depth = max(len(w) for w in wrapped)
@@ -128,9 +133,8 @@ def leaderboard_text(lb: Leaderboard, width: int = 100) -> str:
                                                       for r in rows], width,
                  right=range(1, len(run) + 1))
     out += _section("How to read these tables")
-    out += paragraph(f"{BEST} after a cell: the best mean in the column (bold in the markdown "
-                     "and HTML pages).", width, "- ")
-    for item in how_to_read_items(lb):
+    for item in how_to_read_items(lb):  # the markdown's bold is the terminal's mark
+        item = item.replace("**Bold**: the best mean", f"{BEST} after a cell: the best mean", 1)
         out += paragraph(item, width, "- ")
     out += _section("Friedman test")
     for item in friedman_items(lb):
