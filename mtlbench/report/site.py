@@ -20,9 +20,9 @@ through the parts of :mod:`mtlbench.report.render` and :mod:`mtlbench.report.acr
 so the two show the same: their inline markdown (bold, emphasis, code, links) is turned into
 HTML after every character has been escaped.  Figures are the SVG files beside the PNGs under
 ``<out>/figures/`` (``../figures/`` from a page; a click opens one at full size), with links
-to their PNG and PDF.  The pages
-load one style sheet and one script, written from this package's ``site_assets`` (no network,
-no build step), and work opened from the folder (``file://``) as well as served.
+to their PNG and PDF.  The pages load one style sheet and one script, written from this
+package's ``site_assets`` (no network, no build step), and work opened from the folder
+(``file://``) as well as served.
 """
 from __future__ import annotations
 
