@@ -15,8 +15,8 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["file_stem", "split_top_level", "parse_value", "parse_selector", "init_params",
-           "check_type", "fmt_value"]
+__all__ = ["file_stem", "problem_name", "split_top_level", "parse_value", "parse_selector",
+           "init_params", "check_type", "fmt_value"]
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[(.*)\])?\s*$", re.S)
 
@@ -139,3 +139,13 @@ def file_stem(label: str) -> str:
     ``"simulated-seed-1"``, ``"shoes[pca=200]/brown"`` -> ``"shoes-pca-200-brown"`` (brackets,
     ``=``, ``,``, ``/`` and spaces become single dashes)."""
     return re.sub(r"[\[\]=,/\s]+", "-", str(label)).strip("-") or "unnamed"
+
+
+def problem_name(problem: str, dataset: str | None = None) -> str:
+    """A problem's name within its data set: ``"synthetic-attributes/attr0"`` -> ``"attr0"``
+    (the id is ``<dataset>/<name>`` when a data set has several problems, else the data set's
+    label itself, which is returned as it is).  With ``dataset`` the prefix removed is exactly
+    that label (a label whose parameters hold a ``/`` stays whole)."""
+    if dataset is not None:
+        return problem[len(dataset) + 1:] if problem.startswith(f"{dataset}/") else problem
+    return problem.split("/", 1)[1] if "/" in problem else problem

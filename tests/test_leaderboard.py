@@ -233,7 +233,8 @@ def test_other_protocol_settings_are_reported_not_mixed(tmp_path):
 def test_cli_leaderboard(store, tmp_path):
     runner = CliRunner()
     path = str(store.path)
-    res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store", path])
+    res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store", path,
+                              "--format", "markdown"])
     assert res.exit_code == 0, res.output
     assert "# Leaderboard: toy" in res.output and "| best" in res.output
     res = runner.invoke(cli, ["leaderboard", "--dataset", "toy", "--store", path,

@@ -80,6 +80,46 @@ def _is_png(path):
         return fh.read(8) == PNG
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg_title_and_labels(path):
+    """(title metadata, text drawn, axes whose tick labels are drawn without an axis label)
+    of a figure's SVG file, read as XML: matplotlib writes each axis as a group
+    ``matplotlib.axis_N`` holding one group per tick and, for its label, a text group."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    title = root.find(f"{SVG}title")
+    unlabelled = []
+    for g in root.iter(f"{SVG}g"):
+        if not g.get("id", "").startswith("matplotlib.axis"):
+            continue
+        ticks = "".join(t for c in g if c.get("id", "").startswith(("xtick", "ytick"))
+                        for t in c.itertext()).strip()
+        label = "".join(t for c in g if c.get("id", "").startswith("text")
+                        for t in c.itertext()).strip()
+        if ticks and not label:
+            unlabelled.append(g.get("id"))
+    text = " ".join(" ".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+    return (title.text if title is not None else None), " ".join(text.split()), unlabelled
+
+
+def assert_paper_figure(png):
+    """A figure is written as PNG, SVG and PDF side by side; its SVG holds text (not glyph
+    outlines) with the figure's title, and every axis that has tick labels has a label."""
+    from mtlbench.report.plots import figure_files
+
+    files = figure_files(png)
+    assert [f.suffix for f in files] == [".png", ".svg", ".pdf"]
+    assert _is_png(files[0])
+    assert files[2].read_bytes()[:5] == b"%PDF-"
+    title, text, unlabelled = _svg_title_and_labels(files[1])
+    assert title and " ".join(title.split()) in text, (files[1], title)
+    assert not unlabelled, f"{files[1].name}: axes without a label: {unlabelled}"
+    return title, text
+
+
 def test_make_figures_draws_every_figure(store, tmp_path):
     figs = make_figures(store, "simulated", tmp_path / "figures", rel_to=tmp_path)
     kinds = {f["kind"]: f for f in figs}
@@ -88,7 +128,60 @@ def test_make_figures_draws_every_figure(store, tmp_path):
     for f in figs:
         assert f["path"], f
         assert f["path"].startswith("figures/")
-        assert _is_png(tmp_path / f["path"])
+        assert f["files"] == [f["path"], f["path"][:-4] + ".svg", f["path"][:-4] + ".pdf"]
+        assert_paper_figure(tmp_path / f["path"])
+    _, text, _ = _svg_title_and_labels(tmp_path / kinds["box"]["files"][1])
+    assert "test AUC x 100" in text and "model" in text
+
+
+def test_figures_are_the_same_files_when_drawn_again(tmp_path):
+    """No date or random id in the files: a republication changes no figure it redraws."""
+    rng = np.random.default_rng(2)
+    W = rng.standard_normal((6, 4))
+    for run in ("a", "b"):
+        heatmaps({"m": W}, np.eye(6, 4), tmp_path / run / "h.png", "title")
+    for suffix in (".png", ".svg", ".pdf"):
+        assert (tmp_path / "a" / f"h{suffix}").read_bytes() == \
+            (tmp_path / "b" / f"h{suffix}").read_bytes(), suffix
+
+
+def test_summary_figures_fit_their_labels(tmp_path):
+    """The CD diagram keeps every label inside the file and off the axis; the equivalence
+    panels wrap into rows, so their titles (block labels without repetition) do not collide."""
+    from matplotlib.image import imread
+
+    from mtlbench.report.plots import cd_diagram, equivalence_plot
+
+    ranks = {f"model-{i:02d}-with-a-long-name": 1 + i * 0.8 for i in range(14)}
+    cliques = [list(ranks)[:5], list(ranks)[3:9], list(ranks)[8:]]
+    title, text = assert_paper_figure(cd_diagram(ranks, cliques, 5.73, tmp_path / "cd.png"))
+    assert "CD = 5.73" in text and "average rank (1 = best)" in text
+    assert all(f"{m} (" in text or f") {m}" in text for m in ranks)   # every label, whole
+    blocks = ["landmine"] + [f"synthetic-attributes / attr{i}" for i in range(11)]
+    rows = [{"block": b, "model": m, "best": "model-00-with-a-long-name", "p_best_better": 0.6,
+             "p_equivalent": 0.3, "p_model_better": 0.1} for b in blocks for m in list(ranks)[1:]]
+    png = equivalence_plot(rows, blocks, list(ranks), tmp_path / "eq.png", 0.5)
+    _, text = assert_paper_figure(png)
+    assert "synthetic-attributes / attr10" in text and "probability" in text
+    height, width = imread(png).shape[:2]
+    assert width < 1400 and height > width / 2     # panels in rows, not one 3,000 px strip
+
+
+def test_the_ablation_figure_stays_a_page_wide(tmp_path):
+    """Seven problems and four models per group: the panels stack instead of widening."""
+    import pandas as pd
+    from matplotlib.image import imread
+
+    rows = [{"model": m, "status": "ok", "problem": f"synthetic-attributes/attr{p}",
+             "test_auc": 0.8 + 0.01 * r + 0.002 * j}
+            for j, m in enumerate(["tfcl", "tfcl-noauc", "tfcl-q", "tfcl-q-nog"])
+            for p in range(7) for r in range(3)]
+    groups = {"tfcl": ["tfcl", "tfcl-noauc"], "tfcl-q": ["tfcl-q", "tfcl-q-nog", "tfcl-noauc",
+                                                         "tfcl"]}
+    png = ablation_plot(pd.DataFrame(rows), tmp_path / "a.png", "ablations", groups=groups)
+    _, text = assert_paper_figure(png)
+    assert "attr6" in text and "synthetic-attributes/attr6" not in text
+    assert imread(png).shape[1] <= 1400
 
 
 def test_missing_data_gives_notes_not_errors(tmp_path):

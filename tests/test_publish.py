@@ -44,7 +44,9 @@ def test_publish_into_a_folder_of_another_store_needs_force(tmp_path):
     publish(one, out, figures=False, log=quiet)
     manifest = json.loads((out / MANIFEST).read_text())
     assert set(manifest["files"]) == {"toy.md", "toy.json", "old.md", "old.json", "README.md",
-                                      "summary.md", "summary.json"}  # across data sets
+                                      "summary.md", "summary.json",  # across data sets
+                                      "site/index.html", "site/toy.html", "site/old.html",
+                                      "site/assets/site.css", "site/assets/site.js"}
     (out / "notes.md").write_text("# by hand\n")
     readme = (out / "README.md").read_text().replace(
         "<!-- hand-written:end -->", "these runs took a day\n<!-- hand-written:end -->")
@@ -298,7 +300,8 @@ def test_verify_recomputes_units_and_the_leaderboard_marks_them(published_stl, t
     row = lb["rows"][0]
     assert (row["imported_units"], row["verified_units"]) == (2, 1)
     assert sorted(u["origin"] for u in lb["units"]) == ["imported", "verified"]
-    md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine])
+    md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine,
+                                  "--format", "markdown"])
     assert "| stl ⁱ✓" in md.output and "ⁱ after a model: units imported" in md.output
 
 

@@ -104,7 +104,8 @@ def test_variants_of_one_generator_are_one_block_unless_asked(tmp_path):
                              "json"]).output)
     assert s["blocks"] == ["other", "toy"]
     assert "variant of toy" in s["left_out_blocks"]["toy[seed=1]"]
-    md = run(cli, ["leaderboard", "--all", "--store", str(st.path)]).output
+    md = run(cli, ["leaderboard", "--all", "--store", str(st.path), "--format",
+                   "markdown"]).output
     assert "**Left out:** toy[seed=1]" in md and "--blocks all" in md
     s = json.loads(run(cli, ["leaderboard", "--all", "--store", str(st.path), "--format",
                              "json", "--blocks", "all"]).output)

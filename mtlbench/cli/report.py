@@ -23,8 +23,11 @@ __all__ = ["leaderboard", "publish"]
               help="Every data set of the store: headline table, Friedman test with average "
                    "ranks, Nemenyi post-hoc and critical-difference diagram, practical "
                    "equivalence (Bayesian signed-rank).")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json", "csv"]),
-              default="markdown", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]),
+              default=None,
+              help="table: for reading in a terminal (fits its width: COLUMNS); markdown: the "
+                   "page publish writes; json or csv for other programs. Default: table, or "
+                   "markdown with --output or --figures.")
 @click.option("--metric", default=None,
               help="Metric of the table (default: the data set's primary metric, auc for "
                    "binary targets, rmse for real-valued ones; with --all: that of most data "
@@ -61,6 +64,7 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, metric: str | None,
     if bool(dataset) == across:
         raise click.UsageError("give --dataset NAME for one data set's table, or --all for "
                                "the summary across data sets")
+    fmt = fmt or ("markdown" if output or figures_dir else "table")
     if figures_dir and (not across or fmt != "markdown"):
         raise click.UsageError("--figures DIR goes with --all and the markdown format (one "
                                "data set's table has no figure; 'mtlbench publish' draws "
@@ -80,9 +84,14 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, metric: str | None,
             from ..report.leaderboard import build_leaderboard
             from ..report.render import render
 
-            text = render(build_leaderboard(rs, dataset, seed=seed, models=models,
-                                            expected=models, baseline=baseline,
-                                            metric=metric), fmt)
+            lb = build_leaderboard(rs, dataset, seed=seed, models=models, expected=models,
+                                   baseline=baseline, metric=metric)
+            if fmt == "table":
+                from ..report.text import leaderboard_text
+
+                text = leaderboard_text(lb, _width())
+            else:
+                text = render(lb, fmt)
     finally:
         rs.close()
     if output:
@@ -102,12 +111,26 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
     chosen = "all" if blocks == "all" else csv_list(blocks)
     summary, _ = summarize_store(rs, blocks=chosen, focus=csv_list(focus), rope=rope,
                                  seed=seed, models=models, metric=metric)
+    if fmt == "table":
+        from ..report.text import summary_text
+
+        return summary_text(summary, _width())
     figures = {}
     if figures_dir is not None:
+        from ..report.plots import figure_files
+
         figures = summary_figures(summary, figures_dir, rel_to=rel_to)
         for path in filter(None, figures.values()):
-            err_console.print(f"wrote {escape(path)}")
+            written = figure_files(path)
+            err_console.print(f"wrote {escape(', '.join(map(str, written)))}", soft_wrap=True)
     return render_summary(summary, fmt, figures)
+
+
+def _width() -> int:
+    """The terminal's width (``COLUMNS`` when set; 100 when not a terminal)."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 
 @click.command("publish")
@@ -120,18 +143,21 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
 @seed_option
 @click.option("--figures/--no-figures", default=True, show_default=True,
               help="Draw the figures (needs matplotlib: pip install 'mtlbench[plots]').")
+@click.option("--html/--no-html", default=True, show_default=True,
+              help="Also write the HTML site into <out>/site/ (open site/index.html: sortable "
+                   "and filterable tables, the figures as SVG; works offline).")
 @click.option("--force", is_flag=True,
               help="Replace tables that were generated from another results store.")
 @user_errors
 def publish(store: str, out: str, datasets_: tuple[str, ...], models_: tuple[str, ...],
-            seed: int | None, figures: bool, force: bool) -> None:
-    """Write <out>/<dataset>.md + .json, figures, an index README.md and a manifest;
-    remove stale generated files."""
+            seed: int | None, figures: bool, html: bool, force: bool) -> None:
+    """Write <out>/<dataset>.md + .json, figures (PNG, SVG, PDF), the HTML site
+    <out>/site/, an index README.md and a manifest; remove stale generated files."""
     from ..report.publish import publish as publish_to
 
     rs = open_store(store, readonly=True)
     try:
-        publish_to(rs, out, dataset_list(datasets_), figures=figures,
+        publish_to(rs, out, dataset_list(datasets_), figures=figures, html=html,
                    force=force, seed=seed, models=model_list(models_),
                    log=lambda s: console.print(escape(s), soft_wrap=True))
     finally:

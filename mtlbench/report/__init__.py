@@ -7,10 +7,12 @@ module             what
 ``schema``         the leaderboard as typed records (``Leaderboard``): the published JSON
 ``stats``          Holm, Wilcoxon signed-rank, Friedman, block ranks
 ``leaderboard``    ``build_leaderboard``: a dataset's ``Leaderboard`` from the store
-``render``         its markdown / JSON / CSV
+``render``         its markdown / JSON / CSV (from the page's parts)
+``text``           the leaderboard and summary as plain text for a terminal
+``site``           the HTML site ``publish`` writes (``site_assets``: its CSS and script)
 ``across``         ``summary_across``: the judgement across data sets (ranks, CD, equivalence)
 ``across_render``  its markdown / JSON / CSV and figures
-``plots``          the figures (matplotlib, imported lazily)
+``plots``          the figures (matplotlib, imported lazily), as PNG, SVG and PDF
 ``figures``        ``make_figures``: every figure a store allows, or why not
 ``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
 ``roles``          what models declare about their role (baseline, ablations)

@@ -144,7 +144,11 @@ class _Block:
 
 
 def block_label(dataset: str, problem: str) -> str:
-    return dataset if problem == dataset else f"{dataset} / {problem}"
+    """``"school"``, or ``"synthetic-attributes / attr0"`` for a problem of a data set with
+    several (the problem's name within it, :func:`mtlbench.syntax.problem_name`)."""
+    from ..syntax import problem_name
+
+    return dataset if problem == dataset else f"{dataset} / {problem_name(problem, dataset)}"
 
 
 def _all_blocks(boards: Sequence[Leaderboard]) -> list[_Block]:
@@ -160,6 +164,8 @@ def choose_blocks(boards: Sequence[Leaderboard], blocks: str | Sequence[str] | N
         return everything, {}, "every data set of the store (--blocks all)"
     if blocks:
         wanted = list(blocks)
+        ids = {b.problem: b.label for b in everything}   # a problem's id names its block too
+        wanted = [ids.get(w, w) for w in wanted]
         known = {b.label for b in everything} | {b.lb.dataset for b in everything}
         unknown = [w for w in wanted if w not in known]
         if unknown:

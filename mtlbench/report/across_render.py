@@ -30,7 +30,7 @@ def summary_figures(summary: Summary, outdir: str | Path, rel_to: str | Path | N
     suffix = "" if (summary.get("metric") or "auc") == "auc" else f"--{summary.metric}"
     paths: dict[str, Path | None] = {"cd": None, "equivalence": None}
     if summary.posthoc is not None:
-        paths["cd"] = cd_diagram(summary.average_ranks, summary.posthoc.p_values,
+        paths["cd"] = cd_diagram(summary.average_ranks, summary.posthoc.not_separated,
                                  summary.posthoc.critical_difference,
                                  outdir / f"{CD_FIGURE}{suffix}.{fmt}",
                                  alpha=summary.posthoc.alpha)
@@ -57,13 +57,18 @@ def _entry_text(e: HeadlineEntry | None) -> str:
     return core + f" (n={e.n}{p})" + (" †" if e.significantly_worse else "")
 
 
-def _blocks_text(s: Summary) -> list[str]:
+def blocks_paragraph(s: Summary) -> str:
+    """Which blocks the summary counts and which it left out (inline markdown)."""
     out = [f"**Blocks** ({len(s.blocks)}): {', '.join(map(_esc, s.blocks))} — {s.blocks_rule}."]
     if s.left_out_blocks:
         out.append(" **Left out:** " + "; ".join(f"{_esc(b)} ({why})"
                                                  for b, why in s.left_out_blocks.items())
                    + ". Choose with `--blocks` (`--blocks all` counts every data set).")
-    return ["".join(out), ""]
+    return "".join(out)
+
+
+def _blocks_text(s: Summary) -> list[str]:
+    return [blocks_paragraph(s), ""]
 
 
 def _metric(s: Summary):
@@ -79,56 +84,80 @@ def _block_text(block: str, dataset: str) -> str:
     return _esc(block) + (" (binarized)" if binarized(dataset) else "")
 
 
-def _headline_text(s: Summary) -> list[str]:
+def headline_table(s: Summary) -> tuple[list[str], list[list[str]], str]:
+    """(header, rows, the caption below) of the headline table (inline markdown)."""
     base = f"{_esc(s.baseline)} (baseline)" if s.baseline else "baseline"
     head = ["block", "best model"] + [_esc(m) for m in s.focus_models] + ["best competitor",
                                                                           base]
-    out = ["## Headline", "", "| " + " | ".join(head) + " |",
-           "|" + "---|" * len(head)]
-    for h in s.headline:
-        cells = [_block_text(h.block, h.dataset), _entry_text(h.best)] + [
-            _entry_text(h.focus.get(m)) for m in s.focus_models]
-        out.append("| " + " | ".join(cells + [_entry_text(h.best_competitor),
-                                              _entry_text(h.baseline)]) + " |")
+    rows = [[_block_text(h.block, h.dataset), _entry_text(h.best)]
+            + [_entry_text(h.focus.get(m)) for m in s.focus_models]
+            + [_entry_text(h.best_competitor), _entry_text(h.baseline)] for h in s.headline]
     m = _metric(s)
     what = "Test AUC x 100" if m.name == "auc" else "T" + m.heading()[1:]
-    out += ["", f"{what}, mean ± std over repetitions (n); p = Holm-adjusted two-sided "
-            "Wilcoxon signed-rank p against the block's best (exact for n <= 25); † "
-            "significantly worse than the best (p < 0.05). Focus models: the full models that "
-            "other models declare themselves ablations of; best competitor: the best model "
-            "that is neither the baseline, a focus model nor an ablation.", ""]
-    return out
+    caption = (f"{what}, mean ± std over repetitions (n); p = Holm-adjusted two-sided "
+               "Wilcoxon signed-rank p against the block's best (exact for n <= 25); † "
+               "significantly worse than the best (p < 0.05). Focus models: the full models "
+               "that other models declare themselves ablations of; best competitor: the best "
+               "model that is neither the baseline, a focus model nor an ablation.")
+    return head, rows, caption
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def _headline_text(s: Summary) -> list[str]:
+    head, rows, caption = headline_table(s)
+    return ["## Headline", ""] + _md_table(head, rows) + ["", caption, ""]
+
+
+def ranks_parts(s: Summary) -> tuple[str, list[list[str]], str | None]:
+    """(the Friedman test and the models not ranked, the [model, average rank] rows, the
+    post-hoc test's paragraph or None), inline markdown."""
+    f = s.friedman
+    if f.p_value is None:
+        test = f"Friedman test: not computed — {f.reason or 'n/a'}."
+    else:
+        test = (f"Friedman test over the {f.blocks} blocks ({f.blocks_are}): χ² = "
+                f"{f.statistic:.2f}, p = {f.p_value:.2g} ({f.models} models; "
+                "scipy.stats.friedmanchisquare).")
+    if s.not_ranked:
+        test += " Not ranked: " + "; ".join(f"{_esc(m)} ({why})"
+                                            for m, why in s.not_ranked.items()) + "."
+    rows = [[_esc(m), f"{r:.2f}"] for m, r in s.average_ranks.items()]
+    ph, posthoc = s.posthoc, None
+    if ph is not None:
+        cliques = "; ".join("{" + ", ".join(map(_esc, c)) + "}" for c in ph.not_separated)
+        posthoc = (f"Post-hoc: {ph.test}, α = {ph.alpha}: critical difference of average ranks "
+                   f"CD = {ph.critical_difference:.2f} (Demšar 2006). Groups it cannot "
+                   f"separate: {cliques or 'none (every pair differs)'}.")
+    return test, rows, posthoc
+
+
+#: the caption of the critical-difference diagram
+CD_CAPTION = ("Average ranks on the axis; a bar joins models the Nemenyi test cannot separate "
+              "at α = 0.05.")
+#: the caption of the practical-equivalence bars
+EQUIVALENCE_CAPTION = ("One panel per block, one bar per model against the block's best: "
+                       "P(best better by more than the ROPE) in red, P(practically "
+                       "equivalent) in grey, P(model better) in green; the best model's "
+                       "own row is empty.")
+RANKS_HEAD = ["model", "average rank (1 = best)"]
 
 
 def _ranks_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
-    f = s.friedman
-    out = ["## Ranks across data sets", ""]
-    if f.p_value is None:
-        out.append(f"Friedman test: not computed — {f.reason or 'n/a'}.")
-    else:
-        out.append(f"Friedman test over the {f.blocks} blocks ({f.blocks_are}): χ² = "
-                   f"{f.statistic:.2f}, p = {f.p_value:.2g} ({f.models} models; "
-                   "scipy.stats.friedmanchisquare).")
-    if s.not_ranked:
-        out.append(" Not ranked: " + "; ".join(f"{_esc(m)} ({why})"
-                                               for m, why in s.not_ranked.items()) + ".")
-    out += ["", "| model | average rank (1 = best) |", "|---|---|"]
-    out += [f"| {_esc(m)} | {r:.2f} |" for m, r in s.average_ranks.items()]
-    out.append("")
-    ph = s.posthoc
-    if ph is not None:
-        cliques = "; ".join("{" + ", ".join(map(_esc, c)) + "}" for c in ph.not_separated)
-        out += [f"Post-hoc: {ph.test}, α = {ph.alpha}: critical difference of average ranks "
-                f"CD = {ph.critical_difference:.2f} (Demšar 2006). Groups it cannot separate: "
-                f"{cliques or 'none (every pair differs)'}.", ""]
+    test, rows, posthoc = ranks_parts(s)
+    out = ["## Ranks across data sets", "", test, ""] + _md_table(RANKS_HEAD, rows) + [""]
+    if posthoc is not None:
+        out += [posthoc, ""]
     if figures.get("cd"):
-        out += [f"![Critical-difference diagram]({figures['cd']})", "",
-                "Average ranks on the axis; a bar joins models the Nemenyi test cannot "
-                "separate at α = 0.05.", ""]
+        out += [f"![Critical-difference diagram]({figures['cd']})", "", CD_CAPTION, ""]
     return out
 
 
-def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
+def equivalence_parts(s: Summary) -> tuple[str, list[str], list[list[str]]]:
+    """(the test's paragraph, header, rows) of the practical-equivalence table."""
     m = _metric(s)
     ropes = sorted({e.rope for e in s.equivalence if e.rope is not None})
     if m.percent or len(ropes) <= 1:
@@ -138,17 +167,15 @@ def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
     else:
         rope = (f"1 % of the best model's mean {m.label} of each block "
                 f"({', '.join(f'{r:.3g}' for r in ropes)})")
-    out = ["## Practical equivalence", "",
-           f"{s.bayes_test}, region of practical equivalence {rope}, "
-           f"{s.bayes_samples} posterior samples, seed {s.bayes_seed}. Each cell, "
-           "against the block's best: P(best better by more than the ROPE) / P(practically "
-           "equivalent) / P(model better); they sum to 1. † as in the headline (the "
-           "frequentist mark, beside).", ""]
+    text = (f"{s.bayes_test}, region of practical equivalence {rope}, "
+            f"{s.bayes_samples} posterior samples, seed {s.bayes_seed}. Each cell, "
+            "against the block's best: P(best better by more than the ROPE) / P(practically "
+            "equivalent) / P(model better); they sum to 1. † as in the headline (the "
+            "frequentist mark, beside).")
     models = sorted({e.model for e in s.equivalence},
                     key=lambda m: (s.average_ranks.get(m, float("inf")), m))
     by = {(e.block, e.model): e for e in s.equivalence}
-    out += ["| model | " + " | ".join(map(_esc, s.blocks)) + " |",
-            "|---|" + "---|" * len(s.blocks)]
+    rows = []
     for m in models:
         cells = []
         for b in s.blocks:
@@ -161,10 +188,16 @@ def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
             else:
                 cells.append(f"{e.p_best_better:.2f} / {e.p_equivalent:.2f} / "
                              f"{e.p_model_better:.2f}" + (" †" if e.significantly_worse else ""))
-        out.append(f"| {_esc(m)} | " + " | ".join(cells) + " |")
-    out.append("")
+        rows.append([_esc(m)] + cells)
+    return text, ["model"] + [_esc(b) for b in s.blocks], rows
+
+
+def _equivalence_text(s: Summary, figures: dict[str, str | None]) -> list[str]:
+    text, head, rows = equivalence_parts(s)
+    out = ["## Practical equivalence", "", text, ""] + _md_table(head, rows) + [""]
     if figures.get("equivalence"):
-        out += [f"![Practical equivalence]({figures['equivalence']})", ""]
+        out += [f"![Practical equivalence]({figures['equivalence']})", "",
+                EQUIVALENCE_CAPTION, ""]
     return out
 
 

@@ -15,9 +15,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..syntax import file_stem
+from ..syntax import file_stem, problem_name
 from .plots import (_order, ablation_plot, box_plot, convergence_plot, embeddings_plot,
-                    heatmaps, per_user_plot, tuning_plot)
+                    figure_files, heatmaps, per_user_plot, tuning_plot)
+
+
+def figure_entry(kind: str, title: str, path: Path | None, rel_to: Path | None = None,
+                 caption: str = "", note: str = "") -> dict[str, Any]:
+    """One figure as pages list it: ``kind``, ``title``, ``path`` (the PNG, relative to
+    ``rel_to`` when given; None when not drawn), ``files`` (the PNG, SVG and PDF,
+    :func:`mtlbench.report.plots.figure_files`), ``caption``, and ``note`` saying why a
+    figure was not drawn."""
+    def rel(p: Path) -> str:
+        return str(p.relative_to(rel_to)) if rel_to is not None else str(p)
+
+    return {"kind": kind, "title": title, "path": None if path is None else rel(path),
+            "files": [] if path is None else [rel(p) for p in figure_files(path)],
+            "caption": caption, "note": note if path is None else ""}
 
 
 def _ground_truth(units: pd.DataFrame, dataset: str, problem: str) -> tuple[dict | None, str]:
@@ -40,9 +54,8 @@ def _ground_truth(units: pd.DataFrame, dataset: str, problem: str) -> tuple[dict
     stored = units["dataset_params"].iloc[0]
     if config_json(ds.params()) != config_json(stored):
         return None, (f"dataset parameters {ds.params()} differ from the stored run's {stored}")
-    name = problem.split("/", 1)[1] if "/" in problem else problem
     try:
-        tasks = load_tasks(ds, name)
+        tasks = load_tasks(ds, problem_name(problem, dataset))
     except Exception as exc:  # noqa: BLE001 - a figure must not stop publishing
         return None, f"cannot load {problem}: {exc}"
     if "true_W" not in tasks.meta:
@@ -70,11 +83,7 @@ class _Drawn:
 
     def add(self, kind: str, title: str, path: Path | None, caption: str = "",
             note: str = "") -> None:
-        rel = None
-        if path is not None:
-            rel = str(path.relative_to(self.rel_to)) if self.rel_to is not None else str(path)
-        self.results.append({"kind": kind, "title": title, "path": rel, "caption": caption,
-                             "note": note if path is None else ""})
+        self.results.append(figure_entry(kind, title, path, self.rel_to, caption, note))
 
     def fname(self, kind: str, problem: str | None = None) -> Path:
         stem = self.dataset if problem is None or problem == self.dataset else problem
@@ -231,4 +240,4 @@ def _ablation_figure(units: pd.DataFrame, models: list[str], out: _Drawn) -> Non
             "model present")
 
 
-__all__ = ["make_figures"]
+__all__ = ["make_figures", "figure_entry"]

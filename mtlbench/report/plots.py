@@ -42,7 +42,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..syntax import problem_name
+
 DPI = 110
+VECTOR_RASTER_DPI = 150  # the raster layers inside SVG and PDF files (dense point clouds)
+EQUIVALENCE_COLUMNS = 4   # panels per row of the equivalence figure
+ABLATION_PANEL_MAX = 11.0  # inches: the widest ablation panel (1,210 px at DPI)
 TUNING_DPI = 80  # the tuning figure is a tall grid of small panels
 HISTORY_LABELS = {  # matplotlib mathtext, rendered as formulas
     "objective": r"objective $F(W^{t}, U^{t})$",
@@ -65,13 +70,51 @@ def _mpl():
     return Figure
 
 
+#: every figure is written in each of these formats, side by side (``box.png``, ``box.svg``,
+#: ``box.pdf``): PNG for markdown pages, SVG for the HTML site, PDF for papers
+FORMATS = ("png", "svg", "pdf")
+#: text stays text in the vector files (searchable, editable; PDF with TrueType fonts, which
+#: publishers' PDF checks accept, unlike Type 3), and SVG ids do not change between runs
+_VECTOR_RC = {"svg.fonttype": "none", "svg.hashsalt": "mtlbench", "pdf.fonttype": 42}
+
+
+def figure_files(path: str | Path) -> list[Path]:
+    """The files of one figure: ``path`` and its siblings in the other :data:`FORMATS`."""
+    path = Path(path)
+    return [path] + [path.with_suffix(f".{fmt}") for fmt in FORMATS
+                     if f".{fmt}" != path.suffix]
+
+
+def _metadata(suffix: str, title: str) -> dict[str, Any]:
+    """Metadata without dates or versions that change between runs (the files of the same
+    figure are byte-identical when republished), with the figure's title."""
+    if suffix == ".png":
+        return {"Software": None, "Title": title}
+    if suffix == ".svg":
+        return {"Date": None, "Title": title}
+    if suffix == ".pdf":
+        return {"CreationDate": None, "Title": title}
+    return {}
+
+
 def _save(fig, path: Path, dpi: int = DPI) -> Path:
+    """Write ``fig`` to ``path`` and beside it in the other :data:`FORMATS`; the title
+    metadata is the first line of the figure's title (``suptitle``).  Returns ``path``."""
+    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    FigureCanvasAgg(fig)
+    canvas = FigureCanvasAgg(fig)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None}
-                if path.suffix == ".png" else None)
+    title = fig.get_suptitle().split("\n")[0]
+    with matplotlib.rc_context(_VECTOR_RC):
+        # lay the figure out once and crop every format to the same box: a "tight" save per
+        # format would redo the layout and draw twice each time
+        canvas.draw()
+        box = fig.get_tightbbox(canvas.get_renderer()).padded(0.1)
+        fig.set_layout_engine("none")
+        for p in figure_files(path):
+            fig.savefig(p, dpi=dpi if p.suffix == ".png" else max(dpi, VECTOR_RASTER_DPI),
+                        bbox_inches=box, metadata=_metadata(p.suffix, title))
     return path
 
 
@@ -85,6 +128,7 @@ def _model_axis(ax, pos: np.ndarray, models: list[str], ylabel: str, title: str)
     """One model per x position, labels slanted; the styling every per-model panel shares."""
     ax.set_xticks(pos)
     ax.set_xticklabels(models, rotation=45, ha="right", fontsize=8)
+    ax.set_xlabel("model", fontsize=9)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=10)
@@ -125,7 +169,8 @@ def box_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None:
             ax.scatter([pos[j]], [data[j].mean()], marker="D", s=22, color="tab:red", zorder=4,
                        label="mean" if j == present[0] else None)
         # one problem: the figure title names it; several: each panel names its problem
-        _model_axis(ax, pos, models, "test AUC x 100", p if len(problems) > 1 else "")
+        _model_axis(ax, pos, models, "test AUC x 100",
+                    problem_name(p) if len(problems) > 1 else "")
         if i == 0:
             ax.legend(fontsize=7, loc="lower left")
     fig.suptitle((title + "\n" if title else "") + "box: median and quartiles; whiskers: "
@@ -156,7 +201,7 @@ def per_user_plot(units: pd.DataFrame, task_scores: pd.DataFrame, path: Path,
             ax.violinplot([data[j] for j in present], positions=pos[present], widths=0.8,
                           showmedians=True)
         _model_axis(ax, pos, models, "per-user test AUC x 100\n(mean over repetitions)",
-                    p if len(problems) > 1 else "")
+                    problem_name(p) if len(problems) > 1 else "")
     fig.suptitle((title + "\n" if title else "") + "violin: distribution over users; middle "
                  "bar: median; end bars: min and max", fontsize=10)
     return _save(fig, path)
@@ -229,8 +274,9 @@ def convergence_plot(histories: dict[str, dict[str, list[float]]], path: Path,
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("iteration $t$")
         label = HISTORY_LABELS.get(key, key.replace("_", " "))
-        ax.set_title(label + (" / final value" if key == "objective" and relative else ""),
-                     fontsize=10)
+        ax.set_ylabel(label + (" / final value" if key == "objective" and relative else ""),
+                      fontsize=9)
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
     fig.legend(handles=lines, loc="outside right center", fontsize=8)
     fig.suptitle(title or "Convergence (repetition 0, final refit)", fontsize=11)
@@ -293,6 +339,8 @@ def embeddings_plot(emb: np.ndarray, path: Path, d: int | None = None,
         n_out = int(np.count_nonzero(np.any((P < lo - pad) | (P > hi + pad), axis=1)))
         ax.set_title(f"iteration {it + 1}" + (f" ({n_out} outside view)" if n_out else ""),
                      fontsize=9)
+        ax.set_xlabel("principal axis 1", fontsize=8)
+        ax.set_ylabel("principal axis 2", fontsize=8)
         ax.tick_params(labelsize=7)
     handles = []
     if d is not None:
@@ -308,6 +356,14 @@ def embeddings_plot(emb: np.ndarray, path: Path, d: int | None = None,
         fig.legend(handles=handles, loc="outside right center", fontsize=7)
     fig.suptitle(title or "Spectral embeddings (2 leading principal axes)", fontsize=11)
     return _save(fig, path)
+
+
+def _wrap(text: str, width: int) -> str:
+    """``text`` broken into lines of at most ``width`` characters (at spaces and hyphens; a
+    longer word stays whole) for a panel title that must not run into its neighbour's."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
 
 
 def _cmap(name: str):
@@ -335,10 +391,13 @@ def ablation_plot(units: pd.DataFrame, path: Path, title: str = "",
     mean, std, cnt = 100 * g.mean(), 100 * g.std(ddof=1), g.size()
     ng = len(groups)
     width = max(len(v) for v in groups.values())
-    fig = Figure(figsize=(max(4.5, 0.9 * width * len(problems) + 2) * min(ng, 2),
-                          3.9 * math.ceil(ng / 2)), layout="constrained")
+    # a panel widens with its points up to ABLATION_PANEL_MAX inches; wide panels stack
+    panel = min(ABLATION_PANEL_MAX, max(4.5, 0.35 * width * len(problems) + 1.8))
+    ncols = 2 if ng > 1 and 2 * panel <= ABLATION_PANEL_MAX + 1 else 1
+    nrows = math.ceil(ng / ncols)
+    fig = Figure(figsize=(panel * ncols, 3.6 * nrows), layout="constrained")
     for gi, (full, models) in enumerate(groups.items()):
-        ax = fig.add_subplot(math.ceil(ng / 2), min(ng, 2), gi + 1)
+        ax = fig.add_subplot(nrows, ncols, gi + 1)
         step = 0.8 / len(models)
         x = np.arange(len(problems))
         lows, highs = [], []
@@ -363,9 +422,13 @@ def ablation_plot(units: pd.DataFrame, path: Path, title: str = "",
             ax.annotate(f"axis starts at {ymin:.1f}", (0.0, 0.0), xycoords="axes fraction",
                         xytext=(4, 4), textcoords="offset points", fontsize=7, color="0.3")
         ax.set_xticks(x)
-        ax.set_xticklabels(problems, fontsize=8)
+        names = [problem_name(p) for p in problems]
+        slant = sum(len(n) for n in names) * 0.08 > panel  # labels wider than the panel
+        ax.set_xticklabels(names, fontsize=8, rotation=30 if slant else 0,
+                           ha="right" if slant else "center")
         ax.set_xlim(-0.6, len(problems) - 0.4)
-        ax.set_ylabel("test AUC x 100 (mean ± std over reps)")
+        ax.set_xlabel("problem", fontsize=9)
+        ax.set_ylabel("test AUC x 100\n(mean ± std over repetitions)", fontsize=9)
         if full:
             ax.set_title(f"{full} and its ablations", fontsize=10)
         ax.legend(fontsize=7, loc="best")
@@ -398,8 +461,12 @@ def log_x_axis(ax, values: np.ndarray, integer: bool = False, max_labels: int = 
     else:
         decades = np.log10(hi) - np.log10(lo)
         if decades < 2:
-            major = [v for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
-                     for v in (10.0 ** e, 2 * 10.0 ** e, 5 * 10.0 ** e) if lo <= v <= hi]
+            exps = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+            major = [v for e in exps for v in (10.0 ** e, 2 * 10.0 ** e, 5 * 10.0 ** e)
+                     if lo <= v <= hi]
+            if len(major) < 2:  # a narrow range: every integer multiple of its decade
+                major = [m * 10.0 ** e for e in exps for m in range(1, 10)
+                         if lo <= m * 10.0 ** e <= hi] or major
             step = int(np.ceil(len(major) / max_labels)) or 1
             ax.xaxis.set_major_locator(FixedLocator(major[::step]))
         else:
@@ -456,7 +523,8 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
                 keys = np.array([cats.index(repr(v)) for _, _, v, _ in pts], dtype=float)
                 xs = keys
             ys = np.array([y for *_, y in pts])
-            ax.scatter(xs, ys, s=6, alpha=0.25, color="tab:blue")
+            # hundreds of points per panel: a raster layer inside the SVG / PDF keeps them small
+            ax.scatter(xs, ys, s=6, alpha=0.25, color="tab:blue", rasterized=True)
             # profile: best over the other parameters per (rep, problem, value), mean over reps
             df = pd.DataFrame({"rep": [f"{r}|{p}" for r, p, _, _ in pts], "x": keys, "y": ys})
             prof = df.groupby(["rep", "x"])["y"].max().groupby("x").mean().sort_index()
@@ -481,8 +549,7 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
             ax.set_xlabel(k, fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-            if j == 0:
-                ax.set_ylabel(f"{m}\nval AUC x 100", fontsize=8)
+            ax.set_ylabel(f"{m}\nval AUC x 100" if j == 0 else "val AUC x 100", fontsize=8)
     fig.suptitle((title + "\n" if title else "") + "points: every fit of the search; line: best "
                  "over the other parameters, mean over repetitions; stars: selected values",
                  fontsize=10)
@@ -490,27 +557,67 @@ def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None
     return _save(fig, path, dpi=TUNING_DPI)
 
 
-def cd_diagram(average_ranks: dict[str, float], p_values: dict[str, dict[str, float]],
+def cd_diagram(average_ranks: dict[str, float], cliques: list[list[str]],
                critical_difference: float, path: Path, alpha: float = 0.05,
                title: str = "") -> Path | None:
-    """The critical-difference diagram (Demšar 2006): average ranks on an axis (1 = best),
-    bars joining models that the post-hoc test cannot separate, the critical difference
-    above; drawn by ``scikit_posthocs.critical_difference_diagram``."""
+    """The critical-difference diagram (Demšar 2006): the average ranks on an axis (1 = best,
+    at the left), each model joined by an elbow line to its label (the better half at the
+    left, the others at the right), a thick bar under the axis for each group of models the
+    post-hoc test cannot separate (``cliques``), and the critical difference as a bar above
+    the axis (left out when it spans the whole axis)."""
     Figure = _mpl()
-    import scikit_posthocs as sp
+    from matplotlib.transforms import offset_copy
 
     if len(average_ranks) < 2:
         return None
-    models = list(average_ranks)
-    sig = pd.DataFrame([[p_values[a][b] for b in models] for a in models], index=models,
-                       columns=models)
-    fig = Figure(figsize=(8.0, 1.2 + 0.22 * len(models)), layout="constrained")
+    models = sorted(average_ranks, key=lambda m: (average_ranks[m], m))
+    k = len(models)
+    left = models[:(k + 1) // 2]
+    right = models[(k + 1) // 2:][::-1]          # the worst at the top of the right side
+    rows = max(len(left), len(right))
+    bars = len(cliques)
+    step, gap = 1.0, 0.45                         # a label row; a clique bar's height
+    top = -(bars + 1) * gap                        # the first label row sits below the bars
+    fig = Figure(figsize=(8.0, 1.6 + 0.24 * rows + 0.1 * bars), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    sp.critical_difference_diagram(pd.Series(average_ranks), sig, ax=ax, alpha=alpha,
-                                   cd=critical_difference if math.isfinite(critical_difference)
-                                   and critical_difference < len(models) - 1 else None,
-                                   label_props={"fontsize": 8})
-    ax.set_title(title or "Average rank across data sets (1 = best)", fontsize=10)
+    ax.set_xlim(1, k)
+    ax.set_ylim(top - rows * step + 0.4 * step, 0.15)
+    for side in ("left", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.spines["top"].set_position(("data", 0))
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xticks(range(1, k + 1))
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel("average rank (1 = best)", fontsize=9)
+    ax.set_yticks([])
+    for i, m in enumerate(left + right):
+        row = i if i < len(left) else i - len(left)
+        y = top - row * step
+        edge, ha, off = (1, "right", -4) if i < len(left) else (k, "left", 4)
+        r = average_ranks[m]
+        ax.plot([r, r, edge], [0, y, y], color="0.35", lw=0.9, clip_on=False)
+        ax.plot([r], [0], "o", color="black", ms=3.5, clip_on=False, zorder=3)
+        ax.text(edge, y, f"{m} ({r:.2f})" if ha == "right" else f"({r:.2f}) {m}", ha=ha,
+                va="center", fontsize=8, clip_on=False,
+                transform=offset_copy(ax.transData, fig, x=off, units="points"))
+    for j, group in enumerate(cliques):
+        ranks = [average_ranks[m] for m in group if m in average_ranks]
+        if ranks:
+            y = -(j + 1) * gap
+            ax.plot([min(ranks) - 0.05, max(ranks) + 0.05], [y, y], color="black", lw=2.6,
+                    solid_capstyle="butt", clip_on=False)
+    cd = critical_difference
+    if math.isfinite(cd) and 0 < cd < k - 1:
+        above = offset_copy(ax.transData, fig, y=34, units="points")
+        ax.plot([1, 1 + cd], [0, 0], color="black", lw=1.4, transform=above, clip_on=False)
+        for x in (1, 1 + cd):
+            ax.plot([x, x], [0, 0], "|", color="black", ms=7, transform=above, clip_on=False)
+        ax.text(1 + cd / 2, 0, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8,
+                transform=offset_copy(ax.transData, fig, y=38, units="points"))
+    fig.suptitle((title or "Average ranks across data sets") + "\nbars under the "
+                 f"axis: groups the post-hoc test cannot separate at α = {alpha:g}",
+                 fontsize=10)
     return _save(fig, path)
 
 
@@ -523,14 +630,15 @@ def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list
     if not rows:
         return None
     rows_by = {(r["block"], r["model"]): r for r in rows}
-    cols = len(blocks)
-    fig = Figure(figsize=(2.3 * cols + 1.6, 0.5 + 0.2 * len(models)), layout="constrained")
+    nrows, ncols = _panels(len(blocks), EQUIVALENCE_COLUMNS)
+    fig = Figure(figsize=(2.6 * ncols + 1.4, (0.9 + 0.17 * len(models)) * nrows + 0.6),
+                 layout="constrained")
     colours = ("tab:red", "0.75", "tab:green")
     width = f"{rope:g}" if isinstance(rope, (int, float)) else str(rope)
     labels = (f"best better by > {width}", f"equivalent (±{width})",
               f"model better by > {width}")
     for i, block in enumerate(blocks):
-        ax = fig.add_subplot(1, cols, i + 1)
+        ax = fig.add_subplot(nrows, ncols, i + 1)
         y = np.arange(len(models))
         left = np.zeros(len(models))
         for key, colour, label in zip(("p_best_better", "p_equivalent", "p_model_better"),
@@ -541,11 +649,15 @@ def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list
             left += vals
         best = next((r["best"] for r in rows if r["block"] == block), None)
         ax.set_yticks(y)
-        ax.set_yticklabels(models if i == 0 else [], fontsize=7)
+        first = i % ncols == 0
+        ax.set_yticklabels(models if first else [], fontsize=7)
+        if first:
+            ax.set_ylabel("model", fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.tick_params(axis="x", labelsize=7)
-        ax.set_title(f"{block}\n(best: {best})", fontsize=8)
+        ax.set_xlabel("probability", fontsize=8)
+        ax.set_title(_wrap(f"{block} (best: {best})", 30), fontsize=8)
     fig.legend(loc="outside lower center", ncol=3, fontsize=7)
     fig.suptitle(title or f"Against the best of each data set (ROPE ±{rope:g} AUC points)",
                  fontsize=10)

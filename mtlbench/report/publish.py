@@ -6,9 +6,9 @@ real-valued ones), and ``<out>/<dataset>--<metric>.md`` for every other metric i
 record (the JSON holds every metric of every unit); the judgement across them per metric
 ``<out>/summary.md`` and ``.json`` (the primary metric of most data sets) and
 ``<out>/summary--<metric>.md`` / ``.json`` for the data sets of another primary metric
-(:mod:`mtlbench.report.across`); figures under ``<out>/figures/``, an index
-``<out>/README.md``, and a manifest ``<out>/.manifest.json`` naming the store's fingerprint
-and every file generated.
+(:mod:`mtlbench.report.across`); figures under ``<out>/figures/``, the same as an HTML site
+under ``<out>/site/`` (:mod:`mtlbench.report.site`), an index ``<out>/README.md``, and a
+manifest ``<out>/.manifest.json`` naming the store's fingerprint and every file generated.
 
 Rules
 -----
@@ -21,9 +21,10 @@ Rules
 * **Stale files are removed**: every file the previous manifest lists (or, without a manifest,
   every generated markdown / leaderboard JSON and the figures it links) that this publication
   does not write again -- but only a file publish writes (a markdown page with the generated
-  marker, a JSON file of an ``mtlbench-`` format, an image under ``figures/``) whose resolved
-  path lies inside ``out``: a manifest naming ``../x``, an absolute path, a symbolic link or a
-  hand-written file removes nothing, and the log says so.
+  marker, a JSON file of an ``mtlbench-`` format, an image under ``figures/``, a page, style
+  sheet or script of ``site/``) whose resolved path lies inside ``out``: a manifest naming
+  ``../x``, an absolute path, a symbolic link or a hand-written file removes nothing, and the
+  log says so.
 * **All or nothing**: the publication is made in a temporary folder beside ``out`` (a copy of
   it, then the new files written and the stale ones removed there), which then takes the place
   of ``out`` in one rename (on Linux an atomic exchange, ``renameat2``; elsewhere two renames):
@@ -61,9 +62,12 @@ from typing import Any, Callable, Iterator, Sequence
 from ..errors import ConfigError
 from ..syntax import file_stem
 from .leaderboard import build_leaderboard
-from .render import GENERATED_MARKER, _fmt_seconds, _machines_text, to_json, to_markdown
+from .render import (GENERATED_MARKER, PUBLICATION_TEXT, _fmt_seconds, _machines_text, to_json,
+                     to_markdown)
 from .schema import ACCEPTED_FORMATS, Leaderboard, UnitRecord
 from .select import select_units
+from .site import ASSETS as SITE_ASSETS
+from .site import SITE_DIR
 
 MANIFEST = ".manifest.json"
 SUMMARY_PAGE = "summary.md"   # the judgement across data sets
@@ -105,8 +109,10 @@ FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 def written_by_publish(path: Path, folder: Path) -> bool:
     """Whether ``path`` is a file publish writes into ``folder``: a regular file (not a
     symbolic link) whose resolved path lies inside ``folder``, and a markdown page with the
-    generated marker, a JSON file of an ``mtlbench-`` format or an image under ``figures/``;
-    never the index README.md or the manifest (rewritten, not removed)."""
+    generated marker, a JSON file of an ``mtlbench-`` format, an image under ``figures/``,
+    a page of the site (``site/*.html`` with the generated marker) or its style sheet and
+    script (``site/assets/``); never the index README.md or the manifest (rewritten, not
+    removed)."""
     root = folder.resolve()
     try:
         real = path.resolve()
@@ -115,8 +121,10 @@ def written_by_publish(path: Path, folder: Path) -> bool:
         return False
     if path.is_symlink() or not real.is_file() or str(rel) in ("README.md", MANIFEST):
         return False
-    if real.suffix == ".md":
+    if real.suffix == ".md" or rel.parts[0] == SITE_DIR and real.suffix == ".html":
         return is_generated(real)
+    if rel.parts[:2] == (SITE_DIR, "assets"):
+        return len(rel.parts) == 3 and rel.name in SITE_ASSETS
     if real.suffix == ".json":
         try:
             data = json.loads(real.read_text(encoding="utf-8"))
@@ -195,7 +203,8 @@ def _not_rekeyed(out: Path, foreign: Sequence[str], store_keys: set[str]) -> lis
 
 def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | None = None,
             figures: bool = True, log: Callable[[str], None] = print, force: bool = False,
-            seed: int | None = None, models: Sequence[str] | None = None) -> dict[str, Any]:
+            seed: int | None = None, models: Sequence[str] | None = None,
+            html: bool = True) -> dict[str, Any]:
     """Publish the leaderboards of ``store`` into ``out`` (rules: module docstring)."""
     out = Path(out)
     all_units = store.units()
@@ -225,8 +234,9 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
         for ds in present:
             lb = build_leaderboard(store, ds, selection=sel)
             pages = {name: f"{file_stem(ds)}--{name}.md" for name in lb.other_metrics}
+            others = {}
             for name, page in pages.items():
-                other = build_leaderboard(store, ds, selection=sel, metric=name)
+                other = others[name] = build_leaderboard(store, ds, selection=sel, metric=name)
                 (stage / page).write_text(to_markdown(
                     other, (), generated_by="mtlbench publish",
                     metric_pages={lb.metric: f"{file_stem(ds)}.md",
@@ -245,13 +255,20 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish",
                                       metric_pages=pages), encoding="utf-8")
             js.write_text(to_json(lb, compact=True), encoding="utf-8")
-            new_files += [md, js] + [stage / f["path"] for f in figs if f.get("path")]
-            written[ds] = {"leaderboard": lb, "figures": figs}
+            new_files += [md, js] + [stage / p for f in figs for p in f.get("files", [])]
+            written[ds] = {"leaderboard": lb, "others": others, "figures": figs}
             log(f"wrote {shown(md)}, {shown(js)}, {len(pages)} table(s) of other metrics and "
                 f"{sum(1 for f in figs if f.get('path'))} figure(s)")
-        new_files += _write_summaries(stage, [v["leaderboard"] for v in written.values()],
-                                      figures, lambda text: log(text.replace(str(stage),
-                                                                             str(out))))
+        summaries = _write_summaries(stage, [v["leaderboard"] for v in written.values()],
+                                     figures, lambda text: log(text.replace(str(stage),
+                                                                            str(out))))
+        new_files += [p for files, *_ in summaries for p in files]
+        if html:  # the HTML site, from the same leaderboards and summaries (report/site.py)
+            from .site import write_site
+
+            new_files += write_site(stage, written,
+                                    [(stem, s, figs) for _, stem, s, figs in summaries],
+                                    lambda text: log(text.replace(str(stage), str(out))))
         keep = {p.resolve() for p in new_files}
         _, old_files, _ = _previous(stage, log, shown=out)
         for p in old_files:
@@ -272,10 +289,11 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
 
 
 def _write_summaries(out: Path, boards: list[Leaderboard], figures: bool,
-                     log: Callable[[str], None]) -> list[Path]:
+                     log: Callable[[str], None]) -> list[tuple[list[Path], str, Any, dict]]:
     """One cross-data-set page per primary metric of the data sets: ``summary.md`` for that
     of most of them (ties: the first in the metric table order), ``summary--<metric>.md``
-    for each other (:func:`_write_summary`)."""
+    for each other (:func:`_write_summary`); per page (files, page stem, summary,
+    figures)."""
     from ..scoring import metric_names
 
     groups: dict[str, list[Leaderboard]] = {}
@@ -289,8 +307,11 @@ def _write_summaries(out: Path, boards: list[Leaderboard], figures: bool,
     written = []
     for metric, group in groups.items():
         stem = "" if metric == main else f"--{metric}"
-        written += _write_summary(out, group, figures, log, stem)
+        files, summary, figs = _write_summary(out, group, figures, log, stem)
+        written.append((files, f"summary{stem}", summary, figs))
     return written
+
+
 #: ``<out>`` -> ``.<out name>.publish-<random>``: the temporary folders of publications
 STAGE_INFIX = ".publish-"
 
@@ -414,9 +435,10 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
-                   log: Callable[[str], None], stem: str = "") -> list[Path]:
+                   log: Callable[[str], None], stem: str = ""
+                   ) -> tuple[list[Path], Any, dict[str, str | None]]:
     """The cross-data-set page ``summary<stem>.md`` (and ``.json``, figures) from the same
-    code as ``mtlbench leaderboard --all``."""
+    code as ``mtlbench leaderboard --all``; returns (files, summary, figures)."""
     from .across import summary_across
     from .across_render import summary_figures, summary_json, summary_markdown
 
@@ -428,7 +450,10 @@ def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
                   encoding="utf-8")
     js.write_text(summary_json(summary), encoding="utf-8")
     log(f"wrote {md}, {js} (across {len(summary.blocks)} block(s))")
-    return [md, js] + [out / f for f in figs.values() if f]
+    from .plots import figure_files
+
+    return [md, js] + [p for f in figs.values() if f for p in figure_files(out / f)], \
+        summary, figs
 
 
 def _produced_text(rows: dict[str, Leaderboard]) -> list[str]:
@@ -504,13 +529,7 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
         hand = ""
     lines = [f"{GENERATED_MARKER} (mtlbench publish); regenerated from the store on every "
              "publication: edit only the hand-written block -->", "# Published leaderboards", "",
-             "Every table is built by `mtlbench publish` from a results store: one metric per "
-             "table (the data set's primary metric on its page: test AUC x 100 for binary "
-             "targets, RMSE for real-valued ones; the other metrics on the pages it links), "
-             "mean ± std over repetitions, Wilcoxon signed-rank tests with Holm correction "
-             "against the best model, Friedman test, win/tie/loss per user and Δ% against the "
-             "baseline model, the search (budget, selections at a bound, convergence) and the "
-             "provenance (versions, protocol, seed, split fingerprints, machine, run time).", "",
+             PUBLICATION_TEXT, "",
              "| dataset | problems | models | repetitions | units done/planned | failed units "
              "| run time | machine | files |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -536,6 +555,10 @@ def _write_index(out: Path, written: dict[str, Any], keep_hand: bool = True,
     if more:
         lines += ["**Across the data sets of another primary metric**: "
                   + ", ".join(f"[{name}]({name})" for name in more) + ".", ""]
+    if (out / "site" / "index.html").exists() and is_generated(out / "site" / "index.html"):
+        lines += ["**As a web page**: [site/index.html](site/index.html) — the same tables, "
+                  "sortable and filterable, with the figures (open the file, no server "
+                  "needed).", ""]
     figs = [(ds, f) for ds, v in written.items() for f in v["figures"] if f.get("path")]
     if figs:
         lines += ["## Figures", ""]

@@ -18,9 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from ..race import STOPPED
 from ..syntax import file_stem
-from .plots import _mpl, _panels, _save
+from .plots import _mpl, _panels, _save, _wrap, log_x_axis
 
 FLOOR = 1e-16
 LEVEL_LINES = (1e-2, 1e-4, 1e-6)
@@ -47,13 +49,12 @@ def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") ->
     if not panels:
         return None
     Figure = _mpl()
-    from matplotlib.ticker import NullFormatter
-
     nrows, ncols = _panels(len(panels), ncols=2)
-    fig = Figure(figsize=(6.0 * ncols, 3.9 * nrows))
+    fig = Figure(figsize=(6.0 * ncols, 4.2 * nrows), layout="constrained")
     for i, (label, runs) in enumerate(panels.items()):
         ax = fig.add_subplot(nrows, ncols, i + 1)
         ref = runs[0]["reference"]
+        drawn = []
         for r in runs:
             curve = r["curve"]
             times = [max(float(t), 1e-6) for t in curve["time"]]
@@ -67,14 +68,14 @@ def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") ->
             if r.get("status") == STOPPED:  # where it was stopped
                 ax.plot(times[-1:], sub[-1:], ls="none", marker="x", ms=8, mew=2,
                         color=line.get_color())
+            drawn += times
         if left_out.get(label):
             ax.text(0.01, 0.01, "not drawn: " + "; ".join(left_out[label]), fontsize=6,
                     transform=ax.transAxes, va="bottom", ha="left", wrap=True)
         for lv in LEVEL_LINES:
             ax.axhline(lv, color="0.8", lw=0.8, ls=":", zorder=0)
-        ax.set_xscale("log")
+        log_x_axis(ax, np.asarray(drawn))
         ax.set_yscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(FLOOR / 3, None)
         ax.set_xlabel("solver time (s)")
         ax.set_ylabel("(F - F_ref) / |F_ref|")
@@ -82,11 +83,11 @@ def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") ->
         verdict = ""
         if agr.get("ok") is not None:
             verdict = "; solvers agree" if agr["ok"] else "; SOLVERS DISAGREE"
-        ax.set_title(f"{label}\nreference: {ref['kind']}{verdict}", fontsize=9)
+        # a selection label lists its parameters: break its lines after the commas
+        ax.set_title(_wrap(label.replace(",", ", "), 64) + f"\nreference: {ref['kind']}{verdict}",
+                     fontsize=8)
         ax.legend(fontsize=7, loc="best")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.suptitle(title or "Solver race", fontsize=10)
     return _save(fig, Path(path))
 
 
@@ -120,6 +121,8 @@ def race_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
                  fmt: str = "png") -> list[dict[str, Any]]:
     """The race figure of every raced problem of ``dataset``, as figure entries of
     :func:`mtlbench.report.figures.make_figures` (``kind`` "race")."""
+    from .figures import figure_entry
+
     out = []
     for problem, rows in latest_race_rows(store, dataset).items():
         rep, seed = rows[0]["rep"], rows[0]["seed"]
@@ -131,19 +134,17 @@ def race_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
         how = {"store": "selected by the stored units", "centre": "the starting-design centre",
                "given": "given on the command line"}
         chosen = ", ".join(how.get(o, o) for o in origins) or "the models' defaults"
-        rel = None
-        if path is not None:
-            rel = str(path.relative_to(rel_to)) if rel_to is not None else str(path)
-        out.append({
-            "kind": "race", "title": f"Solver race ({problem})", "path": rel,
-            "caption": ("Relative suboptimality (F - F_ref) / |F_ref| against solver time, one "
-                        f"panel per model (hyperparameters: {chosen}), one curve per solver "
-                        "(dashed: longer reference runs; crossed at its last point: a run "
-                        f"{STOPPED_TEXT}, drawn up to there); F_ref is certified by a duality "
-                        "gap, confirmed by an independent solver, or the best found (panel "
-                        "title); runs not drawn are named under their panel. "
-                        f"Raced {dates[0]} to {dates[-1]} by `mtlbench race`; see docs/race.md."),
-            "note": "" if path is not None else "no race run with a curve and a reference"})
+        out.append(figure_entry(
+            "race", f"Solver race ({problem})", path,
+            Path(rel_to) if rel_to is not None else None,
+            caption=("Relative suboptimality (F - F_ref) / |F_ref| against solver time, one "
+                     f"panel per model (hyperparameters: {chosen}), one curve per solver "
+                     "(dashed: longer reference runs; crossed at its last point: a run "
+                     f"{STOPPED_TEXT}, drawn up to there); F_ref is certified by a duality "
+                     "gap, confirmed by an independent solver, or the best found (panel "
+                     "title); runs not drawn are named under their panel. "
+                     f"Raced {dates[0]} to {dates[-1]} by `mtlbench race`; see docs/race.md."),
+            note="no race run with a curve and a reference"))
     return out
 
 

@@ -75,6 +75,17 @@ def cell_text(cell: Cell, reps_differ: bool, digits: int = 2) -> str:
     return core + (f" ({', '.join(extra)})" if extra else "")
 
 
+#: what a publication's tables are (the index README and the site's first page)
+PUBLICATION_TEXT = (
+    "Every table is built by `mtlbench publish` from a results store: one metric per table "
+    "(the data set's primary metric on its page: test AUC x 100 for binary targets, RMSE for "
+    "real-valued ones; the other metrics on the pages it links), mean ± std over "
+    "repetitions, Wilcoxon signed-rank tests with Holm correction against the best model, "
+    "Friedman test, win/tie/loss per user and Δ% against the baseline model, the search "
+    "(budget, selections at a bound, convergence) and the provenance (versions, protocol, "
+    "seed, split fingerprints, machine, run time).")
+
+
 def _machines_text(machines: Sequence[Machine], units: bool = True,
                    platform: bool = True) -> str:
     parts = []
@@ -86,7 +97,7 @@ def _machines_text(machines: Sequence[Machine], units: bool = True,
         plat = "" if not platform or m.platform in (None, "not recorded") else f", {m.platform}"
         n = f"; {m.units} units" if units and len(machines) > 1 else ""
         parts.append(f"{m.host} ({cpus}{plat}{n})")
-    return "; ".join(parts) or "unknown"
+    return "; ".join(dict.fromkeys(parts)) or "unknown"  # each description once
 
 
 def _budget_text(s: SearchSummary | None) -> str:
@@ -145,42 +156,51 @@ def _metric(lb: Leaderboard):
     return get_metric(lb.get("metric") or "auc")
 
 
-def _heading(lb: Leaderboard, generated_by: str,
-             metric_pages: dict[str, str] | None = None) -> str:
+def heading_parts(lb: Leaderboard, metric_pages: dict[str, str] | None = None
+                  ) -> tuple[str, list[str]]:
+    """(the page's title, its opening paragraphs), in inline markdown: binarized targets,
+    what the cells are and the run time, the tables of the other metrics, an incomplete
+    run."""
     prov = lb.provenance
     m = _metric(lb)
     what = ("Test AUC x 100 (mean over users of the per-user AUC)" if m.name == "auc" else
             f"Test {m.label}{' x 100' if m.percent else ''} ({m.description}; "
             f"{'higher' if m.higher_is_better else 'lower'} is better)")
-    title = f"# Leaderboard: {lb.dataset}" + ("" if m.name == "auc" else f" — {m.label}")
-    out = [f"{GENERATED_MARKER} ({generated_by}) from a results store; regenerate, do not "
-           "edit -->\n", f"{title}\n\n"]
+    title = f"Leaderboard: {lb.dataset}" + ("" if m.name == "auc" else f" — {m.label}")
+    out = []
     if lb.binarized:
         out.append(f"**Binarized** targets: {lb.binarized}; the data were collected as "
                    "real-valued scores (a regression form of the data set scores them as "
-                   "such).\n\n")
+                   "such).")
     out.append(f"{what}, mean ± std over repetitions. "
                f"**Run time:** {_fmt_seconds(prov.time_total_s)} (sum of the {prov.units} unit "
                f"times, hyperparameter search included; units ran one BLAS thread each) on "
                f"{_machines_text(prov.machines)}; runs from {prov.first_started_at} to "
-               f"{prov.last_finished_at}.\n\n")
+               f"{prov.last_finished_at}.")
     if metric_pages:
         out.append("Tables of the other metrics recorded: " + ", ".join(
-            f"[{name}]({link})" for name, link in metric_pages.items()) + ".\n\n")
+            f"[{name}]({link})" for name, link in metric_pages.items()) + ".")
     if not lb.complete or lb.absent_models:
         missing = sum(r.missing_units for r in lb.rows)
         planned = sum(r.planned_units for r in lb.rows)
-        out.append(f"**Incomplete run:** {planned - missing} of {planned} planned units of the "
-                   f"models shown have a result ({missing} missing, "
-                   f"{sum(r.failed for r in lb.rows)} failed; {lb.planned_reps} planned "
-                   "repetitions per problem)")
+        text = (f"**Incomplete run:** {planned - missing} of {planned} planned units of the "
+                f"models shown have a result ({missing} missing, "
+                f"{sum(r.failed for r in lb.rows)} failed; {lb.planned_reps} planned "
+                "repetitions per problem)")
         if lb.absent_models:
-            out.append(f"; models without any unit: {', '.join(map(_esc, lb.absent_models))}")
-        out.append(".\n\n")
-    return "".join(out)
+            text += f"; models without any unit: {', '.join(map(_esc, lb.absent_models))}"
+        out.append(text + ".")
+    return title, out
 
 
-def _table_headers(lb: Leaderboard) -> list[str]:
+def _heading(lb: Leaderboard, generated_by: str,
+             metric_pages: dict[str, str] | None = None) -> str:
+    title, paragraphs = heading_parts(lb, metric_pages)
+    return "".join([f"{GENERATED_MARKER} ({generated_by}) from a results store; regenerate, "
+                    "do not edit -->\n", f"# {title}\n\n"] + [f"{p}\n\n" for p in paragraphs])
+
+
+def table_headers(lb: Leaderboard) -> list[str]:
     return (["model"] + [_esc(p) for p in lb.problems]
             + [SORT_HEADER, "reps", "units done/planned", "failed",
                f"W/T/L vs {_esc(lb.baseline or 'baseline')} (tasks)",
@@ -195,7 +215,7 @@ def _delta_text(lb: Leaderboard, r: Row) -> str:
     return "—" if r.delta_vs_baseline is None else f"{r.delta_vs_baseline:+.2f}"
 
 
-def _table_row(lb: Leaderboard, r: Row) -> list[str]:
+def table_row(lb: Leaderboard, r: Row) -> list[str]:
     name = (_esc(r.model) + (" ⚠" if r.fewer_reps else "") + (" ≈" if r.near_chance else "")
             + (" ◦" if r.shift_invariant and _metric(lb).threshold else "")
             + (" ⁱ" + ("✓" if r.verified_units else "") if r.imported_units else ""))
@@ -218,134 +238,170 @@ def _table_row(lb: Leaderboard, r: Row) -> list[str]:
                _failed_fits_text(s), _fmt_seconds(r.time_total_s)])
 
 
+def table_sort_keys(lb: Leaderboard, r: Row) -> list[float | str | None]:
+    """What each column of :func:`table_row` sorts by (the HTML table's column sort): the
+    numbers behind the texts, in the same order; None sorts last."""
+    w, s = r.win_tie_loss, r.search
+
+    def count(n: int | None) -> float | None:
+        return None if n is None else float(n)
+
+    return ([r.model] + [r.cells[p].mean if r.cells[p].n else None for p in lb.problems]
+            + [r.avg_rank, float(r.reps_finished), float(r.finished_units), float(r.failed),
+               None if w is None or r.model == lb.baseline else float(w.win - w.loss),
+               r.delta_vs_baseline, count(s.fits_max), count(s.at_bound),
+               count(s.degenerate), count(s.selected_not_converged),
+               count(s.refit_not_converged), count(s.failed_fits), r.time_total_s])
+
+
 def _table(lb: Leaderboard) -> str:
     from tabulate import tabulate
 
-    headers = _table_headers(lb)
-    return tabulate([_table_row(lb, r) for r in lb.rows], headers=headers, tablefmt="pipe",
+    headers = table_headers(lb)
+    return tabulate([table_row(lb, r) for r in lb.rows], headers=headers, tablefmt="pipe",
                     disable_numparse=True, colalign=["left"] + ["right"] * (len(headers) - 1))
 
 
 def _small_n_text(lb: Leaderboard) -> list[str]:
-    tests, out = lb.tests, []
+    """The columns whose comparisons cannot be marked, each statement once: columns with the
+    same models and pairs are named together."""
+    tests = lb.tests
+    weak: dict[str, list[str]] = {}     # the statement -> its columns
+    none: dict[int, list[str]] = {}     # comparisons per column -> columns none of whose cells
     for s in tests.small_n_columns:
         who = ", ".join(f"{_esc(x.model)} ({x.pairs} pairs: min p = "
                         f"{x.min_attainable_p:.3g})" for x in s.models)
         if who:
-            out.append(f"- Column {_esc(s.problem)}: with n < 6 paired repetitions the two-sided "
-                       f"Wilcoxon signed-rank test cannot reach p < {tests.alpha} (smallest "
-                       "attainable p = 2/2^n), so these comparisons can never be marked: " + who
-                       + ". At least 6 repetitions are needed.\n")
+            weak.setdefault(who, []).append(_esc(s.problem))
         if s.all:
-            out.append(f"- Column {_esc(s.problem)}: **no cell of this column can be marked "
-                       f"significant** with these repetitions: Holm over {s.comparisons} "
-                       f"comparison(s) needs a smallest p < {tests.alpha}/{s.comparisons}, "
-                       "below the smallest attainable Wilcoxon p-value 2/2^n.\n")
+            none.setdefault(s.comparisons, []).append(_esc(s.problem))
+
+    def columns(names: list[str]) -> str:
+        return ("Column " if len(names) == 1 else "Columns ") + ", ".join(names)
+
+    out = [f"{columns(cols)}: with n < 6 paired repetitions the two-sided Wilcoxon signed-rank "
+           f"test cannot reach p < {tests.alpha} (smallest attainable p = 2/2^n), so these "
+           f"comparisons can never be marked: {who}. At least 6 repetitions are needed."
+           for who, cols in weak.items()]
+    out += [f"{columns(cols)}: **no cell of {'this column' if len(cols) == 1 else 'these columns'}"
+            f" can be marked significant** with these repetitions: Holm over {k} "
+            f"comparison(s) needs a smallest p < {tests.alpha}/{k}, below the smallest "
+            "attainable Wilcoxon p-value 2/2^n." for k, cols in none.items()]
     return out
 
 
-def _how_to_read(lb: Leaderboard) -> str:
+def how_to_read_items(lb: Leaderboard) -> list[str]:
+    """The bullets under the table (inline markdown): marks, columns, notes."""
     tests = lb.tests
     m = _metric(lb)
     best = "the highest" if m.higher_is_better else "the lowest"
-    out = ["**How to read this table**\n\n",
-           f"- **Bold**: the best mean in the column ({best}: {m.label} is "
+    out = [f"**Bold**: the best mean in the column ({best}: {m.label} is "
            f"{'higher' if m.higher_is_better else 'lower'}-is-better; ranks, tests and W/T/L "
            "follow that direction). † after a cell: significantly worse than the "
            f"column's best model — {tests.pairwise_test}, p-values corrected by "
            f"{tests.correction}, Holm-adjusted p < {tests.alpha}. A cell without † is not "
-           "significantly different from the best at this level.\n"]
+           "significantly different from the best at this level."]
     out += _small_n_text(lb)
     if lb.reps_differ:
-        out.append("- Repetitions differ between cells: each cell states its n (finished "
-                   "repetitions).\n")
+        out.append("Repetitions differ between cells: each cell states its n (finished "
+                   "repetitions).")
     else:
         n = lb.reps_per_cell[0] if lb.reps_per_cell else 0
-        out.append(f"- Every cell averages n = {n} finished repetitions.\n")
+        out.append(f"Every cell averages n = {n} finished repetitions.")
     if any(r.fewer_reps for r in lb.rows):
-        out.append("- ⚠ after a model: fewer finished repetitions than the most complete model "
-                   "(failed or not yet run); its mean is over fewer splits.\n")
-    out.append("- *failed*: units (model, problem, repetition) that raised, timed out or "
+        out.append("⚠ after a model: fewer finished repetitions than the most complete model "
+                   "(failed or not yet run); its mean is over fewer splits.")
+    out.append("*failed*: units (model, problem, repetition) that raised, timed out or "
                "produced non-finite scores; they are counted here, never dropped silently "
-               "(`mtlbench results --failures` lists their messages).\n")
-    out.append(f"- *{SORT_HEADER}*: rows are sorted by the mean rank (1 = best, ties averaged) "
+               "(`mtlbench results --failures` lists their messages).")
+    out.append(f"*{SORT_HEADER}*: rows are sorted by the mean rank (1 = best, ties averaged) "
                f"over the {tests.friedman_over_problem_reps.blocks} (problem, repetition) blocks "
                "in which every ranked model finished, not by a column's mean: a model can rank "
-               "better while its mean over repetitions is lower.\n")
-    out.append("- *units done/planned*: units (problem x repetition) with a result, of those "
+               "better while its mean over repetitions is lower.")
+    out.append("*units done/planned*: units (problem x repetition) with a result, of those "
                "the run planned (the stored protocol's repetitions x the problems of this "
-               "table).\n")
+               "table).")
     if lb.baseline:
         per_user = "per-user test AUC" if m.name == "auc" else f"per-user test {m.label}"
-        out.append(f"- *W/T/L vs {_esc(lb.baseline)}*: over (problem, repetition, user) pairs, "
+        out.append(f"*W/T/L vs {_esc(lb.baseline)}*: over (problem, repetition, user) pairs, "
                    f"how often the model's {per_user} is better / equal / worse than the "
                    "baseline's (the model that declares itself the baseline) on the same "
-                   "split.\n")
-        out.append(f"- *Δ% vs {_esc(lb.baseline)}*: the average relative improvement over the "
+                   "split.")
+        out.append(f"*Δ% vs {_esc(lb.baseline)}*: the average relative improvement over the "
                    "baseline (LibMTL's Δp): per problem, 100 x the mean over paired repetitions "
                    f"of ±({m.label} − baseline's) / |baseline's|, signed so that positive is "
-                   "better, averaged over the problems (docs/reports.md).\n")
+                   "better, averaged over the problems (docs/reports.md).")
     out += _search_legend(lb)
-    out.append("- *run time*: sum of that model's unit times (search + refit).\n")
-    out += [f"- {note}\n" for note in lb.notes]
-    return "".join(out)
+    out.append("*run time*: sum of that model's unit times (search + refit).")
+    out += list(lb.notes)
+    return out
+
+
+def _how_to_read(lb: Leaderboard) -> str:
+    return "**How to read this table**\n\n" + "".join(f"- {item}\n"
+                                                       for item in how_to_read_items(lb))
 
 
 def _search_legend(lb: Leaderboard) -> list[str]:
     """The bullets explaining the search columns, and the selections at a non-bound edge."""
-    out = ["- *budget (fits/unit)*: hyperparameter fits of each unit's search (the refit on "
+    out = ["*budget (fits/unit)*: hyperparameter fits of each unit's search (the refit on "
            "train+validation not counted); the same for every model under one search rule, "
            "which fits more (\"used\"; at most twice the budget) only to extend past a best "
-           "value at an edge that is not a declared bound.\n",
-           "- *at bound*: units whose selected value of a searched hyperparameter equals a "
+           "value at an edge that is not a declared bound.",
+           "*at bound*: units whose selected value of a searched hyperparameter equals a "
            "declared bound of the model (a real limit, e.g. a penalty of 0), and which "
-           "parameters.\n",
-           "- *degenerate*: units whose selected fit gives constant validation scores to at "
+           "parameters.",
+           "*degenerate*: units whose selected fit gives constant validation scores to at "
            "least a quarter of the tasks (w_t = 0 or equivalent: AUC 0.5 for those users); "
-           "\"not recorded\": units stored before the search recorded it.\n",
-           "- *selected fit not converged*: units whose search fit at the selected "
+           "\"not recorded\": units stored before the search recorded it.",
+           "*selected fit not converged*: units whose search fit at the selected "
            "hyperparameters (the fit that chose them on validation data) did not meet its "
            "solver's stated tolerance; *refit not converged*: the same for the refit on "
            "train+validation that is scored on test (\"not recorded\": the model did not "
-           "report it).\n",
-           "- *failed search fits*: fits of the search that raised (the unit finished, with "
+           "report it).",
+           "*failed search fits*: fits of the search that raised (the unit finished, with "
            "fewer usable fits); `mtlbench results --failures` and the unit's trace give the "
-           "errors.\n"]
+           "errors."]
     edge = [(r.model, r.search) for r in lb.rows if r.search.at_edge]
     if edge:
-        out.append("- **Selections at an edge of the searched range that is not a bound** (the "
+        out.append("**Selections at an edge of the searched range that is not a bound** (the "
                    "optimum may lie outside what was searched; the starting grid or budget is at "
                    "fault): " + "; ".join(f"{_esc(m)} {s.at_edge}/{s.units} "
                                           f"({', '.join(s.at_edge_params)})" for m, s in edge)
-                   + ".\n")
+                   + ".")
     degen = [(r.model, r.search) for r in lb.rows if r.search.degenerate]
     if degen:
-        out.append("- **Degenerate selections**: " + "; ".join(
+        out.append("**Degenerate selections**: " + "; ".join(
             f"{_esc(m)} {s.degenerate}/{s.units} ({', '.join(s.degenerate_units)})"
-            for m, s in degen) + ".\n")
+            for m, s in degen) + ".")
     failed = [(r.model, r.search) for r in lb.rows if r.search.failed_fits]
     if failed:
-        out.append("- **Search fits that raised** (fits per unit in brackets): " + "; ".join(
+        out.append("**Search fits that raised** (fits per unit in brackets): " + "; ".join(
             f"{_esc(m)} {s.failed_fits} ({', '.join(s.failed_fit_units)})"
-            for m, s in failed) + ".\n")
+            for m, s in failed) + ".")
     return out
 
 
-def _friedman_text(lb: Leaderboard) -> str:
-    out = ["\n**Friedman test**\n\n"]
+def friedman_items(lb: Leaderboard) -> list[str]:
+    """The Friedman tests of the table, one line each."""
+    out = []
     for f, label in ((lb.tests.friedman_over_problem_reps, "over (problem, repetition) blocks"),
                      (lb.tests.friedman_over_problems, "across problems (per-problem means)")):
         if f is None:
             if label.startswith("across"):
-                out.append(f"- {label}: not applicable ({lb.dataset} has one problem).\n")
+                out.append(f"{label}: not applicable ({lb.dataset} has one problem).")
             continue
         if f.p_value is None:
-            out.append(f"- {label}: not computed — {f.reason or 'n/a'}.\n")
+            out.append(f"{label}: not computed — {f.reason or 'n/a'}.")
         else:
-            out.append(f"- {label}: χ² = {f.statistic:.3f}, p = {f.p_value:.3g} "
+            out.append(f"{label}: χ² = {f.statistic:.3f}, p = {f.p_value:.3g} "
                        f"({f.models} models, {f.blocks} blocks; "
-                       "scipy.stats.friedmanchisquare).\n")
-    return "".join(out)
+                       "scipy.stats.friedmanchisquare).")
+    return out
+
+
+def _friedman_text(lb: Leaderboard) -> str:
+    return "\n**Friedman test**\n\n" + "".join(f"- {x}\n" for x in friedman_items(lb))
 
 
 def _figures_text(figures: Sequence[dict[str, Any]]) -> str:
@@ -362,34 +418,64 @@ def _figures_text(figures: Sequence[dict[str, Any]]) -> str:
     return "".join(out)
 
 
+def _code_text(lb: Leaderboard) -> tuple[str, str]:
+    """(the search rule, the code fingerprints) of the table's units: ``adaptive (version 4),
+    budget 20 fits``; per model label the plugin class and the fingerprint(s) of its code,
+    and the data set's (read from each unit's provenance)."""
+    rules: set[str] = set()
+    code: dict[str, set[str]] = {}
+    for u in lb.units or []:
+        proto = u.protocol if isinstance(u.protocol, dict) else {}
+        if proto.get("search"):
+            rules.add(f"{proto['search']}"
+                      + (f" (version {proto['search_version']})" if proto.get("search_version")
+                         else "")
+                      + (f", budget {proto['budget']} fits" if proto.get("budget") else ""))
+        prov = u.provenance if isinstance(u.provenance, dict) else {}
+        for who, what in (("data set", "dataset"), (u.model, "model")):
+            rec = prov.get(what)
+            if isinstance(rec, dict) and rec.get("code"):
+                code.setdefault(who, set()).add(f"`{rec['code']}`")
+    text = "; ".join(f"{_esc(who)} {', '.join(sorted(v))}" for who, v in
+                     sorted(code.items(), key=lambda kv: (kv[0] != "data set", kv[0])))
+    return "; ".join(sorted(rules)) or "not recorded", text or "not recorded"
+
+
+def provenance_rows(lb: Leaderboard) -> list[list[str]]:
+    """The provenance table: [what, value] pairs (inline markdown)."""
+    prov = lb.provenance
+    search, code = _code_text(lb)
+    return [["dataset", prov.dataset],
+            ["dataset parameters", f"`{_canon(prov.dataset_params)}`"],
+            ["protocol", f"`{_canon(prov.protocol)}`"],
+            ["search rule", search],
+            ["seed", str(prov.seed)],
+            ["planned repetitions", str(lb.planned_reps or
+                                        ", ".join(map(str, prov.planned_reps)) or "—")],
+            ["left out by the selection rule", _left_text(lb.left_out or {})],
+            ["split fingerprint digest", f"`{prov.split_digest}` (sha256 over the per-"
+             "(problem, repetition) split fingerprints; full list in the JSON)"],
+            ["same splits for every model", "yes" if prov.split_fingerprints_consistent
+             else "**NO — models saw different splits**"],
+            ["data fingerprint(s)", ", ".join(f"{p}: `{', '.join(v)[:16]}`"
+                                              for p, v in prov.data_fingerprints.items())],
+            ["code fingerprints", code],
+            ["mtlbench", ", ".join(prov.mtlbench_versions)],
+            ["plugins", ", ".join(prov.plugin_versions)],
+            ["numpy / scipy / python", f"{', '.join(prov.numpy_versions)} / "
+             f"{', '.join(prov.scipy_versions)} / {', '.join(prov.python_versions)}"],
+            ["machine(s)", _machines_text(prov.machines)],
+            ["units", f"{prov.units} ({prov.units_ok} ok, {prov.units_failed} failed)"],
+            ["total run time", f"{_fmt_seconds(prov.time_total_s)} (sum of unit times)"],
+            ["runs", f"{prov.first_started_at} → {prov.last_finished_at}"],
+            ["table generated", prov.generated_at]]
+
+
 def _provenance_text(lb: Leaderboard) -> str:
     from tabulate import tabulate
 
-    prov = lb.provenance
-    pv = [["dataset", prov.dataset],
-          ["dataset parameters", f"`{_canon(prov.dataset_params)}`"],
-          ["protocol", f"`{_canon(prov.protocol)}`"],
-          ["seed", str(prov.seed)],
-          ["planned repetitions", str(lb.planned_reps or
-                                      ", ".join(map(str, prov.planned_reps)) or "—")],
-          ["left out by the selection rule", _left_text(lb.left_out or {})],
-          ["split fingerprint digest", f"`{prov.split_digest}` (sha256 over the per-"
-           "(problem, repetition) split fingerprints; full list in the JSON)"],
-          ["same splits for every model", "yes" if prov.split_fingerprints_consistent
-           else "**NO — models saw different splits**"],
-          ["data fingerprint(s)", ", ".join(f"{p}: `{', '.join(v)[:16]}`"
-                                            for p, v in prov.data_fingerprints.items())],
-          ["mtlbench", ", ".join(prov.mtlbench_versions)],
-          ["plugins", ", ".join(prov.plugin_versions)],
-          ["numpy / scipy / python", f"{', '.join(prov.numpy_versions)} / "
-           f"{', '.join(prov.scipy_versions)} / {', '.join(prov.python_versions)}"],
-          ["machine(s)", _machines_text(prov.machines)],
-          ["units", f"{prov.units} ({prov.units_ok} ok, {prov.units_failed} failed)"],
-          ["total run time", f"{_fmt_seconds(prov.time_total_s)} (sum of unit times)"],
-          ["runs", f"{prov.first_started_at} → {prov.last_finished_at}"],
-          ["table generated", prov.generated_at]]
-    return ("\n## Provenance\n\n"
-            + tabulate(pv, headers=["", ""], tablefmt="pipe", disable_numparse=True) + "\n")
+    return ("\n## Provenance\n\n" + tabulate(provenance_rows(lb), headers=["", ""],
+                                               tablefmt="pipe", disable_numparse=True) + "\n")
 
 
 def _left_text(left: dict[str, int]) -> str:
@@ -463,4 +549,6 @@ def render(lb: Leaderboard, fmt: str) -> str:
 
 
 __all__ = ["to_markdown", "to_json", "to_csv", "render", "cell_text", "SORT_HEADER",
-           "GENERATED_MARKER"]
+           "GENERATED_MARKER", "heading_parts", "how_to_read_items", "friedman_items",
+           "provenance_rows", "table_headers", "table_row", "table_sort_keys", "digits_of",
+           "metric_text"]
