@@ -251,7 +251,7 @@ def blas_description() -> str:
 def versions(model: str | None = None) -> dict[str, str]:
     import numpy
     import scipy
-    import scipy.linalg  # noqa: F401 - its BLAS loaded, so that blas_description names it
+    import scipy.linalg  # loads scipy's BLAS, so that blas_description names it too
 
     from .. import __version__
 
