@@ -1,6 +1,10 @@
 """Arithmetic whose results do not depend on the machine: exact slice products (checked by
 order invariance and against exact rational arithmetic), the eigensolver against LAPACK's,
 and the same bits under other BLAS kernels, BLAS threads and numpy SIMD levels."""
+import json
+import os
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -135,3 +139,70 @@ def test_repeated_eigenvalues_give_an_orthonormal_basis():
     w, V = reproducible_eigh(np.diag([3.0, 1.0, 2.0]), 2)       # already tridiagonal
     np.testing.assert_allclose(w, [2.0, 3.0])
     np.testing.assert_allclose(np.abs(V), [[0, 1], [0, 0], [1, 0]], atol=1e-15)
+# ------------------------------------------------------------------ across machines' arithmetic
+_CHILD = r"""
+import hashlib, json
+import numpy as np
+from threadpoolctl import threadpool_info
+from mtlbench.reproducible import reproducible_eigh, reproducible_gram, reproducible_matmul
+from mtlbench.synthetic import make_simulated
+from mtlbench_datasets.synthetic_attributes import SyntheticAttributes
+
+def h(*arrays):
+    out = hashlib.sha256()
+    for a in arrays:
+        out.update(np.ascontiguousarray(a).tobytes())
+    return out.hexdigest()
+
+rng = np.random.default_rng(7)
+A, B = rng.standard_normal((400, 300)), rng.standard_normal((300, 200))
+X = np.ldexp(rng.standard_normal((1500, 120)), rng.integers(-7, 7, size=120))
+G = reproducible_gram(X)
+print(json.dumps({
+    "blas": sorted({str(i.get("architecture")) for i in threadpool_info()
+                    if i.get("user_api") == "blas"}),
+    "matmul": h(reproducible_matmul(A, B)), "gram": h(G), "eigh": h(*reproducible_eigh(G, 30)),
+    "synthetic-attributes": SyntheticAttributes(
+        setting="gist-like", n_items=1000, n_features=150, n_components=20, users=30,
+        n_attributes=1).load("attr0").fingerprint(),
+    "simulated": make_simulated(0).fingerprint()}))
+"""
+
+
+def _child(env: dict[str, str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", **env}, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _dispatched_simd() -> list[str]:
+    """numpy's runtime-dispatched SIMD features this CPU has (disabled: the baseline code)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    return [f for f in __cpu_dispatch__ if __cpu_features__.get(f)]
+
+
+def test_the_same_bits_under_other_blas_kernels_threads_and_simd_levels():
+    """Products, Gram matrix, eigenpairs and two generated data sets (one through the PCA, the
+    heavy-tailed and unevenly scaled setting) in fresh processes: another OpenBLAS kernel,
+    two BLAS threads, numpy without its dispatched SIMD code.  Each of these changes the last
+    bits of a plain ``@`` / ``eigh``; the fingerprints here must not change."""
+    base = _child({"OPENBLAS_NUM_THREADS": "1"})
+    runs = {"two BLAS threads": _child({"OPENBLAS_NUM_THREADS": "2"})}
+    simd = _dispatched_simd()
+    if simd:
+        runs["numpy baseline SIMD"] = _child({"OPENBLAS_NUM_THREADS": "1",
+                                              "NPY_DISABLE_CPU_FEATURES": " ".join(simd)})
+    for kernel in ("Haswell", "SkylakeX", "Sandybridge"):
+        if [kernel.lower()] == [b.lower() for b in base["blas"]]:
+            continue
+        other = _child({"OPENBLAS_NUM_THREADS": "1", "OPENBLAS_CORETYPE": kernel})
+        if [b.lower() for b in other["blas"]] == [kernel.lower()]:
+            runs[kernel] = other
+            break
+    for what, run in runs.items():
+        for key in ("matmul", "gram", "eigh", "synthetic-attributes", "simulated"):
+            assert run[key] == base[key], f"{key} differs with {what}"
+    if not any(r["blas"] != base["blas"] for r in runs.values()):
+        pytest.skip(f"only the {base['blas']} BLAS kernel runs here; threads and SIMD checked")
