@@ -30,11 +30,17 @@ Mistakes are caught when a plugin registers, each naming the plugin and the fix:
   ``target_kinds`` that is not a non-empty tuple of known target kinds.  That model
   is unusable (stage ``validate``); the rest of its plugin is not affected;
 * forms that work but should change (:func:`model_declaration_notices`, a
-  :class:`PluginMigrationWarning` naming the model and what to write): a search space of
-  plain lists (the first release's form; searched under the same rule and budget as declared
-  ranges, :func:`mtlbench.space.list_to_param`), ``supports_warm_start`` without ``convex``
-  (warm starts stay off), a model whose code never sets ``converged_`` (its convergence is
-  "not recorded").
+  :class:`PluginMigrationWarning` naming the model and what to write, kept once per model
+  and form as a :class:`PluginNotice` in ``Registry.notices``, which ``mtlbench plugins``
+  lists): a search space of plain lists (the first release's form; searched under the same
+  rule and budget as declared ranges, :func:`mtlbench.space.list_to_param`),
+  ``supports_warm_start`` without ``convex`` (warm starts stay off).
+
+Whether a model sets ``converged_`` is seen by behaviour, never read from its source: at its
+first use, the first finished unit of a model (:meth:`Registry.note_unit`) shows whether any of
+its fits set it; when none did, a notice says that its convergence is "not recorded".
+Registration fits nothing (``compare`` starts in a moment); the conformance kit fits and looks
+too (:mod:`mtlbench.testing`).
 
 Names: a name a built-in model, dataset or searcher has stays the built-in's; a third-party
 plugin registering it is refused (stage ``name clash``) and the built-in keeps working.  Two
@@ -44,7 +50,6 @@ third-party plugins registering the same name make only that name unusable (usin
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import os
 import re
@@ -52,7 +57,6 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import pluggy
@@ -63,7 +67,6 @@ from .errors import (ConfigError, PluginConflictError, PluginError, UnknownNameE
                      unknown_name_message)
 from .metrics import TARGET_KINDS, Metric
 from .model import MTLModel
-from .provenance import source_files
 from .searcher import Searcher
 from .space import as_param, list_to_param, space_problems
 from .syntax import parse_selector
@@ -99,6 +102,18 @@ class PluginFailure:
 
 
 @dataclass
+class PluginNotice:
+    """A form the author of a working model should change (one
+    :class:`PluginMigrationWarning`): the plugin, the model and what to write instead."""
+
+    name: str
+    distribution: str
+    version: str
+    model: str
+    message: str
+
+
+@dataclass
 class Registered:
     obj: Any
     plugin: PluginInfo
@@ -110,8 +125,8 @@ class PluginWarning(UserWarning):
 
 class PluginMigrationWarning(UserWarning):
     """A plugin works but uses a form its author should migrate (a plain-list search space,
-    ``supports_warm_start`` without ``convex``, no ``converged_``); the message names the
-    model and says what to write instead."""
+    ``supports_warm_start`` without ``convex``, fits that set no ``converged_``); the message
+    names the model and says what to write instead."""
 
 
 def _strict() -> bool:
@@ -269,6 +284,8 @@ class Registry:
         self.pm.add_hookspecs(hookspecs)
         self.plugins: list[PluginInfo] = []
         self.failures: list[PluginFailure] = []
+        self.notices: list[PluginNotice] = []
+        self._first_units: set[str] = set()  # models whose first finished unit was seen
         self._models: dict[str, Registered] = {}
         self._datasets: dict[str, Registered] = {}
         self._searchers: dict[str, Registered] = {}
@@ -411,10 +428,8 @@ class Registry:
             self._fail(PluginFailure(info.name, info.distribution, info.version,
                                      "validate", msg))
             return False
-        for note in model_declaration_notices(cls, info.distribution):
-            warnings.warn(f"mtlbench plugin {info.name!r} (distribution {info.distribution} "
-                          f"{info.version}): model {key!r}: {note}",
-                          PluginMigrationWarning, stacklevel=3)
+        for note in model_declaration_notices(cls):
+            self._notice(info, key, note)
         return True
 
     def _metric_declarations_ok(self, cls: type[Metric], key: str, info: PluginInfo) -> bool:
@@ -429,6 +444,35 @@ class Registry:
                                      "validate", msg))
             return False
         return True
+    def _notice(self, info: PluginInfo, model: str, message: str) -> PluginNotice:
+        """Record a notice and warn (:class:`PluginMigrationWarning`) once."""
+        notice = PluginNotice(info.name, info.distribution, info.version, model, message)
+        self.notices.append(notice)
+        warnings.warn(f"mtlbench plugin {info.name!r} (distribution {info.distribution} "
+                      f"{info.version}): model {model!r}: {message}", PluginMigrationWarning,
+                      stacklevel=4)
+        return notice
+
+    def note_unit(self, row: Mapping[str, Any]) -> PluginNotice | None:
+        """At a model's first use: the first finished unit of each model (a stored unit row,
+        ``status`` "ok") tells whether its fits set ``converged_`` (the search trace records
+        each fit's flag, the search summary the refit's).  When none did, a notice (and a
+        :class:`PluginMigrationWarning`) says so, once per model; returns it."""
+        name = (row.get("model_config") or {}).get("name")
+        if row.get("status") != "ok" or not name or name in self._first_units \
+                or name not in self._models:
+            return None
+        self._first_units.add(name)
+        summary = (row.get("diagnostics") or {}).get("search") or {}
+        trace = row.get("grid")
+        fits = trace.get("fits", []) if isinstance(trace, dict) else trace or []
+        flags = [f.get("converged") for f in fits if isinstance(f, dict) and "error" not in f]
+        if summary.get("refit_converged") is not None or any(f is not None for f in flags):
+            return None
+        where = f"{row.get('problem')} rep {row.get('rep')}"
+        return self._notice(self._models[name].plugin, name, NO_CONVERGED.format(
+            what=f"no fit of its first unit ({where}: {len(flags)} search fits and the refit) "
+                 "set converged_"))
 
     def _clash(self, kind: str, key: str, info: PluginInfo, obj: Any) -> None:
         """``key`` is registered by more than one plugin.  A built-in keeps its name and the
@@ -683,75 +727,36 @@ def _accepted_keywords(func: Any) -> set[str]:
     return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
-_SETS_CONVERGED = re.compile(r"\bconverged_\b")
+#: what a model whose fits set no ``converged_`` should change ({what}: what was seen)
+NO_CONVERGED = ("{what}, so the results record its convergence as unknown (\"not "
+                "recorded\"; diagnostics_['converged'] is not read): set self.converged_ = "
+                "True / False in fit (whether the solver met its stated tolerance; True for "
+                "a closed-form fit)")
 
 
-def model_declaration_notices(cls: type[MTLModel], distribution: str | None = None
-                              ) -> list[str]:
-    """What an author should change in model ``cls`` (the model works as it is):
+def model_declaration_notices(cls: type[MTLModel]) -> list[str]:
+    """What an author should change in model ``cls`` (the model works as it is), read from
+    its declarations:
 
     * each plain-list ``search_space`` entry, with the declaration it is read as and the one
       to write;
     * ``supports_warm_start = True`` without ``convex = True``: the protocol warm-starts only
-      convex models, so its fits start cold;
-    * no ``converged_`` anywhere in the model's source files (those of its code fingerprint,
-      :func:`mtlbench.provenance.source_files`; ``distribution`` the plugin's): its
-      convergence is recorded as unknown ("not recorded"), also when ``diagnostics_`` holds
-      a ``"converged"`` entry."""
-    out = _space_notices(cls)
+      convex models, so its fits start cold.
+
+    (Whether ``fit`` sets ``converged_`` is behaviour: :meth:`Registry.note_unit` and the
+    conformance kit look at fitted models.)"""
+    out = space_notices(cls)
     if getattr(cls, "supports_warm_start", False) and not getattr(cls, "convex", False):
         out.append("declares supports_warm_start = True but not convex = True, so its fits "
                    "are never warm-started (the protocol warm-starts only convex models, "
                    "where the start cannot change the answer); declare convex = True if fit "
                    "minimises a convex problem, else remove supports_warm_start")
-    if not _sets_converged(cls, distribution):
-        out.append("never sets converged_, so the results record its convergence as unknown "
-                   "(\"not recorded\"; diagnostics_['converged'] is not read): set "
-                   "self.converged_ = True / False in fit (whether the solver met its stated "
-                   "tolerance; True for a closed-form fit)")
     return out
 
 
-def _sets_converged(cls: type[MTLModel], distribution: str | None) -> bool:
-    """Whether ``converged_`` appears in the model's code: the modules of its classes first
-    (where models set it; cheap), else every file of its code fingerprint; True when the
-    source cannot be read (nothing to say then)."""
-    own = {inspect.getsourcefile(k) for k in cls.__mro__
-           if k.__module__.split(".")[0] != hookspecs.PROJECT_NAME and k is not object
-           and _has_source(k)}
-    if any(_mentions_converged(f) for f in own if f):
-        return True
-    files = source_files(cls, distribution)
-    return not files or any(_mentions_converged(f) for f in files)
-
-
-def _has_source(klass: type) -> bool:
-    try:
-        return bool(inspect.getsourcefile(klass))
-    except TypeError:  # a built-in class
-        return False
-
-
-def _mentions_converged(path: str) -> bool:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False
-    return _file_mentions_converged(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=512)
-def _file_mentions_converged(path: str, mtime_ns: int, size: int) -> bool:
-    """Whether file ``path`` (this version of it) mentions ``converged_``."""
-    try:
-        return bool(_SETS_CONVERGED.search(Path(path).read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
-def _space_notices(cls: type[MTLModel]) -> list[str]:
+def space_notices(cls: type[MTLModel]) -> list[str]:
     """Each plain-list entry of ``cls.search_space``: the declaration it is read as and the
-    one to write."""
+    one to write (registration and the conformance kit warn with these)."""
     out = []
     for key, decl in (getattr(cls, "search_space", None) or {}).items():
         if not isinstance(decl, (list, tuple)) or not decl:

@@ -94,6 +94,8 @@ class ProgressRecorder:
     """
 
     points: list[ProgressPoint] = field(default_factory=list)
+    #: called with the recorder after each recorded point (e.g. to send the points on)
+    on_point: Callable[["ProgressRecorder"], None] | None = None
     _start: float = 0.0
     _paused: float = 0.0
     _stop: float | None = None
@@ -107,6 +109,13 @@ class ProgressRecorder:
             time=t, iteration=int(iteration), objective=float(value),
             certificate=None if cert is None else float(cert)))
         self._paused += time.perf_counter() - entered
+        if self.on_point is not None:
+            self.on_point(self)
+
+    def exclude(self, seconds: float) -> None:
+        """Take ``seconds`` (spent by the caller on the recorder's behalf, e.g. sending the
+        points on) off the solver's clock."""
+        self._paused += seconds
 
     @contextmanager
     def recording(self) -> Iterator["ProgressRecorder"]:

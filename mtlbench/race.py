@@ -13,8 +13,11 @@ model, problem, repetition and seed (``--from-store``), or the centre of the sta
 :func:`centre_params`).
 
 Each solver run is one fresh process (forkserver, like units) with BLAS limited to one thread;
-a run that raises, kills its process or outlives ``timeout`` is recorded as failed, and the
-race goes on.  Runs are sequential, so one cannot slow another down.
+a run that raises or kills its process is recorded as failed, and the race goes on.  The run
+sends its progress points as it goes (at most every :data:`SEND_SECONDS`, in time the recorder
+does not charge to the solver), so one that outlives ``timeout`` is stopped with the curve it
+reached (status "stopped": drawn and timed up to there, marked "stopped at the time limit").
+Runs are sequential, so one cannot slow another down.
 
 The reference optimum of each model (:func:`reference_optimum`)
 ----------------------------------------------------------------
@@ -65,12 +68,16 @@ __all__ = ["LEVELS", "RaceEntry", "SolverRun", "Reference", "RaceResult", "centr
            "race_selections", "race_entries", "reference_variants", "run_entry",
            "reference_optimum", "solver_agreement", "level_times", "run_race", "race_rows",
            "race_problem", "solver_class", "own_solvers", "csv_records", "to_json",
-           "CSV_COLUMNS", "RACE_FORMAT", "DEFAULT_TIMEOUT"]
+           "CSV_COLUMNS", "RACE_FORMAT", "DEFAULT_TIMEOUT", "STOPPED", "SEND_SECONDS"]
 
 #: Relative suboptimality levels of the table (time to reach each).
 LEVELS = (1e-2, 1e-4, 1e-6)
 RACE_FORMAT = "mtlbench-race/1"
 DEFAULT_TIMEOUT = 600.0
+#: seconds between two sends of the progress points a race worker has recorded
+SEND_SECONDS = 0.25
+#: the status of a run stopped at its time limit (its curve is what it reached)
+STOPPED = "stopped"
 #: Reference runs: tolerance parameters divided by this, iteration caps multiplied by it / 10.
 TIGHTEN = 100.0
 LONGER = 10
@@ -96,7 +103,7 @@ class SolverRun:
     certificate), final objective (and where it came from), convergence, iterations."""
 
     entry: RaceEntry
-    status: str                    # "ok" | "failed"
+    status: str                    # "ok" | "failed" | STOPPED (at the time limit)
     message: str = ""
     points: list[dict[str, Any]] = field(default_factory=list)
     elapsed: float | None = None
@@ -335,16 +342,41 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _fit_and_record(cls: type[MTLModel], params: Mapping[str, Any],
-                    tasks: TaskSet) -> dict[str, Any]:
+def _point(p: Any) -> dict[str, Any]:
+    return {"time": p.time, "iteration": p.iteration, "objective": p.objective,
+            "certificate": p.certificate}
+
+
+class _Sender:
+    """Sends a race worker's new progress points to the race (``("points", [...])``) at
+    most every :data:`SEND_SECONDS`; the time it takes is not charged to the solver."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.sent, self.last = conn, 0, time.perf_counter()
+
+    def __call__(self, rec: Any) -> None:
+        now = time.perf_counter()
+        if now - self.last < SEND_SECONDS:
+            return
+        new = rec.points[self.sent:]
+        self.conn.send(("points", [_point(p) for p in new]))
+        self.sent += len(new)
+        self.last = time.perf_counter()
+        rec.exclude(self.last - now)
+
+
+def _fit_and_record(cls: type[MTLModel], params: Mapping[str, Any], tasks: TaskSet,
+                    send: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Fit ``cls(**params)`` on ``tasks`` with BLAS on one thread, recording progress; the
-    body of a race worker process (also callable in-process, e.g. by tests)."""
+    body of a race worker process (also callable in-process, e.g. by tests).  ``send``, if
+    given, is called with the recorder after each reported point (a worker's
+    :class:`_Sender`)."""
     from threadpoolctl import threadpool_limits
 
     from .progress import ProgressRecorder
     from .protocol import check_fit_returned
 
-    rec = ProgressRecorder()
+    rec = ProgressRecorder(on_point=send)
     model = cls(**dict(params))
     with threadpool_limits(limits=1):
         with rec.recording():
@@ -360,8 +392,7 @@ def _fit_and_record(cls: type[MTLModel], params: Mapping[str, Any],
                 final, source = float(hist[-1]), "objective_history_"
     converged = getattr(model, "converged_", None)
     n_iter = getattr(model, "n_iter_", None)
-    points = [{"time": p.time, "iteration": p.iteration, "objective": p.objective,
-               "certificate": p.certificate} for p in rec.points]
+    points = [_point(p) for p in rec.points]
     return {"points": points, "elapsed": rec.elapsed, "final_objective": final,
             "objective_source": source,
             "converged": None if converged is None else bool(converged),
@@ -375,7 +406,7 @@ def _worker(conn, cls, params, tasks, parent_pid: int) -> None:
 
     die_with_parent(parent_pid)
     try:
-        conn.send(("ok", _fit_and_record(cls, params, tasks)))
+        conn.send(("ok", _fit_and_record(cls, params, tasks, _Sender(conn))))
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the race
         conn.send(("failed", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
     finally:
@@ -413,43 +444,66 @@ def run_entry(registry, entry: RaceEntry, tasks: TaskSet,
     proc.start()
     child.close()
     run = SolverRun(entry, "failed", host=socket.gethostname(), started_at=started)
+    deadline = None if timeout is None else t0 + timeout
     try:
-        if parent.poll(timeout):
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not parent.poll(left):
+                if proc.is_alive():
+                    run.status = STOPPED
+                    run.message = (f"stopped at the time limit of {timeout:g} s (--timeout), "
+                                   f"after {len(run.points)} reported point(s): its curve is "
+                                   "what it reached")
+                else:
+                    run.message = f"its process {death_cause(proc.exitcode)}"
+                break
             msg = parent.recv()
+            if msg[0] == "points":
+                run.points.extend(msg[1])
+                continue
             if msg[0] == "ok":
                 run.status = "ok"
                 for k, v in msg[1].items():
                     setattr(run, k, v)
             else:
                 run.message = msg[1]
-        else:
-            run.message = (f"exceeded the timeout of {timeout:g} s (its process was stopped)"
-                           if proc.is_alive() else
-                           f"its process {death_cause(proc.exitcode)}")
+            break
     except EOFError:
         proc.join(5)
+        run.points = []
         run.message = f"its process {death_cause(proc.exitcode)}"
     finally:
         if proc.is_alive():
             proc.kill()
         proc.join(5)
         parent.close()
-    if run.status == "failed" and run.elapsed is None:
+    if run.status == STOPPED:
+        run.elapsed = run.points[-1]["time"] if run.points else None
+    elif run.status == "failed" and run.elapsed is None:
         run.elapsed = time.monotonic() - t0
     run.finished_at = _now()
     return run
 
 
 # ----------------------------------------------------------------------------- analysis
+def _has_curve(run: SolverRun) -> bool:
+    """A run whose points are objectives of its iterates: finished, or stopped at the time
+    limit (the points it reached)."""
+    return run.status == "ok" or (run.status == STOPPED and bool(run.points))
+
+
 def reference_optimum(runs: Sequence[SolverRun], convex: bool) -> Reference:
-    """The reference optimum of one model selection from its runs (module docstring)."""
+    """The reference optimum of one model selection from its runs (module docstring); the
+    points of a run stopped at the time limit count (each is an objective at an iterate, and
+    a certificate there bounds the optimum), the run itself is no second solver."""
     ok = [r for r in runs if r.status == "ok"]
-    values = [p["objective"] for r in ok for p in r.curve()
+    drawn = [r for r in runs if _has_curve(r)]
+    values = [p["objective"] for r in drawn for p in r.curve()
               if p.get("objective") is not None and math.isfinite(p["objective"])]
     if not values:
         return Reference(None, "none", note="no run reported an objective")
     best = min(values)
-    lowers = [p["objective"] - p["certificate"] for r in ok for p in r.curve()
+    lowers = [p["objective"] - p["certificate"] for r in drawn for p in r.curve()
               if p.get("certificate") is not None and math.isfinite(p["certificate"])]
     if lowers:
         lower = max(lowers)
@@ -507,9 +561,10 @@ def suboptimality(objective: float, reference: Reference) -> float | None:
 def level_times(run: SolverRun, reference: Reference,
                 levels: Sequence[float] = LEVELS) -> dict[str, float | None]:
     """First solver time at which the run's relative suboptimality is <= each level (None:
-    never reached, or no reference)."""
+    never reached -- also by a run stopped at the time limit before it got there --, or no
+    reference)."""
     out: dict[str, float | None] = {f"{lv:.0e}": None for lv in levels}
-    if run.status != "ok" or reference.value is None:
+    if not _has_curve(run) or reference.value is None:
         return out
     for p in run.curve():
         s = suboptimality(p["objective"], reference)

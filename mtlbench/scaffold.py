@@ -12,8 +12,9 @@ The package (``mtlbench-NAME/``) holds
 A name that an installed plugin already registers is refused by nothing but warned about: two
 plugins registering one name make that name unusable.
 
-The generated package installs and passes its own tests unchanged (checked in mtlbench's test
-suite).
+The generated code imports only the public surface: the top-level ``mtlbench`` names,
+``mtlbench.datasets_api`` (dataset authors) and ``mtlbench.testing`` (the kit). The generated
+package installs and passes its own tests unchanged (both checked in mtlbench's test suite).
 """
 from __future__ import annotations
 
@@ -213,9 +214,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mtlbench import Dataset, TaskSet, hookimpl
-from mtlbench.dataset import resolve_data_dir
-from mtlbench.errors import DatasetUnavailableError, DataValidationError, UnknownNameError
+from mtlbench import (Dataset, DatasetUnavailableError, DataValidationError, TaskSet,
+                      UnknownNameError, hookimpl)
+from mtlbench.datasets_api import resolve_data_dir
 
 __version__ = "0.1.0"
 

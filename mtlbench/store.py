@@ -32,9 +32,11 @@ races
     agreement of its model, the times to reach each suboptimality level, and provenance
     like units (versions, code fingerprints, host, dates).  :mod:`mtlbench.race`.
 
-Every finished unit is written in one transaction as soon as it finishes (SQLite's journal
-makes the write all-or-nothing, so a killed run never leaves a half-written unit);
-:meth:`ResultStore.transaction` makes many units one transaction (``mtlbench merge``).
+Every finished unit is written in one transaction as soon as it finishes, which also drops the
+writer's claim of it (SQLite's journal makes the write all-or-nothing, so a killed run never
+leaves a half-written unit, nor a claim on a finished one); :meth:`ResultStore.write_units`
+and :meth:`ResultStore.transaction` make many units one transaction (an import, ``mtlbench
+merge``).
 
 Schema version
 --------------
@@ -296,28 +298,36 @@ class ResultStore:
     # ------------------------------------------------------------------ writing
     def write_unit(self, row: dict[str, Any], task_scores: Iterable[tuple] = (),
                    arrays: dict[str, np.ndarray] | None = None) -> None:
-        """Insert or replace one unit with its per-task scores, atomically.  ``task_scores``:
+        """Insert or replace one unit with its per-task scores, atomically; this process's
+        claim of the unit is released in the same transaction (a kill right after the write
+        leaves no claim on a finished unit for another run to wait out).  ``task_scores``:
         (task index, name, test AUC, test labels) of a binary unit; ``row["task_metrics"]``
         (not a column): (task index, name, test rows, metric, value or None) for every
         recorded metric."""
-        values = []
-        for col in UNIT_COLUMNS:
-            v = row.get(col)
-            if col in JSON_COLUMNS and v is not None:
-                v = json.dumps(v, sort_keys=True, default=repr)
-            values.append(v)
         try:
-            self._write(row, values, task_scores, arrays)
+            self._write([(row, task_scores, arrays)])
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot write a unit to the results store {str(self.path)!r}: "
                 f"{_cause(self.path, exc)}. The units finished before are saved; fix the "
                 "cause and run the same command again to resume.") from None
 
+    def write_units(self, units: Iterable[tuple[dict[str, Any], Iterable[tuple],
+                                                dict[str, np.ndarray] | None]]) -> None:
+        """Insert or replace several units ``(row, task_scores, arrays)`` in one transaction:
+        all of them or, if anything fails (a kill, a full disk), none (an import)."""
+        try:
+            self._write(units)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot write to the results store {str(self.path)!r}: "
+                f"{_cause(self.path, exc)}. Nothing was written; fix the cause and run the "
+                "same command again.") from None
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """The units written inside the block (:meth:`write_unit`) are one transaction:
-        all of them are in the store afterwards, or, if the block raises, none."""
+        """The units written inside the block (:meth:`write_unit`, :meth:`write_units`) are one
+        transaction: all of them are in the store afterwards, or, if the block raises, none."""
         if self.readonly:
             raise StoreError(f"cannot write to {str(self.path)!r}: opened read-only")
         try:
@@ -332,33 +342,46 @@ class ResultStore:
             raise StoreError(f"cannot write to the results store {str(self.path)!r}: "
                              f"{_cause(self.path, exc)}. Nothing was written.") from None
 
-    def _write(self, row: dict[str, Any], values: list, task_scores: Iterable[tuple],
-               arrays: dict[str, np.ndarray] | None) -> None:
+    def _write(self, units: Iterable[tuple[dict[str, Any], Iterable[tuple],
+                                           dict[str, np.ndarray] | None]]) -> None:
         if self.readonly:
             raise sqlite3.OperationalError("the store was opened read-only")
         # one transaction, or part of the caller's (:meth:`transaction`)
         with contextlib.nullcontext() if self._batch else self._conn:
-            self._conn.execute(
-                f"INSERT OR REPLACE INTO units ({', '.join(UNIT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * len(UNIT_COLUMNS))})", values)
-            self._conn.execute("DELETE FROM task_scores WHERE key = ?", (row["key"],))
-            self._conn.executemany(
-                "INSERT INTO task_scores (key, task_index, task_name, test_auc, n_test) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(row["key"], int(i), str(n), float(a), int(m)) for i, n, a, m in task_scores])
-            self._conn.execute("DELETE FROM task_metrics WHERE key = ?", (row["key"],))
-            self._conn.executemany(
-                "INSERT INTO task_metrics (key, task_index, task_name, n_test, metric, value) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(row["key"], int(i), str(n), int(m), str(metric),
-                  None if v is None else float(v))
-                 for i, n, m, metric, v in row.get("task_metrics") or ()])
-            self._conn.execute("DELETE FROM arrays WHERE key = ?", (row["key"],))
-            for name, arr in (arrays or {}).items():
-                buf = io.BytesIO()
-                np.save(buf, np.asarray(arr), allow_pickle=False)
-                self._conn.execute("INSERT INTO arrays (key, name, data) VALUES (?, ?, ?)",
-                                   (row["key"], name, buf.getvalue()))
+            for row, task_scores, arrays in units:
+                self._insert(row, task_scores, arrays)
+
+    def _insert(self, row: dict[str, Any], task_scores: Iterable[tuple],
+                arrays: dict[str, np.ndarray] | None) -> None:
+        """One unit's rows, inside the caller's transaction."""
+        values = []
+        for col in UNIT_COLUMNS:
+            v = row.get(col)
+            if col in JSON_COLUMNS and v is not None:
+                v = json.dumps(v, sort_keys=True, default=repr)
+            values.append(v)
+        self._conn.execute(
+            f"INSERT OR REPLACE INTO units ({', '.join(UNIT_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(UNIT_COLUMNS))})", values)
+        self._conn.execute("DELETE FROM task_scores WHERE key = ?", (row["key"],))
+        self._conn.executemany(
+            "INSERT INTO task_scores (key, task_index, task_name, test_auc, n_test) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(row["key"], int(i), str(n), float(a), int(m)) for i, n, a, m in task_scores])
+        self._conn.execute("DELETE FROM task_metrics WHERE key = ?", (row["key"],))
+        self._conn.executemany(
+            "INSERT INTO task_metrics (key, task_index, task_name, n_test, metric, value) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(row["key"], int(i), str(n), int(m), str(metric), None if v is None else float(v))
+             for i, n, m, metric, v in row.get("task_metrics") or ()])
+        self._conn.execute("DELETE FROM arrays WHERE key = ?", (row["key"],))
+        for name, arr in (arrays or {}).items():
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(arr), allow_pickle=False)
+            self._conn.execute("INSERT INTO arrays (key, name, data) VALUES (?, ?, ?)",
+                               (row["key"], name, buf.getvalue()))
+        self._conn.execute("DELETE FROM claims WHERE key = ? AND owner = ?",
+                           (row["key"], self.owner))
 
     # ------------------------------------------------------------------ reading
     def statuses(self, keys: Iterable[str]) -> dict[str, str]:

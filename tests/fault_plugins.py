@@ -26,7 +26,9 @@ Models (all linear, scores from ``coef_``):
 * ``f-version``   - fits; its result depends on the module constant ``SHIFT`` (for tests that
   edit the plugin's code);
 * ``f-partial``   - fits for ``lam <= 1`` and raises ValueError above (a search that loses
-  some of its fits).
+  some of its fits);
+* ``f-crawl``     - reports progress every 20 ms (objective 1 + 1/iteration) for ``seconds``,
+  then fits (a race run that outlives its time limit).
 
 Dataset ``tiny``: 5 tasks x 40 samples x 6 features (units take milliseconds).
 """
@@ -47,7 +49,8 @@ import time
 
 import numpy as np
 
-from mtlbench import Dataset, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl
+from mtlbench import (Dataset, Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl,
+                      report_progress)
 
 SHIFT = 0.0
 
@@ -100,6 +103,21 @@ class Slow(_Mean):
             if left <= 0:
                 break
             time.sleep(min(float(self.chunk), left))
+        return self._fit_mean(tasks)
+
+
+class Crawl(_Mean):
+    name = "f-crawl"
+
+    def __init__(self, seconds=60.0):
+        self.seconds = seconds
+
+    def fit(self, tasks, init=None):
+        end, it = time.monotonic() + float(self.seconds), 0
+        while time.monotonic() < end:
+            time.sleep(0.02)
+            it += 1
+            report_progress(it, 1.0 + 1.0 / it)
         return self._fit_mean(tasks)
 
 
@@ -256,7 +274,7 @@ class Tiny(Dataset):
 @hookimpl
 def register_models(register):
     for cls in (Raises, BadScores, Slow, Flaky, Good, Segv, SegvLate, Exit, Kill, Oom, Hang,
-                CatchAll, Block, Versioned, PartlyFails):
+                CatchAll, Block, Versioned, PartlyFails, Crawl):
         register(cls)
 
 

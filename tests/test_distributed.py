@@ -394,3 +394,87 @@ def test_a_dead_scheduler_is_a_clear_error(faulty_dist, tmp_path, monkeypatch):
     threading.Timer(3.0, lc.close).start()
     with pytest.raises(MTLBenchError, match="lost the connection to the Dask scheduler"):
         run_units(specs, store, scheduler=lc.scheduler_address)
+
+
+def _documented_cluster_commands() -> dict[str, str]:
+    """The ``dask scheduler`` and ``dask worker`` command lines docs/scaling.md tells users
+    to type (the first bash block that has both)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "scaling.md").read_text()
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        lines = [ln.strip() for ln in block.splitlines() if not ln.strip().startswith("#")]
+        found = {kind: next((ln for ln in lines if f"dask {kind} " in ln), None)
+                 for kind in ("scheduler", "worker")}
+        if all(found.values()):
+            return found
+    raise AssertionError("docs/scaling.md shows no dask scheduler / dask worker commands")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_documented_cluster_listens_on_the_private_interface_only(tmp_path):
+    """The scheduler and worker command lines of docs/scaling.md, run with 127.0.0.1 as the
+    private interface: every port the scheduler, the nanny and the worker listen on -- their
+    dashboards' HTTP servers included -- is on that interface."""
+    import shlex
+
+    psutil = pytest.importorskip("psutil")
+    docs = _documented_cluster_commands()
+    ports = {"8786": str(_free_port()), "8787": str(_free_port())}
+    procs = []
+
+    def start(kind: str) -> subprocess.Popen:
+        line = docs[kind].replace("10.0.0.5", "127.0.0.1").replace("10.0.0.6", "127.0.0.1")
+        for old, new in ports.items():
+            line = line.replace(old, new)
+        words = shlex.split(line.replace('"$(nproc)"', "1"))
+        env = dict(os.environ)
+        while "=" in words[0]:
+            key, value = words.pop(0).split("=", 1)
+            env[key] = value
+        assert words[:2] == ["dask", kind], words
+        proc = subprocess.Popen([sys.executable, "-m", f"distributed.cli.dask_{kind}",
+                                 *words[2:]], env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(proc)
+        return proc
+
+    def listening(proc) -> list[tuple[str, int]]:
+        out = []
+        for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                out += [(c.laddr.ip, c.laddr.port) for c in p.net_connections(kind="inet")
+                        if c.status == psutil.CONN_LISTEN]
+        return out
+
+    try:
+        scheduler = start("scheduler")
+        worker = start("worker")
+        address = f"tcp://127.0.0.1:{ports['8786']}"
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError, TimeoutError):
+                with distributed.Client(address, timeout=10, set_as_default=False) as client:
+                    client.wait_for_workers(1, timeout=170)
+                    break
+            time.sleep(1)
+        else:
+            pytest.fail("the documented worker never joined the documented scheduler")
+        time.sleep(2)  # the worker's HTTP server starts with it
+        sockets = {"scheduler": listening(scheduler), "worker": listening(worker)}
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+    assert len(sockets["scheduler"]) >= 2 and len(sockets["worker"]) >= 3, sockets
+    assert {ip for found in sockets.values() for ip, _ in found} == {"127.0.0.1"}, sockets

@@ -447,6 +447,28 @@ def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path)
     st.close()
 
 
+def test_both_convergence_columns_read_converged_only(tmp_path):
+    """A model that reports convergence in ``diagnostics_["converged"]`` but never sets
+    ``converged_``: its selected fit and its refit are both "not recorded", one meaning in
+    both columns (the diagnostics do not stand in for the refit's flag)."""
+    rows = []
+    for r in range(3):
+        row, scores = _search_unit("diag", r, 0.9, selected=None, refit=None)
+        row["diagnostics"]["converged"] = True
+        rows.append((row, scores))
+    st = make_store(tmp_path / "c.sqlite", rows)
+    lb = build_leaderboard(st, "toy")
+    s = lb.row("diag").search
+    assert (s.selected_not_converged, s.selected_converged_unknown) == (0, 3)
+    assert (s.refit_not_converged, s.refit_converged_unknown) == (0, 3)
+    lines = to_markdown(lb).splitlines()
+    cells = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines
+             if ln.startswith("| model") or ln.startswith("| diag")]
+    table = dict(zip(*cells))
+    assert table["selected fit not converged"] == table["refit not converged"] == "not recorded"
+    st.close()
+
+
 def test_machines_name_their_cpu_and_units_without_one_are_kept_apart(tmp_path):
     # two CPUs behind one host name (a machine replaced between sessions, issue 23): the
     # provenance lists them apart, with the CPU where the units recorded it

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -297,3 +300,257 @@ def test_verify_recomputes_units_and_the_leaderboard_marks_them(published_stl, t
     assert sorted(u["origin"] for u in lb["units"]) == ["imported", "verified"]
     md = CliRunner().invoke(cli, ["leaderboard", "--dataset", "simulated", "--store", mine])
     assert "| stl ⁱ✓" in md.output and "ⁱ after a model: units imported" in md.output
+
+
+# ------------------------------------------------------------------ fault drills: publish
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_crafted_manifest_removes_nothing_outside_what_publish_wrote(tmp_path):
+    """A manifest naming files outside ``--out`` (``../x``, an absolute path, a link leading
+    out, ``figures/../..``) or a hand-written file inside it: publish removes none of them and
+    says so."""
+    out = tmp_path / "lb"
+    st = _store(tmp_path / "s.sqlite")
+    publish(st, out, figures=False, log=quiet)
+    victims = [tmp_path / "victim.txt", tmp_path / "abs.txt", tmp_path / "linked.txt"]
+    for v in victims:
+        v.write_text("keep me\n")
+    (out / "figures").mkdir()
+    (out / "figures" / "link.png").symlink_to(victims[2])
+    (out / "notes.txt").write_text("by hand\n")
+    manifest = json.loads((out / MANIFEST).read_text())
+    crafted = ["../victim.txt", str(victims[1]), "figures/link.png", "figures/../../victim.txt",
+               "notes.txt"]
+    manifest["files"] += crafted
+    (out / MANIFEST).write_text(json.dumps(manifest))
+    lines = []
+    publish(st, out, figures=False, log=lines.append)
+    assert all(v.read_text() == "keep me\n" for v in victims)
+    assert (out / "notes.txt").read_text() == "by hand\n"
+    assert (out / "figures" / "link.png").is_symlink()
+    refused = [ln for ln in lines if "not removed" in ln]
+    assert len(refused) == len(crafted), lines
+    assert all("which is not a file publish wrote inside" in ln for ln in refused)
+    assert not any(ln.startswith("removed stale") for ln in lines)
+    st.close()
+
+
+KILLED_PUBLISH = r'''
+import os, signal, sys
+import mtlbench.report.publish as pub
+from mtlbench.store import ResultStore
+calls = []
+to_json = pub.to_json
+def dying(*a, **k):
+    calls.append(1)
+    if len(calls) == 2:   # the second table: the first one is written
+        os.kill(os.getpid(), signal.SIGKILL)
+    return to_json(*a, **k)
+pub.to_json = dying
+pub.publish(ResultStore(sys.argv[1], readonly=True), sys.argv[2], figures=False,
+            log=lambda s: None)
+'''
+
+
+@pytest.mark.slow
+def test_a_killed_publish_leaves_the_folder_as_it_was_and_the_same_publish_then_works(tmp_path):
+    """kill -9 in the middle of a publication: the folder holds the previous publication
+    bit for bit (or nothing, for a first one), and the same publish then runs without --force
+    (no half-written folder of tables without a manifest, which would count as another
+    store's)."""
+    st = _store(tmp_path / "s.sqlite", datasets=("toy", "old"))
+    out = tmp_path / "lb"
+    for first in (True, False):
+        before = _files(out) if out.exists() else None
+        proc = subprocess.run([sys.executable, "-c", KILLED_PUBLISH, str(st.path), str(out)],
+                              capture_output=True, text=True, timeout=240)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        assert (not out.exists()) if first else _files(out) == before
+        assert list(tmp_path.glob(".lb.publish-*"))   # what the kill left beside it
+        lines = []
+        publish(st, out, figures=False, log=lines.append)
+        assert {"toy.md", "old.json", "README.md", MANIFEST} <= set(_files(out))
+        assert not list(tmp_path.glob(".lb.publish-*"))
+        assert any("left by a publication that did not finish" in ln for ln in lines)
+    st.close()
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_publish_in_one_line_and_changes_nothing(tmp_path, monkeypatch):
+    """No space left on the device in the middle of a publication: one line saying so, the
+    folder as it was, no truncated JSON and no temporary folder left."""
+    import errno
+    from pathlib import Path
+
+    st = _store(tmp_path / "s.sqlite", datasets=("toy", "old"))
+    out = tmp_path / "lb"
+    publish(st, out, figures=False, log=quiet)
+    before = _files(out)
+    st.write_unit(*unit("b", 0, 0.7))
+    write_text, calls = Path.write_text, []
+
+    def filling(self, data, *args, **kwargs):
+        calls.append(self.name)
+        if len(calls) == 3:
+            write_text(self, data[: len(data) // 2], *args, **kwargs)  # what fit on the disk
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return write_text(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", filling)
+    res = CliRunner().invoke(cli, ["publish", "--store", str(st.path), "--out", str(out),
+                                   "--no-figures"])
+    monkeypatch.setattr(Path, "write_text", write_text)
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert f"cannot publish into {str(out)!r}: the disk is full (writing {out}" in text
+    assert "the folder is as it was before, nothing was published" in text
+    assert _files(out) == before
+    assert not list(tmp_path.glob(".lb.publish-*"))
+    st.close()
+
+
+# ------------------------------------------------------------------ fault drills: import-results
+KILLED_IMPORT = r'''
+import os, signal, sys
+from mtlbench.report.publish import import_results
+from mtlbench.store import ResultStore
+insert, calls = ResultStore._insert, []
+def dying(self, *a, **k):
+    calls.append(1)
+    if len(calls) == 2:   # the first unit is written (in the transaction), the second not
+        os.kill(os.getpid(), signal.SIGKILL)
+    return insert(self, *a, **k)
+ResultStore._insert = dying
+import_results(sys.argv[1], ResultStore(sys.argv[2]), log=lambda s: None)
+'''
+
+
+def _unit_count(path):
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("SELECT COUNT(*) FROM units").fetchone()[0], \
+            con.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_an_import_killed_midway_or_out_of_disk_writes_nothing(published_stl, tmp_path,
+                                                              monkeypatch):
+    """An import is one transaction: kill -9 or a full disk between two units leaves the
+    store without any unit of the file (no partial import), and the same import then
+    works."""
+    import sqlite3 as sq
+
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(published_stl))
+    store = tmp_path / "mine.sqlite"
+    proc = subprocess.run([sys.executable, "-c", KILLED_IMPORT, str(path), str(store)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert _unit_count(store) == (0, "ok")
+
+    insert, calls = ResultStore._insert, []
+
+    def full(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise sq.OperationalError("database or disk is full")
+        return insert(self, *args, **kwargs)
+
+    monkeypatch.setattr(ResultStore, "_insert", full)
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(store)])
+    monkeypatch.setattr(ResultStore, "_insert", insert)
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "database or disk is full. Nothing was written" in " ".join(res.output.split())
+    assert _unit_count(store) == (0, "ok")
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(store)])
+    assert res.exit_code == 0 and "imported 2 unit(s)" in res.output, res.output
+
+
+def _nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hostile, message", [
+    ("deep", "nests objects or lists deeper than the JSON reader follows"),
+    ("nested", "units[0].diagnostics.a.a.a"),
+    ("surrogate", "units[1].model' holds a string that is not valid Unicode"),
+])
+def test_hostile_json_is_refused_in_one_line(published_stl, tmp_path, hostile, message):
+    """A file nested a hundred thousand levels deep (deeper than Python's JSON reader
+    follows), one nested deeper than a published file ever is, or a string no store can hold
+    (a lone surrogate): one line, nothing written."""
+    path = tmp_path / "hostile.json"
+    if hostile == "deep":
+        path.write_text('{"format": "mtlbench-leaderboard/3", "units": ' + "[" * 100_000
+                        + "]" * 100_000 + "}")
+    else:
+        data = json.loads(json.dumps(published_stl))
+        if hostile == "nested":
+            data["units"][0]["diagnostics"] = _nested(40)
+        else:
+            data["units"][1]["model"] = "stl\ud800"
+        path.write_text(json.dumps(data))
+    store = tmp_path / "mine.sqlite"
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", str(store)])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert res.output.count("Error:") == 1 and message in out, out
+    assert not store.exists()
+
+
+@pytest.mark.slow
+def test_an_import_never_overwrites_a_unit_of_the_store_without_replace(published_stl,
+                                                                        tmp_path):
+    """Units the store computed itself (with their fitted arrays and histories) are kept when
+    a file with the same keys is imported; --replace imports over them."""
+    mine = str(tmp_path / "mine.sqlite")
+    res = CliRunner().invoke(cli, ["compare", "--models", "stl", "--reps", "2", "--store",
+                                   mine])
+    assert res.exit_code == 0, res.output
+    path = tmp_path / "published.json"
+    path.write_text(json.dumps(published_stl))
+    key0 = next(u["key"] for u in published_stl["units"] if u["rep"] == 0)
+    with ResultStore(mine) as rs:
+        assert rs.array(key0, "coef") is not None and set(rs.units()["key"]) == \
+            {u["key"] for u in published_stl["units"]}
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", mine])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0 and "imported 0 unit(s)" in out, out
+    assert "kept the 2 unit(s) of the file the store holds already" in out
+    with ResultStore(mine) as rs:
+        assert rs.array(key0, "coef") is not None
+        assert rs.units()["origin"].isna().all()
+    res = CliRunner().invoke(cli, ["import-results", str(path), "--store", mine, "--replace"])
+    assert res.exit_code == 0 and "imported 2 unit(s)" in res.output, res.output
+    with ResultStore(mine) as rs:
+        assert rs.array(key0, "coef") is None
+        assert set(rs.units()["origin"]) == {"imported"}
+
+
+def test_one_publication_at_a_time_and_never_into_the_current_folder(tmp_path, monkeypatch):
+    """A second publication while one runs beside the same folder is refused in one line,
+    and so is ``--out`` the current folder (publish replaces that folder as a whole); no lock
+    file is left beside ``--out``."""
+    from mtlbench.report.publish import _locked
+
+    st = _store(tmp_path / "s.sqlite")
+    out = tmp_path / "lb"
+    with _locked(tmp_path):
+        with pytest.raises(Exception, match="another publication into .* is running"):
+            publish(st, out, figures=False, log=quiet)
+    publish(st, out, figures=False, log=quiet)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    monkeypatch.chdir(out)
+    with pytest.raises(Exception, match="is the current folder or holds it"):
+        publish(st, out, figures=False, log=quiet)
+    st.close()

@@ -306,12 +306,12 @@ def test_cli_race_end_to_end_with_crashes_hangs_and_publish(tmp_path, monkeypatc
     out = res.output
     assert "homotopy and sklearn-cd agree" in out
     assert "stl[lam=" in out and "store" in out
-    assert "exited with code 3" in out and "exceeded the timeout of 5 s" in out
+    assert "exited with code 3" in out and "stopped at the time limit of 5 s" in out
     assert (tmp_path / "figs" / "race-tiny-rep0.png").is_file()
     with ResultStore(store) as rs:
         races = rs.races()
     status = dict(zip(races["model"] + "/" + races["solver"], races["status"]))
-    assert status["f-exit/default"] == "failed" and status["f-hang/default"] == "failed"
+    assert status["f-exit/default"] == "failed" and status["f-hang/default"] == rc.STOPPED
     assert status["f-good/default"] == "ok"          # listed with its time only
     good = races[races["model"] == "f-good"].iloc[0]
     assert good["final_objective"] is None and good["elapsed"] > 0
@@ -331,3 +331,45 @@ def test_cli_race_end_to_end_with_crashes_hangs_and_publish(tmp_path, monkeypatc
     assert "Solver race (tiny)" in md and (tmp_path / "pub" / "figures" /
                                           "tiny-race.png").is_file()
     load_problem.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_run_stopped_at_its_time_limit_keeps_its_curve_and_the_figure_says_so(
+        tmp_path, monkeypatch):
+    """A solver still running at ``--timeout`` is stopped with the points it reported: status
+    "stopped", timed up to its last point, drawn with its last point crossed and "stopped at
+    the time limit" in its legend; a run that cannot be drawn is named under its panel."""
+    import fault_plugins
+    from mtlbench.report.race_figures import STOPPED_TEXT, race_plot
+    from plugin_fixtures import activate
+
+    activate(monkeypatch, fault_plugins.install(tmp_path / "faulty-dist"))
+    reg = get_registry()
+    tasks = small_problem(T=3, n=20, d=4)
+    exits = rc.run_entry(reg, rc.RaceEntry("f-exit", "f-crawl", {}, {}, "default"), tasks,
+                         timeout=60.0)   # also starts the worker processes' server
+    assert exits.status == "failed" and exits.points == []
+    crawl = rc.RaceEntry("f-crawl", "f-crawl", {"seconds": 60.0}, {}, "default")
+    run = rc.run_entry(reg, crawl, tasks, timeout=4.0)
+    assert run.status == rc.STOPPED and "stopped at the time limit of 4 s" in run.message
+    its = [p["iteration"] for p in run.points]
+    assert len(its) >= 10 and its == list(range(1, len(its) + 1)), its
+    assert run.elapsed == run.points[-1]["time"] < 4.0
+    assert run.points[-1]["objective"] == pytest.approx(1.0 + 1.0 / its[-1])
+    ref = rc.reference_optimum([run, exits], convex=False)
+    assert ref.kind == "best found" and ref.value == run.points[-1]["objective"]
+    # a stopped run reaches the levels its curve reached, and is drawn and marked
+    tenth = run.points[9]
+    assert rc.level_times(run, rc.Reference(tenth["objective"] / 1.005, "best found"))[
+        "1e-02"] == tenth["time"]
+    result = rc.RaceResult(dataset="tiny", problem="tiny", rep=0, seed=0,
+                           config=ProtocolConfig(), dataset_params={}, split_fingerprint="s",
+                           data_fingerprint="d", summary={}, runs=[run, exits],
+                           references={"f-crawl": ref}, agreements={}, provenance={},
+                           versions={})
+    rows = rc.race_rows(result)
+    assert [r["status"] for r in rows] == [rc.STOPPED, "failed"]
+    assert len(rows[0]["curve"]["time"]) == len(run.points)
+    svg = race_plot(rows, tmp_path / "race.svg").read_text()
+    assert f"default ({STOPPED_TEXT})" in svg
+    assert "not drawn: default: failed (its process exited with code 3" in svg

@@ -280,3 +280,38 @@ def test_two_runs_started_while_units_finish_never_compute_a_unit_twice(tmp_path
             out, _ = p.communicate(timeout=60)
             assert p.returncode == 0, out
     assert twice == [0] * trials, f"units computed twice per trial: {twice}"
+
+
+KILLED_AFTER_WRITE = r'''
+import os, signal, sys
+from mtlbench.store import ResultStore
+store = ResultStore(sys.argv[1])
+row = {"key": "u1", "model": "m", "dataset": "d", "problem": "d", "rep": 0, "seed": 0,
+       "status": "failed", "message": "boom"}
+assert store.claim_units(["u1"])[0] == {"u1"}
+store.write_unit(row)
+os.kill(os.getpid(), signal.SIGKILL)   # killed before anything else runs
+'''
+
+
+@pytest.mark.slow
+def test_a_kill_right_after_a_unit_is_written_leaves_no_claim(tmp_path):
+    """Writing a unit and releasing its claim are one transaction: a run killed right after
+    it wrote a unit leaves no claim on it (a claim left there would keep a run on another
+    machine -- which cannot see that the owner is dead -- off that unit, e.g. a
+    --retry-failed, for the whole lease)."""
+    store = tmp_path / "s.sqlite"
+    proc = subprocess.run([sys.executable, "-c", KILLED_AFTER_WRITE, str(store)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert _query(str(store), "SELECT status FROM units WHERE key = 'u1'") == [("failed",)]
+    assert _query(str(store), "SELECT COUNT(*) FROM claims") == [(0,)]
+    con = sqlite3.connect(store)  # another host's run: a claim there would be respected
+    con.execute("INSERT INTO claims VALUES ('u2', 'elsewhere:1:x', 'elsewhere', 1, 1e12)")
+    con.commit()
+    con.close()
+    from mtlbench.store import ResultStore
+
+    with ResultStore(store) as rs:  # the finished unit can be claimed at once (a retry)
+        seen = rs.unit_states(["u1", "u2"])
+        assert rs.claim_units(["u1", "u2"], seen=seen) == ({"u1"}, set())

@@ -77,6 +77,36 @@ def test_generated_package_installs_passes_its_tests_and_reaches_a_leaderboard(t
     assert "scaffolded" in proc.stdout
 
 
+@pytest.mark.parametrize("kind", ["model", "dataset"])
+def test_scaffolds_import_only_the_public_surface(tmp_path, monkeypatch, kind):
+    """Every module a scaffold writes imports, and takes from mtlbench only the names of its
+    public surface: the top-level API, ``mtlbench.datasets_api`` and ``mtlbench.testing``
+    (each module's ``__all__``), never an internal module such as ``mtlbench.dataset`` or
+    ``mtlbench.errors``."""
+    import importlib
+
+    import mtlbench
+    import mtlbench.datasets_api
+    import mtlbench.testing
+    from test_architecture import _mtlbench_names
+
+    public = {m.__name__: set(m.__all__) for m in (mtlbench, mtlbench.datasets_api,
+                                                     mtlbench.testing)}
+    root = write_plugin(f"pub-{kind}", tmp_path, kind=kind)
+    files = sorted(root.rglob("*.py"))
+    assert [f.name for f in files] == [f"mtlbench_pub_{kind}.py", f"test_pub_{kind}.py"]
+    for path in files:
+        names = _mtlbench_names(path)
+        assert names, path
+        off = [f"{m}.{n}" if n else m for m, n in names if n not in public.get(m, ())]
+        assert off == [], f"{path.name} imports {off} from outside the public surface"
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.syspath_prepend(str(root / "tests"))
+    for path in files:
+        importlib.import_module(path.stem)
+        monkeypatch.delitem(sys.modules, path.stem)
+
+
 # ------------------------------------------------------------------ datasets, taken names (#16.8)
 def test_new_plugin_warns_when_the_name_is_taken(tmp_path):
     res = CliRunner().invoke(cli, ["new-plugin", "lasso", "--dir", str(tmp_path)])

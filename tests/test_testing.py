@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from mtlbench import Dataset, LinearMTLModel, Log, TaskSet
+from mtlbench import Dataset, Int, Linear, LinearMTLModel, Log, TaskSet
 from mtlbench.testing import (ConformanceError, DataNotAvailable, check_dataset, check_model,
                               run_model_check)
 from mtlbench_models.stl import STL, ridge_solve
@@ -19,7 +19,7 @@ from mtlbench_models.stl import STL, ridge_solve
 
 class GoodRidge(LinearMTLModel):
     name = "goodridge"
-    search_space = {"lam": [0.1, 1.0]}
+    search_space = {"lam": Log([0.1, 1.0], low=0.0)}
 
     def __init__(self, lam=1.0):
         self.lam = lam
@@ -80,7 +80,7 @@ class OneStartValue(GoodRidge):
 
 class RejectsGridValue(GoodRidge):
     name = "rejects"
-    search_space = {"lam": [1.0, -1.0]}
+    search_space = {"lam": Linear([1.0, -1.0])}
 
     def fit(self, tasks, init=None):
         if self.lam <= 0:
@@ -132,6 +132,50 @@ def test_kit_catches_broken_models(cls, check, message):
     with pytest.raises(ConformanceError, match=message) as info:
         run_model_check(check, cls)
     assert f"{cls.name} (" in str(info.value) and f": {check}" in str(info.value)
+
+
+class OldListRidge(GoodRidge):
+    """The first release's plain list; ``k`` (unused by the fit) refuses values below 2."""
+    name = "oldlist"
+    search_space = {"lam": [0.1, 1.0, 10.0], "k": [2, 4]}
+
+    def __init__(self, lam=1.0, k=2):
+        self.lam = lam
+        self.k = k
+
+    def fit(self, tasks, init=None):
+        if self.k < 2:
+            raise ValueError(f"oldlist: k must be >= 2, got {self.k}")
+        return super().fit(tasks)
+
+
+class OldListBounded(OldListRidge):
+    name = "oldlist-bounded"
+    search_space = {"lam": [0.1, 1.0, 10.0], "k": Int([2, 4], low=2)}
+
+
+def test_the_kit_explains_and_checks_a_plain_list_search_space():
+    """A plain list is searched as a range, not as the listed values: the kit says so with
+    the declaration to write, and fits the value the search proposes one step past an end of
+    the list (k=1 for [2, 4], within the sign bound): a fit that refuses it fails, naming the
+    bound to declare."""
+    from mtlbench.plugins import PluginMigrationWarning
+
+    with pytest.warns(PluginMigrationWarning) as caught:
+        with pytest.raises(ConformanceError, match=r"search_space\['k'\] = \[2, 4\] is a plain "
+                                                   r"list, searched as the range Int\(\[2, 4\], "
+                                                   r"low=0, high=None\): the search proposes k=1 "
+                                                   r"when the best listed value is 2.*declare the "
+                                                   r"real bounds, e.g. 'k': Int\(\[2, 4\], "
+                                                   r"low=2\)"):
+            run_model_check("search_space", OldListRidge)
+    notes = [str(w.message) for w in caught]
+    assert len(notes) == 2 and "oldlist (test_testing.OldListRidge): search_space: " \
+        "search_space['k'] = [2, 4] is a plain list, searched as the range Int" in notes[1]
+    with pytest.warns(PluginMigrationWarning) as caught:
+        run_model_check("search_space", OldListBounded)   # lam: 0.01 and 100 fit
+    assert [str(w.message).split(": ", 2)[2][:25] for w in caught] == \
+        ["search_space['lam'] = [0."]
 
 
 def test_kit_passes_a_good_model():
@@ -331,7 +375,7 @@ def test_the_kit_warns_about_declarations_that_do_not_fit_together():
                                                     "start = True without convex = True"):
         run_model_check("metadata", WarmOnly)
     with pytest.warns(PluginMigrationWarning, match=r"silent .*: fit_shapes: converged_ is "
-                                                    r"not set.*'not recorded'"):
+                                                    r"not set after fit.*\"not recorded\""):
         run_model_check("fit_shapes", Silent)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

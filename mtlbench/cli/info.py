@@ -23,24 +23,37 @@ def plugins(fmt: str) -> None:
     """List discovered plugins, what they registered, and plugins that failed to load."""
     reg = registry()
     commands = _plugin_commands(reg)
+    notices: dict[tuple[str, str], list[str]] = {}
+    for n in reg.notices:
+        notices.setdefault((n.distribution, n.name), []).append(f"{n.model}: {n.message}")
     rows = [{"plugin": p.name, "distribution": p.distribution, "version": p.version,
              "models": list(p.models), "datasets": list(p.datasets),
              "searchers": list(p.searchers), "metrics": list(p.metrics),
              "commands": commands.get((p.distribution, p.name), []),
+             "notices": notices.get((p.distribution, p.name), []),
              "status": "ok", "stage": None, "error": None}
             for p in sorted(reg.plugins, key=lambda p: (p.distribution, p.name))]
     failed = [{"plugin": f.name, "distribution": f.distribution, "version": f.version,
                "models": [], "datasets": [], "searchers": [], "metrics": [], "commands": [],
+               "notices": [],
                "status": "failed",
                "stage": f.stage, "error": f.error} for f in reg.failures]
     if fmt != "table":
         cols = ("plugin", "distribution", "version", "models", "datasets", "searchers",
-                "metrics", "commands", "status", "stage", "error")
+                "metrics", "commands", "notices", "status", "stage", "error")
         emit(render_rows(rows + failed, cols, fmt))
         return
+    for r in rows:
+        r["migrate"] = len(r["notices"]) or ""
     render_rows(rows, ("plugin", "distribution", "version", "models", "datasets", "searchers",
-                       "metrics", "commands"), fmt,
+                       "metrics", "commands", "migrate"), fmt,
                 title="mtlbench plugins (entry-point group 'mtlbench')")
+    if reg.notices:
+        render_rows([{"plugin": n.name, "distribution": f"{n.distribution} {n.version}",
+                      "model": n.model, "what to change": n.message} for n in reg.notices],
+                    ("plugin", "distribution", "model", "what to change"), fmt,
+                    title="[yellow]what plugin authors should change (the models work as "
+                          "they are)[/]")
     if failed:
         render_rows(failed, ("plugin", "distribution", "version", "stage", "error"), fmt,
                     title="[red]plugins that failed[/]")

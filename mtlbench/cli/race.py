@@ -110,6 +110,9 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
             extra = f", final objective {run.final_objective:.10g}" \
                 if run.final_objective is not None else ", no objective reported"
             say.print(f"  ran {escape(what)}: {run.elapsed:.3g} s{extra}", soft_wrap=True)
+        elif run.status == rc.STOPPED:
+            say.print(f"  [yellow]stopped[/] {escape(what)}: {escape(run.message)}",
+                      soft_wrap=True)
         else:
             say.print(f"  [red]failed[/] {escape(what)}: {escape(run.message)}", soft_wrap=True)
 
@@ -166,7 +169,7 @@ def _print_verdicts(result) -> None:
 def _print_table(records) -> None:
     from rich.table import Table
 
-    from ..race import LEVELS
+    from ..race import LEVELS, STOPPED
 
     def secs(v) -> str:
         return "—" if v is None else f"{v:.3g}"
@@ -178,9 +181,15 @@ def _print_table(records) -> None:
         table.add_column(c, justify="left" if c in ("model", "solver") else "right")
     for r in records:
         solver = r["solver"] + (f" (ref: {r['variant']})" if r["role"] == "reference" else "")
-        if r["status"] != "ok":
+        if r["status"] not in ("ok", STOPPED):
             table.add_row(escape(r["model"]), escape(solver), *["—"] * 3,
                           "[red]failed[/]", "", "", "", "", secs(r["elapsed"]))
+            continue
+        if r["status"] == STOPPED:  # timed up to where it was stopped
+            table.add_row(escape(r["model"]), escape(solver),
+                          *(secs(r[f"time_{lv:.0e}"]) for lv in LEVELS),
+                          "[yellow]stopped at the time limit[/]", "", "", "", "",
+                          secs(r["elapsed"]))
             continue
         sub = r["suboptimality"]
         table.add_row(
@@ -195,5 +204,6 @@ def _print_table(records) -> None:
     console.print(table)
     failed = [r for r in records if r["status"] != "ok"]
     for r in failed:
-        err_console.print(f"[red]failed[/] {escape(r['model'])} / {escape(r['solver'])}: "
+        what = "[yellow]stopped[/]" if r["status"] == STOPPED else "[red]failed[/]"
+        err_console.print(f"{what} {escape(r['model'])} / {escape(r['solver'])}: "
                           f"{escape(r['message'])}", soft_wrap=True)

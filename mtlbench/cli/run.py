@@ -22,7 +22,7 @@ from ..api import DEFAULT_STORE
 from ..syntax import split_top_level
 from ._options import (data_dir_option, dataset_list, datasets_option, format_option,
                        model_list, models_option, open_store, seed_option, store_option)
-from ._ui import console, err_console, escape, registry, user_errors
+from ._ui import console, err_console, escape, registry, user_errors, warn
 
 __all__ = ["compare", "results", "import_results"]
 
@@ -137,17 +137,23 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
                       "made by the code installed now, moved to their keys under this rule")
     for line in plan.skipped:
         console.print(f"  [yellow]skipped[/] {escape(line)}", soft_wrap=True)
+    shown = _print_notices(plan, set())
     if dry_run:
         _print_plan(plan)
         return
+    import warnings
+
     from ._progress import progress_reporter
+    from ..plugins import PluginMigrationWarning
     from ..runner import RunInterrupted
 
     try:
-        with progress_reporter(console.real()) as reporter:
+        with progress_reporter(console.real()) as reporter, warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginMigrationWarning)  # shown below, once
             result = api.run(plan, reporter=reporter)
     except RunInterrupted as exc:
         _stopped(received, f"{exc.report.saved} unit(s) of this run were saved in {store}")
+    _print_notices(plan, shown)
     report = result.report
     console.print(f"ran {report.ran} unit(s) in {report.seconds:.1f} s, "
                   f"{report.skipped} already in the store, {report.failed} failed")
@@ -162,6 +168,19 @@ def _compare(plan, store: str, dry_run: bool, allow_failures: bool, received: li
                           f"rep {res.row['rep']}: {escape(str(res.row.get('message')))}",
                           soft_wrap=True)
     _failure_exit(report, allow_failures)
+
+
+def _print_notices(plan, shown: set) -> set:
+    """Print each migration notice (:class:`~mtlbench.plugins.PluginNotice`) of a model
+    this run uses once: those of its declarations, and those its first finished unit gave
+    (``converged_`` never set); ``shown`` holds the ones printed before."""
+    models = {s.model for s in plan.specs}
+    for n in registry().notices:
+        if n.model in models and (n.model, n.message) not in shown:
+            shown.add((n.model, n.message))
+            warn(f"plugin {n.name!r} ({n.distribution} {n.version}), model {n.model!r}: "
+                 f"{n.message}")
+    return shown
 
 
 def _reps_text(reps: list[int]) -> str:
@@ -455,16 +474,21 @@ def _stale_note(store) -> str:
                    "the import unless they agree (bit-identical where the code is the same).")
 @click.option("--verify-seed", type=int, default=0, show_default=True,
               help="Seed of the random draw of --verify.")
+@click.option("--replace", is_flag=True,
+              help="Overwrite units the store holds already (computed there, with their "
+                   "fitted arrays and histories, or imported before); without it they are "
+                   "kept.")
 @user_errors
 def import_results(file: str, store: str, data_dir: str | None, verify: int,
-                   verify_seed: int) -> None:
+                   verify_seed: int, replace: bool) -> None:
     """Import a published leaderboard's units (leaderboards/DATASET.json) into a store, so
     that 'compare --models mine' computes only your model and 'leaderboard' shows all.
 
     Every unit is checked first (types, test AUC = mean of the per-task AUCs, keys,
     fingerprints) and refused when splits, data or protocol differ from this installation's;
-    one problem refuses the whole file and nothing is written.  Imported units are marked
-    as such in the leaderboard (docs/reports.md)."""
+    one problem refuses the whole file and nothing is written.  The units are written in one
+    transaction; a unit the store holds already is kept unless --replace.  Imported units
+    are marked as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
     from ..report.publish import check_import, write_import
 
@@ -477,6 +501,6 @@ def import_results(file: str, store: str, data_dir: str | None, verify: int,
                           verify_seed=verify_seed, log=log)
     rs = open_store(store, must_exist=False)
     try:
-        write_import(checked, rs, log=log)
+        write_import(checked, rs, log=log, replace=replace)
     finally:
         rs.close()

@@ -1,6 +1,10 @@
 """What ``import-results`` checks before a published unit enters a store, and ``--verify``.
 
-A published leaderboard JSON (``leaderboards/<dataset>.json``) is read as untrusted input:
+A published leaderboard JSON (``leaderboards/<dataset>.json``) is read as untrusted input.
+
+**Read** (:func:`read_published_file`): a file that cannot be read, is not UTF-8, is not JSON,
+nests objects or lists deeper than :data:`MAX_DEPTH` or holds a string no store can hold (a
+lone surrogate) is refused with one line, never a traceback.
 
 **Checked for every unit** (:func:`check_published`; the first problem refuses the whole file
 with one line naming the unit and the field):
@@ -48,19 +52,27 @@ file, on this machine, in supervised worker processes, and refuses the file unle
 Verified units are stored with origin "verified", the others of the file with "imported"
 (``units.origin``; units computed in the store have none), and the leaderboard marks rows that
 hold imported units.
+
+**Written** (:func:`mtlbench.report.publish.write_import`) in one transaction: a kill or a
+full disk in the middle leaves the store as it was.  A unit whose key the store already holds
+(computed there, with its fitted arrays and histories, or imported before) is kept unless the
+import is asked to replace it.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import random
 import re
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, MTLBenchError
 
-__all__ = ["check_published", "check_keys", "published_spec", "problem_name", "search_versions",
-           "verify_units", "TEST_AUC_TOLERANCE", "OTHER_CODE_TOLERANCE", "IMPORTED", "VERIFIED"]
+__all__ = ["read_published_file", "check_structure", "check_published", "check_keys",
+           "published_spec", "problem_name", "search_versions", "verify_units",
+           "TEST_AUC_TOLERANCE", "OTHER_CODE_TOLERANCE", "IMPORTED", "VERIFIED", "MAX_DEPTH"]
 
 #: |test_auc - mean(task_auc)| allowed in a published unit (float64 rounding of a mean taken
 #: in another order; the published files agree to 1e-15)
@@ -70,6 +82,9 @@ TEST_AUC_TOLERANCE = 1e-12
 OTHER_CODE_TOLERANCE = 0.005
 #: values of the store's ``origin`` column for units that came from a published file
 IMPORTED, VERIFIED = "imported", "verified"
+#: how deeply a published file may nest objects and lists (published leaderboards nest 8
+#: deep; a model's own diagnostics add a few levels)
+MAX_DEPTH = 32
 
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -222,6 +237,55 @@ def _check_real_unit(u: dict, task_names: Mapping[str, Any]) -> None:
         raise _Bad("n_test", f"holds {len(n_test)} tasks, but the file names "
                              f"{len(names) if isinstance(names, list) else 'no'} task(s) of "
                              f"{u['problem']} (task_names)")
+def read_published_file(path: str | Path) -> Any:
+    """The JSON value of a published file, read as untrusted input (module docstring):
+    :class:`ConfigError` in one line when it cannot be read, is not UTF-8 or not JSON, or
+    fails :func:`check_structure`."""
+    path = Path(path)
+    where = repr(str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                          f"at offset {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"refusing to import {where}: it nests objects or lists deeper than "
+                          f"the JSON reader follows (a published file nests at most "
+                          f"{MAX_DEPTH} levels). Nothing was imported.") from None
+    except ValueError as exc:
+        raise ConfigError(f"{where} is not JSON: {exc}") from None
+    check_structure(data, where)
+    return data
+
+
+def check_structure(data: Any, where: str) -> None:
+    """Refuse (:class:`ConfigError`, one line naming where) a JSON value nested deeper than
+    :data:`MAX_DEPTH` or holding a string that is not valid Unicode (a lone surrogate such
+    as ``"\\ud800"``, which the JSON reader accepts and no store can hold)."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while stack:
+        value, depth, at = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"refusing to import {where}: {_short(at)} nests objects or lists "
+                              f"deeper than {MAX_DEPTH} levels (a published file nests 8). "
+                              "Nothing was imported.")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                stack.append((k, depth, at))
+                stack.append((v, depth + 1, f"{at}.{k}" if at else str(k)))
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1, f"{at}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigError(f"refusing to import {where}: {_short(at) or 'the file'} "
+                                  f"holds a string that is not valid Unicode ({_short(value)}). "
+                                  "Nothing was imported.") from None
 
 
 def check_published(data: Any, where: str) -> None:

@@ -258,7 +258,7 @@ def merge_stores(sources: Sequence[str], target: str | os.PathLike,
     ``dry_run`` check and count only.  Returns the plan that was (or would be) written."""
     from ..store import ResultStore
     from .imported import IMPORTED
-    from .publish import _write_record
+    from .publish import _record_row
 
     plan = plan_merge(sources, target, data_dir)
     if dry_run:
@@ -270,7 +270,7 @@ def merge_stores(sources: Sequence[str], target: str | os.PathLike,
             with ts.transaction():
                 for src, data, rec in plan.write:
                     if src.kind == "file":
-                        _write_record(data, rec, ts, IMPORTED)
+                        ts.write_unit(*_record_row(data, rec, IMPORTED))
                         continue
                     if src.path not in stores:
                         stores[src.path] = ResultStore(src.path, readonly=True)

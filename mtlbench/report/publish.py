@@ -20,7 +20,17 @@ Rules
   another store: publishing there raises :class:`ConfigError` unless ``force=True``.
 * **Stale files are removed**: every file the previous manifest lists (or, without a manifest,
   every generated markdown / leaderboard JSON and the figures it links) that this publication
-  does not write again.  Hand-written files (no generated marker) are never touched.
+  does not write again -- but only a file publish writes (a markdown page with the generated
+  marker, a JSON file of an ``mtlbench-`` format, an image under ``figures/``) whose resolved
+  path lies inside ``out``: a manifest naming ``../x``, an absolute path, a symbolic link or a
+  hand-written file removes nothing, and the log says so.
+* **All or nothing**: the publication is made in a temporary folder beside ``out`` (a copy of
+  it, then the new files written and the stale ones removed there), which then takes the place
+  of ``out`` in one rename (on Linux an atomic exchange, ``renameat2``; elsewhere two renames):
+  a reader sees the old set of files or the new one, never half, and a publication killed or
+  stopped by a full disk leaves ``out`` as it was (a full disk, or any other failure to
+  write, is one line saying so).  Its leftover temporary folder is removed by the next
+  publication into the same folder (one at a time: a lock on the folder holding ``out``).
 * **The README is regenerated** from the store: the index, how the tables were produced
   (seed, repetitions, search, models, dates per dataset, read from the units themselves), and
   the folder's other documents, each with how it is made when its first line says so
@@ -37,11 +47,16 @@ units (``--verify N``).
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
 import re
+import shutil
+import uuid
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..syntax import file_stem
@@ -68,7 +83,7 @@ def is_generated(path: Path) -> bool:
 def _is_leaderboard_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(data, dict) and str(data.get("format", "")).startswith("mtlbench-leaderboard/"):
         return data
@@ -83,19 +98,61 @@ def store_fingerprint(keys: Sequence[str]) -> str:
     return h.hexdigest()
 
 
-def _previous(out: Path) -> tuple[dict[str, Any] | None, list[Path], set[str]]:
-    """(manifest or None, generated files found, unit keys the folder's JSON files show)."""
+#: images publish draws under ``figures/``
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def written_by_publish(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is a file publish writes into ``folder``: a regular file (not a
+    symbolic link) whose resolved path lies inside ``folder``, and a markdown page with the
+    generated marker, a JSON file of an ``mtlbench-`` format or an image under ``figures/``;
+    never the index README.md or the manifest (rewritten, not removed)."""
+    root = folder.resolve()
+    try:
+        real = path.resolve()
+        rel = real.relative_to(root)
+    except (OSError, ValueError):
+        return False
+    if path.is_symlink() or not real.is_file() or str(rel) in ("README.md", MANIFEST):
+        return False
+    if real.suffix == ".md":
+        return is_generated(real)
+    if real.suffix == ".json":
+        try:
+            data = json.loads(real.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return False
+        return isinstance(data, dict) and str(data.get("format", "")).startswith("mtlbench-")
+    return rel.parts[0] == "figures" and real.suffix in FIGURE_SUFFIXES
+
+
+def _previous(out: Path, log: Callable[[str], None] = print, shown: Path | None = None
+              ) -> tuple[dict[str, Any] | None, list[Path], set[str]]:
+    """(manifest or None, generated files found, unit keys the folder's JSON files show).
+    Of the files a manifest lists, only those publish writes inside ``out``
+    (:func:`written_by_publish`) are returned; the others are logged (``shown``: the name
+    of ``out`` to print)."""
     manifest = None
     mpath = out / MANIFEST
     if mpath.exists():
         try:
             manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):
             manifest = None
     files: list[Path] = []
     keys: set[str] = set()
-    if manifest and isinstance(manifest.get("files"), list):
-        files = [out / f for f in manifest["files"] if (out / f).exists()]
+    if isinstance(manifest, dict) and isinstance(manifest.get("files"), list):
+        for f in manifest["files"]:
+            if f in ("README.md", MANIFEST):  # rewritten, never removed
+                continue
+            path = out / f if isinstance(f, str) else None
+            if path is None or not path.exists() and not path.is_symlink():
+                continue
+            if written_by_publish(path, out):
+                files.append(path)
+            else:
+                log(f"the manifest {shown or out}/{MANIFEST} names {f!r}, which is not a file "
+                    f"publish wrote inside {shown or out}: not removed")
     else:
         for p in sorted(out.glob("*.md")):
             if p.name != "README.md" and is_generated(p):
@@ -104,6 +161,7 @@ def _previous(out: Path) -> tuple[dict[str, Any] | None, list[Path], set[str]]:
                     if (out / link).exists():
                         files.append(out / link)
         files += [p for p in sorted(out.glob("*.json")) if _is_leaderboard_json(p)]
+        files = [p for p in files if written_by_publish(p, out)]
     for p in out.glob("*.json"):
         data = _is_leaderboard_json(p)
         if data is not None:
@@ -140,13 +198,13 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             seed: int | None = None, models: Sequence[str] | None = None) -> dict[str, Any]:
     """Publish the leaderboards of ``store`` into ``out`` (rules: module docstring)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     all_units = store.units()
     sel = select_units(store, list(datasets) if datasets else None, seed=seed, models=models,
                        all_units=all_units)
     present = list(sel.problems)
     store_keys = set(all_units["key"])
-    manifest, old_files, old_keys = _previous(out)
+    manifest, old_files, old_keys = _previous(out, lambda _: None) if out.is_dir() else \
+        (None, [], set())
     foreign = sorted(old_keys - store_keys)
     if foreign:  # published under the previous code fingerprint rule, moved in the store since
         foreign = _not_rekeyed(out, foreign, store_keys)
@@ -158,56 +216,57 @@ def publish(store, out: str | Path = "leaderboards", datasets: Sequence[str] | N
             f"{str(out)!r} holds tables generated from another results store ({why}); "
             f"publishing {str(store.path)!r} there would replace them. Pass --force to "
             "replace them (stale generated files are removed), or choose another --out.")
-    written: dict[str, Any] = {}
-    new_files: list[Path] = []
-    for ds in present:
-        lb = build_leaderboard(store, ds, selection=sel)
-        pages = {name: f"{file_stem(ds)}--{name}.md" for name in lb.other_metrics}
-        for name, page in pages.items():
-            other = build_leaderboard(store, ds, selection=sel, metric=name)
-            (out / page).write_text(to_markdown(
-                other, (), generated_by="mtlbench publish",
-                metric_pages={lb.metric: f"{file_stem(ds)}.md",
-                              **{n: p for n, p in pages.items() if n != name}}),
-                encoding="utf-8")
-            new_files.append(out / page)
-        figs: list[dict[str, Any]] = []
-        if figures:
-            from .figures import make_figures
+    with _staged(out, log) as stage:
+        def shown(p: Path) -> Path:  # the name a file will have in ``out``
+            return out / p.relative_to(stage)
 
-            figs = make_figures(store, ds, out / "figures", rel_to=out, selection=sel)
-            from .race_figures import race_figures
+        written: dict[str, Any] = {}
+        new_files: list[Path] = []
+        for ds in present:
+            lb = build_leaderboard(store, ds, selection=sel)
+            pages = {name: f"{file_stem(ds)}--{name}.md" for name in lb.other_metrics}
+            for name, page in pages.items():
+                other = build_leaderboard(store, ds, selection=sel, metric=name)
+                (stage / page).write_text(to_markdown(
+                    other, (), generated_by="mtlbench publish",
+                    metric_pages={lb.metric: f"{file_stem(ds)}.md",
+                                  **{n: p for n, p in pages.items() if n != name}}),
+                    encoding="utf-8")
+                new_files.append(stage / page)
+            figs: list[dict[str, Any]] = []
+            if figures:
+                from .figures import make_figures
 
-            figs += race_figures(store, ds, out / "figures", rel_to=out)  # mtlbench race
-        md, js = out / f"{file_stem(ds)}.md", out / f"{file_stem(ds)}.json"
-        md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish", metric_pages=pages),
-                      encoding="utf-8")
-        js.write_text(to_json(lb, compact=True), encoding="utf-8")
-        new_files += [md, js] + [out / f["path"] for f in figs if f.get("path")]
-        written[ds] = {"leaderboard": lb, "figures": figs}
-        log(f"wrote {md}, {js}, {len(pages)} table(s) of other metrics and "
-            f"{sum(1 for f in figs if f.get('path'))} figure(s)")
-    new_files += _write_summaries(out, [v["leaderboard"] for v in written.values()], figures,
-                                  log)
-    keep = {p.resolve() for p in new_files}
-    removed = []
-    for p in old_files:
-        if p.resolve() not in keep and p.name not in ("README.md", MANIFEST) and p.exists():
-            if p.suffix == ".md" and not is_generated(p):
-                continue  # never delete a hand-written document
-            p.unlink()
-            removed.append(p)
-    for p in removed:
-        log(f"removed stale {p}")
-    published_keys = [str(u.key) for v in written.values() for u in v["leaderboard"].units]
-    _write_index(out, written, keep_hand=same_store, log=log)
-    rel = sorted(str(p.relative_to(out)) for p in new_files) + ["README.md"]
-    (out / MANIFEST).write_text(json.dumps({
-        "format": MANIFEST_FORMAT, "store_fingerprint": store_fingerprint(published_keys),
-        "store_name": Path(store.path).name, "datasets": present,
-        "units": len(published_keys), "files": rel,
-        "generated_at": next(iter(written.values()))["leaderboard"].provenance.generated_at,
-    }, indent=1) + "\n", encoding="utf-8")
+                figs = make_figures(store, ds, stage / "figures", rel_to=stage, selection=sel)
+                from .race_figures import race_figures
+
+                figs += race_figures(store, ds, stage / "figures", rel_to=stage)  # races
+            md, js = stage / f"{file_stem(ds)}.md", stage / f"{file_stem(ds)}.json"
+            md.write_text(to_markdown(lb, figs, generated_by="mtlbench publish",
+                                      metric_pages=pages), encoding="utf-8")
+            js.write_text(to_json(lb, compact=True), encoding="utf-8")
+            new_files += [md, js] + [stage / f["path"] for f in figs if f.get("path")]
+            written[ds] = {"leaderboard": lb, "figures": figs}
+            log(f"wrote {shown(md)}, {shown(js)}, {len(pages)} table(s) of other metrics and "
+                f"{sum(1 for f in figs if f.get('path'))} figure(s)")
+        new_files += _write_summaries(stage, [v["leaderboard"] for v in written.values()],
+                                      figures, lambda text: log(text.replace(str(stage),
+                                                                             str(out))))
+        keep = {p.resolve() for p in new_files}
+        _, old_files, _ = _previous(stage, log, shown=out)
+        for p in old_files:
+            if p.resolve() not in keep:
+                p.unlink()
+                log(f"removed stale {shown(p)}")
+        published_keys = [str(u.key) for v in written.values() for u in v["leaderboard"].units]
+        _write_index(stage, written, keep_hand=same_store, log=log)
+        rel = sorted(str(p.relative_to(stage)) for p in new_files) + ["README.md"]
+        (stage / MANIFEST).write_text(json.dumps({
+            "format": MANIFEST_FORMAT, "store_fingerprint": store_fingerprint(published_keys),
+            "store_name": Path(store.path).name, "datasets": present,
+            "units": len(published_keys), "files": rel,
+            "generated_at": next(iter(written.values()))["leaderboard"].provenance.generated_at,
+        }, indent=1) + "\n", encoding="utf-8")
     log(f"wrote {out / 'README.md'} and {out / MANIFEST}")
     return written
 
@@ -232,6 +291,126 @@ def _write_summaries(out: Path, boards: list[Leaderboard], figures: bool,
         stem = "" if metric == main else f"--{metric}"
         written += _write_summary(out, group, figures, log, stem)
     return written
+#: ``<out>`` -> ``.<out name>.publish-<random>``: the temporary folders of publications
+STAGE_INFIX = ".publish-"
+
+
+@contextlib.contextmanager
+def _staged(out: Path, log: Callable[[str], None]) -> Iterator[Path]:
+    """A temporary folder beside ``out`` holding a copy of it, to publish into; it takes the
+    place of ``out`` when the block ends without error, and is removed when it raises (``out``
+    unchanged).  A failure to write (a full disk, permissions) becomes one
+    :class:`ConfigError` line.  One publication at a time (a lock on the folder holding
+    ``out``); leftovers of killed publications are removed first."""
+    target = out.resolve()
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"--out {str(out)!r} is a file, not a folder")
+    parent, stage = target.parent, None
+    try:
+        if Path.cwd().resolve().is_relative_to(target):
+            raise ConfigError(f"--out {str(out)!r} is the current folder or holds it; publish "
+                              "replaces that folder as a whole: run it from another folder")
+        parent.mkdir(parents=True, exist_ok=True)
+        with _locked(parent):
+            for old in parent.glob(f".{target.name}{STAGE_INFIX}*"):
+                shutil.rmtree(old, ignore_errors=True)
+                log(f"removed {old}, left by a publication that did not finish")
+            stage = parent / f".{target.name}{STAGE_INFIX}{uuid.uuid4().hex[:12]}"
+            if target.is_dir():
+                _copy_folder(target, stage)
+            else:
+                stage.mkdir()
+            yield stage
+            _replace(stage, target)
+            stage = None
+    except OSError as exc:
+        where = exc.filename or target
+        if stage is not None:
+            where = str(where).replace(str(stage), str(target))
+        full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        why = "the disk is full" if full else exc.strerror or str(exc)
+        raise ConfigError(f"cannot publish into {str(out)!r}: {why} (writing {where}); the "
+                          "folder is as it was before, nothing was published") from None
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _copy_folder(src: Path, dst: Path) -> None:
+    """Copy folder ``src`` to ``dst`` (which must not exist), symbolic links as links; the
+    first failure raises its OSError (a full disk: ENOSPC), where ``shutil.copytree`` would
+    gather them into one."""
+    dst.mkdir()
+    for entry in os.scandir(src):
+        target = dst / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), target)
+        elif entry.is_dir():
+            _copy_folder(Path(entry.path), target)
+        else:
+            shutil.copy2(entry.path, target)
+    shutil.copystat(src, dst)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` (``flock`` on the folder itself: no file is left
+    behind) while the block runs; none where ``fcntl`` is missing."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another publication into {str(folder)!r} is running; wait "
+                              "for it to end") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _replace(stage: Path, target: Path) -> None:
+    """Put folder ``stage`` in the place of ``target``: an atomic exchange where the kernel
+    has one (Linux ``renameat2(RENAME_EXCHANGE)``), else two renames; the old folder is then
+    removed."""
+    if not target.exists():
+        os.rename(stage, target)
+        return
+    if _exchange(stage, target):
+        shutil.rmtree(stage, ignore_errors=True)  # the old folder, now at ``stage``
+        return
+    old = target.with_name(f".{target.name}{STAGE_INFIX}old-{uuid.uuid4().hex[:12]}")
+    os.rename(target, old)
+    os.rename(stage, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``); False where
+    that is not available."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    done = renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
+    if done != 0:
+        code = ctypes.get_errno()
+        if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+            return False
+        raise OSError(code, os.strerror(code), str(b))
+    return True
 
 
 def _write_summary(out: Path, boards: list[Leaderboard], figures: bool,
@@ -449,16 +628,10 @@ def check_import(path: str | Path, data_dir: str | None = None, verify: int = 0,
     N units drawn at random (``verify_seed``) and recomputed here agree
     (:func:`mtlbench.report.imported.verify_units`).  Returns the data with ``verified``:
     the keys of the units recomputed."""
+    from .imported import read_published_file
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
-                          f"at offset {exc.start})") from None
-    except ValueError as exc:
-        raise ConfigError(f"{str(path)!r} is not JSON: {exc}") from None
+    data = read_published_file(path)
     if not isinstance(data, dict) or not str(data.get("format", "")).startswith(
             "mtlbench-leaderboard/"):
         raise ConfigError(f"{str(path)!r} is not a published mtlbench leaderboard "
@@ -509,8 +682,10 @@ def check_units(data: dict[str, Any], where: str, data_dir: str | None = None,
     return data
 
 
-def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None) -> None:
-    """Write one published unit record of a checked file into ``store`` with ``origin``."""
+def _record_row(data: dict[str, Any], u: UnitRecord, origin: str | None
+                ) -> tuple[dict[str, Any], list[tuple], None]:
+    """A published unit record of a checked file as the store writes it (row, per-task
+    scores, no arrays), with ``origin``."""
     from ..store import UNIT_COLUMNS
 
     names = data.get("task_names") or {}
@@ -531,32 +706,40 @@ def _write_record(data: dict[str, Any], u: UnitRecord, store, origin: str | None
     row["task_metrics"] = [(i, tnames[i] if i < len(tnames) else str(i), m, metric, vals[i])
                            for metric, vals in recorded.items()
                            for i, m in enumerate(u.n_test or []) if i < len(vals)]
-    store.write_unit(row, scores)
+    return row, scores, None
 
 
-def write_import(data: dict[str, Any], store, log: Callable[[str], None] = print) -> int:
-    """Write the units of a file checked by :func:`check_import` into ``store``, each with
-    its origin ("verified" if --verify recomputed it, else "imported"); returns how many."""
+def write_import(data: dict[str, Any], store, log: Callable[[str], None] = print,
+                 replace: bool = False) -> int:
+    """Write the units of a file checked by :func:`check_import` into ``store`` in one
+    transaction, each with its origin ("verified" if --verify recomputed it, else
+    "imported"); a unit whose key the store holds already is kept unless ``replace``.
+    Returns how many units were written."""
     from .imported import IMPORTED, VERIFIED
 
     path = Path(data["path"])
-    n = 0
-    for u in data["records"]:
-        _write_record(data, u, store, VERIFIED if u.key in data["verified"] else IMPORTED)
-        n += 1
-    verified = len(data["verified"])
-    log(f"imported {n} unit(s) of {data['dataset']} from {path} into {store.path}"
-        + (f" ({verified} of them verified by recomputing them here)" if verified else ""))
-    return n
+    held = set(store.statuses(u.key for u in data["records"])) if not replace else set()
+    rows = [_record_row(data, u, VERIFIED if u.key in data["verified"] else IMPORTED)
+            for u in data["records"] if u.key not in held]
+    store.write_units(rows)
+    verified = sum(1 for u in data["records"] if u.key in data["verified"] and u.key not in held)
+    log(f"imported {len(rows)} unit(s) of {data['dataset']} from {path} into {store.path}"
+        + (f" ({verified} of them verified by recomputing them here)" if verified else "")
+        + (f"; kept the {len(held)} unit(s) of the file the store holds already (computed "
+           "there or imported before; --replace imports over them)" if held else ""))
+    return len(rows)
 
 
 def import_results(path: str | Path, store, log: Callable[[str], None] = print,
-                   data_dir: str | None = None, verify: int = 0, verify_seed: int = 0) -> int:
+                   data_dir: str | None = None, verify: int = 0, verify_seed: int = 0,
+                   replace: bool = False) -> int:
     """Import the units of a published leaderboard JSON into ``store``; returns how many.
 
-    All or nothing: every check (:func:`check_import`) passes before any unit is
-    written."""
-    return write_import(check_import(path, data_dir, verify, verify_seed, log), store, log)
+    All or nothing: every check (:func:`check_import`) passes before any unit is written,
+    and they are written in one transaction; units the store holds already are kept unless
+    ``replace`` (:func:`write_import`)."""
+    return write_import(check_import(path, data_dir, verify, verify_seed, log), store, log,
+                        replace)
 
 
 def restore_published(path: str | Path, store, data_dir: str | None = None,
@@ -574,8 +757,9 @@ def restore_published(path: str | Path, store, data_dir: str | None = None,
     are repetition 0's units unless ``rep0``: only a run stores what the figures draw from
     (rep 0's fitted arrays and convergence history, which the JSON does not carry), so
     ``compare`` recomputes them, and :func:`check_restored` then checks that they equal the
-    published ones.  Returns counts: ``restored``, ``rep0`` (left for ``compare``), ``other_code``
-    (per model label, left for ``compare``)."""
+    published ones.  A unit the store holds already is kept (with its arrays); the others are
+    written in one transaction.  Returns counts: ``restored``, ``rep0`` (left for
+    ``compare``), ``other_code`` (per model label, left for ``compare``)."""
     from collections import Counter
 
     from ..errors import MTLBenchError
@@ -588,6 +772,8 @@ def restore_published(path: str | Path, store, data_dir: str | None = None,
     reg = get_registry()
     here: dict[str, Any] = {}
     counts: dict[str, Any] = {"restored": 0, "rep0": 0, "other_code": Counter()}
+    held = set(store.statuses(u.key for u in data["records"]))
+    rows = []
     for raw, rec in zip(data["units"], data["records"]):
         name = raw["model_config"]["name"]
         if name not in here:
@@ -601,8 +787,10 @@ def restore_published(path: str | Path, store, data_dir: str | None = None,
         if int(raw["rep"]) == 0 and not rep0:
             counts["rep0"] += 1
             continue
-        _write_record(data, rec, store, None)
-        counts["restored"] += 1
+        if rec.key not in held:  # a unit the store holds already is kept
+            rows.append(_record_row(data, rec, None))
+    store.write_units(rows)
+    counts["restored"] = len(rows)
     other = counts["other_code"]
     log(f"{dataset}: restored {counts['restored']} unit(s) from {data['path']} into {store.path}"
         + (f"; {counts['rep0']} of repetition 0 left for compare (it stores the figures' arrays)"

@@ -2,7 +2,10 @@
 
 Drawn from race rows (:func:`mtlbench.race.race_rows`, the ``races`` table of the store): one
 panel per model selection, one curve per solver (solid, markers at reported iterations; a run
-that reported nothing is its final point alone), reference runs dashed.  Suboptimality is
+that reported nothing is its final point alone), reference runs dashed.  A run stopped at its
+time limit is drawn up to where it was stopped, its last point crossed and its legend entry
+saying "stopped at the time limit"; a run the panel cannot draw (failed, or stopped before it
+reported a point) is named under the panel with why, never left out silently.  Suboptimality is
 (F(t) - F_ref) / |F_ref| against the model's reference optimum (certified / independent solver
 / best found, in the panel's title with the solvers' agreement); values at or below
 :data:`FLOOR` are drawn on the floor.  Dotted lines mark the table's levels 1e-2, 1e-4, 1e-6.
@@ -15,11 +18,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..race import STOPPED
 from ..syntax import file_stem
 from .plots import _mpl, _panels, _save
 
 FLOOR = 1e-16
 LEVEL_LINES = (1e-2, 1e-4, 1e-6)
+STOPPED_TEXT = "stopped at the time limit"
 
 
 def _suboptimality(objectives: Sequence[float], ref: float) -> list[float]:
@@ -31,11 +36,14 @@ def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") ->
     """Draw the race of ``rows`` (one race: any models, solvers and reference runs) into
     ``path``; None when no run has a curve and a reference."""
     panels: dict[str, list[Mapping[str, Any]]] = {}
+    left_out: dict[str, list[str]] = {}
     for r in rows:
         ref = (r.get("reference") or {}).get("value")
         curve = r.get("curve") or {}
-        if r.get("status") == "ok" and ref is not None and curve.get("time"):
+        if r.get("status") in ("ok", STOPPED) and ref is not None and curve.get("time"):
             panels.setdefault(r["model"], []).append(r)
+        else:
+            left_out.setdefault(r["model"], []).append(f"{_name(r)}: {_why_not_drawn(r, ref)}")
     if not panels:
         return None
     Figure = _mpl()
@@ -50,11 +58,18 @@ def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") ->
             curve = r["curve"]
             times = [max(float(t), 1e-6) for t in curve["time"]]
             sub = _suboptimality(curve["objective"], ref["value"])
-            name = r["solver"] + (f" (reference: {r['variant']})" if r["role"] == "reference"
-                                  else "")
+            name = _name(r)
             style = dict(ls="--", color="0.5", lw=1.0) if r["role"] == "reference" else \
                 dict(ls="-", lw=1.6, marker="o" if len(times) < 40 else None, ms=3)
-            ax.plot(times, sub, label=name, **style)
+            if r.get("status") == STOPPED:
+                name += f" ({STOPPED_TEXT})"
+            (line,) = ax.plot(times, sub, label=name, **style)
+            if r.get("status") == STOPPED:  # where it was stopped
+                ax.plot(times[-1:], sub[-1:], ls="none", marker="x", ms=8, mew=2,
+                        color=line.get_color())
+        if left_out.get(label):
+            ax.text(0.01, 0.01, "not drawn: " + "; ".join(left_out[label]), fontsize=6,
+                    transform=ax.transAxes, va="bottom", ha="left", wrap=True)
         for lv in LEVEL_LINES:
             ax.axhline(lv, color="0.8", lw=0.8, ls=":", zorder=0)
         ax.set_xscale("log")
@@ -73,6 +88,19 @@ def race_plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str = "") ->
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _save(fig, Path(path))
+
+
+def _name(r: Mapping[str, Any]) -> str:
+    return r["solver"] + (f" (reference: {r['variant']})" if r.get("role") == "reference"
+                          else "")
+
+
+def _why_not_drawn(r: Mapping[str, Any], ref: Any) -> str:
+    if r.get("status") == STOPPED:
+        return f"{STOPPED_TEXT} before it reported progress"
+    if r.get("status") != "ok":
+        return f"failed ({str(r.get('message') or '')[:60]})"
+    return "no reference optimum" if ref is None else "no progress reported"
 
 
 def latest_race_rows(store, dataset: str) -> dict[str, list[dict[str, Any]]]:
@@ -110,11 +138,13 @@ def race_figures(store, dataset: str, outdir: str | Path, rel_to: str | Path | N
             "kind": "race", "title": f"Solver race ({problem})", "path": rel,
             "caption": ("Relative suboptimality (F - F_ref) / |F_ref| against solver time, one "
                         f"panel per model (hyperparameters: {chosen}), one curve per solver "
-                        "(dashed: longer reference runs); F_ref is certified by a duality gap, "
-                        "confirmed by an independent solver, or the best found (panel title). "
+                        "(dashed: longer reference runs; crossed at its last point: a run "
+                        f"{STOPPED_TEXT}, drawn up to there); F_ref is certified by a duality "
+                        "gap, confirmed by an independent solver, or the best found (panel "
+                        "title); runs not drawn are named under their panel. "
                         f"Raced {dates[0]} to {dates[-1]} by `mtlbench race`; see docs/race.md."),
             "note": "" if path is not None else "no race run with a curve and a reference"})
     return out
 
 
-__all__ = ["race_plot", "race_figures", "latest_race_rows", "FLOOR"]
+__all__ = ["race_plot", "race_figures", "latest_race_rows", "FLOOR", "STOPPED_TEXT"]

@@ -424,11 +424,13 @@ def _search_info(row: pd.Series) -> dict[str, Any]:
 
 def selected_fit_converged(row: pd.Series) -> bool | None:
     """Whether the search fit at the selected parameters converged (the fit whose validation
-    AUC chose them): ``selected_converged`` of the stored search summary, else the trace
-    entry at the selected parameters; None when nothing was recorded."""
-    flag = _search_info(row).get("selected_converged")
-    if isinstance(flag, bool):
-        return flag
+    AUC chose them): the model's ``converged_`` after that fit, as the search summary
+    recorded it (``selected_converged``), else, in units stored before the summary recorded
+    it, the trace entry at the selected parameters; None when nothing was recorded."""
+    info = _search_info(row)
+    if "selected_converged" in info:
+        flag = info["selected_converged"]
+        return flag if isinstance(flag, bool) else None
     fits, _ = row_search(row)
     best = row.get("best_params")
     for f in fits:
@@ -438,13 +440,15 @@ def selected_fit_converged(row: pd.Series) -> bool | None:
 
 
 def refit_converged(row: pd.Series) -> bool | None:
-    """Whether the refit on train+validation (the model scored on test) converged:
-    ``refit_converged`` of the stored search summary, else the model's own
-    ``diagnostics_['converged']`` of that fit, else a unit-level ``converged`` column; None
-    when nothing was recorded."""
-    flag = _search_info(row).get("refit_converged")
-    if isinstance(flag, bool):
-        return flag
+    """Whether the refit on train+validation (the model scored on test) converged: the
+    model's ``converged_`` after the refit, as the search summary recorded it
+    (``refit_converged``; the same meaning as :func:`selected_fit_converged`), else, in units
+    stored before the summary recorded it, the model's own ``diagnostics_['converged']`` of
+    that fit, else a unit-level ``converged`` column; None when nothing was recorded."""
+    info = _search_info(row)
+    if "refit_converged" in info:
+        flag = info["refit_converged"]
+        return flag if isinstance(flag, bool) else None
     diag = row.get("diagnostics")
     if isinstance(diag, dict) and isinstance(diag.get("converged"), bool):
         return diag["converged"]

@@ -136,9 +136,11 @@ def run_units(specs: Sequence[UnitSpec], store: ResultStore, *, jobs: int = 1,
                            scheduler=scheduler,
                            on_start=reporter.unit_started if reporter is not None else None,
                            reorder=longest_first_as_timed(store, registry, history, todo))
+        note_unit = getattr(registry, "note_unit", None)
         for result in results:
-            store.write_unit(result.row, result.task_scores, result.arrays)
-            store.release_claims([result.spec.key])
+            store.write_unit(result.row, result.task_scores, result.arrays)  # + its claim
+            if note_unit is not None:  # a model's first finished unit: converged_ set?
+                note_unit(result.row)
             report.ran += 1
             report.saved += 1
             if not result.ok:

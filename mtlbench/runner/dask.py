@@ -160,8 +160,9 @@ def _connect(scheduler: Any):
         _discard(client)
         raise ConfigError(
             f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}. Start one with "
-            "'dask scheduler' and workers with 'dask worker ADDRESS --nthreads 1' "
-            "(see docs/scaling.md), or run without --scheduler.") from None
+            "'dask scheduler --host PRIVATE_IP' and workers with 'dask worker ADDRESS --host "
+            "THEIR_PRIVATE_IP --nthreads 1', each bound to a private interface (see "
+            "docs/scaling.md), or run without --scheduler.") from None
 
 
 def _discard(client: Any) -> None:
@@ -574,10 +575,12 @@ def _result_of(fut: Any, spec: UnitSpec) -> UnitResult | None:
         return None
     exc = fut.exception()
     tb = "".join(traceback.format_exception(type(exc), exc, fut.traceback()))
-    hint = ""
-    if isinstance(exc, (ImportError, ModuleNotFoundError)):
-        hint = " (install mtlbench and the plugins on every Dask worker)"
-    return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}{hint}", tb)
+    if isinstance(exc, ImportError):  # the worker's installation, not the model
+        where = f" ({exc.path})" if getattr(exc, "path", None) else ""
+        return failed_result(spec, f"a Dask worker cannot import {exc.name or 'mtlbench'}"
+                                   f"{where}: {type(exc).__name__}: {exc} (install mtlbench "
+                                   "and the plugins on every Dask worker)", tb)
+    return failed_result(spec, f"the Dask task failed: {type(exc).__name__}: {exc}", tb)
 
 
 __all__ = ["dask_results", "check_scheduler_address", "grace_seconds", "EVENT_TOPIC",

@@ -17,6 +17,16 @@ The supervisor (this process) watches each worker's pipe and its process sentine
   after it started (a long C call, a ``bare except:`` around the fit), the supervisor kills the
   worker and records the unit as timed out.
 
+Workers import mtlbench and the plugins from where the supervisor did, whatever the current
+folder holds: CPython starts the forkserver as ``python -c``, which puts the current folder in
+front of its ``sys.path`` (a folder named ``mtlbench`` there -- the parent folder of a clone --
+would be what it preloads and every worker inherits), and does not pass it the supervisor's
+path; so it is started with ``PYTHONSAFEPATH=1`` and the supervisor's ``sys.path`` as
+``PYTHONPATH`` (:func:`worker_context`; on Python 3.10, which has no safe path, workers are
+spawned instead when the current folder holds such a name).  A worker that cannot import them
+is reported as that, in one line naming the module and where it came from
+(:func:`~mtlbench.runner.unit.import_failure`), never as a failure of a model.
+
 Workers die with the supervisor: on Linux each asks the kernel for ``SIGKILL`` when its parent
 exits (``prctl(PR_SET_PDEATHSIG)``; the forkserver does the same from its first moments,
 :mod:`mtlbench._forkserver`), and every worker also watches its parent's pid, so ``kill -9`` of
@@ -30,17 +40,21 @@ supervisor is gone exits quietly when it next writes to it.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
+import json
 import multiprocessing as mp
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 from collections import deque
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .unit import UnitResult, UnitSpec, failed_result, timeout_message
+from .unit import (UnitResult, UnitSpec, failed_result, import_failure, module_location,
+                   spec_location, timeout_message)
 
 __all__ = ["local_results", "run_supervised", "grace_seconds", "death_cause", "worker_context",
            "prestart", "die_with_parent"]
@@ -53,8 +67,10 @@ def grace_seconds(timeout: float) -> float:
     return 2.0 + 0.1 * timeout
 
 
-def death_cause(exitcode: int | None) -> str:
-    """``"killed by signal SIGSEGV (Segmentation fault)"`` / ``"exited with code 3"``."""
+def death_cause(exitcode: int | None, in_model: bool = True) -> str:
+    """``"killed by signal SIGSEGV (Segmentation fault)"`` / ``"exited with code 3"``;
+    ``in_model`` False for a process that died before it ran any plugin code (then no
+    model is named as a possible cause)."""
     if exitcode is None:
         return "stopped answering"
     if exitcode < 0:
@@ -66,6 +82,8 @@ def death_cause(exitcode: int | None) -> str:
         if sig == signal.SIGKILL:
             text += " — e.g. the out-of-memory killer or a kill -9"
         return text
+    if not in_model:
+        return f"exited with code {exitcode}"
     return (f"exited with code {exitcode} (os._exit/sys.exit in the model, or the "
             "interpreter aborted)")
 
@@ -108,9 +126,13 @@ def die_with_parent(client_pid: int) -> None:
     threading.Thread(target=watch, name="mtlbench-parent-watch", daemon=True).start()
 
 
-def _worker_setup(parent_pid: int, environ: dict[str, str] | None, cwd: str | None) -> None:
+def _worker_setup(parent_pid: int, environ: dict[str, str] | None, cwd: str | None,
+                  origins: Mapping[str, str] | None = None) -> None:
     """What every supervised process does first: die with its supervisor, leave SIGINT and
-    SIGTERM to it, take its environment and folder, one BLAS thread, load the plugins."""
+    SIGTERM to it, take its environment and folder, one BLAS thread, load the plugins
+    (their warnings are the supervisor's to show, once).  ``origins``: where the supervisor
+    imported mtlbench's packages from (:func:`package_origins`); a worker that has them
+    from elsewhere raises ImportError saying so."""
     die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -120,13 +142,43 @@ def _worker_setup(parent_pid: int, environ: dict[str, str] | None, cwd: str | No
     if cwd is not None:
         with contextlib.suppress(OSError):
             os.chdir(cwd)
+    for name, where in (origins or {}).items():
+        here = module_location(sys.modules.get(name) or importlib.import_module(name))
+        if here != where:
+            raise ImportError(f"{name} was imported from {here} in the worker process, but "
+                              f"from {where} in the process that started it", name=name,
+                              path=here)
+    import warnings
+
     from threadpoolctl import threadpool_limits
 
-    from ..plugins import get_registry
+    from ..plugins import PluginMigrationWarning, PluginWarning, get_registry
     from .unit import BLAS_THREADS_PER_UNIT
 
     threadpool_limits(limits=BLAS_THREADS_PER_UNIT)  # process-wide
-    get_registry()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        warnings.simplefilter("ignore", PluginMigrationWarning)
+        get_registry()
+
+
+def package_origins() -> dict[str, str]:
+    """Where this process imported mtlbench and the built-in plugin packages from (those it
+    has imported): what its workers must import too."""
+    return {name: module_location(sys.modules[name]) for name in _PACKAGES
+            if name in sys.modules}
+
+
+def _start_worker(conn: Any, parent_pid: int, environ: dict[str, str] | None,
+                  cwd: str | None, origins: Mapping[str, str] | None) -> bool:
+    """:func:`_worker_setup`, or tell the supervisor in one line why this process cannot
+    import what it needs ("broken"); False then."""
+    try:
+        _worker_setup(parent_pid, environ, cwd, origins)
+    except Exception as exc:  # noqa: BLE001 - any failure to start is reported as such
+        _send(conn, ("broken", import_failure(exc)))
+        return False
+    return True
 
 
 def _send(conn: Any, message: tuple) -> None:
@@ -139,9 +191,11 @@ def _send(conn: Any, message: tuple) -> None:
 
 
 def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
-                 environ: dict[str, str] | None = None, cwd: str | None = None) -> None:
+                 environ: dict[str, str] | None = None, cwd: str | None = None,
+                 origins: Mapping[str, str] | None = None) -> None:
     """Run units received on ``conn`` until None or EOF; answer ("start",) then ("done", r)."""
-    _worker_setup(parent_pid, environ, cwd)
+    if not _start_worker(conn, parent_pid, environ, cwd, origins):
+        return
     from .unit import execute_unit
 
     limits = _limits()
@@ -171,9 +225,11 @@ def _worker_main(conn: Any, data_dir: str | None, parent_pid: int,
 
 
 def _supervised_main(conn: Any, parent_pid: int, environ: dict[str, str], cwd: str,
-                     fn: Callable[..., None], args: tuple) -> None:
+                     fn: Callable[..., None], args: tuple,
+                     origins: Mapping[str, str] | None = None) -> None:
     """Body of :func:`run_supervised`'s process: ``fn(*args, emit)``, then ("end",)."""
-    _worker_setup(parent_pid, environ, cwd)
+    if not _start_worker(conn, parent_pid, environ, cwd, origins):
+        return
     fn(*args, lambda value: _send(conn, ("step",) if value is None else ("value", value)))
     _send(conn, ("end",))
 
@@ -191,7 +247,8 @@ def run_supervised(fn: Callable[..., None], args: tuple, step_seconds: float) ->
     ctx = worker_context()
     conn, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_supervised_main,
-                       args=(child, os.getpid(), dict(os.environ), os.getcwd(), fn, args),
+                       args=(child, os.getpid(), dict(os.environ), os.getcwd(), fn, args,
+                             package_origins()),
                        name="mtlbench-supervised", daemon=True)
     with _caller_script_hidden():
         proc.start()
@@ -213,6 +270,8 @@ def run_supervised(fn: Callable[..., None], args: tuple, step_seconds: float) ->
                         deadline = time.monotonic() + limit
                     elif kind == "value":
                         values.append(payload[0])
+                    elif kind == "broken":
+                        raise _cannot_start(payload[0])
                     else:
                         return values
             except (EOFError, OSError):
@@ -239,12 +298,48 @@ def _limits() -> tuple:
 def prestart() -> None:
     """Start the forkserver (and its imports) now, in the background of the caller's own
     work (``compare`` calls it before planning), so the first workers start at once."""
-    ctx = worker_context()
-    if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
+    worker_context()
 
-        with contextlib.suppress(Exception), _caller_script_hidden():
-            forkserver.ensure_running()
+
+def import_path() -> list[str]:
+    """This process's ``sys.path`` as its workers get it: ``""`` (the current folder, in
+    front for ``python -c`` and ``-m``) made absolute, as multiprocessing does."""
+    cwd = os.getcwd()
+    return [cwd if p == "" else p for p in sys.path if isinstance(p, str)]
+
+
+@contextlib.contextmanager
+def _server_import_path() -> Iterator[None]:
+    """The environment the forkserver is started in: no current folder in front of its
+    ``sys.path`` (``PYTHONSAFEPATH``) and this process's :func:`import_path` as
+    ``PYTHONPATH``, so that it preloads mtlbench and the plugins from where this process
+    has them.  Workers take the supervisor's environment back when they start."""
+    saved = {k: os.environ.get(k) for k in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    os.environ["PYTHONSAFEPATH"] = "1"
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in import_path() if os.pathsep not in p)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def shadowing(folder: str) -> list[str]:
+    """The packages the forkserver preloads (:data:`PRELOAD`) of which ``folder`` holds
+    another copy under the same name (a package, a module or a plain folder: what an import
+    with ``folder`` first on ``sys.path`` would find) than the one this process imported."""
+    out = []
+    for name in dict.fromkeys(m.split(".")[0] for m in PRELOAD):
+        spec = importlib.machinery.PathFinder.find_spec(name, [folder])
+        if spec is None:
+            continue
+        mine = sys.modules.get(name)
+        if mine is None or module_location(mine) != spec_location(spec):
+            out.append(name)
+    return out
 
 
 @contextlib.contextmanager
@@ -275,17 +370,75 @@ PRELOAD = ["mtlbench._forkserver", "mtlbench.runner.local", "mtlbench.runner.uni
            "mtlbench_models", "mtlbench_datasets"]
 
 
+#: the packages whose origin every worker checks against the supervisor's
+_PACKAGES = ("mtlbench", "mtlbench_models", "mtlbench_datasets")
+
+
 def worker_context() -> Any:
     """``forkserver`` where available: a clean server process (started once, without the
-    supervisor's threads or state) imports numpy, scipy, scikit-learn and mtlbench once and
+    supervisor's threads or state, with the supervisor's import path:
+    :func:`_server_import_path`) imports numpy, scipy, scikit-learn and mtlbench once and
     forks each worker from that, so a replaced worker is ready in about a second; else
-    ``spawn``.  The plugin registry is built in each worker (never in the server), from the
-    supervisor's ``sys.path``, and workers run with the supervisor's current environment."""
-    if "forkserver" in mp.get_all_start_methods():
+    ``spawn`` (also on a Python without ``PYTHONSAFEPATH`` when the current folder holds
+    another copy of a preloaded package: :func:`shadowing`).  The server is started here if
+    it is not running.  The plugin registry is built in each worker (never in the server),
+    from the supervisor's ``sys.path``, and workers run with the supervisor's current
+    environment."""
+    if "forkserver" in mp.get_all_start_methods() and (
+            hasattr(sys.flags, "safe_path") or not shadowing(os.getcwd())):
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
+        from multiprocessing import forkserver
+
+        with contextlib.suppress(Exception), _caller_script_hidden(), _server_import_path():
+            forkserver.ensure_running()
         return ctx
     return mp.get_context("spawn")
+
+
+def _cannot_start(line: str) -> Exception:
+    from ..errors import MTLBenchError
+
+    return MTLBenchError(f"a worker process cannot start, so no unit can run (not a failure "
+                         f"of any model): {line}")
+
+
+_PROBE = """import importlib.util, json, os, sys
+sys.path[:] = json.loads(sys.argv[1])
+for name in json.loads(sys.argv[2]):
+    try:
+        __import__(name)
+    except BaseException as exc:
+        try:
+            spec = importlib.util.find_spec(name.split(".")[0])
+        except BaseException:
+            spec = None
+        where = spec and (spec.origin or next(iter(spec.submodule_search_locations or []), None))
+        if where and os.path.basename(where).startswith("__init__."):
+            where = os.path.dirname(where)
+        print(json.dumps([name, f"{type(exc).__name__}: {exc}", where]))
+        break
+"""
+
+
+def import_probe() -> str | None:
+    """Why a fresh interpreter with this process's import path, environment and folder
+    cannot import what a worker imports (one line naming the module, the error and where
+    its package came from), or None when it can: asked when a worker died before it was
+    ready."""
+    names = [m for m in PRELOAD if m.split(".")[0] in _PACKAGES and m != "mtlbench._forkserver"]
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(import_path()),
+                               json.dumps(names)], capture_output=True, text=True, timeout=120)
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    if not found:
+        return None
+    name, error, where = found
+    top = name.split(".")[0]
+    return (f"cannot import {name} ({error}); {top} comes from "
+            f"{where or 'nowhere'} there")
 
 
 class _Worker:
@@ -293,12 +446,13 @@ class _Worker:
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=_worker_main,
                                 args=(child, data_dir, os.getpid(), dict(os.environ),
-                                      os.getcwd()),
+                                      os.getcwd(), package_origins()),
                                 name="mtlbench-unit-worker", daemon=True)
         with _caller_script_hidden():
             self.proc.start()
         child.close()
         self.ready = False                  # imported mtlbench and the plugins
+        self.broken = ""                    # why it cannot import them
         self.retiring = False               # will exit after its unit
         self.spec: UnitSpec | None = None   # the unit it runs
         self.started: float | None = None   # monotonic clock at the unit's start
@@ -316,6 +470,9 @@ class _Worker:
                 kind, payload, *more = self.conn.recv()
                 if kind == "ready":
                     self.ready = True
+                elif kind == "broken":
+                    self.broken = payload
+                    return started, None, True
                 elif kind == "start" and self.started is None:
                     self.started, started = time.monotonic(), True
                 elif kind == "done":
@@ -351,8 +508,6 @@ def local_results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
     once this run has timed a model that had no stored time)."""
     if not todo:
         return
-    from ..errors import MTLBenchError
-
     ctx = worker_context()
     queue = deque(todo)
     workers = [_Worker(ctx, data_dir) for _ in range(max(1, min(jobs, len(todo))))]
@@ -377,10 +532,12 @@ def local_results(todo: Sequence[UnitSpec], *, jobs: int, data_dir: str | None,
                 elif dead:
                     workers.remove(w)
                     w.kill()
+                    if w.broken:
+                        raise _cannot_start(w.broken)
                     if not w.ready:
-                        raise MTLBenchError(
-                            f"a unit worker process could not start: it "
-                            f"{death_cause(w.proc.exitcode)} before running any unit")
+                        why = import_probe()
+                        raise _cannot_start(why or f"it {death_cause(w.proc.exitcode, False)} "
+                                                   "before running any unit")
                     if w.spec is not None:
                         seconds = time.monotonic() - (w.started or w.sent)
                         yield failed_result(

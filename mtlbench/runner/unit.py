@@ -372,6 +372,57 @@ def execute_unit(spec: UnitSpec, data_dir: str | None = None, timeout: float | N
     return UnitResult(spec=spec, row=row, task_scores=scores, arrays=arrays)
 
 
+def module_location(module: Any) -> str | None:
+    """The real path a module was imported from: its package's folder (a namespace
+    package's first folder), else its file; None for a module without either."""
+    if module is None:
+        return None
+    file = getattr(module, "__file__", None)
+    if file and os.path.basename(file).startswith("__init__."):
+        return os.path.realpath(os.path.dirname(file))
+    if file:
+        return os.path.realpath(file)
+    paths = list(getattr(module, "__path__", None) or [])
+    return os.path.realpath(paths[0]) if paths else None
+
+
+def spec_location(spec: Any) -> str | None:
+    """Where an import spec (``importlib.util.find_spec``) points, as :func:`module_location`
+    says it of the module it would import."""
+    found = spec.origin or next(iter(spec.submodule_search_locations or []), None)
+    if not found:
+        return None
+    return os.path.realpath(os.path.dirname(found) if os.path.basename(found).startswith(
+        "__init__.") else found)
+
+
+def import_failure(exc: BaseException) -> str:
+    """One line for code that could not be imported where a unit was to run: the module,
+    the error and where that module's top-level package came from there, e.g. "cannot import
+    mtlbench.plugins (ImportError: cannot import name 'get_registry' ...); mtlbench comes
+    from /home/me/mtlbench"."""
+    import sys
+
+    name = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    tb, module = exc.__traceback__, None
+    while tb is not None:  # the innermost module body that was running
+        if tb.tb_frame.f_code.co_name == "<module>":
+            module = tb.tb_frame.f_globals.get("__name__")
+        tb = tb.tb_next
+    name = name or module or getattr(exc, "filename", None)
+    text = f"{type(exc).__name__}: {exc}"
+    if not name:
+        return f"cannot import mtlbench or its plugins ({text})"
+    top = str(name).split(".")[0]
+    where = module_location(sys.modules.get(top))
+    if where is None:  # a package whose own import failed is not kept in sys.modules
+        import importlib.util
+
+        with contextlib.suppress(Exception):
+            where = spec_location(importlib.util.find_spec(top))
+    return f"cannot import {name} ({text})" + (f"; {top} comes from {where}" if where else "")
+
+
 def _message(exc: BaseException) -> str:
     if isinstance(exc, (MTLBenchError, UnitTimeout)):
         return str(exc)
@@ -388,4 +439,5 @@ def _now() -> str:
 
 
 __all__ = ["UnitSpec", "UnitResult", "execute_unit", "failed_result", "load_problem",
-           "problem_id", "time_limit", "UnitTimeout", "timeout_message", "PROTOCOL_VERSION"]
+           "problem_id", "time_limit", "UnitTimeout", "timeout_message", "import_failure",
+           "module_location", "spec_location", "PROTOCOL_VERSION"]

@@ -17,7 +17,7 @@ from sklearn.base import clone
 from mtlbench._json import jsonable
 from mtlbench.errors import ModelContractError
 from mtlbench.model import MTLModel
-from mtlbench.plugins import PluginMigrationWarning
+from mtlbench.plugins import NO_CONVERGED, PluginMigrationWarning, space_notices
 from mtlbench.protocol import (ProtocolConfig, checked_scores, make_split, mean_auc,
                                run_protocol)
 from mtlbench.design import START_DESIGN_SIZE
@@ -218,6 +218,14 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
     of each start range, clipped to the bounds evaluated on the kit's small problem
     (``fit_values="extremes"``), every grid value (``"all"``) or none (False).
 
+    A plain list (the first release's form) is searched as a range, not as the listed
+    values (:func:`mtlbench.space.list_to_param`: its smallest and largest values are the
+    start range, the sign of the values its only bound): the check warns
+    (:class:`~mtlbench.plugins.PluginMigrationWarning`, the declaration to write) and, unless
+    ``fit_values`` is False, fits the value one extension step past each end of the list
+    (clipped to those bounds), which the search proposes when the best listed value is at an
+    end; a fit that refuses it fails the check, naming the bound to declare.
+
     The adaptive search starts every model from the same 12-point design
     (:data:`mtlbench.design.START_DESIGN_SIZE`), whatever the grids; ``max_grid``, when
     given, also limits the Cartesian product of the grids, which only ``--search grid``
@@ -249,6 +257,8 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
     if max_grid is not None and size > max_grid:
         raise _fail(who, check, f"the Cartesian product of the grids (what --search grid "
                                 f"fits) has {size} points (> {max_grid})")
+    for note in space_notices(model_class):
+        warnings.warn(f"{who}: {check}: {note}", PluginMigrationWarning, stacklevel=2)
     if not fit_values:
         return
     tasks = _problem("small")
@@ -270,6 +280,35 @@ def check_search_space(model_class: type, params: Mapping[str, Any] | None = Non
             else:
                 model = _fit(_make(model_class, params, where, **{key: v}), tasks, where)
             _scores(model, tasks, where)
+        if isinstance(declared[key], (list, tuple)) and par.ordered:
+            _fit_past_the_list(model_class, params, key, par, tasks, defaults, context)
+
+
+def _fit_past_the_list(model_class: type, params: Mapping[str, Any] | None, key: str,
+                       par: Param, tasks: Any, defaults: Mapping[str, Any],
+                       context: Mapping[str, Any]) -> None:
+    """Fit the values one extension step past each end of a plain-list entry (what the
+    search proposes when the best listed value is at that end); a refusal names the bound
+    to declare."""
+    who = _label(model_class)
+    listed = list(model_class.search_space[key])
+    for end, direction in zip(par.start_range, (-1, 1)):
+        bounded = resolve(par, {**defaults, key: end}, context)
+        v = bounded.step_out(end, direction)
+        if v is None:
+            continue
+        where = f"search_space ({key}={v!r}, past the plain list {listed!r})"
+        try:
+            _scores(_fit(_make(model_class, params, where, **{key: v}), tasks, where), tasks,
+                    where)
+        except ConformanceError as exc:
+            side = "low" if direction < 0 else "high"
+            raise _fail(who, "search_space",
+                        f"search_space[{key!r}] = {listed!r} is a plain list, searched as the "
+                        f"range {par}: the search proposes {key}={v!r} when the best listed "
+                        f"value is {end!r}, and that fit failed ({exc}); declare the real "
+                        f"bounds, e.g. {key!r}: {type(par).__name__}({listed!r}, {side}="
+                        f"{end!r})") from exc
 
 
 def check_fit_shapes(model_class: type, params: Mapping[str, Any] | None = None) -> None:
@@ -307,11 +346,8 @@ def check_fit_shapes(model_class: type, params: Mapping[str, Any] | None = None)
     converged = getattr(model, "converged_", None)
     if not isinstance(converged, (bool, np.bool_)):
         what = "not set" if converged is None else f"{converged!r}, not a bool"
-        warnings.warn(f"{who}: {check}: converged_ is {what}, so the results record this "
-                      "model's convergence as unknown ('not recorded'; diagnostics_"
-                      "['converged'] is not read): set self.converged_ = True / False in fit "
-                      "(whether the solver met its stated tolerance; True for a closed-form "
-                      "fit)", PluginMigrationWarning, stacklevel=2)
+        warnings.warn(f"{who}: {check}: " + NO_CONVERGED.format(
+            what=f"converged_ is {what} after fit"), PluginMigrationWarning, stacklevel=2)
     n_iter = getattr(model, "n_iter_", None)
     if n_iter is not None:
         try:
