@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,12 +142,17 @@ def test_repeated_eigenvalues_give_an_orthonormal_basis():
     np.testing.assert_allclose(np.abs(V), [[0, 1], [0, 0], [1, 0]], atol=1e-15)
 # ------------------------------------------------------------------ across machines' arithmetic
 _CHILD = r"""
-import hashlib, json
+import hashlib, json, sys
 import numpy as np
 from threadpoolctl import threadpool_info
 from mtlbench.reproducible import reproducible_eigh, reproducible_gram, reproducible_matmul
 from mtlbench.synthetic import make_simulated
+from mtlbench.dataset import load_tasks
+from mtlbench.plugins import get_registry
 from mtlbench_datasets.synthetic_attributes import SyntheticAttributes
+
+DATA = sys.argv[1] if len(sys.argv) > 1 else None
+reg = get_registry()
 
 def h(*arrays):
     out = hashlib.sha256()
@@ -165,12 +171,18 @@ print(json.dumps({
     "synthetic-attributes": SyntheticAttributes(
         setting="gist-like", n_items=1000, n_features=150, n_components=20, users=30,
         n_attributes=1).load("attr0").fingerprint(),
-    "simulated": make_simulated(0).fingerprint()}))
+    "simulated": make_simulated(0).fingerprint(),
+    "real": {name: load_tasks(reg.dataset(name), name, DATA).fingerprint()
+             for name in ("school", "landmine", "lenk", "movielens")} if DATA else None}))
 """
 
 
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
 def _child(env: dict[str, str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
+    data = [str(SHARED)] if (SHARED / "school.mat").is_file() else []
+    out = subprocess.run([sys.executable, "-c", _CHILD, *data], capture_output=True, text=True,
                          env={**os.environ, "OMP_NUM_THREADS": "1", **env}, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -184,10 +196,11 @@ def _dispatched_simd() -> list[str]:
 
 
 def test_the_same_bits_under_other_blas_kernels_threads_and_simd_levels():
-    """Products, Gram matrix, eigenpairs and two generated data sets (one through the PCA, the
-    heavy-tailed and unevenly scaled setting) in fresh processes: another OpenBLAS kernel,
-    two BLAS threads, numpy without its dispatched SIMD code.  Each of these changes the last
-    bits of a plain ``@`` / ``eigh``; the fingerprints here must not change."""
+    """Products, Gram matrix, eigenpairs, two generated data sets (one through the PCA, the
+    heavy-tailed and unevenly scaled setting) and the real data sets' preprocessing (where
+    ../shared/data holds them) in fresh processes: another OpenBLAS kernel, two BLAS
+    threads, numpy without its dispatched SIMD code.  Each of these changes the last bits of
+    a plain ``@`` / ``eigh``; the fingerprints here must not change."""
     base = _child({"OPENBLAS_NUM_THREADS": "1"})
     runs = {"two BLAS threads": _child({"OPENBLAS_NUM_THREADS": "2"})}
     simd = _dispatched_simd()
@@ -202,7 +215,7 @@ def test_the_same_bits_under_other_blas_kernels_threads_and_simd_levels():
             runs[kernel] = other
             break
     for what, run in runs.items():
-        for key in ("matmul", "gram", "eigh", "synthetic-attributes", "simulated"):
+        for key in ("matmul", "gram", "eigh", "synthetic-attributes", "simulated", "real"):
             assert run[key] == base[key], f"{key} differs with {what}"
     if not any(r["blas"] != base["blas"] for r in runs.values()):
         pytest.skip(f"only the {base['blas']} BLAS kernel runs here; threads and SIMD checked")
