@@ -26,7 +26,11 @@ published ``leaderboards/<dataset>.json``):
 ``--sample DATASET:N,...`` runs repetitions 0 .. N-1 of every model (``--models``: default
 every installed model) on each data set.  ``--table FILE`` writes the per-model pooled counts
 as JSON (model -> data set -> units, selections that differ, largest test difference, and
-the code fingerprint that was measured) for the leaderboards' notes.  Exit status 0; 2 if
+the code fingerprint that was measured); written beside a store as
+``<store>.arithmetic.json`` (e.g. ``results/published.arithmetic.json``), it is what the
+leaderboards of that store read for their notes: a model whose units changed is named as
+sensitive to floating-point arithmetic, with these counts, while its units carry the code
+that was measured (``mtlbench.report.leaderboard.arithmetic_notes``).  Exit status 0; 2 if
 fewer than two kernels can run here and no ``--against`` source is given.
 """
 from __future__ import annotations
@@ -301,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="units side by side (default 2)")
     ap.add_argument("--report-only", action="store_true",
                     help="compare the stores in --out without running anything")
-    ap.add_argument("--table", default=None, help="write the per-model counts here (JSON)")
+    ap.add_argument("--table", default=None,
+                    help="write the per-model counts here (JSON; beside a store as "
+                         "<store>.arithmetic.json, its leaderboards' notes read it)")
     args = ap.parse_args(argv)
 
     flags = cpu_flags()
