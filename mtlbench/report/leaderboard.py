@@ -461,8 +461,8 @@ def arithmetic_notes(store, units: pd.DataFrame, dataset: str) -> list[str]:
         if differ or gap > 1e-9:
             out.append(f"{label}: sensitive to floating-point arithmetic — rerun under the "
                        f"OpenBLAS kernels {kernels} (scripts/rerun_arithmetic.py), "
-                       f"{differ} of {n} unit comparisons selected other hyperparameters and "
-                       f"test values differed by up to {gap:.3g}.")
+                       f"{differ} of {n} unit comparisons selected other hyperparameters and a "
+                       f"test metric's value differed by up to {gap:.2g}.")
     return out
 
 
