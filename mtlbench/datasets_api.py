@@ -41,7 +41,15 @@ Synthetic data
     ``BLOCK_FEATURES``, ``USERS_PER_BLOCK``, ``CENTROID_UPPER``), of low-rank tasks at scale
     (:func:`make_low_rank_tasks`) and of attribute data at the Shoes scale
     (:func:`make_attribute_items`, :func:`make_attribute_labels`): seeded, so a given seed
-    gives the same data in every release of the same plugin API version.
+    gives the same data in every release of the same plugin API version, and the same bits on
+    every CPU, BLAS kernel and thread count.
+
+Arithmetic that does not depend on the machine
+    :func:`reproducible_matmul` (``A @ B``), :func:`reproducible_gram` (``X.T @ X``) and
+    :func:`reproducible_eigh` (the k largest eigenpairs of a symmetric matrix): the same bits
+    on every CPU, BLAS kernel and thread count, for data a loader computes (a PCA of item
+    features; :mod:`mtlbench.reproducible`).  A plain ``@`` or ``scipy.linalg.eigh`` gives
+    other last bits on another machine, and so another data fingerprint.
 """
 from __future__ import annotations
 
@@ -52,6 +60,7 @@ from .fetch import (DataFile, DataSource, availability, corrupt_file_error, desc
                     locate)
 from .metrics import BINARY, REAL, TARGET_KINDS
 from .protocol import MIN_PER_CLASS, MIN_TARGETS, class_counts, class_counts_ok, targets_ok
+from .reproducible import reproducible_eigh, reproducible_gram, reproducible_matmul
 from .synthetic import (BLOCK_FEATURES, CENTROID_UPPER, USERS_PER_BLOCK,
                         make_attribute_items, make_attribute_labels, make_low_rank_tasks,
                         make_simulated)
@@ -65,4 +74,5 @@ __all__ = [
     "find_in_subfolders", "data_dir_hint",
     "make_simulated", "make_low_rank_tasks", "make_attribute_items", "make_attribute_labels",
     "BLOCK_FEATURES", "USERS_PER_BLOCK", "CENTROID_UPPER",
+    "reproducible_matmul", "reproducible_gram", "reproducible_eigh",
 ]

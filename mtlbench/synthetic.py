@@ -17,12 +17,20 @@
 
 The ``simulated`` dataset plugin and the conformance kit's test problems both use these, so the
 core never imports a plugin to make data.
+
+Every generator gives the same bits on every CPU, BLAS kernel and thread count: its matrix
+products are :func:`mtlbench.reproducible.reproducible_matmul`, a norm is a numpy sum, and
+``10 ** u`` is computed in decimal arithmetic (numpy's ``power`` differs in the last bit
+between its SIMD versions); the rest is numpy's seeded random streams and IEEE-754 arithmetic.
 """
 from __future__ import annotations
+
+from decimal import Context, Decimal
 
 import numpy as np
 
 from .data import TaskSet
+from .reproducible import reproducible_matmul
 
 __all__ = ["make_simulated", "make_low_rank_tasks", "make_uneven_tasks", "make_attribute_items",
            "make_attribute_labels", "BLOCK_FEATURES", "USERS_PER_BLOCK", "CENTROID_UPPER"]
@@ -55,7 +63,7 @@ def make_simulated(seed: int = 0, n_samples: int = 200, n_positive: int = 50,
     Xs, ys = [], []
     for t in range(T):
         X = rng.standard_normal((n_samples, d))
-        s = X @ W[:, t] + rng.normal(0.0, noise_std, size=n_samples)
+        s = reproducible_matmul(X, W[:, t]) + rng.normal(0.0, noise_std, size=n_samples)
         y = -np.ones(n_samples)
         y[np.argsort(-s, kind="stable")[:n_positive]] = 1.0
         Xs.append(X)
@@ -78,12 +86,12 @@ def make_low_rank_tasks(seed: int = 0, T: int = 250, d: int = 2048, n: int = 50,
     d = 2048 features.
     """
     rng = np.random.default_rng(seed)
-    W = rng.standard_normal((d, rank)) @ rng.standard_normal((rank, T))
+    W = reproducible_matmul(rng.standard_normal((d, rank)), rng.standard_normal((rank, T)))
     W *= (1.0 / np.sqrt(d)) if scale is None else scale
     Xs, ys = [], []
     for t in range(T):
         X = rng.standard_normal((n, d))
-        s = X @ W[:, t] + noise * rng.standard_normal(n)
+        s = reproducible_matmul(X, W[:, t]) + noise * rng.standard_normal(n)
         ys.append(np.where(s > np.median(s), 1.0, -1.0))
         Xs.append(X)
     return TaskSet.from_arrays(name, Xs, ys)
@@ -100,7 +108,8 @@ def make_uneven_tasks(seed: int = 1, sizes=(9, 14, 23, 31, 48, 70), d: int = 12,
     Xs, ys = [], []
     for n in sizes:
         X = rng.standard_normal((n, d))
-        s = X @ (w0 + 0.5 * rng.standard_normal(d)) + 0.3 * rng.standard_normal(n)
+        s = reproducible_matmul(X, w0 + 0.5 * rng.standard_normal(d)) \
+            + 0.3 * rng.standard_normal(n)
         ys.append(np.where(s > np.median(s), 1.0, -1.0))
         Xs.append(X)
     return TaskSet.from_arrays(name, Xs, ys,
@@ -145,14 +154,22 @@ def make_attribute_items(seed: int = 0, n_items: int = 14658, n_features: int = 
             nu, size=n_items)
         item_scale = np.sqrt(nu / chi2)[:, None]
         Z = Z * item_scale
-    F = Z @ A
+    F = reproducible_matmul(Z, A)
     noise = feature_noise * rng.standard_normal((n_items, n_features))
     F += noise if item_scale is None else noise * item_scale
     if scale_decades > 0.0:
         u = np.random.default_rng(np.random.SeedSequence([seed, 0, 2])).uniform(
             -0.5 * scale_decades, 0.5 * scale_decades, size=n_features)
-        F *= 10.0 ** u
+        F *= _powers_of_ten(u)
     return F, Z
+
+
+def _powers_of_ten(u: np.ndarray) -> np.ndarray:
+    """10 ** u elementwise, in decimal arithmetic (34 digits; ``exp`` and ``ln`` correctly
+    rounded) and then rounded to float64: the same bits on every machine."""
+    ctx = Context(prec=34)
+    ln10 = ctx.ln(Decimal(10))
+    return np.array([float(ctx.exp(ctx.multiply(ln10, Decimal(float(x))))) for x in u])
 
 
 def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: int = 200,
@@ -184,14 +201,14 @@ def make_attribute_labels(seed: int, attribute: int, Z: np.ndarray, *, users: in
         raise ValueError(f"need 1 <= labels_per_user ({labels_per_user}) <= pool ({pool}) "
                          f"<= n_items ({n_items})")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1, attribute]))
-    unit = lambda v: v / np.linalg.norm(v)
+    unit = lambda v: v / np.sqrt(np.add.reduce(v * v))
     base = unit(rng.standard_normal(r))
     dirs = np.stack([unit(base + shade_spread * unit(rng.standard_normal(r)))
                      for _ in range(shades)])
     shade_of = rng.choice(shades, size=users, p=rng.dirichlet(np.full(shades, 2.0)))
     weights = dirs[shade_of] + personal_spread * rng.standard_normal((users, r)) / np.sqrt(r)
     pool_items = rng.choice(n_items, size=pool, replace=False)
-    pool_scores = Z[pool_items] @ weights.T                       # pool x users
+    pool_scores = reproducible_matmul(Z[pool_items], weights.T)  # pool x users
     q = (1.0 - positive_share) + rng.uniform(-0.15, 0.15, size=users)
     lopsided = rng.random(users) < one_sided
     q[lopsided] = np.where(rng.random(int(lopsided.sum())) < 0.5, 0.02, 0.98)

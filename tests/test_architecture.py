@@ -126,7 +126,8 @@ CLI = {"mtlbench.cli", "mtlbench.cli.__main__", "mtlbench.cli.main", "mtlbench.c
 #: never of a higher one (the package facade ``mtlbench/__init__.py`` is not a layer).
 CORE_LAYERS = [
     {"mtlbench.errors", "mtlbench._json", "mtlbench.syntax", "mtlbench.progress",
-     "mtlbench._forkserver", "mtlbench.provenance", "mtlbench._published_fingerprints"},
+     "mtlbench._forkserver", "mtlbench.provenance", "mtlbench._published_fingerprints",
+     "mtlbench.reproducible"},
     {"mtlbench.search.space", "mtlbench.data", "mtlbench.metrics"},
     {"mtlbench.model", "mtlbench.dataset", "mtlbench.search.design", "mtlbench.search.base",
      "mtlbench.synthetic", "mtlbench.fetch"},

@@ -141,3 +141,23 @@ def test_progress_reports_end_at_the_fitted_objective_with_its_gap(cls):
         ts.y(t) @ ts.y(t) for t in range(ts.T))
     # no listener: the same fit, bit for bit
     np.testing.assert_array_equal(cls(rho_ratio=0.01).fit(ts).coef_, m.coef_)
+
+
+@pytest.mark.parametrize("seed", [3, 11, 21, 36, 38])
+def test_a_non_unique_solution_does_not_depend_on_the_order_of_the_rows(seed):
+    """+-1 designs with fewer rows than features (as a conjoint survey's): the LASSO solution
+    is often not unique, and the path meets exactly tied join events (a free feature that the
+    support and another free feature span).  Reordering a task's rows changes only the
+    rounding; the homotopy must pick the same solution (ties go to the smallest index)."""
+    rng = np.random.default_rng(seed)
+    T, n, d = 6, 12, 14
+    Xs = [rng.choice([-1.0, 1.0], size=(n, d)) for _ in range(T)]
+    ys = [rng.choice([-1.0, 1.0], size=n) for _ in range(T)]
+    for y in ys:
+        y[:2] = [-1.0, 1.0]
+    ref = LASSO(rho_ratio=0.05).fit(TaskSet.from_arrays("pm1", Xs, ys)).coef_
+    for _ in range(4):
+        perms = [rng.permutation(n) for _ in range(T)]
+        W = LASSO(rho_ratio=0.05).fit(TaskSet.from_arrays(
+            "pm1", [X[p] for X, p in zip(Xs, perms)], [y[p] for y, p in zip(ys, perms)])).coef_
+        np.testing.assert_allclose(W, ref, rtol=0, atol=1e-9)

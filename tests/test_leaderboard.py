@@ -495,3 +495,27 @@ def test_a_unit_records_the_cpu_it_ran_on():
     cpu = cpu_description()
     assert isinstance(cpu, str) and cpu
     assert versions()["cpu"] == cpu
+
+
+def test_notes_name_models_the_arithmetic_rerun_found_sensitive(tmp_path):
+    """The table beside the store (scripts/rerun_arithmetic.py --table) gives a note for a
+    model whose units changed under another BLAS kernel, only while its stored units carry
+    the code fingerprint that was measured; a model that reproduced gets none."""
+    from mtlbench.report.leaderboard import ARITHMETIC_TABLE_SUFFIX
+
+    prov = {"provenance": {"model": {"code": "c1"}}}
+    rows = [unit(m, r, 0.8 + 0.01 * r, extra=prov) for m in ("best", "stl") for r in range(3)]
+    st = make_store(tmp_path / "s.sqlite", rows)
+    table = {"kernels": ["SkylakeX", "Haswell"], "models": {
+        "best": {"toy": {"units": 3, "selection_differs": 1, "max_test_diff": 0.004,
+                         "code": "c1"}},
+        "stl": {"toy": {"units": 3, "selection_differs": 0, "max_test_diff": 0.0,
+                        "code": "c1"}}}}
+    side = (tmp_path / "s.sqlite").with_suffix(ARITHMETIC_TABLE_SUFFIX)
+    side.write_text(json.dumps(table))
+    notes = [n for n in build_leaderboard(st, "toy").notes if "floating-point" in n]
+    assert len(notes) == 1 and notes[0].startswith("best: ") and "1 of 3" in notes[0], notes
+    table["models"]["best"]["toy"]["code"] = "c0"          # measured on other code
+    side.write_text(json.dumps(table))
+    assert not [n for n in build_leaderboard(st, "toy").notes if "floating-point" in n]
+    st.close()

@@ -26,10 +26,13 @@ Preprocessing (the TFCL paper, Sec. "Shoes Dataset", "Pre-processing"; recorded 
    label is looked at, so no test label leaks); scores are divided by one global scale
    sqrt(mean kept eigenvalue) so features are O(1) while the relative variances stay; the
    components' explained-variance ratios are recorded.  ``n_components=None`` only centres.
-   Solver: eigendecomposition of the d x d covariance (or n x n Gram matrix when n < d) with
-   ``scipy.linalg.eigh(subset_by_index=...)`` for the top k pairs; component signs are fixed
-   (largest |loading| positive), so results are deterministic.  Accuracy: that of LAPACK's
-   symmetric eigensolver (relative eigenvalue error ~ 1e-15 * lambda_max / lambda_i);
+   Solver: the top k eigenpairs of the d x d covariance (or of the n x n Gram matrix when
+   n < d), the covariance, the eigenpairs and the scores computed by
+   :mod:`mtlbench.datasets_api`'s ``reproducible_gram`` / ``reproducible_eigh`` /
+   ``reproducible_matmul`` (the method of LAPACK's ``dsyevr``, in arithmetic whose results are
+   the same bits on every CPU, BLAS kernel and thread count); component signs are fixed
+   (largest |loading| positive).  Accuracy: that of LAPACK's symmetric eigensolver (relative
+   eigenvalue error ~ 1e-15 * lambda_max / lambda_i);
 3. **minority-class filter**: users with fewer than ``min_minority`` (default 8, the paper's
    "less than 8 annotations for the minority class") labels of their minority class are
    removed; removed users are recorded.  The TaskSet keeps only the items the kept users
@@ -60,6 +63,7 @@ import numpy as np
 from mtlbench import (Dataset, DatasetUnavailableError, DataValidationError, TaskSet,
                       UnknownNameError, hookimpl)
 from mtlbench.datasets_api import (data_dir_hint, default_cache_dir, find_in_subfolders,
+                                   reproducible_eigh, reproducible_gram, reproducible_matmul,
                                    resolve_data_dir)
 
 # The layout's files, the label reader and the importer live in _attributes (re-exported here).
@@ -94,24 +98,22 @@ def pca(F: np.ndarray, n_components: int | None) -> tuple[np.ndarray, dict[str, 
                             "fitted_on": f"features of all {n} items; labels unused"}
     k = int(min(n_components, d, max(n - 1, 1)))
     total = float(np.sum(Xc * Xc) / max(n - 1, 1))
-    from scipy.linalg import eigh
-
     if d <= n:
-        C = Xc.T @ Xc / max(n - 1, 1)
-        ev, V = eigh(C, subset_by_index=[d - k, d - 1])
+        C = reproducible_gram(Xc) / max(n - 1, 1)
+        ev, V = reproducible_eigh(C, k)
         ev, V = ev[::-1], V[:, ::-1]
     else:  # fewer items than features: eigenvectors of the Gram matrix
-        G = Xc @ Xc.T / max(n - 1, 1)
-        ev, U = eigh(G, subset_by_index=[n - k, n - 1])
+        G = reproducible_gram(Xc.T) / max(n - 1, 1)
+        ev, U = reproducible_eigh(G, k)
         ev, U = ev[::-1], U[:, ::-1]
         pos = ev > 1e-12 * max(ev[0], 1e-300)
         ev, U = ev[pos], U[:, pos]
-        V = Xc.T @ U / np.sqrt(ev * max(n - 1, 1))
+        V = reproducible_matmul(Xc.T, U) / np.sqrt(ev * max(n - 1, 1))
         k = ev.shape[0]
     ev = np.maximum(ev, 0.0)
     flip = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(V.shape[1])])
     V = V * np.where(flip == 0, 1.0, flip)
-    scores = Xc @ V
+    scores = reproducible_matmul(Xc, V)
     mean_ev = float(ev.mean()) if ev.size else 0.0
     scale = np.sqrt(mean_ev) if mean_ev > 0 else 1.0
     ratio = ev / total if total > 0 else np.zeros_like(ev)
@@ -121,8 +123,8 @@ def pca(F: np.ndarray, n_components: int | None) -> tuple[np.ndarray, dict[str, 
         "explained_total": round(float(ratio.sum()), 6),
         "scale": float(scale),
         "fitted_on": f"features of all {n} items in {FEATURES_FILE} (unsupervised; labels unused)",
-        "method": "top-k eigenpairs of the covariance (scipy.linalg.eigh subset), signs fixed; "
-                  "scores / sqrt(mean kept eigenvalue)",
+        "method": "top-k eigenpairs of the covariance (reproducible_eigh: the same bits on "
+                  "every CPU and BLAS), signs fixed; scores / sqrt(mean kept eigenvalue)",
     }
     return scores / scale, rec
 

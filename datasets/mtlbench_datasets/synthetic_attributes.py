@@ -59,8 +59,9 @@ like the simulated data's blocks) and which users were one-sided.  Every paramet
 parameter (``--datasets "synthetic-attributes[users=40,n_items=2000]"``); small settings serve
 the tests.  ``seed`` is the generator seed (independent of the protocol's split seed); attribute
 ``attrK`` uses the random stream (seed, 1, K), so an attribute's labels do not depend on how
-many attributes are generated.  The last bits of the features depend on the machine's BLAS
-kernels (matrix products, the PCA), so the data fingerprint is that of one kind of CPU.
+many attributes are generated.  The generator's products and the PCA are computed in
+arithmetic whose results do not depend on the machine (:mod:`mtlbench.reproducible`): the data,
+and their fingerprint, are the same bits on every CPU, BLAS kernel and thread count.
 :meth:`SyntheticAttributes.write_layout` writes the generated data in the documented folder
 layout (``features.npy``, ``labels.csv``, ...): loaded with ``--datasets personalized
 --data-dir FOLDER`` it gives identical problems.

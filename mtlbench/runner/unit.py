@@ -229,15 +229,36 @@ def cpu_description() -> str:
     return f"{name}, {isa}" if isa else name
 
 
+def blas_description() -> str:
+    """The BLAS libraries loaded in this process and the kernels they run, e.g.
+    "openblas 0.3.31.188.0 SkylakeX" (threadpoolctl; one entry per distinct library and
+    kernel; "unknown" when none is found).  Stored with every unit: the last bits of a
+    model's arithmetic depend on the kernel (OpenBLAS picks it for the CPU, or by
+    ``OPENBLAS_CORETYPE``)."""
+    from threadpoolctl import threadpool_info
+
+    seen: list[str] = []
+    for info in threadpool_info():
+        if info.get("user_api") != "blas":
+            continue
+        text = " ".join(str(info[k]) for k in ("internal_api", "version", "architecture")
+                        if info.get(k))
+        if text not in seen:
+            seen.append(text)
+    return "; ".join(seen) or "unknown"
+
+
 def versions(model: str | None = None) -> dict[str, str]:
     import numpy
     import scipy
+    import scipy.linalg  # loads scipy's BLAS, so that blas_description names it too
 
     from .. import __version__
 
     out = {"mtlbench": __version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
            "python": platform.python_version(), "cpu_count": str(os.cpu_count()),
-           "cpu": cpu_description(), "platform": platform.platform()}
+           "cpu": cpu_description(), "blas": blas_description(),
+           "platform": platform.platform()}
     if model:
         with contextlib.suppress(Exception):
             info = get_registry().model_plugin(model)

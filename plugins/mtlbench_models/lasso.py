@@ -71,6 +71,11 @@ _REFRESH_EVERY = 32
 #: features): it cannot join -- in exact arithmetic its correlation stays tied to the
 #: support's -- until a feature leaves the support.
 _SPAN_RTOL = 1e-10
+#: Features whose join events come within this fraction of (time + penalty) of the first
+#: one are tied (in exact arithmetic they often are: a feature that the support and another
+#: free feature span reaches the boundary with it); the one of smallest index joins, so the
+#: choice among non-unique solutions does not depend on rounding.
+_TIE_RTOL = 1e-9
 
 
 def lasso_objective(tasks: TaskSet, W: np.ndarray, rho: float) -> float:
@@ -229,7 +234,8 @@ class _PathBatch:
         # sits on the boundary and joins first.
         empty = np.flatnonzero(count == 0)
         if empty.size and d:
-            j = np.abs(self.C[empty]).argmax(axis=1)
+            c = np.abs(self.C[empty])
+            j = np.argmax(c >= c.max(axis=1, keepdims=True) * (1.0 - _TIE_RTOL), axis=1)
             at = np.abs(self.C[empty, j]) >= self.lam[empty] * (1.0 - 1e-12)
             if at.any():
                 self.join(empty[at], j[at])
@@ -365,9 +371,10 @@ class _PathBatch:
         free[i[just], self.last[just]] = False
         t_in = np.where(free, np.minimum(up, down), np.inf)
         t_out = np.where((self.feat >= 0) & (self.feat != self.last[:, None]), out, np.inf)
-        j_in = t_in.argmin(axis=1)
+        first_in = t_in.min(axis=1)
+        j_in = np.argmax(t_in <= (first_in + _TIE_RTOL * (first_in + self.lam))[:, None], axis=1)
         p_out = t_out.argmin(axis=1)
-        first_in, first_out = t_in[i, j_in], t_out[i, p_out]
+        first_out = t_out[i, p_out]
         to_rho = np.abs(rho - self.lam)
         tau = np.minimum(np.minimum(first_in, first_out), to_rho)
         t = sig[:, 0] * tau
