@@ -59,6 +59,16 @@ the other changes with the CPU.  1e-9 is six orders of magnitude above that nois
 than two below the smallest gap between the scores of different feature vectors measured on
 the built-in data sets (6e-7 of the scale, Landmine).  A score within the tolerance of 0 is on
 the sign threshold: ``accuracy`` counts it 1/2, like a tied pair.
+
+A task's tolerance is relative to its own scale, which is itself rounding noise when the
+model's coefficients for that task are zero in exact arithmetic but computed as a cancellation
+residue (measured: rMTFL's W = P + Q, a column of about 6.5e-18 where other tasks' scores are
+of order 1, whose AUC was 0 under one BLAS kernel and 0.5 under another).  So before any metric
+sees them, the scores of a fitted model on a problem whose magnitude is at most
+:data:`SCORE_ZERO_RTOL` (1e-12) times the largest |score| over all its tasks are set to 0
+(``mtlbench.scoring.TaskScores``): numerically zero; such a task then scores as a constant
+predictor (AUC 1/2) on every machine.  1e-12 is three orders of magnitude above the rounding of
+sums of order-1 terms in float64 and far below any score that carries information.
 """
 from __future__ import annotations
 
@@ -70,8 +80,8 @@ from .errors import DataValidationError
 
 __all__ = ["Metric", "AUC", "PooledAUC", "Accuracy", "ErrorRate", "RMSE", "MAE", "NMSE",
            "ExplainedVariance", "BUILTIN_METRICS", "PRIMARY_METRIC", "TARGET_KINDS", "BINARY",
-           "REAL", "SCORE_TIE_RTOL", "SELECTION_RTOL", "auc_score", "average_ranks",
-           "tie_tolerance", "target_kind_text"]
+           "REAL", "SCORE_TIE_RTOL", "SCORE_ZERO_RTOL", "SELECTION_RTOL", "auc_score",
+           "average_ranks", "tie_tolerance", "target_kind_text"]
 
 BINARY = "binary"
 REAL = "real"
@@ -81,6 +91,9 @@ TARGET_KINDS = (BINARY, REAL)
 #: docstring: six orders of magnitude above the floating-point noise of a score, two below
 #: the smallest real gap measured).
 SCORE_TIE_RTOL = 1e-9
+#: Scores at most this share of the largest |score| over all tasks of a problem are set to 0
+#: before scoring (module docstring).
+SCORE_ZERO_RTOL = 1e-12
 #: Validation scores within this share of the best one (in absolute value) are ties in model
 #: selection, which then takes the earliest fit of the search
 #: (:func:`mtlbench.search.best_index`).  A mean of per-task AUCs is a sum of fractions whose

@@ -33,7 +33,8 @@ import numpy as np
 
 from .errors import ConfigError
 from .hookspecs import hookimpl
-from .metrics import BUILTIN_METRICS, PRIMARY_METRIC, TARGET_KINDS, Metric, target_kind_text
+from .metrics import (BUILTIN_METRICS, PRIMARY_METRIC, SCORE_ZERO_RTOL, TARGET_KINDS, Metric,
+                      target_kind_text)
 from .plugins import get_registry
 
 __all__ = ["register_metrics", "get_metric", "metric_names", "metrics_for", "primary_metric",
@@ -98,11 +99,18 @@ def selection_metric(select_by: str | None, kind: str, where: str = "") -> Metri
 
 
 class TaskScores:
-    """One fitted model's scores on every task of a TaskSet: ``ys`` and ``ss`` (T arrays)."""
+    """One fitted model's scores on every task of a TaskSet: ``ys`` and ``ss`` (T arrays).
+    Scores at most :data:`~mtlbench.metrics.SCORE_ZERO_RTOL` of the largest |score| over the
+    tasks are numerically zero and held as 0 (``mtlbench.metrics``, "Ties of scores")."""
 
     def __init__(self, ys: Sequence[np.ndarray], ss: Sequence[np.ndarray]) -> None:
         self.ys = list(ys)
-        self.ss = list(ss)
+        ss = [np.asarray(s, dtype=np.float64) for s in ss]
+        finite = [np.abs(s[np.isfinite(s)]) for s in ss]
+        scale = max((float(a.max()) for a in finite if a.size), default=0.0)
+        zero = SCORE_ZERO_RTOL * scale
+        self.ss = [np.where(np.abs(s) <= zero, 0.0, s) if np.any(np.abs(s) <= zero) and zero > 0
+                   else s for s in ss]
 
     def value(self, metric: Metric) -> tuple[float, np.ndarray]:
         """(aggregated value, per-task values (T,)) of ``metric`` (NaN: undefined)."""

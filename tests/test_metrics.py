@@ -172,3 +172,23 @@ def test_selection_ties_within_the_tolerance_go_to_the_earliest_fit():
             {"val_rmse": 3.0}]
     assert best_index(rmse, "rmse") == 1                 # lower is better; tie -> earlier
     assert best_index(rmse, "rmse") != best_index([{"val_auc": v["val_rmse"]} for v in rmse])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_a_task_of_rounding_noise_scores_as_a_constant_on_every_machine(seed):
+    """A task whose scores are a cancellation residue (|s| ~ 1e-18 beside order-1 scores of the
+    other tasks) gets AUC 1/2 and accuracy 1/2 whatever the residue's signs, and the other
+    tasks keep their values."""
+    rng = np.random.default_rng(seed)
+    y = np.array([1.0, 1.0, -1.0, -1.0, 1.0, -1.0])
+    good = rng.normal(size=6)
+    noise = rng.normal(size=6) * 1e-18
+    auc, accuracy = get_metric("auc"), get_metric("accuracy")
+    scores = TaskScores([y, y], [good, noise])
+    assert auc.task_value(y, scores.ss[1]) == 0.5
+    assert accuracy.task_value(y, scores.ss[1]) == 0.5
+    assert scores.value(auc)[1][0] == auc.task_value(y, good)
+    # alone, the residue is its own scale: then it is ranked as it falls
+    alone = TaskScores([y], [noise])
+    assert np.array_equal(alone.ss[0], noise)
