@@ -24,7 +24,7 @@ def figure_entry(kind: str, title: str, path: Path | None, rel_to: Path | None =
                  caption: str = "", note: str = "") -> dict[str, Any]:
     """One figure as pages list it: ``kind``, ``title``, ``path`` (the PNG, relative to
     ``rel_to`` when given; None when not drawn), ``files`` (the PNG, SVG and PDF,
-    :func:`mtlbench.report.plots.figure_files`), ``caption``, and ``note`` saying why a
+    :func:`mtlbench.report.canvas.figure_files`), ``caption``, and ``note`` saying why a
     figure was not drawn."""
     def rel(p: Path) -> str:
         return str(p.relative_to(rel_to)) if rel_to is not None else str(p)
