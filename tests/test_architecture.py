@@ -157,6 +157,7 @@ CORE_LAYERS = [
      "mtlbench.race.reference", "mtlbench.race.output", "mtlbench.race.running",
      "mtlbench.scaffold",
      "mtlbench.rekey"},
+    {"mtlbench.results_api"},
     {"mtlbench.api"},
     CLI,
 ]
@@ -318,8 +319,6 @@ def test_packages_import_only_their_lower_layers():
 #: the most lines a module of the core has; each module over it is listed with the reason
 MAX_MODULE_LINES = 600
 OVER_LIMIT = {
-    "mtlbench/api.py": "planning and reading results in one module (Plan/plan/run/compare and "
-                       "Results/load_results)",
     "mtlbench/search/space.py": "the Param classes and the bound expressions they evaluate",
     "mtlbench/testing/model_checks.py": "the model conformance checks, one concern",
 }
