@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from ..syntax import file_stem, problem_name
+from .canvas import figure_files
 from .plots import (_order, ablation_plot, box_plot, convergence_plot, embeddings_plot,
-                    figure_files, heatmaps, per_user_plot, tuning_plot)
+                    heatmaps, per_user_plot, tuning_plot)
 
 
 def figure_entry(kind: str, title: str, path: Path | None, rel_to: Path | None = None,

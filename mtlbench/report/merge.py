@@ -109,8 +109,8 @@ def _store_datasets(path: Path, label: str, data_dir: str | None, source: _Sourc
     """Check a store's finished units, dataset by dataset, in their published form."""
     from .._json import jsonable
     from ..store import ResultStore
-    from .records import unit_records
     from .importing import check_units
+    from .records import unit_records
 
     with ResultStore(path, readonly=True) as rs:
         units = rs.units()
