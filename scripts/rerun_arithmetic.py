@@ -30,7 +30,7 @@ the code fingerprint that was measured); written beside a store as
 ``<store>.arithmetic.json`` (e.g. ``results/published.arithmetic.json``), it is what the
 leaderboards of that store read for their notes: a model whose units changed is named as
 sensitive to floating-point arithmetic, with these counts, while its units carry the code
-that was measured (``mtlbench.report.leaderboard.arithmetic_notes``).  Exit status 0; 2 if
+that was measured (``mtlbench.report.arithmetic.arithmetic_notes``).  Exit status 0; 2 if
 fewer than two kernels can run here and no ``--against`` source is given.
 """
 from __future__ import annotations

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from mtlbench.dataset import resolve_data_dir
     from mtlbench.errors import MTLBenchError
-    from mtlbench.report.publish import check_restored, restore_published
+    from mtlbench.report.importing import check_restored, restore_published
     from mtlbench.store import ResultStore
 
     files = _files(Path(args.leaderboards))

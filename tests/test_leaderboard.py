@@ -501,7 +501,7 @@ def test_notes_name_models_the_arithmetic_rerun_found_sensitive(tmp_path):
     """The table beside the store (scripts/rerun_arithmetic.py --table) gives a note for a
     model whose units changed under another BLAS kernel, only while its stored units carry
     the code fingerprint that was measured; a model that reproduced gets none."""
-    from mtlbench.report.leaderboard import ARITHMETIC_TABLE_SUFFIX
+    from mtlbench.report.arithmetic import ARITHMETIC_TABLE_SUFFIX
 
     prov = {"provenance": {"model": {"code": "c1"}}}
     rows = [unit(m, r, 0.8 + 0.01 * r, extra=prov) for m in ("best", "stl") for r in range(3)]

@@ -108,7 +108,7 @@ def _svg_title_and_labels(path):
 def assert_paper_figure(png):
     """A figure is written as PNG, SVG and PDF side by side; its SVG holds text (not glyph
     outlines) with the figure's title, and every axis that has tick labels has a label."""
-    from mtlbench.report.plots import figure_files
+    from mtlbench.report.canvas import figure_files
 
     files = figure_files(png)
     assert [f.suffix for f in files] == [".png", ".svg", ".pdf"]
@@ -267,7 +267,8 @@ def test_log_axis_tick_labels_never_overlap(values, integer):
     in a larger font when a range spans under two decades)."""
     from matplotlib.figure import Figure
 
-    from mtlbench.report.plots import TUNING_DPI, log_x_axis
+    from mtlbench.report.canvas import log_x_axis
+    from mtlbench.report.plots import TUNING_DPI
 
     fig = Figure(figsize=(3.3, 2.5), dpi=TUNING_DPI, layout="constrained")
     ax = fig.add_subplot(1, 1, 1)

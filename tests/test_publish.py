@@ -419,7 +419,7 @@ def test_a_full_disk_stops_publish_in_one_line_and_changes_nothing(tmp_path, mon
 # ------------------------------------------------------------------ fault drills: import-results
 KILLED_IMPORT = r'''
 import os, signal, sys
-from mtlbench.report.publish import import_results
+from mtlbench.report.importing import import_results
 from mtlbench.store import ResultStore
 insert, calls = ResultStore._insert, []
 def dying(self, *a, **k):
@@ -544,11 +544,11 @@ def test_one_publication_at_a_time_and_never_into_the_current_folder(tmp_path, m
     """A second publication while one runs beside the same folder is refused in one line,
     and so is ``--out`` the current folder (publish replaces that folder as a whole); no lock
     file is left beside ``--out``."""
-    from mtlbench.report.publish import _locked
+    from mtlbench.report.staging import locked
 
     st = _store(tmp_path / "s.sqlite")
     out = tmp_path / "lb"
-    with _locked(tmp_path):
+    with locked(tmp_path):
         with pytest.raises(Exception, match="another publication into .* is running"):
             publish(st, out, figures=False, log=quiet)
     publish(st, out, figures=False, log=quiet)

@@ -117,7 +117,7 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
         return summary_text(summary, _width())
     figures = {}
     if figures_dir is not None:
-        from ..report.plots import figure_files
+        from ..report.canvas import figure_files
 
         figures = summary_figures(summary, figures_dir, rel_to=rel_to)
         for path in filter(None, figures.values()):

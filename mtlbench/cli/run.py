@@ -490,7 +490,7 @@ def import_results(file: str, store: str, data_dir: str | None, verify: int,
     transaction; a unit the store holds already is kept unless --replace.  Imported units
     are marked as such in the leaderboard (docs/reports.md)."""
     from ..dataset import resolve_data_dir
-    from ..report.publish import check_import, write_import
+    from ..report.importing import check_import, write_import
 
     ddir = resolve_data_dir(data_dir)
 

@@ -7,14 +7,18 @@ module             what
 ``schema``         the leaderboard as typed records (``Leaderboard``): the published JSON
 ``stats``          Holm, Wilcoxon signed-rank, Friedman, block ranks
 ``leaderboard``    ``build_leaderboard``: a dataset's ``Leaderboard`` from the store
+``records``        its per-unit records (``unit_records``) and provenance
 ``render``         its markdown / JSON / CSV (from the page's parts)
 ``text``           the leaderboard and summary as plain text for a terminal
 ``site``           the HTML site ``publish`` writes (``site_assets``: its CSS and script)
 ``across``         ``summary_across``: the judgement across data sets (ranks, CD, equivalence)
 ``across_render``  its markdown / JSON / CSV and figures
-``plots``          the figures (matplotlib, imported lazily), as PNG, SVG and PDF
+``plots``          the figures (matplotlib, imported lazily)
+``canvas``         what every figure shares: the Agg canvas, PNG / SVG / PDF files, panels
 ``figures``        ``make_figures``: every figure a store allows, or why not
-``publish``        ``publish`` into a folder (manifest, stale files, README), ``import_results``
+``publish``        ``publish`` into a folder (manifest, stale files, README)
+``staging``        the temporary folder a publication is written in, and its atomic swap
+``importing``      ``import_results``: published units into a store; ``restore_published``
 ``roles``          what models declare about their role (baseline, ablations)
 =================  ===========================================================================
 
@@ -30,7 +34,7 @@ from typing import Any
 _WHERE = {
     "build_leaderboard": "leaderboard", "cell_text": "render", "render": "render",
     "search_summary": "leaderboard", "to_csv": "render", "to_json": "render",
-    "to_markdown": "render", "import_results": "publish", "publish": "publish",
+    "to_markdown": "render", "import_results": "importing", "publish": "publish",
     "Selection": "select", "select_units": "select", "results_frame": "select",
     "Leaderboard": "schema", "friedman": "stats", "holm": "stats", "wilcoxon_p": "stats",
     "make_figures": "figures", "summary_across": "across", "read_published": "publish",

@@ -16,15 +16,16 @@ import numpy as np
 import pandas as pd
 
 from ..syntax import file_stem, problem_name
+from .canvas import figure_files
 from .plots import (_order, ablation_plot, box_plot, convergence_plot, embeddings_plot,
-                    figure_files, heatmaps, per_user_plot, tuning_plot)
+                    heatmaps, per_user_plot, tuning_plot)
 
 
 def figure_entry(kind: str, title: str, path: Path | None, rel_to: Path | None = None,
                  caption: str = "", note: str = "") -> dict[str, Any]:
     """One figure as pages list it: ``kind``, ``title``, ``path`` (the PNG, relative to
     ``rel_to`` when given; None when not drawn), ``files`` (the PNG, SVG and PDF,
-    :func:`mtlbench.report.plots.figure_files`), ``caption``, and ``note`` saying why a
+    :func:`mtlbench.report.canvas.figure_files`), ``caption``, and ``note`` saying why a
     figure was not drawn."""
     def rel(p: Path) -> str:
         return str(p.relative_to(rel_to)) if rel_to is not None else str(p)

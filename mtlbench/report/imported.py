@@ -32,7 +32,7 @@ with one line naming the unit and the field):
   :attr:`mtlbench.runner.UnitSpec.key` hashes), so an edited identity field shows.
 
 (The caller then checks that this installation computes the same data and split
-fingerprints and protocol: :func:`mtlbench.report.publish.check_import`.)
+fingerprints and protocol: :func:`mtlbench.report.importing.check_import`.)
 
 **--verify N** (:func:`verify_units`) recomputes N "ok" units drawn at random (seeded) from the
 file, on this machine, in supervised worker processes, and refuses the file unless they agree:
@@ -53,7 +53,7 @@ Verified units are stored with origin "verified", the others of the file with "i
 (``units.origin``; units computed in the store have none), and the leaderboard marks rows that
 hold imported units.
 
-**Written** (:func:`mtlbench.report.publish.write_import`) in one transaction: a kill or a
+**Written** (:func:`mtlbench.report.importing.write_import`) in one transaction: a kill or a
 full disk in the middle leaves the store as it was.  A unit whose key the store already holds
 (computed there, with its fitted arrays and histories, or imported before) is kept unless the
 import is asked to replace it.

@@ -7,9 +7,9 @@ a store, new or not.
 **Checked as an import.**  Every finished unit of every source passes the checks of
 ``import-results`` before anything is written, with the import's own functions: its form and
 consistency (:func:`mtlbench.report.imported.check_published`), the protocol, data and split
-fingerprints this installation computes for it (:func:`mtlbench.report.publish.check_units`),
+fingerprints this installation computes for it (:func:`mtlbench.report.importing.check_units`),
 and its key as the hash of its identity (:func:`mtlbench.report.imported.check_keys`).  A
-store's units are checked in their published form (:func:`mtlbench.report.leaderboard.
+store's units are checked in their published form (:func:`mtlbench.report.records.
 unit_records`).  One problem refuses the whole merge.
 
 **One unit per key.**  A unit is its key (model, overrides, search space, problem, dataset
@@ -109,8 +109,8 @@ def _store_datasets(path: Path, label: str, data_dir: str | None, source: _Sourc
     """Check a store's finished units, dataset by dataset, in their published form."""
     from .._json import jsonable
     from ..store import ResultStore
-    from .leaderboard import unit_records
-    from .publish import check_units
+    from .importing import check_units
+    from .records import unit_records
 
     with ResultStore(path, readonly=True) as rs:
         units = rs.units()
@@ -132,7 +132,7 @@ def _store_datasets(path: Path, label: str, data_dir: str | None, source: _Sourc
 
 
 def _read_source(given: str, data_dir: str | None) -> _Source:
-    from .publish import check_import
+    from .importing import check_import
 
     path = Path(given).expanduser()
     if not path.is_file():
@@ -175,7 +175,7 @@ def plan_merge(sources: Sequence[str], target: str | os.PathLike,
     Nothing is written."""
     from .._json import jsonable
     from ..store import ResultStore
-    from .leaderboard import unit_records
+    from .records import unit_records
     from .schema import UnitRecord
 
     target = Path(target).expanduser()
@@ -258,7 +258,7 @@ def merge_stores(sources: Sequence[str], target: str | os.PathLike,
     ``dry_run`` check and count only.  Returns the plan that was (or would be) written."""
     from ..store import ResultStore
     from .imported import IMPORTED
-    from .publish import _record_row
+    from .importing import record_row
 
     plan = plan_merge(sources, target, data_dir)
     if dry_run:
@@ -270,7 +270,7 @@ def merge_stores(sources: Sequence[str], target: str | os.PathLike,
             with ts.transaction():
                 for src, data, rec in plan.write:
                     if src.kind == "file":
-                        ts.write_unit(*_record_row(data, rec, IMPORTED))
+                        ts.write_unit(*record_row(data, rec, IMPORTED))
                         continue
                     if src.path not in stores:
                         stores[src.path] = ResultStore(src.path, readonly=True)

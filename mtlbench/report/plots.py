@@ -43,9 +43,8 @@ import numpy as np
 import pandas as pd
 
 from ..syntax import problem_name
+from .canvas import _cmap, _mpl, _panels, _save, _wrap, log_x_axis
 
-DPI = 110
-VECTOR_RASTER_DPI = 150  # the raster layers inside SVG and PDF files (dense point clouds)
 EQUIVALENCE_COLUMNS = 4   # panels per row of the equivalence figure
 ABLATION_PANEL_MAX = 11.0  # inches: the widest ablation panel (1,210 px at DPI)
 TUNING_DPI = 80  # the tuning figure is a tall grid of small panels
@@ -54,68 +53,6 @@ HISTORY_LABELS = {  # matplotlib mathtext, rendered as formulas
     "w_change": r"$\|W^{t} - W^{t-1}\|_F$",
     "u_change": r"$\|U^{t} - U^{t-1}\|_F$",
 }
-
-
-def _mpl():
-    try:
-        import matplotlib
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        from ..errors import ConfigError
-
-        raise ConfigError("figures need matplotlib: pip install 'mtlbench[plots]' "
-                          "(or run publish with --no-figures)") from exc
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
-    return Figure
-
-
-#: every figure is written in each of these formats, side by side (``box.png``, ``box.svg``,
-#: ``box.pdf``): PNG for markdown pages, SVG for the HTML site, PDF for papers
-FORMATS = ("png", "svg", "pdf")
-#: text stays text in the vector files (searchable, editable; PDF with TrueType fonts, which
-#: publishers' PDF checks accept, unlike Type 3), and SVG ids do not change between runs
-_VECTOR_RC = {"svg.fonttype": "none", "svg.hashsalt": "mtlbench", "pdf.fonttype": 42}
-
-
-def figure_files(path: str | Path) -> list[Path]:
-    """The files of one figure: ``path`` and its siblings in the other :data:`FORMATS`."""
-    path = Path(path)
-    return [path] + [path.with_suffix(f".{fmt}") for fmt in FORMATS
-                     if f".{fmt}" != path.suffix]
-
-
-def _metadata(suffix: str, title: str) -> dict[str, Any]:
-    """Metadata without dates or versions that change between runs (the files of the same
-    figure are byte-identical when republished), with the figure's title."""
-    if suffix == ".png":
-        return {"Software": None, "Title": title}
-    if suffix == ".svg":
-        return {"Date": None, "Title": title}
-    if suffix == ".pdf":
-        return {"CreationDate": None, "Title": title}
-    return {}
-
-
-def _save(fig, path: Path, dpi: int = DPI) -> Path:
-    """Write ``fig`` to ``path`` and beside it in the other :data:`FORMATS`; the title
-    metadata is the first line of the figure's title (``suptitle``).  Returns ``path``."""
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    canvas = FigureCanvasAgg(fig)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    title = fig.get_suptitle().split("\n")[0]
-    with matplotlib.rc_context(_VECTOR_RC):
-        # lay the figure out once and crop every format to the same box: a "tight" save per
-        # format would redo the layout and draw twice each time
-        canvas.draw()
-        box = fig.get_tightbbox(canvas.get_renderer()).padded(0.1)
-        fig.set_layout_engine("none")
-        for p in figure_files(path):
-            fig.savefig(p, dpi=dpi if p.suffix == ".png" else max(dpi, VECTOR_RASTER_DPI),
-                        bbox_inches=box, metadata=_metadata(p.suffix, title))
-    return path
 
 
 def _order(units: pd.DataFrame) -> list[str]:
@@ -133,11 +70,6 @@ def _model_axis(ax, pos: np.ndarray, models: list[str], ylabel: str, title: str)
     if title:
         ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-
-
-def _panels(n: int, ncols: int = 3) -> tuple[int, int]:
-    ncols = max(1, min(ncols, n))
-    return int(np.ceil(n / ncols)), ncols
 
 
 # =============================================================================== figures
@@ -358,20 +290,6 @@ def embeddings_plot(emb: np.ndarray, path: Path, d: int | None = None,
     return _save(fig, path)
 
 
-def _wrap(text: str, width: int) -> str:
-    """``text`` broken into lines of at most ``width`` characters (at spaces and hyphens; a
-    longer word stays whole) for a panel title that must not run into its neighbour's."""
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width, break_long_words=False)) or text
-
-
-def _cmap(name: str):
-    from matplotlib import colormaps
-
-    return colormaps[name]
-
-
 def ablation_plot(units: pd.DataFrame, path: Path, title: str = "",
                   groups: dict[str, list[str]] | None = None,
                   labels: dict[str, str] | None = None) -> Path | None:
@@ -441,39 +359,6 @@ def _num_value(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v) if math.isfinite(float(v)) else None
-
-
-def log_x_axis(ax, values: np.ndarray, integer: bool = False, max_labels: int = 5) -> None:
-    """A log x axis whose tick labels cannot overlap: at most ``max_labels`` labelled ticks,
-    none on minor ticks.  Integers (e.g. a rank k) are labelled with their own values, thinned
-    to ``max_labels``; other ranges get decades, or 1-2-5 steps when they span less than two
-    decades (matplotlib's default labels minor ticks then, in a larger font, and they collide)."""
-    from matplotlib.ticker import (FixedLocator, FuncFormatter, LogFormatterSciNotation,
-                                   LogLocator, NullFormatter)
-
-    ax.set_xscale("log")
-    lo, hi = float(np.min(values)), float(np.max(values))
-    if integer:
-        ticks = sorted({int(v) for v in np.asarray(values).ravel()})
-        step = int(np.ceil(len(ticks) / max_labels))
-        ax.xaxis.set_major_locator(FixedLocator(ticks[::step]))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    else:
-        decades = np.log10(hi) - np.log10(lo)
-        if decades < 2:
-            exps = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
-            major = [v for e in exps for v in (10.0 ** e, 2 * 10.0 ** e, 5 * 10.0 ** e)
-                     if lo <= v <= hi]
-            if len(major) < 2:  # a narrow range: every integer multiple of its decade
-                major = [m * 10.0 ** e for e in exps for m in range(1, 10)
-                         if lo <= m * 10.0 ** e <= hi] or major
-            step = int(np.ceil(len(major) / max_labels)) or 1
-            ax.xaxis.set_major_locator(FixedLocator(major[::step]))
-        else:
-            ax.xaxis.set_major_locator(LogLocator(base=10, numticks=max_labels + 1))
-        ax.xaxis.set_major_formatter(LogFormatterSciNotation(labelOnlyBase=False))
-    ax.xaxis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=12))
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def tuning_plot(units: pd.DataFrame, path: Path, title: str = "") -> Path | None:
@@ -665,5 +550,5 @@ def equivalence_plot(rows: list[dict[str, Any]], blocks: list[str], models: list
 
 
 __all__ = ["box_plot", "per_user_plot", "heatmaps", "convergence_plot", "embeddings_plot",
-           "ablation_plot", "tuning_plot", "log_x_axis", "cd_diagram", "equivalence_plot",
+           "ablation_plot", "tuning_plot", "cd_diagram", "equivalence_plot",
            "HISTORY_LABELS"]

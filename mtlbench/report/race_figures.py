@@ -22,7 +22,7 @@ import numpy as np
 
 from ..race import STOPPED
 from ..syntax import file_stem
-from .plots import _mpl, _panels, _save, _wrap, log_x_axis
+from .canvas import _mpl, _panels, _save, _wrap, log_x_axis
 
 FLOOR = 1e-16
 LEVEL_LINES = (1e-2, 1e-4, 1e-6)

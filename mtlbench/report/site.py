@@ -318,7 +318,7 @@ def write_site(out: Path, written: dict[str, Any], summaries: Sequence[tuple[str
     {data set: {"leaderboard", "others" {metric: leaderboard}, "figures"}} as ``publish``
     made them; ``summaries``: (page stem, :class:`~mtlbench.report.across.Summary`, its
     figures {kind: path relative to ``out``}) per cross-data-set page.  Returns the files."""
-    from .plots import figure_files
+    from .canvas import figure_files
 
     site = out / SITE_DIR
     (site / "assets").mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,6 @@ Each ``check_*`` takes the model class (and optional constructor ``params``) and
 """
 from __future__ import annotations
 
-import inspect
 import json
 import pickle
 import warnings
@@ -14,107 +13,22 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 from sklearn.base import clone
 
-from mtlbench._json import jsonable
-from mtlbench.errors import ModelContractError
 from mtlbench.model import MTLModel
 from mtlbench.plugins import NO_CONVERGED, PluginMigrationWarning, space_notices
-from mtlbench.protocol import (ProtocolConfig, checked_scores, make_split, mean_auc,
-                               run_protocol)
+from mtlbench.protocol import ProtocolConfig, make_split, mean_auc, run_protocol
 from mtlbench.search.design import START_DESIGN_SIZE
 from mtlbench.search.searchers import problem_context
 from mtlbench.search.space import Param, normalise_space, resolve, space_problems
 
 from ._common import MONOTONE_RTOL, _NAME_RE, ConformanceError, _fail, _label
+from ._model_fit import (_equal, _fit, _fitted, _init_signature, _json_ok, _make, _same_scores,
+                         _scores)
 from .problems import _problem
 
 __all__ = ["MODEL_CHECKS", "check_model", "run_model_check", "check_model_metadata",
            "check_clone", "check_search_space", "check_fit_shapes", "check_refit",
            "check_deterministic", "check_pickle", "check_warm_start",
            "check_objective_history", "check_beats_chance"]
-
-
-def _init_signature(model_class: type) -> dict[str, inspect.Parameter]:
-    sig = inspect.signature(model_class.__init__)
-    return {p.name: p for p in sig.parameters.values() if p.name != "self"}
-
-
-def _make(model_class: type, params: Mapping[str, Any] | None, check: str, **extra: Any):
-    kwargs = {**dict(params or {}), **extra}
-    try:
-        return model_class(**kwargs)
-    except Exception as exc:
-        raise _fail(_label(model_class), check,
-                    f"{model_class.__name__}(**{kwargs!r}) raised {type(exc).__name__}: {exc}; "
-                    "__init__ must only store its keyword arguments") from exc
-
-
-def _fit(model: Any, tasks: Any, check: str, init: Any = None) -> Any:
-    """``model.fit`` with the contract's side conditions: returns self, leaves the
-    hyperparameters and the training data unchanged."""
-    who = _label(type(model))
-    before = model.get_params(deep=False)
-    fp = tasks.fingerprint()
-    try:
-        out = model.fit(tasks, init=init) if init is not None else model.fit(tasks)
-    except Exception as exc:
-        raise _fail(who, check, f"fit on {tasks!r} with {before} raised "
-                                f"{type(exc).__name__}: {exc}") from exc
-    if out is not model:
-        raise _fail(who, check, f"fit must return self, returned {out!r}")
-    after = model.get_params(deep=False)
-    for k, v in before.items():
-        if not _equal(after[k], v):
-            raise _fail(who, check, f"fit changed hyperparameter {k}: {v!r} -> {after[k]!r}; "
-                                    "keep derived values in attributes ending in '_'")
-    if tasks.fingerprint() != fp:
-        raise _fail(who, check, "fit modified the training data in place")
-    return model
-
-
-_FITTED: dict[tuple, Any] = {}
-
-
-def _fitted(model_class: type, params: Mapping[str, Any] | None, key: str, check: str):
-    """A model with ``params`` fitted on kit problem ``key``, fitted once and shared by the
-    checks that only read it (callers must not refit it)."""
-    ck = (model_class, json.dumps(dict(params or {}), sort_keys=True, default=repr), key)
-    if ck not in _FITTED:
-        if len(_FITTED) >= 16:
-            _FITTED.clear()
-        _FITTED[ck] = _fit(_make(model_class, params, check), _problem(key), check)
-    return _FITTED[ck]
-
-
-def _scores(model: Any, tasks: Any, check: str) -> list:
-    """decision_function on every task, checked by the protocol's own score check
-    (:func:`mtlbench.protocol.checked_scores`) and, more strictly, for a float dtype."""
-    who = _label(type(model))
-    out = []
-    for t in range(tasks.T):
-        X = tasks.X(t)
-        try:
-            raw = model.decision_function(X, t)
-        except Exception as exc:
-            raise _fail(who, check, f"decision_function(X of shape {X.shape}, task={t}) raised "
-                                    f"{type(exc).__name__}: {exc}") from exc
-        try:
-            out.append(checked_scores(raw, X.shape[0], tasks.task_names[t], require_float=True))
-        except (ModelContractError, FloatingPointError) as exc:
-            raise _fail(who, check, str(exc)) from None
-    return out
-
-
-def _same_scores(a: list, b: list) -> tuple[bool, float]:
-    diff = max(float(np.max(np.abs(x - y))) if x.size else 0.0 for x, y in zip(a, b))
-    return all(np.array_equal(x, y) for x, y in zip(a, b)), diff
-
-
-def _json_ok(value: Any) -> bool:
-    try:
-        json.dumps(jsonable(value), allow_nan=True)
-        return True
-    except (TypeError, ValueError):
-        return False
 
 
 # ============================================================================ model checks
@@ -193,17 +107,6 @@ def check_clone(model_class: type, params: Mapping[str, Any] | None = None) -> N
                                         f"{type(exc).__name__}: {exc}") from exc
             if not _equal(m2.get_params(deep=False)[key], values[-1]):
                 raise _fail(who, check, f"set_params({key}=...) did not store the value")
-
-
-def _equal(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    try:
-        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-            return bool(np.array_equal(a, b))
-        return bool(a == b)
-    except Exception:  # noqa: BLE001
-        return False
 
 
 def check_search_space(model_class: type, params: Mapping[str, Any] | None = None,
