@@ -20,6 +20,8 @@
   one gradient evaluation; better than FISTA when d is small and the rows of the optimum are
   few (each sweep moves every feature by its own curvature).  Certificate: the relative
   duality gap after every sweep.
+* :class:`SmoothSum` -- J plus smooth quadratic penalties as one smooth term (its gap adds
+  the quadratics' conjugates at their gradients).
 * :func:`lbfgs` -- limited-memory BFGS with a preconditioner (smooth or piecewise smooth f):
   the two-loop recursion (Nocedal & Wright, "Numerical Optimization", 2nd ed., Alg. 7.4) over
   the last ``memory`` pairs with s^T y > 0, started from ``precondition(x, v)`` scaled by
@@ -43,8 +45,8 @@ import numpy as np
 
 from mtlbench import report_progress
 
-__all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "Result", "duality_gap",
-           "lbfgs"]
+__all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "SmoothSum", "Result",
+           "duality_gap", "lbfgs"]
 
 
 @dataclass
@@ -93,6 +95,54 @@ class SumOfBlocks:
     def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
             f: float | None = None) -> float:
         return self.datafit.gap(S, self.total(X), pen, s, G, f)
+
+
+class SmoothSum:
+    """J(W) + sum_h h(W): a datafit plus smooth penalties h, each a homogeneous quadratic
+    (h(W) = 1/2 <W, grad h(W)>: ``GraphLaplacian``, ``MeanRegularised``, ``SquaredFrobenius``,
+    or one of them in ``FirstRows``), as the smooth term of :class:`FISTA` beside a
+    non-smooth penalty g (SRMTL: the squared loss + a graph term, with an l1 g).
+
+    State (linear in W): the datafit's state, W and Gh = sum_h grad h(W); J + h reads
+    f(S) + 1/2 <W, Gh>, its gradient grad J + Gh; ``lipschitz`` is the sum of the terms'.
+    Duality gap: with the dual point s grad h(W) for each quadratic (its conjugate there is
+    s^2 h(W)) beside the datafit's s Theta, and s from g's dual ball at the total gradient,
+    gap = (the datafit's gap with the penalty value pen + s <W, Gh> + (1 - s)^2 h(W)): the
+    terms h(W) + h*(s grad h(W)) = (1 + s^2) h(W) added to the datafit's."""
+
+    def __init__(self, datafit, *smooth) -> None:
+        self.datafit, self.smooth = datafit, smooth
+        self.lipschitz = datafit.lipschitz + sum(h.lipschitz for h in smooth)
+
+    def _gh(self, W: np.ndarray) -> np.ndarray:
+        return functools.reduce(np.add, (h.grad(W) for h in self.smooth))
+
+    def forward(self, W: np.ndarray):
+        return (self.datafit.forward(W), W, self._gh(W))
+
+    def value_of(self, S) -> float:
+        return self.datafit.value_of(S[0]) + 0.5 * float(np.sum(S[1] * S[2]))
+
+    def grad_of(self, S) -> np.ndarray:
+        return self.datafit.grad_of(S[0]) + S[2]
+
+    def combine(self, S1, S0, beta: float):
+        return tuple([self.datafit.combine(S1[0], S0[0], beta)]
+                     + [a + beta * (a - b) for a, b in zip(S1[1:], S0[1:])])
+
+    def value(self, W: np.ndarray) -> float:
+        return self.value_of(self.forward(W))
+
+    def grad(self, W: np.ndarray) -> np.ndarray:
+        return self.grad_of(self.forward(W))
+
+    def gap(self, S, W: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
+            f: float | None = None) -> float:
+        h = 0.5 * float(np.sum(S[1] * S[2]))
+        wgh = 2.0 * h
+        Gd = None if G is None else G - S[2]
+        fd = None if f is None else f - h
+        return self.datafit.gap(S[0], W, pen + s * wgh + (1.0 - s) ** 2 * h, s, Gd, fd)
 
 
 def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None = None) -> float:
