@@ -55,6 +55,9 @@ def test_cluster_relaxation_gradient_prox_and_conjugate(seed, k, wide):
     L = float(rng.uniform(0.3, 4))
     X = g.prox(W, L)                                  # L (V - X) = grad g(X)
     np.testing.assert_allclose(L * (W - X), g.grad(X), atol=1e-9)
+    Xv, value = FirstRows(g, W.shape[0] - 1).prox_with_value(W, L)   # value from the spectrum
+    np.testing.assert_array_equal(Xv[-1], W[-1])
+    assert value == pytest.approx(g.value(Xv[:-1]), rel=1e-10, abs=1e-12)
     Y = L * (W - X)                                   # Fenchel-Young: equality there
     assert g.value(X) + g.conjugate(Y) == pytest.approx(float(np.sum(X * Y)), rel=1e-9)
     A, B = rng.standard_normal((2,) + W.shape)
@@ -129,6 +132,30 @@ def test_smooth_sum_gap_bounds_the_distance_to_cvxpys_optimum(loss):
     for V in (np.zeros((d, T)), res.W + 0.1, 0.5 * res.W):
         gap = duality_gap(smooth, pen, V)
         assert gap >= smooth.value(V) + pen.value(V) - prob.value - 1e-7
+
+
+@pytest.mark.parametrize("certificate", ["gap", "residual"])
+def test_fista_growing_step_and_sparse_certificates_reach_the_same_optimum(certificate):
+    """step_growth > 1 (the step grows back after a backtrack) and check_every > 1 change the
+    path, not the answer: the same optimum to the certificate's accuracy, certified; a cap
+    that is not a multiple of check_every is still certified at the cap."""
+    tasks = _tasks(7, d=5, T=4, n=12)
+    J = LogisticLoss(tasks, task_weights="mean", intercept=certificate == "residual")
+    g = ClusterRelaxation(0.05, 0.01, 2)
+    pen = FirstRows(g, tasks.d) if certificate == "residual" else g
+    W0 = np.zeros((J.d, tasks.T))
+    ref = FISTA(tol=1e-8, max_iter=50000).solve(J, pen, W0)
+    new = FISTA(tol=1e-8, max_iter=50000, step_growth=1.25, check_every=7).solve(J, pen, W0)
+    assert ref.converged and new.converged and new.certificate_kind == certificate
+    F = lambda W: J.value(W) + pen.value(W)
+    assert F(new.W) == pytest.approx(F(ref.W), rel=1e-7)
+    capped = FISTA(tol=1e-10, max_iter=10, step_growth=1.25, check_every=7).solve(J, pen, W0)
+    assert not capped.converged and capped.n_iter == 10
+    if certificate == "gap":                      # the certificate of the returned point
+        assert capped.certificate == pytest.approx(
+            duality_gap(J, pen, capped.W) / F(capped.W), rel=1e-9)
+    with pytest.raises(ValueError, match="step_growth must be >= 1"):
+        FISTA(step_growth=0.5)
 
 
 def test_logistic_weights_and_intercept_value_and_gradient():

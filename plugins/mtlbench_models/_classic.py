@@ -18,6 +18,15 @@ from ._core.datafits import LogisticLoss, SquaredLoss
 from ._core.penalties import FirstRows
 from ._core.solvers import FISTA
 
+#: FISTA's L is divided by this before every step (the backtracking doubles it back when the
+#: descent-lemma test fails): the logistic bound ||X_t||^2 / 4 and the squared loss's largest
+#: task curvature are far above the curvature along the iterates, and a step that never grows
+#: back after one backtrack keeps the smallest step ever needed.
+STEP_GROWTH = 1.25
+#: the logistic certificates cost a pass over the data (the gradient at the iterate): every
+#: tenth iteration; the squared loss's gap is checked at every iterate.
+LOGISTIC_CHECK_EVERY = 10
+
 
 def squared_loss(tasks: TaskSet) -> SquaredLoss:
     """sum_t 1/2 ||y_t - X_t w_t||^2 (MALSAR's ``Least_*`` data term)."""
@@ -82,6 +91,7 @@ class FistaModel(LinearMTLModel):
     monotone_objective = True            # FISTA with monotone restart
     solver_name = "fista"
     intercept = False
+    loss = "squared"                     # or "logistic" / "logistic-mean" (``curvature``)
 
     def _problem(self, tasks: TaskSet):  # pragma: no cover - every subclass defines it
         raise NotImplementedError
@@ -93,7 +103,9 @@ class FistaModel(LinearMTLModel):
         prev = getattr(init, "variable_", None)
         if prev is not None and prev.shape == W0.shape:
             W0 = prev                    # convex: a warm start changes only the speed
-        res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter)).solve(smooth, penalty, W0)
+        check_every = 1 if self.loss == "squared" else LOGISTIC_CHECK_EVERY
+        res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter), step_growth=STEP_GROWTH,
+                    check_every=check_every).solve(smooth, penalty, W0)
         self.variable_ = res.W
         self.coef_ = res.W[:tasks.d]
         self.intercept_ = res.W[tasks.d] if self.intercept else None

@@ -61,7 +61,6 @@ class CMTL(FistaModel):
                          "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
     cost_hint = 1.0  # s per unit on the reference problem (mtlbench.runner.cost)
-    loss = "squared"
 
     def __init__(self, cluster_ratio: float = 0.1, ridge_ratio: float = 0.01, k: int = 3,
                  tol: float = 1e-6, max_iter: int = 5000):

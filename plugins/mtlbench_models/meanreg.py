@@ -58,7 +58,6 @@ class MeanReg(FistaModel):
     param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
     cost_hint = 1.0  # s per unit on the reference problem (mtlbench.runner.cost)
-    loss = "squared"
 
     def __init__(self, lam_ratio: float = 0.1, mean_ratio: float = 0.1, tol: float = 1e-6,
                  max_iter: int = 5000):

@@ -750,26 +750,37 @@ class ClusterRelaxation:
 
     def value(self, W: np.ndarray) -> float:
         self._check_k(W.shape[1])
-        s = self._spectrum(W)[0]
-        return self.c * float(np.sum(s / (self.eta + cluster_relaxation_weights(s, self.eta,
-                                                                                 self.k))))
+        return self._value_of_spectrum(self._spectrum(W)[0])
 
-    def _apply(self, V: np.ndarray, eta: float, scale) -> np.ndarray:
-        """V U diag(scale(m)) U^T with m the weights at ``eta`` (on the smaller side)."""
+    def _value_of_spectrum(self, s: np.ndarray) -> float:
+        return self.c * float(np.sum(s / (self.eta + cluster_relaxation_weights(s, self.eta,
+                                                                                self.k))))
+
+    def _apply(self, V: np.ndarray, eta: float, scale) -> tuple[np.ndarray, np.ndarray]:
+        """(V U diag(f) U^T, the eigenvalues of its X^T X), f = scale(m) with m the weights
+        at ``eta`` (on the smaller side; X^T X = U diag(f^2 s) U^T in V's eigenbasis)."""
         self._check_k(V.shape[1])
         s, E, right = self._spectrum(V)
         f = scale(cluster_relaxation_weights(s, eta, self.k))
         if right:
-            return (V @ E * f) @ E.T
-        return (E * f[:E.shape[0]]) @ (E.T @ V)
+            X = (V @ E * f) @ E.T
+        else:
+            X = (E * f[:E.shape[0]]) @ (E.T @ V)
+        return X, s * f * f
 
     def grad(self, W: np.ndarray) -> np.ndarray:
-        return self._apply(W, self.eta, lambda m: 2.0 * self.c / (self.eta + m))
+        return self._apply(W, self.eta, lambda m: 2.0 * self.c / (self.eta + m))[0]
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return self.prox_with_value(V, L)[0]
+
+    def prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
+        """(prox(V), g(prox(V))): the value from the output's spectrum, f^2 s, without a second
+        eigen-decomposition."""
         extra = 2.0 * self.c / L
-        return self._apply(V, self.eta + extra,
-                           lambda m: (self.eta + m) / (self.eta + m + extra))
+        X, sx = self._apply(V, self.eta + extra,
+                            lambda m: (self.eta + m) / (self.eta + m + extra))
+        return X, self._value_of_spectrum(sx)
 
     def conjugate(self, V: np.ndarray) -> float:
         self._check_k(V.shape[1])
@@ -790,6 +801,8 @@ class FirstRows:
         if hasattr(penalty, "grad"):
             self.grad = self._grad
             self.lipschitz = penalty.lipschitz
+        if hasattr(penalty, "prox_with_value"):
+            self.prox_with_value = self._prox_with_value
 
     def value(self, W: np.ndarray) -> float:
         return self.penalty.value(W[:self.d])
@@ -798,6 +811,11 @@ class FirstRows:
         X = V.copy()
         X[:self.d] = self.penalty.prox(V[:self.d], L)
         return X
+
+    def _prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
+        X = V.copy()
+        X[:self.d], value = self.penalty.prox_with_value(V[:self.d], L)
+        return X, value
 
     def _grad(self, W: np.ndarray) -> np.ndarray:
         G = np.zeros_like(W)

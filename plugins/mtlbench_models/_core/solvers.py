@@ -6,13 +6,18 @@
   X+ = prox_{g/L}(Y - grad J(Y) / L) from the extrapolated point Y = X_k + beta_k (X_k - X_{k-1})
   (FISTA's beta_k); L starts at the datafit's Lipschitz constant and doubles until the
   descent-lemma test J(X+) <= J(Y) + <grad J(Y), X+ - Y> + L/2 ||X+ - Y||^2 holds (relative
-  slack 1e-12); monotone restart (a step that increases F is replaced by a plain
+  slack 1e-12); with ``step_growth`` > 1, L is divided by it before every step (the step
+  grows back after a backtrack) as long as the last accepted step's L/2 ||X+ - Y||^2 exceeded
+  :data:`DECISIVE` times the slack (near the optimum the test is within rounding and passes
+  for any L: L stays).  g(X+) comes with the prox where the penalty has
+  ``prox_with_value``.  Monotone restart (a step that increases F is replaced by a plain
   proximal-gradient step from X_k and the momentum restarts: F never increases).
-  Certificate, checked at every iterate: the relative duality gap (:func:`duality_gap`) when
-  the penalty is a norm (``dual_scale``) or has a finite conjugate, else the relative
-  optimality residual ||E|| / (L max(1, ||X||)), E = grad J(X+) - grad J(Y) + L (Y - X+), an
-  element of the subdifferential of F at X+ (prox optimality).  Converged iff the certificate
-  is <= ``tol`` within ``max_iter`` iterations.
+  Certificate, checked every ``check_every`` iterations (1: every iterate) and at the cap:
+  the relative duality gap (:func:`duality_gap`) when the penalty is a norm (``dual_scale``)
+  or has a finite conjugate, else the relative optimality residual ||E|| / (L max(1, ||X||)),
+  E = grad J(X+) - grad J(Y) + L (Y - X+), an element of the subdifferential of F at X+
+  (prox optimality).  Converged iff the certificate is <= ``tol`` within ``max_iter``
+  iterations.
 * :class:`BlockCoordinateDescent` -- cyclic proximal steps on the rows of W (features) for
   penalties that separate over rows (L1, L21, L1Inf) and the squared loss in its ``gram``
   representation: row i moves by prox_{g_i/L_i}(w_i - grad_i / L_i) with
@@ -198,17 +203,28 @@ class FISTA:
         else the residual), "gap" or "residual"
     slack : relative slack of the descent-lemma test (rounding of J near the optimum)
     L0 : the first step constant (default: the smooth term's ``lipschitz``)
+    step_growth : L is divided by it before every step (> 1: the step grows back after
+        backtracking, for a datafit whose local curvature is far below its global bound,
+        e.g. the logistic loss away from W = 0); 1: L never decreases
+    check_every : the certificate is computed every ``check_every`` iterations (and at the
+        cap) when it costs a pass over the data; in between the last one is reported (an
+        upper bound still: F does not increase)
     """
 
     def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
                  backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
-                 L0: float | None = None) -> None:
+                 L0: float | None = None, step_growth: float = 1.0,
+                 check_every: int = 1) -> None:
         if certificate not in ("auto", "gap", "residual"):
             raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
                              f"got {certificate!r}")
+        if not step_growth >= 1.0 or int(check_every) < 1:
+            raise ValueError(f"FISTA: step_growth must be >= 1 and check_every >= 1, got "
+                             f"{step_growth!r} and {check_every!r}")
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.restart, self.backtracking = bool(restart), bool(backtracking)
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
+        self.step_growth, self.check_every = float(step_growth), int(check_every)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
@@ -231,7 +247,8 @@ class FISTA:
         F = f + pen
         hist = [float(F)]
         cert = prob.certify(X, S, f, pen)
-        report_progress(0, float(F), prob.reported(cert, F))
+        bound = prob.reported(cert, F)
+        report_progress(0, float(F), bound)
         if cert <= self.tol:
             return Result(X, hist, 0, cert, prob.kind, True)
         Y, SY = X, S
@@ -239,15 +256,15 @@ class FISTA:
         L = max(float(self.L0 if self.L0 is not None else datafit.lipschitz), 1e-12)
         it = 0
         for it in range(1, self.max_iter + 1):
-            Xn, Sn, fn, L, GY = prob.step_from(Y, SY, L)
+            if self.step_growth > 1.0 and prob.decisive:
+                L = L / self.step_growth
+            Xn, Sn, fn, L, GY, pen_n = prob.step_from(Y, SY, L)
             base = Y
-            pen_n = penalty.value(Xn)
             Fn = fn + pen_n
             if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
                 t_k = 1.0
-                Xn, Sn, fn, L, GY = prob.step_from(X, S, L)
+                Xn, Sn, fn, L, GY, pen_n = prob.step_from(X, S, L)
                 base = X
-                pen_n = penalty.value(Xn)
                 Fn = fn + pen_n
                 if Fn > F:                   # no progress possible at machine precision
                     step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
@@ -259,11 +276,18 @@ class FISTA:
             SY = datafit.combine(Sn, S, beta)
             X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
             hist.append(float(F))
-            cert = prob.certify(X, S, f, pen, (base, GY, L))
-            report_progress(it, float(F), prob.reported(cert, F))
+            if it % self.check_every == 0 or it == self.max_iter:
+                cert = prob.certify(X, S, f, pen, (base, GY, L))
+                bound = prob.reported(cert, F)
+            report_progress(it, float(F), bound)
             if cert <= self.tol:
                 break
         return Result(X, hist, it, float(cert), prob.kind, bool(cert <= self.tol))
+
+
+#: the test's quadratic term L/2 ||X+ - Y||^2 exceeds this many times its slack: the test
+#: decided the step (a smaller term is within rounding, where the test passes for any L)
+DECISIVE = 1e3
 
 
 class _Composite:
@@ -282,20 +306,28 @@ class _Composite:
         self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
         self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
         self.L_lip = max(float(smooth.lipschitz), 1e-12)
+        self.prox_with_value = getattr(penalty, "prox_with_value", None)
+        self.decisive = True
 
     def step_from(self, Y, SY, L):
         """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
-        holds; returns (X+, its state, J(X+), L, grad J(Y))."""
-        smooth = self.smooth
+        holds; returns (X+, its state, J(X+), L, grad J(Y), g(X+))."""
+        smooth, penalty = self.smooth, self.penalty
         fY, G = smooth.value_of(SY), smooth.grad_of(SY)
         while True:
-            Xn = self.penalty.prox(Y - G / L, L)
+            if self.prox_with_value is None:
+                Xn, pen = penalty.prox(Y - G / L, L), None
+            else:
+                Xn, pen = self.prox_with_value(Y - G / L, L)
             D = Xn - Y
             Sn = smooth.forward(Xn)
             fn = smooth.value_of(Sn)
-            quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
-            if not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0):
-                return Xn, Sn, fn, L, G
+            curv = 0.5 * L * self.sqnorm(D)
+            quad = fY + self.inner(G, D) + curv
+            slack = self.slack * max(abs(quad), 1.0)
+            if not self.backtracking or fn <= quad + slack:
+                self.decisive = curv > DECISIVE * slack
+                return Xn, Sn, fn, L, G, penalty.value(Xn) if pen is None else pen
             L *= 2.0
 
     def certify(self, X, S, f, pen, step=None) -> float:
