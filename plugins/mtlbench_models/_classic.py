@@ -96,13 +96,20 @@ class FistaModel(LinearMTLModel):
     def _problem(self, tasks: TaskSet):  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
+    def _closed_form(self, tasks: TaskSet) -> np.ndarray | None:
+        """The optimum in closed form where the problem has one (FISTA then only certifies
+        it, or refines it if rounding left its certificate above ``tol``); None: iterate."""
+        return None
+
     def fit(self, tasks: TaskSet, init=None):
         self.check_params()
         smooth, penalty = self._problem(tasks)
-        W0 = start_point(tasks, self.intercept)
-        prev = getattr(init, "variable_", None)
-        if prev is not None and prev.shape == W0.shape:
-            W0 = prev                    # convex: a warm start changes only the speed
+        W0 = self._closed_form(tasks)
+        if W0 is None:
+            W0 = start_point(tasks, self.intercept)
+            prev = getattr(init, "variable_", None)
+            if prev is not None and prev.shape == W0.shape:
+                W0 = prev                # convex: a warm start changes only the speed
         check_every = 1 if self.loss == "squared" else LOGISTIC_CHECK_EVERY
         res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter), step_growth=STEP_GROWTH,
                     check_every=check_every).solve(smooth, penalty, W0)

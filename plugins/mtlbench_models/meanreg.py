@@ -20,10 +20,15 @@ logistic loss sum_t sum_i log(1 + exp(-y_ti x_ti^T w_t)) (``meanreg-logistic``, 
 intercept: the paper has none).  b -> a (lam2 -> inf) is independent ridge per task with
 weight a; b -> 0 leaves the mean unpenalised.
 
-Solver: FISTA (``_core.solvers.FISTA``: backtracking, monotone restart) with the penalty's
-exact proximal map (the column mean and the deviations from it shrunk apart).  Stopping rule
-and certificate: the relative duality gap <= ``tol`` (1e-6), the penalty's conjugate being
-finite (both weights > 0); ``converged_`` says whether it held within ``max_iter``.
+Solver: the squared variant's optimum in closed form: the optimality condition
+(X_t^T X_t + 2a I) w_t = X_t^T y_t + 2 (a - b) wbar reduces to one d x d system for wbar
+(``MeanReg._closed_form``, through the tasks' Gram spectra); the logistic variant by FISTA
+(``_core.solvers.FISTA``: backtracking with a growing step, monotone restart) with the
+penalty's exact proximal map (the column mean and the deviations from it shrunk apart).
+Stopping rule and certificate: the relative duality gap <= ``tol`` (1e-6), the penalty's
+conjugate being finite (both weights > 0); the closed form is certified the same way (FISTA
+refines it if rounding left its gap above ``tol``); ``converged_`` says whether it held
+within ``max_iter``.
 
 Search space (scale-free): ``lam_ratio`` = a / curvature, curvature = mean_t tr(H_t) / d the
 data term's curvature per feature (H_t = X_t^T X_t, or X_t^T X_t / 4 for the logistic
@@ -40,11 +45,14 @@ Unverified: the paper's equation numbers (read from its text as (2) and Lemma 2.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mtlbench import Int, Log, TaskSet, hookimpl
 
 from ._classic import FistaModel, curvature, squared_loss
 from ._core.datafits import LogisticLoss
 from ._core.penalties import MeanRegularised
+from ._core.representations import TaskSpectra
 
 
 class MeanReg(FistaModel):
@@ -74,6 +82,22 @@ class MeanReg(FistaModel):
         self.lam_, self.lam_mean_ = a, float(self.mean_ratio) * a
         return self._datafit(tasks), MeanRegularised(self.lam_, lam_mean=self.lam_mean_)
 
+    def _closed_form(self, tasks: TaskSet) -> np.ndarray:
+        """The squared variant's optimum (module docstring): w_t = A_t^{-1} (X_t^T y_t +
+        2 (a - b) wbar), A_t = X_t^T X_t + 2a I, with wbar from the d x d system
+        (I - 2 (a - b) mean_t A_t^{-1}) wbar = mean_t A_t^{-1} X_t^T y_t, through the tasks'
+        stacked Gram spectra (``TaskSpectra``: A_t^{-1} = I / 2a + V_t diag(1/(e_t + 2a) -
+        1/2a) V_t^T)."""
+        sp = TaskSpectra.of(tasks)
+        a, b, T = self.lam_, self.lam_mean_, tasks.T
+        ones, shift = np.ones(T), np.full(T, 2.0 * a)
+        coef = 1.0 / (sp.e + 2.0 * a) - 1.0 / (2.0 * a)                     # T x r
+        mean_inv = (np.einsum("tdr,tr,ter->de", sp.V, coef, sp.V) / T
+                    + np.eye(tasks.d) / (2.0 * a))
+        rhs = sp.shifted_solve(sp.Xty, ones, shift).mean(axis=1)
+        wbar = np.linalg.solve(np.eye(tasks.d) - 2.0 * (a - b) * mean_inv, rhs)
+        return sp.shifted_solve(sp.Xty + 2.0 * (a - b) * wbar[:, None], ones, shift)
+
     def _diagnostics(self) -> dict:
         return {"lam": self.lam_, "lam_mean": self.lam_mean_}
 
@@ -89,6 +113,9 @@ class MeanRegLogistic(MeanReg):
 
     def _datafit(self, tasks: TaskSet):
         return LogisticLoss(tasks)
+
+    def _closed_form(self, tasks: TaskSet) -> None:
+        return None
 
 
 @hookimpl
