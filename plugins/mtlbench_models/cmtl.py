@@ -55,8 +55,8 @@ class CMTL(FistaModel):
     name = "cmtl"
     paper = ("Zhou, Chen & Ye, Clustered Multi-Task Learning Via Alternating Structure "
              "Optimization, NIPS 2011 (convex relaxation, squared loss)")
-    search_space = {"cluster_ratio": Log([1e-3, 1e-2, 0.1, 1.0], low=0.0, high=None),
-                    "ridge_ratio": Log([1e-3, 1e-2, 0.1], low=0.0, high=None)}
+    search_space = {"cluster_ratio": Log([0.1, 1.0, 10.0, 100.0], low=0.0, high=None),
+                    "ridge_ratio": Log([3e-3, 3e-2, 0.3], low=0.0, high=None)}
     param_constraints = {"k": Int([3], low=1, high=None), "tol": Log([1e-6], low=0.0),
                          "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
@@ -92,6 +92,8 @@ class CMTLLogistic(CMTL):
     name = "cmtl-logistic"
     paper = ("Zhou, Chen & Ye, Clustered Multi-Task Learning Via Alternating Structure "
              "Optimization, NIPS 2011 (convex relaxation, logistic loss)")
+    search_space = {"cluster_ratio": Log([1e-3, 1e-2, 0.1, 1.0], low=0.0, high=None),
+                    "ridge_ratio": Log([1e-3, 1e-2, 0.1], low=0.0, high=None)}
     target_kinds = ("binary",)
     intercept = True
     loss = "logistic-mean"

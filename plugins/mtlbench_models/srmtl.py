@@ -71,7 +71,7 @@ class SRMTL(FistaModel):
     name = "srmtl"
     paper = ("Zhou, Chen & Ye, MALSAR: Multi-tAsk Learning via StructurAl Regularization, "
              "Arizona State University 2012 (Least_SRMTL: graph Laplacian + l1)")
-    search_space = {"graph_ratio": Log([1e-3, 1e-2, 0.1, 1.0], low=0.0, high=None),
+    search_space = {"graph_ratio": Log([1e-2, 0.1, 1.0, 10.0], low=0.0, high=None),
                     "rho_ratio": Log([0.01, 0.03, 0.1, 0.3], low=0.0, high=1.0)}
     param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
@@ -106,6 +106,8 @@ class SRMTLLogistic(SRMTL):
     name = "srmtl-logistic"
     paper = ("Zhou, Chen & Ye, MALSAR: Multi-tAsk Learning via StructurAl Regularization, "
              "Arizona State University 2012 (Logistic_SRMTL: graph Laplacian + l1)")
+    search_space = {"graph_ratio": Log([1e-6, 1e-5, 1e-4, 1e-3], low=0.0, high=None),
+                    "rho_ratio": Log([0.01, 0.03, 0.1, 0.3], low=0.0, high=1.0)}
     target_kinds = ("binary",)
     intercept = True
     loss = "logistic-mean"
