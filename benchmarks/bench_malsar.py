@@ -413,13 +413,13 @@ FORMULATIONS: dict[str, Formulation] = {f.key: f for f in [
         "[W, fv] = Least_SRMTL(X, Y, E.R, rho(1), 0, opts);", "squared", 1.0,
         lambda rho, s, E: rho[0] * mean_deviation(s["W"]) + rho[1] * float(np.sum(s["W"] ** 2)),
         lambda p: (p.curvature("squared"), p.curvature("squared")), ((0.1, 0.01), (1.0, 0.1)),
-        lambda p, rho: {"lam1": 2 * (rho[0] + rho[1]),
-                        "lam2": 2 * p.T * (rho[0] + rho[1]) * rho[1] / rho[0]},
+        lambda p, rho: {"lam_ratio": (rho[0] + rho[1]) / p.curvature("squared"),
+                        "mean_ratio": rho[1] / (rho[0] + rho[1])},
         "MALSAR Least_SRMTL with R = I - 11^T/T, rho2 = 0 (no L1) and opts.rho_L2: sum_t 1/2 "
-        "||.||^2 + rho1 sum_t ||w_t - w_bar||^2 + rho_L2 ||W||_F^2.\nmtlbench meanreg (the "
-        "example plugin's form): sum_t 1/2 ||.||^2 + lam1/2 sum_t ||w_t - w0||^2 + lam2/2 "
-        "||w0||^2, minimised over w0 as well: the same objective (factor 1) with lam1 = "
-        "2 (rho1 + rho_L2), lam2 = T lam1 rho_L2 / rho1.",
+        "||.||^2 + rho1 sum_t ||w_t - w_bar||^2 + rho_L2 ||W||_F^2.\nmtlbench meanreg: sum_t "
+        "1/2 ||.||^2 + lam sum_t ||w_t - w_bar||^2 + lam_mean T ||w_bar||^2, the same "
+        "objective (factor 1) with lam = rho1 + rho_L2, lam_mean = rho_L2; lam_ratio = lam / "
+        "curvature, mean_ratio = lam_mean / lam.",
         lambda cp, v, rho, E: (rho[0] * _cvx_mean_dev(cp, v["W"])
                                + rho[1] * cp.sum_squares(v["W"]), []),
         _all_related, lambda rho: {"rho_L2": rho[1]}),
@@ -446,8 +446,8 @@ FORMULATIONS: dict[str, Formulation] = {f.key: f for f in [
                             "rho_ratio": rho[1] / ABS(p, lo)},
         "MALSAR: DATA + rho1 ||W R||_F^2 + rho2 ||W||_1 (+ rho_L2 ||W||_F^2, 0 here), R = I - "
         "11^T/T (MALSAR's 'all tasks related' structure: ||W R||_F^2 = tr(W L W^T) / T, L the "
-        "complete graph's Laplacian).\nmtlbench MODEL (planned; parameter names to confirm): "
-        "the same objective (factor 1), graph_ratio = rho1 / curvature, rho_ratio = rho2 / "
+        "complete graph's Laplacian).\nmtlbench MODEL: the same objective (factor 1; its "
+        "default graph is this R), graph_ratio = rho1 / curvature, rho_ratio = rho2 / "
         "max |G0|.",
         lambda cp, v, rho, E: (rho[0] * _cvx_mean_dev(cp, v["W"])
                                + rho[1] * cp.sum(cp.abs(v["W"])), []),
@@ -456,11 +456,12 @@ FORMULATIONS: dict[str, Formulation] = {f.key: f for f in [
         "CMTL", ("functions/CMTL",), "[W, fv, M] = FUNC(X, Y, rho(1), rho(2), E.k, opts);",
         lambda rho, s, E: cmtl_term(s["W"], rho[0], rho[1], E["k"]),
         lambda p, lo: (p.curvature(lo), p.curvature(lo)), ((0.1, 0.1), (1.0, 1.0)),
-        lambda p, rho, lo: {"rho1": rho[0], "rho2": rho[1], "k": 3},
+        lambda p, rho, lo: {"cluster_ratio": rho[0] / p.curvature(lo),
+                            "ridge_ratio": rho[1] / p.curvature(lo), "k": 3},
         "MALSAR: DATA + rho1 eta (1 + eta) tr(W (eta I + M)^{-1} W^T) minimised over M too "
         "(0 <= M <= I, tr M = k; eta = rho2 / rho1; Zhou, Chen & Ye 2011's convex relaxation), "
-        "k = 3.\nmtlbench MODEL (planned; parameter names to confirm): the same objective in "
-        "W alone (the minimum over M in closed form), rho1, rho2, k as given.",
+        "k = 3.\nmtlbench MODEL: the same objective in W alone (the minimum over M in closed "
+        "form), cluster_ratio = rho1 / curvature, ridge_ratio = rho2 / curvature, k = 3.",
         _cvx_cmtl, lambda p: {"k": 3.0}),
     Formulation(
         "Logistic_Lasso", ("functions/Lasso",),

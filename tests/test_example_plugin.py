@@ -23,22 +23,23 @@ def test_plugins_lists_distribution_and_version(installed):
     proc = run_mtlbench(["plugins"], env, work)
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if "mtlbench-meanreg" in ln)
-    assert "0.1.0" in line and "meanreg" in line
+    assert "0.1.0" in line and "meanreg-example" in line
 
 
 def test_models_lists_it_with_distribution(installed):
     work, env = installed
     proc = run_mtlbench(["models"], env, work)
     assert proc.returncode == 0, proc.stderr
-    line = next(ln for ln in proc.stdout.splitlines() if ln.strip("│ ").startswith("meanreg"))
+    line = next(ln for ln in proc.stdout.splitlines()
+                if ln.strip("│ ").startswith("meanreg-example"))
     assert "MeanRegularizedMTL" in line and "mtlbench-meanreg 0.1.0" in line
 
 
 def test_compare_runs_it(installed):
     work, env = installed
     store = work / "results.sqlite"
-    proc = run_mtlbench(["compare", "--models", "meanreg", "--reps", "1", "--store", str(store)],
-                        env, work)
+    proc = run_mtlbench(["compare", "--models", "meanreg-example", "--reps", "1", "--store",
+                         str(store)], env, work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 failed" in proc.stdout
     from mtlbench.store import ResultStore
@@ -46,5 +47,5 @@ def test_compare_runs_it(installed):
     rs = ResultStore(str(store))
     df = rs.units()
     rs.close()
-    assert list(df.model) == ["meanreg"] and list(df.status) == ["ok"]
+    assert list(df.model) == ["meanreg-example"] and list(df.status) == ["ok"]
     assert df.test_auc.iloc[0] > 0.8

@@ -48,7 +48,7 @@ __version__ = "0.1.0"
 class MeanRegularizedMTL(LinearMTLModel):
     """Tasks shrunk towards a shared mean w0 (Evgeniou & Pontil 2004), squared loss."""
 
-    name = "meanreg"
+    name = "meanreg-example"
     paper = "Evgeniou & Pontil, Regularized multi-task learning, KDD 2004"
     search_space = {"lam1": Log([0.1, 1.0, 10.0, 100.0], low=0.0, high=None),
                     "lam2": Log([0.1, 1.0, 10.0], low=0.0, high=None)}
@@ -62,7 +62,7 @@ class MeanRegularizedMTL(LinearMTLModel):
         for key in ("lam1", "lam2"):
             val = getattr(self, key)
             if isinstance(val, bool) or not isinstance(val, (int, float)) or not val > 0:
-                raise ValueError(f"meanreg: {key} must be a number > 0, got {val!r}")
+                raise ValueError(f"meanreg-example: {key} must be a number > 0, got {val!r}")
         lam1, lam2 = float(self.lam1), float(self.lam2)
         d, T = tasks.d, tasks.T
         A = np.empty((d, T))           # a_t = (G_t + lam1 I)^{-1} X_t^T y_t

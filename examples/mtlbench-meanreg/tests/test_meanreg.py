@@ -58,5 +58,5 @@ def test_large_lam1_pools_the_tasks():
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, "x"])
 def test_invalid_lambda_is_a_clear_error(bad):
-    with pytest.raises(ValueError, match="meanreg: lam1 must be"):
+    with pytest.raises(ValueError, match="meanreg-example: lam1 must be"):
         MeanRegularizedMTL(lam1=bad).fit(_tasks())

@@ -9,10 +9,11 @@
 * ``penalties`` -- g: :class:`L1`, :class:`L21` (rows or columns), :class:`L1Inf`,
   :class:`Nuclear`, :class:`SquaredFrobenius`, :class:`SquaredKSupport`,
   :class:`GraphLaplacian`, :class:`MeanRegularised`, :class:`CoCluster`,
-  :class:`L1PlusL1Inf`, :class:`BlockSum`; value, proximal map, dual norm or conjugate;
+  :class:`L1PlusL1Inf`, :class:`BlockSum`, :class:`ClusterRelaxation`, :class:`FirstRows`;
+  value, proximal map, dual norm or conjugate;
 * ``solvers`` -- :class:`FISTA`, :class:`BlockCoordinateDescent` (options are constructor
   arguments; ``solve(datafit, penalty, W0)``), :func:`duality_gap`, :class:`SumOfBlocks`
-  (J of W = P + Q), :func:`lbfgs`.
+  (J of W = P + Q), :class:`SmoothSum` (J plus smooth quadratic penalties), :func:`lbfgs`.
 
 A model of this form is a few lines (docs/plugins.md, "Writing a model from the layer")::
 
@@ -20,11 +21,15 @@ A model of this form is a few lines (docs/plugins.md, "Writing a model from the 
     res = FISTA(tol=1e-8).solve(J, L21(lam), np.zeros((tasks.d, tasks.T)))
 """
 from .datafits import LeastSquares, LogisticLoss, SquaredAUCLoss, SquaredLoss
-from .penalties import (L1, L21, BlockSum, CoCluster, GraphLaplacian, L1Inf, L1PlusL1Inf,
-                        MeanRegularised, Nuclear, SquaredFrobenius, SquaredKSupport)
-from .solvers import FISTA, BlockCoordinateDescent, Result, SumOfBlocks, duality_gap, lbfgs
+from .penalties import (L1, L21, BlockSum, ClusterRelaxation, CoCluster, FirstRows,
+                        GraphLaplacian, L1Inf, L1PlusL1Inf, MeanRegularised, Nuclear,
+                        SquaredFrobenius, SquaredKSupport)
+from .solvers import (FISTA, BlockCoordinateDescent, Result, SmoothSum, SumOfBlocks,
+                      duality_gap, lbfgs)
 
 __all__ = ["LeastSquares", "SquaredLoss", "SquaredAUCLoss", "LogisticLoss",
            "L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport",
            "GraphLaplacian", "MeanRegularised", "CoCluster", "L1PlusL1Inf", "BlockSum",
-           "FISTA", "BlockCoordinateDescent", "Result", "SumOfBlocks", "duality_gap", "lbfgs"]
+           "ClusterRelaxation", "FirstRows",
+           "FISTA", "BlockCoordinateDescent", "Result", "SumOfBlocks", "SmoothSum",
+           "duality_gap", "lbfgs"]

@@ -21,7 +21,9 @@ penalty                g(W)                                                dual 
 ``SquaredFrobenius``   lam/2 ||W||_F^2  (smooth)                           ||V||^2 / (2 lam)
 ``SquaredKSupport``    lam sum_t (||w_t||_k^sp)^2  (k-support norm)        sum_t ||v_t||_(k)^2/4lam
 ``GraphLaplacian``     lam tr(W L W^T), L a T x T Laplacian (smooth)       --
-``MeanRegularised``    lam sum_t ||w_t - mean_s w_s||^2  (smooth)          --
+``MeanRegularised``    lam sum_t ||w_t - wbar||^2 + lam_mean T ||wbar||^2  conjugate (both > 0)
+``ClusterRelaxation``  min_M c tr(W (eta I + M)^{-1} W^T)  (smooth, CMTL)  conjugate: top-k sum
+``FirstRows(g, d)``    g(W[:d]) (unpenalised rows below: intercepts)       --
 ``CoCluster(lam, k)``  lam sum_{i > k} sigma_i(W)^2  (non-convex)          --
 ``L1PlusL1Inf``        lam1 ||W||_1 + lam2 sum_i max_t |W_it|              --
 ``BlockSum(g_1, ...)`` sum_b g_b(X_b) on stacked blocks X (W = sum_b X_b)  max_b of the blocks'
@@ -45,6 +47,7 @@ from scipy.linalg import eigh
 
 __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport",
            "GraphLaplacian", "MeanRegularised", "CoCluster", "L1PlusL1Inf", "BlockSum",
+           "ClusterRelaxation", "FirstRows", "cluster_relaxation_weights",
            "prox_l1", "prox_group_rows", "prox_group_cols", "prox_trace", "prox_trace_svd",
            "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
@@ -618,22 +621,42 @@ class GraphLaplacian:
 
 
 class MeanRegularised:
-    """g(W) = lam sum_t ||w_t - mean_s w_s||^2 (Evgeniou & Pontil's mean-regularised MTL;
-    CoCMTL's global-similarity term); smooth: grad 2 lam (W - mean 1^T), Lipschitz 2 lam;
-    prox: :func:`prox_mean_reg`."""
+    """g(W) = lam sum_t ||w_t - wbar||^2 + lam_mean T ||wbar||^2, wbar = mean_t w_t
+    (= lam ||W (I - J)||_F^2 + lam_mean ||W J||_F^2, J = 11^T / T: Evgeniou & Pontil's
+    mean-regularised MTL; with lam_mean = 0, CoCMTL's global-similarity term); smooth: grad
+    2 lam W (I - J) + 2 lam_mean W J, Lipschitz 2 max(lam, lam_mean); prox: the column mean
+    and the deviations from it shrunk apart (:func:`prox_mean_reg` when lam_mean = 0);
+    conjugate g*(V) = ||V (I - J)||^2 / (4 lam) + ||V J||^2 / (4 lam_mean), an attribute only
+    when both weights are > 0 (finite everywhere: a duality gap, ``solvers.duality_gap``)."""
 
-    def __init__(self, lam: float) -> None:
-        self.lam = float(lam)
-        self.lipschitz = 2.0 * self.lam
+    def __init__(self, lam: float, lam_mean: float = 0.0) -> None:
+        self.lam, self.lam_mean = float(lam), float(lam_mean)
+        self.lipschitz = 2.0 * max(self.lam, self.lam_mean)
+        if self.lam > 0 and self.lam_mean > 0:
+            self.conjugate = self._conjugate
 
     def value(self, W: np.ndarray) -> float:
-        return self.lam * mean_reg_penalty(W)
+        if self.lam_mean == 0:
+            return self.lam * mean_reg_penalty(W)
+        m = W.mean(axis=1)
+        return self.lam * mean_reg_penalty(W) + self.lam_mean * W.shape[1] * float(m @ m)
 
     def grad(self, W: np.ndarray) -> np.ndarray:
-        return 2.0 * self.lam * (W - W.mean(axis=1, keepdims=True))
+        mean = W.mean(axis=1, keepdims=True)
+        if self.lam_mean == 0:
+            return 2.0 * self.lam * (W - mean)
+        return 2.0 * self.lam * (W - mean) + 2.0 * self.lam_mean * mean
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
-        return prox_mean_reg(V, self.lam / L)
+        if self.lam_mean == 0:
+            return prox_mean_reg(V, self.lam / L)
+        mean = V.mean(axis=1, keepdims=True)
+        return mean / (1.0 + 2.0 * self.lam_mean / L) + (V - mean) / (1.0 + 2.0 * self.lam / L)
+
+    def _conjugate(self, V: np.ndarray) -> float:
+        mean = V.mean(axis=1, keepdims=True)
+        dev, along = float(np.sum((V - mean) ** 2)), V.shape[1] * float(np.sum(mean * mean))
+        return dev / (4.0 * self.lam) + along / (4.0 * self.lam_mean)
 
 
 class CoCluster:
@@ -648,6 +671,156 @@ class CoCluster:
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
         return prox_cocluster(V, self.lam / L, self.k)
+
+
+def cluster_relaxation_weights(s: np.ndarray, eta: float, k: float) -> np.ndarray:
+    """argmin_m sum_i s_i / (eta + m_i) over 0 <= m_i <= 1, sum_i m_i = k (s >= 0, eta > 0,
+    0 < k <= len(s)): the eigenvalues of the optimal M of the clustered-MTL relaxation, in the
+    eigenbasis of W^T W (eigenvalues s).
+
+    KKT: m_i = clip(u sqrt(s_i) - eta, 0, 1) with u = 1/sqrt(nu) > 0 such that sum_i m_i = k;
+    g(u) = sum_i m_i(u) is continuous, nondecreasing and linear between the breakpoints
+    eta / sqrt(s_i), (1 + eta) / sqrt(s_i), so u is found exactly: g at every breakpoint, then
+    the linear piece that crosses k (no iteration).  When at most k of the s_i are > 0 they
+    get m_i = 1 and the rest of the budget goes to the zero ones equally (their m does not
+    change the value)."""
+    s = np.maximum(np.asarray(s, dtype=np.float64), 0.0)
+    r = np.sqrt(s)
+    pos = r > 0
+    m = np.zeros_like(r)
+    if np.count_nonzero(pos) <= k:
+        m[pos] = 1.0
+        if np.count_nonzero(~pos):
+            m[~pos] = (k - np.count_nonzero(pos)) / np.count_nonzero(~pos)
+        return m
+    rp = r[pos]
+    g = lambda u: np.clip(np.multiply.outer(u, rp) - eta, 0.0, 1.0).sum(axis=-1)
+    br = np.unique(np.concatenate([eta / rp, (1.0 + eta) / rp]))
+    gb = g(br)
+    j = int(np.searchsorted(gb, k))          # first breakpoint with g >= k (g(br[-1]) = #pos > k)
+    if gb[j] == k or j == 0:
+        u = br[j]
+    else:
+        u = br[j - 1] + (k - gb[j - 1]) * (br[j] - br[j - 1]) / (gb[j] - gb[j - 1])
+    m[pos] = np.clip(u * rp - eta, 0.0, 1.0)
+    return m
+
+
+class ClusterRelaxation:
+    """g(W) = min_M c tr(W (eta I + M)^{-1} W^T) over {M : 0 <= M <= I, tr M = k} (T x T),
+    eta = rho2 / rho1, c = rho1 eta (1 + eta): the convex relaxation of clustered MTL (Zhou,
+    Chen & Ye, NIPS 2011; MALSAR ``Least_CMTL``).  For M a rank-k projection P the term is
+    rho1 tr(W (I - P) W^T) + rho2 ||W||_F^2 (k clusters' spread plus a ridge).
+
+    Closed form in W (convex: a partial minimum of a jointly convex function; 2-homogeneous):
+    the optimal M shares the eigenvectors U of W^T W (eigenvalues s, von Neumann's trace
+    inequality, 1/(eta + m) decreasing in m) with eigenvalues
+    m = :func:`cluster_relaxation_weights` (s, eta, k), so g(W) = c sum_i s_i / (eta + m_i);
+    grad g(W) = 2 c W U diag(1 / (eta + m)) U^T (Danskin), Lipschitz 2 c / eta.
+    prox (exact): the same minimisation over M after minimising over X in closed form,
+    argmin_X L/2 ||X - V||^2 + c tr(X A X^T) = L V (L I + 2 c A)^{-1}, A = (eta I + M)^{-1},
+    leaves sum_i s_i c / (eta + 2c/L + m_i) (s: eigenvalues of V^T V): m from
+    ``cluster_relaxation_weights`` with eta + 2c/L, then X = V U diag((eta + m) / (eta + m +
+    2c/L)) U^T.  Conjugate: g* = max over M of the quadratics' conjugates,
+    g*(V) = (eta ||V||_F^2 + the sum of the k largest eigenvalues of V^T V (the fraction of
+    the next for a fractional k)) / (4 c).  Every map uses the eigen-decomposition of the
+    smaller Gram matrix (d x d when d < T: the eigenvalues of W^T W beyond d are 0)."""
+
+    def __init__(self, rho1: float, rho2: float, k: float) -> None:
+        self.rho1, self.rho2, self.k = float(rho1), float(rho2), float(k)
+        if not (self.rho1 > 0 and self.rho2 > 0 and self.k > 0):
+            raise ValueError("ClusterRelaxation: rho1, rho2 and k must be > 0")
+        self.eta = self.rho2 / self.rho1
+        self.c = self.rho1 * self.eta * (1.0 + self.eta)
+        self.lipschitz = 2.0 * self.c / self.eta
+
+    def _spectrum(self, W: np.ndarray):
+        """(s: the T eigenvalues of W^T W, E: eigenvectors of the smaller Gram, right): when
+        ``right`` E is T x T (of W^T W), else d x d (of W W^T; s padded with zeros)."""
+        d, T = W.shape
+        right = T <= d
+        evals, E = np.linalg.eigh(W.T @ W if right else W @ W.T)
+        s = np.zeros(T)
+        s[:evals.size] = np.maximum(evals, 0.0)
+        return s, E, right
+
+    def _check_k(self, T: int) -> None:
+        if self.k > T:
+            raise ValueError(f"ClusterRelaxation: k = {self.k:g} exceeds the number of tasks {T}")
+
+    def value(self, W: np.ndarray) -> float:
+        self._check_k(W.shape[1])
+        return self._value_of_spectrum(self._spectrum(W)[0])
+
+    def _value_of_spectrum(self, s: np.ndarray) -> float:
+        return self.c * float(np.sum(s / (self.eta + cluster_relaxation_weights(s, self.eta,
+                                                                                self.k))))
+
+    def _apply(self, V: np.ndarray, eta: float, scale) -> tuple[np.ndarray, np.ndarray]:
+        """(V U diag(f) U^T, the eigenvalues of its X^T X), f = scale(m) with m the weights
+        at ``eta`` (on the smaller side; X^T X = U diag(f^2 s) U^T in V's eigenbasis)."""
+        self._check_k(V.shape[1])
+        s, E, right = self._spectrum(V)
+        f = scale(cluster_relaxation_weights(s, eta, self.k))
+        if right:
+            X = (V @ E * f) @ E.T
+        else:
+            X = (E * f[:E.shape[0]]) @ (E.T @ V)
+        return X, s * f * f
+
+    def grad(self, W: np.ndarray) -> np.ndarray:
+        return self._apply(W, self.eta, lambda m: 2.0 * self.c / (self.eta + m))[0]
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return self.prox_with_value(V, L)[0]
+
+    def prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
+        """(prox(V), g(prox(V))): the value from the output's spectrum, f^2 s, without a second
+        eigen-decomposition."""
+        extra = 2.0 * self.c / L
+        X, sx = self._apply(V, self.eta + extra,
+                            lambda m: (self.eta + m) / (self.eta + m + extra))
+        return X, self._value_of_spectrum(sx)
+
+    def conjugate(self, V: np.ndarray) -> float:
+        self._check_k(V.shape[1])
+        top = np.sort(self._spectrum(V)[0])[::-1]
+        whole = int(np.floor(self.k))
+        best = float(top[:whole].sum()) + (self.k - whole) * (float(top[whole])
+                                                              if whole < top.size else 0.0)
+        return (self.eta * float(np.sum(V * V)) + best) / (4.0 * self.c)
+
+
+class FirstRows:
+    """g(W[:d]) for a variable W with more rows than ``d`` (unpenalised rows below: the
+    per-task intercepts of ``datafits.LogisticLoss(intercept=True)``): value, prox (the rows
+    below d are left as they are), and ``grad`` / ``lipschitz`` for a smooth g (zeros below)."""
+
+    def __init__(self, penalty, d: int) -> None:
+        self.penalty, self.d = penalty, int(d)
+        if hasattr(penalty, "grad"):
+            self.grad = self._grad
+            self.lipschitz = penalty.lipschitz
+        if hasattr(penalty, "prox_with_value"):
+            self.prox_with_value = self._prox_with_value
+
+    def value(self, W: np.ndarray) -> float:
+        return self.penalty.value(W[:self.d])
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        X = V.copy()
+        X[:self.d] = self.penalty.prox(V[:self.d], L)
+        return X
+
+    def _prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
+        X = V.copy()
+        X[:self.d], value = self.penalty.prox_with_value(V[:self.d], L)
+        return X, value
+
+    def _grad(self, W: np.ndarray) -> np.ndarray:
+        G = np.zeros_like(W)
+        G[:self.d] = self.penalty.grad(W[:self.d])
+        return G
 
 
 class L1PlusL1Inf:

@@ -6,13 +6,18 @@
   X+ = prox_{g/L}(Y - grad J(Y) / L) from the extrapolated point Y = X_k + beta_k (X_k - X_{k-1})
   (FISTA's beta_k); L starts at the datafit's Lipschitz constant and doubles until the
   descent-lemma test J(X+) <= J(Y) + <grad J(Y), X+ - Y> + L/2 ||X+ - Y||^2 holds (relative
-  slack 1e-12); monotone restart (a step that increases F is replaced by a plain
+  slack 1e-12); with ``step_growth`` > 1, L is divided by it before every step (the step
+  grows back after a backtrack) as long as the last accepted step's L/2 ||X+ - Y||^2 exceeded
+  :data:`DECISIVE` times the slack (near the optimum the test is within rounding and passes
+  for any L: L stays).  g(X+) comes with the prox where the penalty has
+  ``prox_with_value``.  Monotone restart (a step that increases F is replaced by a plain
   proximal-gradient step from X_k and the momentum restarts: F never increases).
-  Certificate, checked at every iterate: the relative duality gap (:func:`duality_gap`) when
-  the penalty is a norm (``dual_scale``) or has a finite conjugate, else the relative
-  optimality residual ||E|| / (L max(1, ||X||)), E = grad J(X+) - grad J(Y) + L (Y - X+), an
-  element of the subdifferential of F at X+ (prox optimality).  Converged iff the certificate
-  is <= ``tol`` within ``max_iter`` iterations.
+  Certificate, checked every ``check_every`` iterations (1: every iterate) and at the cap:
+  the relative duality gap (:func:`duality_gap`) when the penalty is a norm (``dual_scale``)
+  or has a finite conjugate, else the relative optimality residual ||E|| / (L max(1, ||X||)),
+  E = grad J(X+) - grad J(Y) + L (Y - X+), an element of the subdifferential of F at X+
+  (prox optimality).  Converged iff the certificate is <= ``tol`` within ``max_iter``
+  iterations.
 * :class:`BlockCoordinateDescent` -- cyclic proximal steps on the rows of W (features) for
   penalties that separate over rows (L1, L21, L1Inf) and the squared loss in its ``gram``
   representation: row i moves by prox_{g_i/L_i}(w_i - grad_i / L_i) with
@@ -20,6 +25,8 @@
   one gradient evaluation; better than FISTA when d is small and the rows of the optimum are
   few (each sweep moves every feature by its own curvature).  Certificate: the relative
   duality gap after every sweep.
+* :class:`SmoothSum` -- J plus smooth quadratic penalties as one smooth term (its gap adds
+  the quadratics' conjugates at their gradients).
 * :func:`lbfgs` -- limited-memory BFGS with a preconditioner (smooth or piecewise smooth f):
   the two-loop recursion (Nocedal & Wright, "Numerical Optimization", 2nd ed., Alg. 7.4) over
   the last ``memory`` pairs with s^T y > 0, started from ``precondition(x, v)`` scaled by
@@ -43,8 +50,8 @@ import numpy as np
 
 from mtlbench import report_progress
 
-__all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "Result", "duality_gap",
-           "lbfgs"]
+__all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "SmoothSum", "Result",
+           "duality_gap", "lbfgs"]
 
 
 @dataclass
@@ -93,6 +100,54 @@ class SumOfBlocks:
     def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
             f: float | None = None) -> float:
         return self.datafit.gap(S, self.total(X), pen, s, G, f)
+
+
+class SmoothSum:
+    """J(W) + sum_h h(W): a datafit plus smooth penalties h, each a homogeneous quadratic
+    (h(W) = 1/2 <W, grad h(W)>: ``GraphLaplacian``, ``MeanRegularised``, ``SquaredFrobenius``,
+    or one of them in ``FirstRows``), as the smooth term of :class:`FISTA` beside a
+    non-smooth penalty g (SRMTL: the squared loss + a graph term, with an l1 g).
+
+    State (linear in W): the datafit's state, W and Gh = sum_h grad h(W); J + h reads
+    f(S) + 1/2 <W, Gh>, its gradient grad J + Gh; ``lipschitz`` is the sum of the terms'.
+    Duality gap: with the dual point s grad h(W) for each quadratic (its conjugate there is
+    s^2 h(W)) beside the datafit's s Theta, and s from g's dual ball at the total gradient,
+    gap = (the datafit's gap with the penalty value pen + s <W, Gh> + (1 - s)^2 h(W)): the
+    terms h(W) + h*(s grad h(W)) = (1 + s^2) h(W) added to the datafit's."""
+
+    def __init__(self, datafit, *smooth) -> None:
+        self.datafit, self.smooth = datafit, smooth
+        self.lipschitz = datafit.lipschitz + sum(h.lipschitz for h in smooth)
+
+    def _gh(self, W: np.ndarray) -> np.ndarray:
+        return functools.reduce(np.add, (h.grad(W) for h in self.smooth))
+
+    def forward(self, W: np.ndarray):
+        return (self.datafit.forward(W), W, self._gh(W))
+
+    def value_of(self, S) -> float:
+        return self.datafit.value_of(S[0]) + 0.5 * float(np.sum(S[1] * S[2]))
+
+    def grad_of(self, S) -> np.ndarray:
+        return self.datafit.grad_of(S[0]) + S[2]
+
+    def combine(self, S1, S0, beta: float):
+        return tuple([self.datafit.combine(S1[0], S0[0], beta)]
+                     + [a + beta * (a - b) for a, b in zip(S1[1:], S0[1:])])
+
+    def value(self, W: np.ndarray) -> float:
+        return self.value_of(self.forward(W))
+
+    def grad(self, W: np.ndarray) -> np.ndarray:
+        return self.grad_of(self.forward(W))
+
+    def gap(self, S, W: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
+            f: float | None = None) -> float:
+        h = 0.5 * float(np.sum(S[1] * S[2]))
+        wgh = 2.0 * h
+        Gd = None if G is None else G - S[2]
+        fd = None if f is None else f - h
+        return self.datafit.gap(S[0], W, pen + s * wgh + (1.0 - s) ** 2 * h, s, Gd, fd)
 
 
 def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None = None) -> float:
@@ -148,17 +203,28 @@ class FISTA:
         else the residual), "gap" or "residual"
     slack : relative slack of the descent-lemma test (rounding of J near the optimum)
     L0 : the first step constant (default: the smooth term's ``lipschitz``)
+    step_growth : L is divided by it before every step (> 1: the step grows back after
+        backtracking, for a datafit whose local curvature is far below its global bound,
+        e.g. the logistic loss away from W = 0); 1: L never decreases
+    check_every : the certificate is computed every ``check_every`` iterations (and at the
+        cap) when it costs a pass over the data; in between the last one is reported (an
+        upper bound still: F does not increase)
     """
 
     def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
                  backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
-                 L0: float | None = None) -> None:
+                 L0: float | None = None, step_growth: float = 1.0,
+                 check_every: int = 1) -> None:
         if certificate not in ("auto", "gap", "residual"):
             raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
                              f"got {certificate!r}")
+        if not step_growth >= 1.0 or int(check_every) < 1:
+            raise ValueError(f"FISTA: step_growth must be >= 1 and check_every >= 1, got "
+                             f"{step_growth!r} and {check_every!r}")
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.restart, self.backtracking = bool(restart), bool(backtracking)
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
+        self.step_growth, self.check_every = float(step_growth), int(check_every)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
@@ -181,7 +247,8 @@ class FISTA:
         F = f + pen
         hist = [float(F)]
         cert = prob.certify(X, S, f, pen)
-        report_progress(0, float(F), prob.reported(cert, F))
+        bound = prob.reported(cert, F)
+        report_progress(0, float(F), bound)
         if cert <= self.tol:
             return Result(X, hist, 0, cert, prob.kind, True)
         Y, SY = X, S
@@ -189,15 +256,15 @@ class FISTA:
         L = max(float(self.L0 if self.L0 is not None else datafit.lipschitz), 1e-12)
         it = 0
         for it in range(1, self.max_iter + 1):
-            Xn, Sn, fn, L, GY = prob.step_from(Y, SY, L)
+            if self.step_growth > 1.0 and prob.decisive:
+                L = L / self.step_growth
+            Xn, Sn, fn, L, GY, pen_n = prob.step_from(Y, SY, L)
             base = Y
-            pen_n = penalty.value(Xn)
             Fn = fn + pen_n
             if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
                 t_k = 1.0
-                Xn, Sn, fn, L, GY = prob.step_from(X, S, L)
+                Xn, Sn, fn, L, GY, pen_n = prob.step_from(X, S, L)
                 base = X
-                pen_n = penalty.value(Xn)
                 Fn = fn + pen_n
                 if Fn > F:                   # no progress possible at machine precision
                     step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
@@ -209,11 +276,18 @@ class FISTA:
             SY = datafit.combine(Sn, S, beta)
             X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
             hist.append(float(F))
-            cert = prob.certify(X, S, f, pen, (base, GY, L))
-            report_progress(it, float(F), prob.reported(cert, F))
+            if it % self.check_every == 0 or it == self.max_iter:
+                cert = prob.certify(X, S, f, pen, (base, GY, L))
+                bound = prob.reported(cert, F)
+            report_progress(it, float(F), bound)
             if cert <= self.tol:
                 break
         return Result(X, hist, it, float(cert), prob.kind, bool(cert <= self.tol))
+
+
+#: the test's quadratic term L/2 ||X+ - Y||^2 exceeds this many times its slack: the test
+#: decided the step (a smaller term is within rounding, where the test passes for any L)
+DECISIVE = 1e3
 
 
 class _Composite:
@@ -232,20 +306,28 @@ class _Composite:
         self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
         self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
         self.L_lip = max(float(smooth.lipschitz), 1e-12)
+        self.prox_with_value = getattr(penalty, "prox_with_value", None)
+        self.decisive = True
 
     def step_from(self, Y, SY, L):
         """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
-        holds; returns (X+, its state, J(X+), L, grad J(Y))."""
-        smooth = self.smooth
+        holds; returns (X+, its state, J(X+), L, grad J(Y), g(X+))."""
+        smooth, penalty = self.smooth, self.penalty
         fY, G = smooth.value_of(SY), smooth.grad_of(SY)
         while True:
-            Xn = self.penalty.prox(Y - G / L, L)
+            if self.prox_with_value is None:
+                Xn, pen = penalty.prox(Y - G / L, L), None
+            else:
+                Xn, pen = self.prox_with_value(Y - G / L, L)
             D = Xn - Y
             Sn = smooth.forward(Xn)
             fn = smooth.value_of(Sn)
-            quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
-            if not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0):
-                return Xn, Sn, fn, L, G
+            curv = 0.5 * L * self.sqnorm(D)
+            quad = fY + self.inner(G, D) + curv
+            slack = self.slack * max(abs(quad), 1.0)
+            if not self.backtracking or fn <= quad + slack:
+                self.decisive = curv > DECISIVE * slack
+                return Xn, Sn, fn, L, G, penalty.value(Xn) if pen is None else pen
             L *= 2.0
 
     def certify(self, X, S, f, pen, step=None) -> float:

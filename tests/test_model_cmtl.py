@@ -1,0 +1,50 @@
+"""cmtl / cmtl-logistic: the optimum against cvxpy's joint problem in (W, M) (both losses),
+the certificate, k > T refused, and the target kinds."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from classic_oracle import cvxpy_optimum, tiny
+from mtlbench.errors import ConfigError
+from mtlbench.protocol import ProtocolConfig, run_protocol
+from mtlbench_models.cmtl import CMTL, CMTLLogistic
+
+cp = pytest.importorskip("cvxpy")
+
+
+def _penalty(m, T):
+    def pen(W):
+        eta = m.rho2_ / m.rho1_
+        M = cp.Variable((T, T), symmetric=True)
+        expr = m.rho1_ * eta * (1 + eta) * cp.matrix_frac(W.T, eta * np.eye(T) + M)
+        return expr, [M >> 0, np.eye(T) - M >> 0, cp.trace(M) == m.k]
+    return pen
+
+
+@pytest.mark.parametrize("cls,loss", [(CMTL, "squared"), (CMTLLogistic, "logistic-mean")])
+@pytest.mark.parametrize("k", [1, 2])
+def test_optimum_matches_cvxpy(cls, loss, k):
+    tasks = tiny(1, binary=loss != "squared", d=3, T=5)
+    m = cls(cluster_ratio=0.5, ridge_ratio=0.05, k=k, tol=1e-7, max_iter=50000).fit(tasks)
+    assert m.converged_
+    assert m.diagnostics_["certificate_kind"] == ("gap" if loss == "squared" else "residual")
+    ref = cvxpy_optimum(cp, tasks, _penalty(m, tasks.T), loss)
+    assert m.fitted_objective(tasks) == pytest.approx(ref, rel=1e-6)
+
+
+@pytest.mark.parametrize("cls", [CMTL, CMTLLogistic])
+def test_small_max_iter_is_not_converged_and_k_above_t_is_refused(cls):
+    tasks = tiny(3, binary=True)
+    slow = cls(cluster_ratio=1e-3, ridge_ratio=1e-3, max_iter=2).fit(tasks)
+    assert not slow.converged_ and slow.n_iter_ == 2
+    with pytest.raises(ValueError, match=r"k = 9 clusters exceeds the 4 tasks of 'tiny'"):
+        cls(k=9).fit(tasks)
+
+
+def test_squared_runs_on_real_targets_and_logistic_is_refused():
+    reg = tiny(5, binary=False, T=5, n=16)
+    out = run_protocol(CMTL(), {"cluster_ratio": [0.01, 0.1]}, reg, ProtocolConfig(), 0)
+    assert np.isfinite(out.val_score)
+    with pytest.raises(ConfigError, match=r"model 'cmtl-logistic' handles binary"):
+        run_protocol(CMTLLogistic(), {"cluster_ratio": [0.1]}, reg, ProtocolConfig(), 0)
