@@ -66,9 +66,9 @@ def test_omega_step_matches_cvxpy():
     Om = cp.Variable((3, 3), PSD=True)
     prob = cp.Problem(cp.Minimize(cp.matrix_frac(W.T, Om)), [cp.trace(Om) == 1])
     prob.solve(solver="CLARABEL")
-    O = omega_step(W)
-    np.testing.assert_allclose(O, Om.value, atol=1e-5)
-    assert np.trace(W @ np.linalg.solve(O, W.T)) == pytest.approx(
+    Om_hat = omega_step(W)
+    np.testing.assert_allclose(Om_hat, Om.value, atol=1e-5)
+    assert np.trace(W @ np.linalg.solve(Om_hat, W.T)) == pytest.approx(
         np.linalg.svd(W, compute_uv=False).sum() ** 2, rel=1e-10)
     assert prob.value == pytest.approx(np.linalg.svd(W, compute_uv=False).sum() ** 2, rel=1e-6)
 

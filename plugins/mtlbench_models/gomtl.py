@@ -11,9 +11,10 @@ L d x k, S k x T with column s_t for task t)::
     J(W) = sum_t sum_i log(1 + exp(-y_ti x_ti^T w_t))    (``gomtl-logistic``: labels +-1)
 
 Solver (the paper's alternating minimisation; F is convex in each block, not jointly):
-* S-step (L fixed): the T LASSO problems min_s l_t(X_t L s) + mu ||s||_1, solved together by
-  the layer's FISTA on J(L S) (``_core.factored.Factored``) with the L1 penalty, certified by
-  their duality gap (relative, <= ``inner_tol``), warm-started from the current S;
+* S-step (L fixed): the T LASSO problems min_s l_t(X_t L s) + mu ||s||_1 on the reduced
+  designs X_t L (n_t x k): for the squared loss the layer's cyclic coordinate descent on their
+  k x k Gram matrices, for the logistic loss its FISTA; certified by their duality gap
+  (relative, <= ``inner_tol``, 1e-8), warm-started from the current S;
 * L-step (S fixed): min_L J(L S) + lam ||L||_F^2, a ridge in L: for the squared loss
   conjugate gradients on its normal equations (``_core.quadratic``; no dk x dk matrix), for
   the logistic loss FISTA; both certified by a duality gap (<= ``inner_tol``) and
@@ -27,7 +28,7 @@ losses: it seeds the subspace only); then S-step, L-step, ...  Warm-started only
 fit: ``convex = False``, every fit of a search starts from this initialisation.
 
 Stopping rule: the relative decrease of F over one iteration (S-step and L-step) is at most
-``tol`` (1e-6); ``converged_`` says whether it held within ``max_iter`` (300) iterations with
+``tol`` (1e-5); ``converged_`` says whether it held within ``max_iter`` (300) iterations with
 the last two block solves certified.  No certificate of a global minimum (non-convex).
 
 Search space.  Scale invariance: (L, S) -> (a L, S / a) leaves J unchanged and maps the
@@ -48,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
+from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
 from ._core.datafits import LeastSquares, LogisticLoss, SquaredLoss
 from ._core.factored import Factored
