@@ -99,7 +99,7 @@ class MTRL(LinearMTLModel):
     """MTRL with the squared loss and per-task intercepts (Omega minimised out)."""
 
     name = "mtrl"
-    cost_hint = 2.0  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 16.0  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Zhang, Yeung, A Convex Formulation for Learning Task Relationships in "
              "Multi-Task Learning, UAI 2010")
     search_space = {"lam1_ratio": Log([1e-3, 1.0], low=None, high=None),
@@ -170,7 +170,7 @@ class MTRLLogistic(MTRL):
     """MTRL with the logistic loss (labels in {-1, +1}) and per-task intercepts."""
 
     name = "mtrl-logistic"
-    cost_hint = 4.0
+    cost_hint = 30.0
     target_kinds = ("binary",)
     curvature_scale = 0.25
 
