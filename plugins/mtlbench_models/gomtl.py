@@ -38,7 +38,7 @@ searched): lam = lam_ratio mu0^2 / c, mu0 = max |L0^T grad J(0)| (L0 the initial
 ``mu_ratio`` = mu / mu0, Log, bounds (0, 1]: at mu >= mu0 the first S-step gives S = 0 and
 then L = 0 (W = 0, a fixed point); start range [0.03, 0.5].  ``k`` Int, bounds
 [1, min(d, T)] (a basis of more than min(d, T) vectors adds nothing W = L S can represent);
-start range [2, 10].  Start ranges set on ``simulated[seed=101]`` (validation traces).
+start range [2, 10].  Start ranges from the math only: not yet checked on the design data.
 
 Unverified (the paper's text was not at hand here; from its published description): the
 equation number, the paper's per-block solvers (it cites a two-metric projection method for

@@ -39,7 +39,7 @@ are in units of the loss's curvature c = mean_t tr(X_t^T X_t) / d (of the square
 for the logistic, sigma' <= 1/4): lam1 = lam1_ratio c, lam2 = lam2_ratio c, both Log with
 bounds (0, inf) (every positive weight is a different model, none a limit beyond which the
 model stops changing).  Start ranges lam1_ratio [1e-3, 1], lam2_ratio [1e-3, 1] (a ridge
-from far below to about the data's own curvature), checked on ``simulated[seed=101]``.
+from far below to about the data's own curvature); not yet checked on the design data.
 
 Unverified (the paper's text was not at hand here): the equation number; the paper weights
 task t's loss by 1/n_t (here the instance-wise sum of every model of the benchmark); its
