@@ -12,6 +12,13 @@ Certificate: the relative duality gap (``solvers.duality_gap``: g has a finite c
 the current iterate, from the recurred residual; when it holds, the gap is recomputed from a
 fresh evaluation of grad J and the recursion restarted from it if that one does not hold
 (rounding drift of the recurrence).  Converged iff the gap is <= ``tol`` within ``max_iter``.
+With ``precondition`` (a symmetric positive definite M^{-1} applied to a residual) the
+iteration is preconditioned CG (the same certificate; q still decreases monotonically).
+
+:class:`KroneckerPreconditioner` is such an M^{-1} for the factored ridge in L (d x k)
+min_L J(L S) + lam ||L||_F^2 whose Hessian is P -> sum_t H_t P s_t s_t^T + 2 lam P: it
+replaces every H_t by a common A (e.g. the mean Gram matrix) and applies the inverse of
+P -> A P B + shift P, B = S S^T, in the eigenbases of A and B (exact when the H_t are equal).
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from mtlbench import report_progress
 
 from .solvers import Result
 
-__all__ = ["ConjugateGradient"]
+__all__ = ["ConjugateGradient", "KroneckerPreconditioner"]
 
 
 class ConjugateGradient:
@@ -33,8 +40,10 @@ class ConjugateGradient:
         self.tol = float(tol)
         self.max_iter = None if max_iter is None else int(max_iter)
 
-    def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
-        """Minimise J + g from ``W0`` (array of the variable's shape); returns a ``Result``."""
+    def solve(self, datafit, penalty, W0: np.ndarray, precondition=None) -> Result:
+        """Minimise J + g from ``W0`` (array of the variable's shape); ``precondition``: an
+        optional callable R -> M^{-1} R (symmetric positive definite).  Returns a ``Result``."""
+        M = (lambda R: R.copy()) if precondition is None else precondition
         from .datafits import LeastSquares
         if not (isinstance(datafit, LeastSquares) or getattr(datafit, "quadratic", False)):
             raise ValueError(f"ConjugateGradient: {type(datafit).__name__} is not a "
@@ -62,7 +71,8 @@ class ConjugateGradient:
         hist = [float(F)]
         report_progress(0, float(F), cert * abs(F))
         it = 0
-        P, rr = R.copy(), float(np.sum(R * R))
+        P = M(R)
+        rr = float(np.sum(R * P))
         while cert > self.tol and it < max_iter and rr > 0:
             it += 1
             AP = hess(P)
@@ -81,11 +91,12 @@ class ConjugateGradient:
             if cert <= self.tol:                   # confirm with a fresh gradient
                 f, G, R = fresh(X)
                 F, cert = cert_of(X, f, G)
-                P = R.copy()
-                rr_new = float(np.sum(R * R))
+                P = M(R)
+                rr_new = float(np.sum(R * P))
             else:
-                rr_new = float(np.sum(R * R))
-                P = R + (rr_new / rr) * P
+                Zr = M(R)
+                rr_new = float(np.sum(R * Zr))
+                P = Zr + (rr_new / rr) * P
             rr = rr_new
             hist.append(float(F))
             report_progress(it, float(F), cert * abs(F))
@@ -94,3 +105,21 @@ class ConjugateGradient:
             F, cert = cert_of(X, f, G)
             hist[-1] = float(F)
         return Result(X, hist, it, float(cert), "gap", bool(cert <= self.tol))
+
+
+class KroneckerPreconditioner:
+    """M^{-1} for M(P) = A P B + shift P, A (d x d) and B (k x k) symmetric positive
+    semi-definite, shift > 0: with A = U diag(a) U^T and B = V diag(b) V^T,
+    M^{-1}(R) = U [(U^T R V) / (a b^T + shift)] V^T (module docstring).  ``A_eig``: the pair
+    (a, U) of A, computed once by the caller (e.g. cached per data set)."""
+
+    def __init__(self, A_eig: tuple[np.ndarray, np.ndarray], B: np.ndarray,
+                 shift: float) -> None:
+        a, self.U = A_eig
+        b, self.V = np.linalg.eigh(np.asarray(B, dtype=np.float64))
+        if not shift > 0:
+            raise ValueError(f"KroneckerPreconditioner: shift must be > 0, got {shift}")
+        self.denom = np.outer(np.maximum(a, 0.0), np.maximum(b, 0.0)) + float(shift)
+
+    def __call__(self, R: np.ndarray) -> np.ndarray:
+        return self.U @ ((self.U.T @ R @ self.V) / self.denom) @ self.V.T
