@@ -17,8 +17,11 @@ composite functions", SIAM J. Optim. 2014):
   decrease a |Delta_t| is below 1e-15 |F_t| (the rounding of F_t) a step is taken if F_t does
   not increase (it still improves w_t), else w_t is kept.  F never increases.
 
-Certificate: the relative duality gap of the whole problem (``solvers.duality_gap``) at every
-iterate; converged iff it is <= ``tol`` within ``max_iter`` iterations.
+Certificate: the relative duality gap at every iterate, the sum of the T separate problems'
+gaps (each task's dual point scaled into its own dual ball, ``L1.task_dual_scales``; the
+datafit's ``gap`` takes the scales as a (T, 1) array, as ``LogisticLoss.gap`` does): an upper
+bound of F - F*, zero at the optimum; converged iff it is <= ``tol`` within ``max_iter``
+iterations.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import numpy as np
 
 from mtlbench import report_progress
 
-from .solvers import Result, duality_gap
+from .solvers import Result
 
 __all__ = ["ProxNewton"]
 
@@ -76,7 +79,9 @@ class ProxNewton:
         G = datafit.grad_of(Z)
 
         def certificate(X, Z, F):
-            return duality_gap(datafit, penalty, X, state=Z) / max(abs(F), 1e-300)
+            s = penalty.task_dual_scales(datafit.grad_of(Z))[:, None]
+            gap = datafit.gap(Z, X, penalty.value(X), s)
+            return gap / max(abs(F), 1e-300)
 
         F = float(Ft.sum())
         cert = certificate(X, Z, F)
