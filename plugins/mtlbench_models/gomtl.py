@@ -13,12 +13,15 @@ L d x k, S k x T with column s_t for task t)::
 Solver (the paper's alternating minimisation; F is convex in each block, not jointly):
 * S-step (L fixed): the T LASSO problems min_s l_t(X_t L s) + mu ||s||_1 on the reduced
   designs X_t L (n_t x k): for the squared loss the layer's cyclic coordinate descent on their
-  k x k Gram matrices, for the logistic loss its FISTA; certified by their duality gap
-  (relative, <= ``inner_tol``, 1e-8), warm-started from the current S;
-* L-step (S fixed): min_L J(L S) + lam ||L||_F^2, a ridge in L: for the squared loss
-  conjugate gradients on its normal equations (``_core.quadratic``; no dk x dk matrix), for
-  the logistic loss FISTA; both certified by a duality gap (<= ``inner_tol``) and
-  warm-started from the current L.
+  k x k Gram matrices, for the logistic loss proximal Newton (``_core.newton``: per-task k x k
+  Hessians, coordinate descent on the quadratic model, per-task backtracking); certified by
+  their duality gap (relative, <= ``inner_tol``, 1e-8), warm-started from the current S;
+* L-step (S fixed): min_L J(L S) + lam ||L||_F^2, strongly convex in L: for the squared loss
+  preconditioned conjugate gradients on its normal equations (``_core.quadratic``; no dk x dk
+  matrix), for the logistic loss L-BFGS; both preconditioned by the Kronecker approximation
+  of the Hessian, c0 A (x) S S^T + 2 lam (A = mean_t X_t^T X_t, c0 = 1 squared, 1/4
+  logistic: the sup of the loss's second derivative), certified by a duality gap
+  (<= ``inner_tol``) and warm-started from the current L.
 Both solvers start at the current block and never increase their objective, so F never
 increases along the iterations (tested).  ``objective_history_`` holds F after every block
 step (two values per iteration).  Initialisation (the paper's): L = the top-k left singular
