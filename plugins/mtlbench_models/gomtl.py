@@ -41,7 +41,9 @@ searched): lam = lam_ratio mu0^2 / c, mu0 = max |L0^T grad J(0)| (L0 the initial
 ``mu_ratio`` = mu / mu0, Log, bounds (0, 1]: at mu >= mu0 the first S-step gives S = 0 and
 then L = 0 (W = 0, a fixed point); start range [0.03, 0.5].  ``k`` Int, bounds
 [1, min(d, T)] (a basis of more than min(d, T) vectors adds nothing W = L S can represent);
-start range [2, 10].  Start ranges from the math only: not yet checked on the design data.
+start range [2, 16].  Design data: the selections on synthetic-attributes[seed=101]/attr0
+(k = 4, mu_ratio 0.06 - 0.16) and simulated[seed=101] (k = 11 - 12, mu_ratio 0.18 - 0.23)
+are interior to both start ranges with worse points on both sides.
 
 Unverified (the paper's text was not at hand here; from its published description): the
 equation number, the paper's per-block solvers (it cites a two-metric projection method for
@@ -99,7 +101,7 @@ class GOMTL(LinearMTLModel):
     paper = ("Kumar, Daume III, Learning Task Grouping and Overlap in Multi-Task Learning, "
              "ICML 2012")
     search_space = {"mu_ratio": Log([0.03, 0.5], low=None, high=1.0),
-                    "k": Int([2, 10], low=1, high="min(d, T)")}
+                    "k": Int([2, 16], low=1, high="min(d, T)")}
     param_constraints = {"lam_ratio": Log([1.0], low=0.0), "tol": Log([1e-5], low=0.0),
                          "inner_tol": Log([1e-8], low=0.0), "max_iter": Int([300], low=1)}
     convex = False
