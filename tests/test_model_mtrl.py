@@ -1,6 +1,7 @@
 """MTRL (squared and logistic): the optimum against cvxpy on the paper's joint (W, b, Omega)
 form, the closed-form Omega-step against cvxpy, a monotone objective, warm starts, and
-``converged_`` only with the certificate."""
+``converged_`` only with the certificate; the squared variants of MTRL and GO-MTL run a unit on
+real-valued targets and their logistic variants are refused there in one line."""
 from __future__ import annotations
 
 import warnings
@@ -100,3 +101,24 @@ def test_cvxpy_solver_agrees():
     a = MTRL(lam1_ratio=0.1, lam2_ratio=0.3, tol=1e-10, max_iter=100000).fit(tasks)
     b = MTRLCvxpy(lam1_ratio=0.1, lam2_ratio=0.3).fit(tasks)
     assert b.fitted_objective(tasks) == pytest.approx(a.fitted_objective(tasks), rel=1e-6)
+
+
+@pytest.mark.parametrize("squared, logistic", [("mtrl", "mtrl-logistic"),
+                                               ("gomtl", "gomtl-logistic")])
+def test_squared_variant_runs_on_real_targets_and_logistic_is_refused(squared, logistic):
+    from mtlbench.errors import ConfigError
+    from mtlbench.plugins import get_registry
+    from mtlbench.protocol import ProtocolConfig, run_protocol
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal(4)
+    Xs = [rng.standard_normal((16 + t, 4)) for t in range(4)]
+    ys = [2.0 + X @ (w0 + 0.3 * rng.standard_normal(4)) + 0.1 * rng.standard_normal(len(X))
+          for X in Xs]
+    tasks = TaskSet.from_arrays("reg", Xs, ys, target_kind="real")
+    reg = get_registry()
+    sq = reg.model_class(squared)
+    out = run_protocol(sq(), dict(sq.search_space), tasks, ProtocolConfig(budget=4), 0)
+    assert out.select_by == "rmse" and np.isfinite(out.metrics["rmse"])
+    lg = reg.model_class(logistic)
+    with pytest.raises(ConfigError, match=rf"model '{logistic}' handles binary .* targets"):
+        run_protocol(lg(), dict(lg.search_space), tasks, ProtocolConfig(budget=4), 0)
