@@ -42,7 +42,7 @@ searched): lam = lam_ratio mu0^2 / c, mu0 = max |L0^T grad J(0)| (L0 the initial
 then L = 0 (W = 0, a fixed point); start range [0.03, 0.5].  ``k`` Int, bounds
 [1, min(d, T)] (a basis of more than min(d, T) vectors adds nothing W = L S can represent);
 start range [2, 16].  Design data: the selections on synthetic-attributes[seed=101]/attr0
-(k = 4, mu_ratio 0.06 - 0.16) and simulated[seed=101] (k = 11 - 12, mu_ratio 0.18 - 0.23)
+(k = 4, mu_ratio 0.06 - 0.16) and simulated[seed=101] (k = 9 - 12, mu_ratio 0.14 - 0.23)
 are interior to both start ranges with worse points on both sides.
 
 Unverified (the paper's text was not at hand here; from its published description): the
