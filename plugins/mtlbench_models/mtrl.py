@@ -42,12 +42,16 @@ moves F by less than the tolerance relative to the data's own curvature, so smal
 are the lam1 = 0 model at the solver's accuracy; start range [1e-4, 1] (design data: the
 selections on simulated[seed=101] (two repetitions) and synthetic-attributes[seed=101]/attr0
 lie between 3e-5 and 4e-2; below ~1e-3 the validation AUC is flat in lam1 once lam2 carries
-the coupling, so the range reaches into that plateau and the search may go on to the bound).  ``lam2_ratio`` bounds (0, inf) (every positive weight is a
-different coupling; lam2 -> 0 is the ridge-only model, continuously); start range
-[1e-3, 1] (design-data selections 3.5e-3 to 0.28, worse points on both sides).
-Unverified (the paper's text was not at hand here): the equation number; the paper weights
-task t's loss by 1/n_t (here the instance-wise sum of every model of the benchmark); its
-solver (alternating: SMO for W, b given Omega, then the closed-form Omega).
+the coupling, so the range reaches into that plateau and the search may go on to the bound).
+``lam2_ratio`` bounds (0, inf) (every positive weight is a different coupling; lam2 -> 0 is
+the ridge-only model, continuously); start range [1e-3, 1] (design-data selections 3.5e-3 to
+0.28, worse points on both sides).
+
+Unverified (the search tool gave the paper's abstract only, which confirms the convex
+formulation and the alternating method, not its text): the equation number; whether the
+paper weights task t's loss by 1/n_t (here the instance-wise sum of every model of the
+benchmark); its W-step solver (alternating: SMO for W, b given Omega, then the closed-form
+Omega).
 """
 from __future__ import annotations
 
@@ -103,7 +107,7 @@ class MTRL(LinearMTLModel):
     """MTRL with the squared loss and per-task intercepts (Omega minimised out)."""
 
     name = "mtrl"
-    cost_hint = 16.0  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 40.0  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Zhang, Yeung, A Convex Formulation for Learning Task Relationships in "
              "Multi-Task Learning, UAI 2010")
     search_space = {"lam1_ratio": Log([1e-4, 1.0], low=1e-6, high=None),
@@ -174,7 +178,7 @@ class MTRLLogistic(MTRL):
     """MTRL with the logistic loss (labels in {-1, +1}) and per-task intercepts."""
 
     name = "mtrl-logistic"
-    cost_hint = 30.0
+    cost_hint = 46.0
     target_kinds = ("binary",)
     curvature_scale = 0.25
 
