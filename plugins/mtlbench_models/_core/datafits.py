@@ -324,6 +324,24 @@ class LogisticLoss:
             self.task_lipschitz = self.task_lipschitz * self.weights
         self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
 
+    @classmethod
+    def from_padded(cls, X3t: np.ndarray, y3: np.ndarray, n: np.ndarray) -> "LogisticLoss":
+        """The loss on given zero-padded designs ``X3t`` (T, d, n_max), labels ``y3`` (T, n_max)
+        (zero at the padding) and task sizes ``n`` (T,), without a TaskSet (e.g. the reduced
+        designs L^T X_t^T of a factored model)."""
+        self = cls.__new__(cls)
+        self.T, self.d = X3t.shape[0], X3t.shape[1]
+        self.X3t, self.y3, self.n = X3t, y3, n
+        self.mask = np.arange(y3.shape[1])[None, :] < n[:, None]
+        self.task_lipschitz = (0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2 if X3t.size
+                               else np.zeros(self.T))
+        self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
+        return self
+
+    def left_factor(self, A: np.ndarray) -> "LogisticLoss":
+        """The loss of s_t on the designs X_t A (A of shape (d, k)): J(A S) as a datafit of S."""
+        return LogisticLoss.from_padded(np.matmul(A.T, self.X3t), self.y3, self.n)
+
     def forward(self, W: np.ndarray) -> np.ndarray:
         return self.y3 * np.matmul(W.T[:, None, :], self.X3t)[:, 0, :]
 
@@ -331,6 +349,16 @@ class LogisticLoss:
         if self.weights is None:
             return float(np.sum(np.logaddexp(0.0, -Z), where=self.mask))
         return float(np.sum(np.logaddexp(0.0, -Z), axis=1, where=self.mask) @ self.weights)
+
+    def task_values_of(self, Z: np.ndarray) -> np.ndarray:
+        """l_t(w_t) per task (T,) from the margins."""
+        v = np.logaddexp(0.0, -Z)
+        return v.sum(axis=1) if self.mask.all() else np.where(self.mask, v, 0.0).sum(axis=1)
+
+    def task_hessians(self, Z: np.ndarray) -> np.ndarray:
+        """The Hessians of l_t, X_t^T diag(sigma(z) sigma(-z)) X_t, shape (T, d, d)."""
+        w = np.where(self.mask, expit(Z) * expit(-Z), 0.0)
+        return np.matmul(self.X3t * w[:, None, :], self.X3t.transpose(0, 2, 1))
 
     def grad_of(self, Z: np.ndarray) -> np.ndarray:
         coef = -self.y3 * expit(-Z)                           # zero at the padding (y = 0)

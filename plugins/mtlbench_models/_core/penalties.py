@@ -52,7 +52,8 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
            "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
-           "prox_cocluster", "top_k_truncation"]
+           "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
+           "FreeRows"]
 
 
 # ============================================================================ proximal maps
@@ -856,3 +857,81 @@ class BlockSum:
 
     def dual_scale(self, G: np.ndarray) -> float:
         return min(g.dual_scale(G) for g in self.blocks)
+
+
+# ---------------------------------------------------------------------- squared trace norm
+def _singular_values(V: np.ndarray) -> np.ndarray:
+    """The singular values of V, descending (LAPACK, no vectors: absolute accuracy ~1e-16
+    sigma_1, which sums of them need; a Gram matrix's eigenvalues give ~1e-8 sigma_1)."""
+    if V.size == 0:
+        return np.zeros(0)
+    return np.linalg.svd(V, compute_uv=False)
+
+
+def squared_l1_threshold(s: np.ndarray, a: float, b: float) -> float:
+    """For s >= 0 sorted decreasingly, a > 0, b >= 0: the threshold c >= 0 of the maximiser
+    x = max(s - c, 0) / a of <s, x> - a/2 ||x||^2 - b/2 (sum_i x_i)^2 over x >= 0.
+
+    Its optimality conditions are a x_i = max(s_i - b S, 0), S = sum_i x_i; with the j largest
+    entries active, S = (s_1 + ... + s_j) / (a + j b), and the active set is the largest j with
+    s_j > b S_j (the condition holds on a prefix); c = b S."""
+    if s.size == 0 or s[0] <= 0 or b == 0:
+        return 0.0
+    j = np.arange(1, s.size + 1)
+    S = np.cumsum(s) / (a + j * b)
+    active = np.flatnonzero(s > b * S)
+    return float(b * S[active[-1]])
+
+
+class SquaredNuclear:
+    """g(W) = lam/2 ||W||_*^2 + ridge/2 ||W||_F^2 (the squared trace norm, plus a ridge).
+
+    A spectral function h(sigma(W)), h(x) = lam/2 ||x||_1^2 + ridge/2 ||x||^2 (absolutely
+    symmetric), so its prox and conjugate act on the singular values (Lewis 1995):
+    prox(V, L) = L/(L + ridge) * SVT(V, c) (singular value thresholding, :func:`prox_trace`)
+    with c = :func:`squared_l1_threshold` (L s, L + ridge, lam) / L on the singular values s
+    of V; conjugate g*(V) = h*(sigma(V)), the maximum of <z, x> - h(x) over x >= 0 at
+    x = max(z - c, 0) / ridge (c from the same threshold), or ||V||_2^2 / (2 lam) when
+    ridge = 0.  min over Omega > 0 with tr(Omega) = 1 of tr(W Omega^{-1} W^T) is ||W||_*^2
+    (at Omega = (W^T W)^{1/2} / tr((W^T W)^{1/2})), so lam/2 ||W||_*^2 is the task-covariance
+    penalty of MTRL with the covariance minimised out."""
+
+    def __init__(self, lam: float, ridge: float = 0.0) -> None:
+        self.lam, self.ridge = float(lam), float(ridge)
+        if not (self.lam >= 0 and self.ridge >= 0 and self.lam + self.ridge > 0):
+            raise ValueError("SquaredNuclear: lam and ridge must be >= 0, not both 0")
+
+    def value(self, W: np.ndarray) -> float:
+        s = _singular_values(W)
+        return 0.5 * self.lam * float(s.sum()) ** 2 + 0.5 * self.ridge * float(np.sum(W * W))
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        s = _singular_values(V)
+        c = squared_l1_threshold(L * s, L + self.ridge, self.lam) / L
+        return (L / (L + self.ridge)) * prox_trace(V, c)[0]
+
+    def conjugate(self, V: np.ndarray) -> float:
+        z = _singular_values(V)
+        if z.size == 0:
+            return 0.0
+        if self.ridge == 0:
+            return float(z[0]) ** 2 / (2.0 * self.lam)
+        c = squared_l1_threshold(z, self.ridge, self.lam)
+        x = np.maximum(z - c, 0.0) / self.ridge
+        return float(z @ x - 0.5 * self.ridge * (x @ x) - 0.5 * self.lam * x.sum() ** 2)
+
+
+class FreeRows:
+    """g(W) = penalty(W[:-m]): the last ``m`` rows of W unpenalised (intercepts appended as
+    features of constant 1); prox: the penalty's on the first rows, the identity on the last.
+    No dual norm or conjugate (that of a free row is the indicator of zero): solvers certify
+    with the optimality residual."""
+
+    def __init__(self, penalty, m: int = 1) -> None:
+        self.penalty, self.m = penalty, int(m)
+
+    def value(self, W: np.ndarray) -> float:
+        return self.penalty.value(W[:-self.m])
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return np.concatenate([self.penalty.prox(V[:-self.m], L), V[-self.m:]])
