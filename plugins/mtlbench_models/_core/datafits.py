@@ -393,7 +393,7 @@ class InterceptLogisticLoss(LogisticLoss):
             lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
             step = np.clip(-g / np.maximum(h, 1e-300), -4.0, 4.0)
             new = c + step
-            out = (new <= lo) | (new >= hi)
+            out = (new < lo) | (new > hi)
             both = np.isfinite(lo) & np.isfinite(hi)
             mid = 0.5 * (np.where(both, lo, 0.0) + np.where(both, hi, 0.0))
             new = np.where(out & both, mid, new)
