@@ -23,12 +23,14 @@ the l_{2,1} norm: the largest row l2 norm), ``converged_`` iff reached within ``
 
 Search space (scale-free): lam = lam_ratio * max_i ||G0[i, :]||_2, G0 = grad J(0) (for the
 logistic loss with the intercepts at their optimum at W = 0): W = 0 is optimal iff
-lam_ratio >= 1, so the bound is (0, 1].  Start range [0.03, 0.3] (points 0.03, 0.1, 0.3), set
-on the training and validation splits of ``simulated[seed=101]`` (the selections there were
-interior, none at an edge of the range or degenerate).
+lam_ratio >= 1, so the bound is (0, 1] (the unpenalised fit is the limit at 0).  Start range
+[0.03, 0.3] (points 0.03, 0.1, 0.3) from the math only: a decade either side of 0.1 lam_max,
+between the empty model at 1 and the nearly unpenalised fits below 0.01.
 
-Unverified: Liu, Ji & Ye's equation numbers (the paper's text was not available here; the
-objective is MALSAR's, whose manual cites the paper for it).
+Unverified: the start range on the design data (``simulated[seed=101]``,
+``synthetic-attributes[seed=101]``: edge and degenerate selections not counted); Liu, Ji &
+Ye's equation numbers (the paper's text was not available here; the objective is MALSAR's,
+whose manual cites the paper for it).
 """
 from __future__ import annotations
 

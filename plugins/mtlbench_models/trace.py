@@ -25,11 +25,13 @@ norm), ``converged_`` iff reached within ``max_iter`` (5000).  A second solver, 
 
 Search space (scale-free): lam = lam_ratio * ||G0||_2, G0 = grad J(0) (for the logistic loss
 with the intercepts at their optimum at W = 0): W = 0 is optimal iff lam_ratio >= 1, so the
-bound is (0, 1].  Start range [0.03, 0.3] (points 0.03, 0.1, 0.3), set on the training and
-validation splits of ``simulated[seed=101]`` (the selections there were interior, none at an
-edge of the range or degenerate).
+bound is (0, 1] (the unpenalised fit is the limit at 0).  Start range [0.03, 0.3] (points
+0.03, 0.1, 0.3) from the math only: a decade either side of 0.1 lam_max, between the empty
+model at 1 and the nearly unpenalised fits below 0.01.
 
-Unverified: Ji & Ye's equation numbers (the paper's text was not available here).
+Unverified: the start range on the design data (``simulated[seed=101]``,
+``synthetic-attributes[seed=101]``: edge and degenerate selections not counted); Ji & Ye's
+equation numbers (the paper's text was not available here).
 """
 from __future__ import annotations
 

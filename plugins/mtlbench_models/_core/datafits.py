@@ -354,8 +354,8 @@ class InterceptLogisticLoss(LogisticLoss):
         J(W) = min_c sum_t omega_t sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))),
 
     omega_t = 1 / n_t (``average=True``, MALSAR's per-task mean) or 1.  Each task's c_t(W) is
-    the unique root of the derivative in c_t (a task needs both classes: with one class the
-    infimum is approached only as c_t -> +-inf, a ValueError names the task), found by
+    the unique root of the derivative in c_t (it exists because every task of a TaskSet has
+    both classes, also after ``subset``), found by
     safeguarded Newton iterations vectorised over the tasks (the step clipped to 4 and kept
     inside the bracket of signs found so far; stopped when every step is <= 1e-13 (1 + |c_t|);
     warm-started from the last root).  By Danskin's theorem grad J(W) is the gradient of the
@@ -369,11 +369,6 @@ class InterceptLogisticLoss(LogisticLoss):
 
     def __init__(self, tasks: TaskSet, average: bool = True) -> None:
         super().__init__(tasks)
-        for t in range(tasks.T):
-            y = tasks.y(t)
-            if not (np.any(y > 0) and np.any(y < 0)):
-                raise ValueError(f"logistic loss with intercepts: task {tasks.task_names[t]!r} "
-                                 "has one class only (its intercept has no minimiser)")
         self.omega = 1.0 / self.n if average else np.ones(self.T)
         self.w3 = np.where(self.mask, self.omega[:, None], 0.0)
         self.task_lipschitz = self.task_lipschitz * self.omega
