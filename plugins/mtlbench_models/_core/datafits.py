@@ -344,8 +344,6 @@ class LogisticLoss:
         return float(pen + f + np.sum(ent, where=self.mask))
 
 
-
-
 # ------------------------------------------------- logistic loss with per-task intercepts
 class InterceptLogisticLoss(LogisticLoss):
     """MALSAR's logistic datafit (``Logistic_L21``, ``Logistic_Trace``, ``Logistic_Dirty``, ...)
@@ -353,19 +351,19 @@ class InterceptLogisticLoss(LogisticLoss):
 
         J(W) = min_c sum_t omega_t sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))),
 
-    omega_t = 1 / n_t (``average=True``, MALSAR's per-task mean) or 1.  Each task's c_t(W) is
-    the unique root of the derivative in c_t (it exists because every task of a TaskSet has
-    both classes, also after ``subset``), found by
-    safeguarded Newton iterations vectorised over the tasks (the step clipped to 4 and kept
-    inside the bracket of signs found so far; stopped when every step is <= 1e-13 (1 + |c_t|);
-    warm-started from the last root).  By Danskin's theorem grad J(W) is the gradient of the
-    loss at (W, c(W)); J is convex, and its Hessian is at most that of the loss in W for fixed
-    c, so task_lipschitz[t] = omega_t ||X_t||_2^2 / 4.  States are the margins without the
-    intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts of the last state are
-    kept.  Duality: at c(W) the dual point Theta_t = omega_t (-y sigma(-z)) sums to zero
-    over each task's rows (the intercept's optimality), which is the dual constraint of an
-    unpenalised intercept, and s Theta keeps it; ``gap`` is the inherited one with the
-    weights: pen + J(W) + sum_ti omega_t [a log a + (1 - a) log(1 - a)], a = s sigma(-z)."""
+    omega_t = 1 / n_t (``average=True``, MALSAR's per-task mean) or 1. Each task's c_t(W) is the
+    unique root of the derivative in c_t (it exists: every task of a TaskSet has both classes,
+    also after ``subset``), found by safeguarded Newton iterations vectorised over the tasks
+    (the step clipped to 4 and kept inside the bracket of signs found so far; stopped when every
+    step is <= 1e-13 (1 + |c_t|); warm-started from the last root). By Danskin's theorem grad
+    J(W) is the gradient of the loss at (W, c(W)); J is convex, and its Hessian is at most that
+    of the loss in W for fixed c, so task_lipschitz[t] = omega_t ||X_t||_2^2 / 4. States are the
+    margins without the intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts of
+    the last state are kept. Duality: at c(W) the dual point Theta_t = omega_t (-y sigma(-z))
+    sums to zero over each task's rows (the intercept's optimality), which is the dual
+    constraint of an unpenalised intercept, and s Theta keeps it; ``gap`` is the inherited one
+    with the weights: pen + J(W) + sum_ti omega_t [a log a + (1 - a) log(1 - a)], a = s
+    sigma(-z)."""
 
     def __init__(self, tasks: TaskSet, average: bool = True) -> None:
         super().__init__(tasks)
