@@ -21,6 +21,15 @@ every per-task AUC, bit for bit) and prints the differences: the recomputed repe
 check that this machine reproduces the published numbers.  ``publish_all.sh`` runs both when its
 store does not exist yet.
 
+    python scripts/restore_store.py check --any-code
+
+pairs instead each unit of the store with the published unit of the same model, problem,
+repetition, split, protocol (the planned number of repetitions aside) and search space,
+whatever code made either, and reports the selections and test scores that differ and the
+pairs whose data fingerprints differ: after a change of model code that must keep the answers
+(e.g. ``compare --reps 1`` of every model with the new code), it shows that the published
+selections and test AUCs come back.
+
     python scripts/restore_store.py prune [--delete]
 
 lists the store's units made by other code than is installed (superseded by a republication:
@@ -73,6 +82,63 @@ def _prune(path: str, delete: bool) -> int:
     return 0
 
 
+def _pairing(model, problem, rep, split, protocol, config) -> str:
+    import json
+
+    protocol = {k: v for k, v in (protocol or {}).items() if k != "reps"}
+    return json.dumps([model, problem, int(rep), split, protocol, config], sort_keys=True)
+
+
+def _check_any_code(files: list[Path], store) -> int:
+    """``check --any-code``: each store unit beside the published unit it pairs with."""
+    import json
+
+    import numpy as np
+
+    rows = store.units(status="ok")
+    mine = {_pairing(r.model, r.problem, r.rep, r.split_fingerprint, r.protocol,
+                     r.model_config): r for r in rows.itertuples(index=False)}
+    scores = store.task_scores(keys=list(rows["key"]))
+    per_task = {k: g.sort_values("task_index")["test_auc"].to_numpy()
+                for k, g in scores.groupby("key")}
+    n = same = data_differs = 0
+    for p in files:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        for u in data["units"]:
+            row = mine.get(_pairing(u["model"], u["problem"], u["rep"], u["split_fingerprint"],
+                                    u["protocol"], u["model_config"]))
+            if row is None or u["status"] != "ok":
+                continue
+            n += 1
+            where = f"{u['model']} {u['problem']} rep {u['rep']}"
+            note = ""
+            if row.data_fingerprint != u["data_fingerprint"]:
+                data_differs += 1
+                note = " (data fingerprint differs: the data set is not the same bits here)"
+            if row.best_params == u["best_params"] and row.test_auc == u["test_auc"]:
+                same += 1
+                continue
+            if row.best_params == u["best_params"]:
+                ours = per_task.get(row.key, np.array([]))
+                theirs = np.asarray(u["task_auc"], dtype=float)
+                dev = (float(np.max(np.abs(ours - theirs))) if ours.shape == theirs.shape
+                       else float("nan"))
+                print(f"same selection, test AUC differs: {where}: published "
+                      f"{u['test_auc']!r}, here {row.test_auc!r} (max per-task "
+                      f"difference {dev:.2e}){note}")
+            else:
+                print(f"selection differs: {where}: published {u['best_params']} "
+                      f"(test AUC {u['test_auc']:.6f}), here {row.best_params} "
+                      f"(test AUC {row.test_auc:.6f}){note}")
+    print(f"{n} unit(s) of the store paired with published units (any code): {same} with the "
+          f"same selection and test AUC, {n - same} differ; {data_differs} pair(s) on data "
+          "whose fingerprint differs")
+    if not n:
+        print("no unit of the store pairs with a published one", file=sys.stderr)
+        return 2
+    return 1 if same < n else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("action", choices=("restore", "check", "prune"))
@@ -84,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="restore repetition 0 too (the figures then lack their arrays)")
     ap.add_argument("--delete", action="store_true",
                     help="prune: remove the listed units (default: only list them)")
+    ap.add_argument("--any-code", action="store_true",
+                    help="check: pair units by model, problem, repetition, split, protocol and "
+                         "search space, whatever code made them")
     args = ap.parse_args(argv)
     if args.action == "prune":
         return _prune(args.store, args.delete)
@@ -112,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.store).exists():
         print(f"no store {args.store}", file=sys.stderr)
         return 2
+    if args.any_code:
+        with ResultStore(args.store, readonly=True) as store:
+            return _check_any_code(files, store)
     n_all, bad_all = 0, []
     with ResultStore(args.store, readonly=True) as store:
         for p in files:
