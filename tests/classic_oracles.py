@@ -48,10 +48,10 @@ def cvxpy_optimum(tasks: TaskSet, loss: str, penalty, n_blocks: int = 1) -> floa
     return float(prob.value)
 
 
-def check_optimum(model, tasks: TaskSet, penalty) -> None:
+def check_optimum(model, tasks: TaskSet, penalty, n_blocks: int = 1) -> None:
     """The fit converged, its fitted objective is its last history value, and it is within
-    1e-6 relative of the cvxpy optimum."""
-    ref = cvxpy_optimum(tasks, model.loss, penalty, model.n_blocks)
+    1e-6 relative of the cvxpy optimum (``penalty`` of ``n_blocks`` summed blocks)."""
+    ref = cvxpy_optimum(tasks, model.loss, penalty, n_blocks)
     ours = model.fitted_objective(tasks)
     assert model.converged_ and model.gap_ <= model.tol
     assert abs(ours - model.objective_history_[-1]) <= 1e-12 * abs(ours)

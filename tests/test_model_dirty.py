@@ -17,9 +17,9 @@ from mtlbench_models.dirty import Dirty, DirtyLogistic
 def test_optimum_matches_cvxpy(cls, r1, r2):
     tasks = small_tasks(7)
     m = cls(lam1_ratio=r1, lam2_ratio=r2, tol=1e-7, max_iter=20000).fit(tasks)
-    lam1, lam2 = (g.lam for g in m.penalty_.blocks)
+    lam1, lam2 = m.lams()
     check_optimum(m, tasks, lambda B: lam1 * cp.sum(cp.max(cp.abs(B[0]), axis=1))
-                  + lam2 * cp.sum(cp.abs(B[1])))
+                  + lam2 * cp.sum(cp.abs(B[1])), n_blocks=2)
     np.testing.assert_allclose(m.coef_, m.P_ + m.Q_)
 
 
@@ -34,7 +34,7 @@ def test_lambda_max_and_caps(cls):
 def test_elementwise_weight_above_the_block_weight_leaves_q_zero():
     tasks = small_tasks(9)
     m = Dirty(lam1_ratio=0.05, lam2_ratio=0.9, tol=1e-8).fit(tasks)
-    lam1, lam2 = (g.lam for g in m.penalty_.blocks)
+    lam1, lam2 = m.lams()
     assert lam2 >= lam1 and np.all(m.Q_ == 0.0) and np.any(m.P_ != 0.0)
 
 

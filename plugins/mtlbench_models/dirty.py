@@ -47,11 +47,11 @@ import numpy as np
 from mtlbench import Log, hookimpl
 
 from ._core.classic import CvxpyFit, PenalisedModel
-from ._core.penalties import L1, BlockSum, L1Inf
+from ._core.penalties import L1, L1Inf, L1InfConvL1
 
 
 class Dirty(PenalisedModel):
-    """The dirty model with the squared loss (blocks P, Q stacked in ``solution_``)."""
+    """The dirty model with the squared loss (``P_``, ``Q_``: the split of ``coef_``)."""
 
     name = "dirty"
     paper = ("A. Jalali, P. Ravikumar, S. Sanghavi, C. Ruan, A Dirty Model for Multi-task "
@@ -59,7 +59,6 @@ class Dirty(PenalisedModel):
     search_space = {"lam1_ratio": Log([0.05, 0.2, 0.8], low=None, high=1.0),
                     "lam2_ratio": Log([0.1, 0.3, 0.9], low=None, high=1.0)}
     target_kinds = ("binary", "real")
-    n_blocks = 2
     cost_hint = 3.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam1_ratio: float = 0.2, lam2_ratio: float = 0.6, tol: float = 1e-6,
@@ -72,20 +71,24 @@ class Dirty(PenalisedModel):
     def ratios(self) -> tuple[float, ...]:
         return (float(self.lam1_ratio), float(self.lam2_ratio))
 
-    def penalty(self, G0: np.ndarray) -> BlockSum:
-        return BlockSum(L1Inf(float(self.lam1_ratio) * L1Inf.dual_norm(G0)),
-                        L1(float(self.lam2_ratio) * L1.dual_norm(G0)))
+    def penalty(self, G0: np.ndarray) -> L1InfConvL1:
+        return L1InfConvL1(float(self.lam1_ratio) * L1Inf.dual_norm(G0),
+                           float(self.lam2_ratio) * L1.dual_norm(G0))
+
+    def lams(self) -> list[float]:
+        return [self.penalty_.lam1, self.penalty_.lam2]
 
     def cvx_penalty(self, cp, blocks: list):
-        P, Q = blocks
-        lam1, lam2 = (g.lam for g in self.penalty_.blocks)
-        return lam1 * cp.sum(cp.max(cp.abs(P), axis=1)) + lam2 * cp.sum(cp.abs(Q))
+        W = blocks[0]
+        P = cp.Variable(W.shape)
+        lam1, lam2 = self.lams()
+        return lam1 * cp.sum(cp.max(cp.abs(P), axis=1)) + lam2 * cp.sum(cp.abs(W - P))
 
     def _store(self, J, X, hist, n_iter, gap) -> None:
         super()._store(J, X, hist, n_iter, gap)
-        self.P_, self.Q_ = X[0], X[1]
-        self.diagnostics_["n_shared_features"] = int(np.count_nonzero(np.abs(X[0]).max(1)))
-        self.diagnostics_["n_specific_entries"] = int(np.count_nonzero(X[1]))
+        self.P_, self.Q_ = self.penalty_.split(X)
+        self.diagnostics_["n_shared_features"] = int(np.count_nonzero(np.abs(self.P_).max(1)))
+        self.diagnostics_["n_specific_entries"] = int(np.count_nonzero(self.Q_))
 
 
 class DirtyLogistic(Dirty):

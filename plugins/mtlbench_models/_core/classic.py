@@ -37,6 +37,9 @@ __all__ = ["PenalisedModel", "CvxpyFit", "CVXPY_MAX_ENTRIES"]
 #: problem (the interior-point factorisations grow faster than the data).
 CVXPY_MAX_ENTRIES = 2_000_000
 
+#: FISTA-BKTR's trial factor of the step constant (``solvers.FISTA``'s ``decrease``).
+FISTA_DECREASE = 0.8
+
 
 class PenalisedModel(LinearMTLModel):
     """Base of a norm-penalised model (module docstring).  Subclasses set ``name``, ``paper``,
@@ -64,6 +67,10 @@ class PenalisedModel(LinearMTLModel):
         """The penalty as a cvxpy expression of the block variables."""
         raise NotImplementedError
 
+    def lams(self) -> list[float]:
+        """The penalty's weights (after :meth:`fit`)."""
+        return [float(g.lam) for g in getattr(self.penalty_, "blocks", (self.penalty_,))]
+
     # -- the fit
     def datafit(self, tasks: TaskSet):
         """J on ``tasks``: the squared loss or MALSAR's logistic loss with intercepts."""
@@ -87,8 +94,8 @@ class PenalisedModel(LinearMTLModel):
         if warm is not None and warm.shape == shape and min(self.ratios()) < 1:
             X0 = warm                      # convex: a warm start changes only the speed
         smooth = J if self.n_blocks == 1 else SumOfBlocks(J, self.n_blocks)
-        res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter)).solve(
-            smooth, self.penalty_, X0)
+        res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter),
+                    decrease=FISTA_DECREASE).solve(smooth, self.penalty_, X0)
         self._store(J, res.W, res.history, res.n_iter, res.certificate)
         return self
 
@@ -101,8 +108,7 @@ class PenalisedModel(LinearMTLModel):
         self.n_iter_ = int(n_iter)
         self.gap_ = float(gap)
         self.converged_ = bool(gap <= float(self.tol))
-        lams = getattr(self.penalty_, "blocks", (self.penalty_,))
-        self.diagnostics_ = {"lam": [float(g.lam) for g in lams],
+        self.diagnostics_ = {"lam": [float(lam) for lam in self.lams()],
                              "converged": self.converged_, "relative_gap": self.gap_}
 
     def decision_function(self, X: np.ndarray, task: int) -> np.ndarray:

@@ -24,6 +24,7 @@ penalty                g(W)                                                dual 
 ``MeanRegularised``    lam sum_t ||w_t - mean_s w_s||^2  (smooth)          --
 ``CoCluster(lam, k)``  lam sum_{i > k} sigma_i(W)^2  (non-convex)          --
 ``L1PlusL1Inf``        lam1 ||W||_1 + lam2 sum_i max_t |W_it|              --
+``L1InfConvL1``        min_{P+Q=W} lam1 ||P||_{1,inf} + lam2 ||Q||_1       both balls (max)
 ``BlockSum(g_1, ...)`` sum_b g_b(X_b) on stacked blocks X (W = sum_b X_b)  max_b of the blocks'
 =====================  ==================================================  =====================
 
@@ -663,6 +664,79 @@ class L1PlusL1Inf:
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
         return prox_l1_l1inf_rows(V, self.lam1 / L, self.lam2 / L)
+
+
+
+def project_l1_box_rows(V: np.ndarray, radius: float, box: float) -> np.ndarray:
+    """Euclidean projection of every row of V onto {u : ||u||_1 <= radius, ||u||_inf <= box}
+    (radius, box >= 0): u = sign(v) min(max(|v| - t, 0), box), t >= 0 the smallest threshold
+    with sum_j min(max(|v_j| - t, 0), box) <= radius (that sum is piecewise linear and
+    decreasing in t, with breakpoints |v_j| and |v_j| - box: sorted, it is evaluated at every
+    breakpoint by cumulative sums and t interpolated on the segment that crosses the radius)."""
+    V = np.asarray(V, dtype=np.float64)
+    A = np.abs(V)
+    if V.size == 0:
+        return V.copy()
+    d, m = A.shape
+    # breakpoints in decreasing order; passing |v_j| an entry starts to count (+1), passing
+    # |v_j| - box it saturates (-1)
+    E = np.concatenate([A, A - box], axis=1)
+    w = np.concatenate([np.ones((d, m)), -np.ones((d, m))], axis=1)
+    order = np.argsort(-E, axis=1, kind="stable")
+    E = np.take_along_axis(E, order, axis=1)
+    active = np.cumsum(np.take_along_axis(w, order, axis=1), axis=1)   # after each breakpoint
+    # phi at the breakpoints: phi(E_0) = 0, phi(E_{k+1}) = phi(E_k) + active_k (E_k - E_{k+1})
+    phi = np.concatenate([np.zeros((d, 1)),
+                          np.cumsum(active[:, :-1] * (E[:, :-1] - E[:, 1:]), axis=1)], axis=1)
+    k = np.minimum((phi <= radius).sum(axis=1) - 1, 2 * m - 1)   # last breakpoint below radius
+    rows = np.arange(d)
+    Ek, act = E[rows, k], active[rows, k]
+    t = np.where(act > 0, Ek - (radius - phi[rows, k]) / np.maximum(act, 1), Ek)
+    t = np.maximum(t, 0.0)
+    return np.sign(V) * np.minimum(np.maximum(A - t[:, None], 0.0), box)
+
+
+class L1InfConvL1:
+    """g(W) = min_{P + Q = W} lam1 ||P||_{1,inf} + lam2 ||Q||_1, the infimal convolution of
+    the dirty model's two norms (a norm separating over the rows).  Row by row the inner
+    minimum is attained at P = sign(w) min(|w|, c), Q = w - P with c the k-th largest |w_t|,
+    k = ceil(lam1 / lam2) (c = 0 when k > T: P = 0; k = 1: Q = 0), as the piecewise linear
+    lam1 c + lam2 sum_t (|w_t| - c)_+ has slope lam1 - lam2 #{t : |w_t| > c} (:meth:`split`).
+    The conjugate is the indicator of the intersection of the dual balls {max_i ||G[i, :]||_1
+    <= lam1} and {max |G| <= lam2}; prox (Moreau): V - the projection onto lam1 / L, lam2 / L
+    of that set (:func:`project_l1_box_rows`).  ``dual_scale``: min(1, lam1 / max_i
+    ||G[i, :]||_1, lam2 / max |G|)."""
+
+    def __init__(self, lam1: float, lam2: float) -> None:
+        self.lam1, self.lam2 = float(lam1), float(lam2)
+
+    def split(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(P, Q) with P + Q = W attaining the infimum (row-shared clipping level c)."""
+        W = np.asarray(W, dtype=np.float64)
+        A = np.abs(W)
+        T = W.shape[1]
+        if self.lam2 <= 0.0 or T == 0:
+            return np.zeros_like(W), W.copy()
+        k = int(np.ceil(self.lam1 / self.lam2 - 1e-12)) if self.lam1 > 0 else 0
+        if k > T or k <= 0:
+            c = np.zeros(W.shape[0]) if k > T else A.max(axis=1, initial=0.0)
+        else:
+            c = -np.partition(-A, k - 1, axis=1)[:, k - 1]
+        P = np.sign(W) * np.minimum(A, c[:, None])
+        return P, W - P
+
+    def value(self, W: np.ndarray) -> float:
+        if W.size == 0:
+            return 0.0
+        P, Q = self.split(W)
+        return self.lam1 * float(np.abs(P).max(axis=1).sum()) + self.lam2 * float(
+            np.abs(Q).sum())
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return V - project_l1_box_rows(V, self.lam1 / L, self.lam2 / L)
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return min(_scale(self.lam1, L1Inf.dual_norm(G)), _scale(self.lam2, L1.dual_norm(G)))
 
 
 class BlockSum:

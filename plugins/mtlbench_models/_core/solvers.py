@@ -7,7 +7,15 @@
   (FISTA's beta_k); L starts at the datafit's Lipschitz constant and doubles until the
   descent-lemma test J(X+) <= J(Y) + <grad J(Y), X+ - Y> + L/2 ||X+ - Y||^2 holds (relative
   slack 1e-12); monotone restart (a step that increases F is replaced by a plain
-  proximal-gradient step from X_k and the momentum restarts: F never increases).
+  proximal-gradient step from X_k and the momentum restarts: F never increases beyond its
+  rounding, ``ROUNDING`` |F|; that step is taken even when rounding hides its decrease, so the
+  relative gap reaches tolerances far below sqrt(machine epsilon)).
+  With ``decrease`` = rho < 1, the step constant can also decrease (Scheinberg, Goldfarb & Bai
+  2014, FISTA-BKTR): each iteration first tries rho x the last accepted L (after a doubling,
+  L is kept ``patience`` iterations), and for every trial L the momentum
+  t_{k+1} = (1 + sqrt(1 + 4 (L / L_k) t_k^2)) / 2 and the extrapolated point are recomputed,
+  which keeps the O(1/k^2) rate with the step constants the descent-lemma test accepts; below
+  the smooth term's ``lipschitz`` the test has no rounding slack.
   Certificate, checked at every iterate: the relative duality gap (:func:`duality_gap`) when
   the penalty is a norm (``dual_scale``) or has a finite conjugate, else the relative
   optimality residual ||E|| / (L max(1, ||X||)), E = grad J(X+) - grad J(Y) + L (Y - X+), an
@@ -136,6 +144,13 @@ def _gap_of(smooth, penalty, S, X, pen: float, f: float) -> float:
     return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
 
 
+#: Relative size of the rounding of F below which the plain proximal-gradient step of a
+#: monotone restart is taken although F did not decrease (the step cannot increase F in exact
+#: arithmetic, and near the optimum the iterates still move towards it while F no longer
+#: resolves the change: stopping there would leave the gap at about sqrt(machine epsilon)).
+ROUNDING = 1e-13
+
+
 class FISTA:
     """Accelerated proximal gradient with backtracking and monotone restart (module docstring).
 
@@ -148,17 +163,26 @@ class FISTA:
         else the residual), "gap" or "residual"
     slack : relative slack of the descent-lemma test (rounding of J near the optimum)
     L0 : the first step constant (default: the smooth term's ``lipschitz``)
+    decrease : None (L only increases) or rho in (0, 1): FISTA-BKTR, each iteration first
+        tries rho x the last accepted L (needs ``backtracking``)
+    patience : with ``decrease``, the iterations L is kept after a doubling
     """
 
     def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
                  backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
-                 L0: float | None = None) -> None:
+                 L0: float | None = None, decrease: float | None = None,
+                 patience: int = 10) -> None:
         if certificate not in ("auto", "gap", "residual"):
             raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
                              f"got {certificate!r}")
+        if decrease is not None and not (0.0 < float(decrease) < 1.0 and backtracking):
+            raise ValueError(f"FISTA: decrease must be in (0, 1) and needs backtracking, "
+                             f"got decrease={decrease!r}, backtracking={backtracking!r}")
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.restart, self.backtracking = bool(restart), bool(backtracking)
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
+        self.decrease = None if decrease is None else float(decrease)
+        self.patience = int(patience)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
@@ -187,26 +211,39 @@ class FISTA:
         Y, SY = X, S
         t_k = 1.0
         L = max(float(self.L0 if self.L0 is not None else datafit.lipschitz), 1e-12)
+        bktr = self.decrease is not None
+        Xp, Sp, wait = X, S, 0            # FISTA-BKTR: X_{k-1}, its state, L kept while wait
         it = 0
         for it in range(1, self.max_iter + 1):
-            Xn, Sn, fn, L, GY = prob.step_from(Y, SY, L)
-            base = Y
+            if bktr:
+                L_try = L if wait > 0 else L * self.decrease
+                wait = max(wait - 1, 0)
+                Xn, Sn, fn, L_new, GY, base, t_acc = prob.bktr_step(X, S, Xp, Sp, t_k, L_try, L)
+                if L_new > L_try:
+                    wait = self.patience
+                L = L_new
+            else:
+                Xn, Sn, fn, L, GY = prob.step_from(Y, SY, L)
+                base = Y
             pen_n = penalty.value(Xn)
             Fn = fn + pen_n
             if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
-                t_k = 1.0
+                t_k = t_acc = 1.0
                 Xn, Sn, fn, L, GY = prob.step_from(X, S, L)
                 base = X
                 pen_n = penalty.value(Xn)
                 Fn = fn + pen_n
-                if Fn > F:                   # no progress possible at machine precision
+                if Fn > F + ROUNDING * abs(F):   # an increase beyond rounding: no progress
                     step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
                     cert = prob.certify(X, S, f, pen, step)
                     break
-            t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-            beta = (t_k - 1.0) / t_next
-            Y = Xn + beta * (Xn - X)
-            SY = datafit.combine(Sn, S, beta)
+            if bktr:
+                Xp, Sp, t_next = X, S, t_acc
+            else:
+                t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
+                beta = (t_k - 1.0) / t_next
+                Y = Xn + beta * (Xn - X)
+                SY = datafit.combine(Sn, S, beta)
             X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
             hist.append(float(F))
             cert = prob.certify(X, S, f, pen, (base, GY, L))
@@ -229,6 +266,7 @@ class _Composite:
                              "for a duality gap")
         self.kind, self.smooth, self.penalty = kind, smooth, penalty
         self.backtracking, self.slack = solver.backtracking, solver.slack
+        self.exact_below = solver.decrease is not None
         self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
         self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
         self.L_lip = max(float(smooth.lipschitz), 1e-12)
@@ -239,13 +277,37 @@ class _Composite:
         smooth = self.smooth
         fY, G = smooth.value_of(SY), smooth.grad_of(SY)
         while True:
-            Xn = self.penalty.prox(Y - G / L, L)
-            D = Xn - Y
-            Sn = smooth.forward(Xn)
-            fn = smooth.value_of(Sn)
-            quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
-            if not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0):
+            Xn, Sn, fn, ok = self._trial(Y, fY, G, L)
+            if ok:
                 return Xn, Sn, fn, L, G
+            L *= 2.0
+
+    def _trial(self, Y, fY, G, L):
+        """The step from Y with constant L and whether it passes the descent-lemma test (with
+        FISTA-BKTR, exact below the stated Lipschitz constant)."""
+        smooth = self.smooth
+        Xn = self.penalty.prox(Y - G / L, L)
+        D = Xn - Y
+        Sn = smooth.forward(Xn)
+        fn = smooth.value_of(Sn)
+        quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
+        if self.exact_below and L < self.L_lip:
+            return Xn, Sn, fn, fn <= quad
+        return Xn, Sn, fn, not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0)
+
+    def bktr_step(self, X, S, Xp, Sp, t_k, L, L_acc):
+        """FISTA-BKTR's step from X_k (state S; X_{k-1}, Sp): for each trial L (doubled until
+        the descent-lemma test holds) the momentum at L / L_acc and the extrapolated point
+        Y are recomputed.  Returns (X+, its state, J(X+), L, grad J(Y), Y, t_{k+1})."""
+        smooth = self.smooth
+        while True:
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+            Y, SY = (X + beta * (X - Xp), smooth.combine(S, Sp, beta)) if beta > 0 else (X, S)
+            fY, G = smooth.value_of(SY), smooth.grad_of(SY)
+            Xn, Sn, fn, ok = self._trial(Y, fY, G, L)
+            if ok:
+                return Xn, Sn, fn, L, G, Y, t_next
             L *= 2.0
 
     def certify(self, X, S, f, pen, step=None) -> float:
