@@ -19,13 +19,17 @@ task's loss averaged over its rows), so that the benchmark against MALSAR compar
 objective; the intercept is minimised out (``_core.datafits.InterceptLogisticLoss``) and
 ``decision_function`` adds it.
 
-Solver (``_core.classic.PenalisedModel``, the stacked (P, Q) FISTA that rMTFL uses): FISTA
-with backtracking and monotone restart on the pair, both blocks getting grad J(P + Q)
-(``SumOfBlocks``), the prox l_inf-ball clipping of P's rows and soft thresholding of Q;
-stopped at a relative duality gap <= tol = 1e-6 (the conjugate of the infimal convolution is
-the indicator of the intersection of the dual balls {max_i ||G[i, :]||_1 <= lam1} and
-{max |G| <= lam2}), ``converged_`` iff reached within ``max_iter`` (5000).  A second solver,
-``cvxpy`` (Clarabel), solves the same problem for ``mtlbench race``.
+Solver (``_core.classic.PenalisedModel``): the problem in W alone, min_W J(W) + h(W) with
+h(W) = min_{P + Q = W} lam1 ||P||_{1,inf} + lam2 ||Q||_1, the infimal convolution of the two
+norms (``_core.penalties.L1InfConvL1``): a norm separating over the rows whose inner minimum
+has a closed form (row i: P clips w_i at c_i, the k-th largest |w_it|, k = ceil(lam1 / lam2);
+``P_``, ``Q_`` are that split), whose conjugate is the indicator of the intersection of the
+dual balls {max_i ||G[i, :]||_1 <= lam1} and {max |G| <= lam2}, and whose prox is V minus the
+projection onto that set (an l1 ball and a box per row).  The optimal values and W are those
+of the problem in (P, Q) that MALSAR solves.  FISTA with backtracking (FISTA-BKTR) and
+monotone restart; stopped at a relative duality gap <= tol = 1e-6, ``converged_`` iff reached
+within ``max_iter`` (5000).  A second solver, ``cvxpy`` (Clarabel), solves the (P, Q) form for
+``mtlbench race``.
 
 Search space (scale-free, G0 = grad J(0), for the logistic loss with the intercepts at their
 optimum at W = 0): lam1 = lam1_ratio * max_i ||G0[i, :]||_1, lam2 = lam2_ratio * max |G0|;
@@ -78,8 +82,7 @@ class Dirty(PenalisedModel):
     def lams(self) -> list[float]:
         return [self.penalty_.lam1, self.penalty_.lam2]
 
-    def cvx_penalty(self, cp, blocks: list):
-        W = blocks[0]
+    def cvx_penalty(self, cp, W):
         P = cp.Variable(W.shape)
         lam1, lam2 = self.lams()
         return lam1 * cp.sum(cp.max(cp.abs(P), axis=1)) + lam2 * cp.sum(cp.abs(W - P))

@@ -63,8 +63,8 @@ class L21(PenalisedModel):
     def penalty(self, G0: np.ndarray) -> L21Norm:
         return L21Norm(float(self.lam_ratio) * L21Norm(1.0).dual_norm(G0))
 
-    def cvx_penalty(self, cp, blocks: list):
-        return self.penalty_.lam * cp.sum(cp.norm(blocks[0], 2, axis=1))
+    def cvx_penalty(self, cp, W):
+        return self.penalty_.lam * cp.sum(cp.norm(W, 2, axis=1))
 
 
 class L21Logistic(L21):

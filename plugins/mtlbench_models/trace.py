@@ -64,8 +64,8 @@ class Trace(PenalisedModel):
     def penalty(self, G0: np.ndarray) -> Nuclear:
         return Nuclear(float(self.lam_ratio) * Nuclear.dual_norm(G0))
 
-    def cvx_penalty(self, cp, blocks: list):
-        return self.penalty_.lam * cp.normNuc(blocks[0])
+    def cvx_penalty(self, cp, W):
+        return self.penalty_.lam * cp.normNuc(W)
 
 
 class TraceLogistic(Trace):

@@ -1,21 +1,21 @@
 """Norm-penalised linear MTL models: what the classic baselines (``l21``, ``trace``, ``dirty``
 and their ``-logistic`` variants) share.
 
-    min_{X_1..X_B}  J(X_1 + ... + X_B) + sum_b lam_b ||X_b||_(b),     W = sum_b X_b  (d x T)
+    min_W  J(W) + g(W),     W (d x T), g a norm (or a norm's infimal convolution) with weights
 
 J is :class:`~datafits.SquaredLoss` (``loss = "squared"``: sum_t 1/2 ||y_t - X_t w_t||^2) or
 :class:`~datafits.InterceptLogisticLoss` (``loss = "logistic"``: MALSAR's sum_t (1/n_t)
 sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))) with the unpenalised intercepts c_t minimised out;
 ``intercept_`` holds c(W) and ``decision_function`` adds it).  A subclass gives the penalty
-from G0 = grad J(0) (:meth:`PenalisedModel.penalty`: each lam_b a searched fraction of the
-smallest weight at which X_b = 0 is optimal, lam_b^max = ||G0||_(b)^*, the dual norm) and its
-cvxpy expression (:meth:`PenalisedModel.cvx_penalty`).
+from G0 = grad J(0) (:meth:`PenalisedModel.penalty`: each weight lam_b a searched fraction of
+the smallest at which its norm's part is zero at W = 0, lam_b^max = ||G0||_(b)^*, the dual
+norm) and its cvxpy expression (:meth:`PenalisedModel.cvx_penalty`).
 
-Solver: :class:`~solvers.FISTA` (backtracking, monotone restart), on the stacked blocks with
-:class:`~solvers.SumOfBlocks` when B > 1; stopped at a relative duality gap <= ``tol``
+Solver: :class:`~solvers.FISTA` (backtracking with FISTA-BKTR's decreasing step constant,
+``FISTA_DECREASE``; monotone restart); stopped at a relative duality gap <= ``tol``
 (``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  Convex: warm
-starts from ``init``'s blocks (``solution_``), except when every ratio is >= 1 (then
-X = 0 is optimal and the fit starts there: zero iterations, exact zeros).
+starts from ``init``'s ``coef_``, except when every ratio is >= 1 (then W = 0 is optimal
+and the fit starts there: zero iterations, exact zeros).
 :class:`CvxpyFit` solves the same problem with cvxpy (Clarabel, tolerances 1e-9) as a second
 solver for ``mtlbench race`` and as the tests' oracle.
 """
@@ -29,7 +29,7 @@ import numpy as np
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 
 from .datafits import InterceptLogisticLoss, SquaredLoss
-from .solvers import FISTA, SumOfBlocks, duality_gap
+from .solvers import FISTA, duality_gap
 
 __all__ = ["PenalisedModel", "CvxpyFit", "CVXPY_MAX_ENTRIES"]
 
@@ -43,11 +43,10 @@ FISTA_DECREASE = 0.8
 
 class PenalisedModel(LinearMTLModel):
     """Base of a norm-penalised model (module docstring).  Subclasses set ``name``, ``paper``,
-    ``search_space``, ``loss``, ``n_blocks``, ``target_kinds`` and define :meth:`penalty`,
+    ``search_space``, ``loss``, ``target_kinds`` and define :meth:`penalty`,
     :meth:`ratios` and :meth:`cvx_penalty`."""
 
     loss: ClassVar[str] = "squared"
-    n_blocks: ClassVar[int] = 1
     convex = True
     supports_warm_start = True
     solver_name = "fista"
@@ -63,8 +62,8 @@ class PenalisedModel(LinearMTLModel):
         """The searched fractions of lambda_max (all >= 1: X = 0 is optimal)."""
         raise NotImplementedError
 
-    def cvx_penalty(self, cp, blocks: list):
-        """The penalty as a cvxpy expression of the block variables."""
+    def cvx_penalty(self, cp, W):
+        """The penalty as a cvxpy expression of the variable W."""
         raise NotImplementedError
 
     def lams(self) -> list[float]:
@@ -76,10 +75,6 @@ class PenalisedModel(LinearMTLModel):
         """J on ``tasks``: the squared loss or MALSAR's logistic loss with intercepts."""
         return SquaredLoss(tasks) if self.loss == "squared" else InterceptLogisticLoss(tasks)
 
-    def _shape(self, tasks: TaskSet) -> tuple[int, ...]:
-        return ((tasks.d, tasks.T) if self.n_blocks == 1
-                else (self.n_blocks, tasks.d, tasks.T))
-
     def _setup(self, tasks: TaskSet):
         self.check_params()
         J = self.datafit(tasks)
@@ -88,20 +83,18 @@ class PenalisedModel(LinearMTLModel):
 
     def fit(self, tasks: TaskSet, init=None) -> "PenalisedModel":
         J = self._setup(tasks)
-        shape = self._shape(tasks)
+        shape = (tasks.d, tasks.T)
         X0 = np.zeros(shape)
-        warm = getattr(init, "solution_", None)
+        warm = getattr(init, "coef_", None)
         if warm is not None and warm.shape == shape and min(self.ratios()) < 1:
             X0 = warm                      # convex: a warm start changes only the speed
-        smooth = J if self.n_blocks == 1 else SumOfBlocks(J, self.n_blocks)
         res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter),
-                    decrease=FISTA_DECREASE).solve(smooth, self.penalty_, X0)
+                    decrease=FISTA_DECREASE).solve(J, self.penalty_, X0)
         self._store(J, res.W, res.history, res.n_iter, res.certificate)
         return self
 
     def _store(self, J, X: np.ndarray, hist: list, n_iter: int, gap: float) -> None:
-        self.solution_ = X
-        self.coef_ = X if self.n_blocks == 1 else X.sum(axis=0)
+        self.coef_ = X
         self.intercept_ = (J.intercepts(self.coef_) if isinstance(J, InterceptLogisticLoss)
                            else None)
         self.objective_history_ = hist
@@ -116,9 +109,9 @@ class PenalisedModel(LinearMTLModel):
         return s if self.intercept_ is None else s + self.intercept_[task]
 
     def fitted_objective(self, tasks: TaskSet) -> float:
-        """J + g at the fitted blocks, from scratch on ``tasks`` (the logistic J minimises
-        over the intercepts)."""
-        return self.datafit(tasks).value(self.coef_) + self.penalty_.value(self.solution_)
+        """J + g at ``coef_``, from scratch on ``tasks`` (the logistic J minimises over the
+        intercepts)."""
+        return self.datafit(tasks).value(self.coef_) + self.penalty_.value(self.coef_)
 
 
 class CvxpyFit:
@@ -144,8 +137,8 @@ class CvxpyFit:
             raise ValueError(f"{self.name} (cvxpy): none of Clarabel, ECOS, SCS is installed")
         Xbd = sparse.block_diag([tasks.X(t) for t in range(T)], format="csr")
         y = np.concatenate([tasks.y(t) for t in range(T)])
-        blocks = [cp.Variable((d, T)) for _ in range(self.n_blocks)]
-        scores = Xbd @ cp.vec(sum(blocks), order="F")     # (w_1; ...; w_T): block order
+        W = cp.Variable((d, T))
+        scores = Xbd @ cp.vec(W, order="F")     # (w_1; ...; w_T): block order
         if self.loss == "squared":
             data = 0.5 * cp.sum_squares(scores - y)
         else:
@@ -155,21 +148,19 @@ class CvxpyFit:
                                   shape=(y.size, T))
             omega = 1.0 / np.asarray(sizes, dtype=np.float64)[task_of]
             data = cp.sum(cp.multiply(omega, cp.logistic(-cp.multiply(y, scores + E @ c))))
-        problem = cp.Problem(cp.Minimize(data + self.cvx_penalty(cp, blocks)))
+        problem = cp.Problem(cp.Minimize(data + self.cvx_penalty(cp, W)))
         options = {"CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
                    "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9},
                    "SCS": {"eps": 1e-9, "max_iters": 100_000}}[solver]
         with warnings.catch_warnings():   # "inaccurate": the status says so, the gap certifies
             warnings.simplefilter("ignore", UserWarning)
             problem.solve(solver=solver, **options)
-        if blocks[0].value is None:
+        if W.value is None:
             raise RuntimeError(f"{self.name} (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")
-        X = np.stack([np.asarray(b.value) for b in blocks])
-        X = X[0] if self.n_blocks == 1 else X
-        smooth = J if self.n_blocks == 1 else SumOfBlocks(J, self.n_blocks)
-        F = J.value(X if self.n_blocks == 1 else X.sum(axis=0)) + self.penalty_.value(X)
-        gap = max(duality_gap(smooth, self.penalty_, X), 0.0)
+        X = np.asarray(W.value)
+        F = J.value(X) + self.penalty_.value(X)
+        gap = max(duality_gap(J, self.penalty_, X), 0.0)
         report_progress(1, float(F), gap)
         iters = int(problem.solver_stats.num_iters or 0) if problem.solver_stats else 0
         self._store(J, X, [float(F)], iters, gap / max(abs(F), 1e-300))
