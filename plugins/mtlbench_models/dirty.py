@@ -63,6 +63,7 @@ class Dirty(PenalisedModel):
     search_space = {"lam1_ratio": Log([0.05, 0.2, 0.8], low=None, high=1.0),
                     "lam2_ratio": Log([0.1, 0.3, 0.9], low=None, high=1.0)}
     target_kinds = ("binary", "real")
+    row_separable = True
     cost_hint = 3.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam1_ratio: float = 0.2, lam2_ratio: float = 0.6, tol: float = 1e-6,

@@ -50,6 +50,7 @@ class L21(PenalisedModel):
              "Minimization, UAI 2009 (MALSAR Least_L21)")
     search_space = {"lam_ratio": Log([0.03, 0.1, 0.3], low=None, high=1.0)}
     target_kinds = ("binary", "real")
+    row_separable = True
     cost_hint = 1.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam_ratio: float = 0.1, tol: float = 1e-6, max_iter: int = 5000):

@@ -11,8 +11,11 @@ from G0 = grad J(0) (:meth:`PenalisedModel.penalty`: each weight lam_b a searche
 the smallest at which its norm's part is zero at W = 0, lam_b^max = ||G0||_(b)^*, the dual
 norm) and its cvxpy expression (:meth:`PenalisedModel.cvx_penalty`).
 
-Solver: :class:`~solvers.FISTA` (backtracking with FISTA-BKTR's decreasing step constant,
-``FISTA_DECREASE``; monotone restart); stopped at a relative duality gap <= ``tol``
+Solver: for the squared loss and a penalty separating over the rows of W (``row_separable``)
+:class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the rows, the Gram matrices
+H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
+FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone restart); both stopped at a
+relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
 (``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  Convex: warm
 starts from ``init``'s ``coef_``, except when every ratio is >= 1 (then W = 0 is optimal
 and the fit starts there: zero iterations, exact zeros).
@@ -29,7 +32,7 @@ import numpy as np
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 
 from .datafits import InterceptLogisticLoss, SquaredLoss
-from .solvers import FISTA, duality_gap
+from .solvers import FISTA, BlockCoordinateDescent, duality_gap
 
 __all__ = ["PenalisedModel", "CvxpyFit", "CVXPY_MAX_ENTRIES"]
 
@@ -40,6 +43,9 @@ CVXPY_MAX_ENTRIES = 2_000_000
 #: FISTA-BKTR's trial factor of the step constant (``solvers.FISTA``'s ``decrease``).
 FISTA_DECREASE = 0.8
 
+#: Largest T d^2 (entries of the per-task Gram matrices) for block coordinate descent.
+GRAM_MAX = 5e7
+
 
 class PenalisedModel(LinearMTLModel):
     """Base of a norm-penalised model (module docstring).  Subclasses set ``name``, ``paper``,
@@ -47,6 +53,8 @@ class PenalisedModel(LinearMTLModel):
     :meth:`ratios` and :meth:`cvx_penalty`."""
 
     loss: ClassVar[str] = "squared"
+    #: the penalty separates over the rows of W with a row-wise prox (block coordinate descent)
+    row_separable: ClassVar[bool] = False
     convex = True
     supports_warm_start = True
     solver_name = "fista"
@@ -75,6 +83,19 @@ class PenalisedModel(LinearMTLModel):
         """J on ``tasks``: the squared loss or MALSAR's logistic loss with intercepts."""
         return SquaredLoss(tasks) if self.loss == "squared" else InterceptLogisticLoss(tasks)
 
+    def _solver(self, tasks: TaskSet):
+        """(solver, datafit it runs on): block coordinate descent on the Gram matrices for
+        the squared loss with a row-separable penalty (while T d^2 <= ``GRAM_MAX``), else
+        FISTA (the squared loss on the bucketed rows)."""
+        tol, cap = float(self.tol), int(self.max_iter)
+        if self.loss == "squared":
+            if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
+                return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
+                        SquaredLoss(tasks, representation="gram"))
+            return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE),
+                    SquaredLoss(tasks, wide="buckets"))
+        return FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE), InterceptLogisticLoss(tasks)
+
     def _setup(self, tasks: TaskSet):
         self.check_params()
         J = self.datafit(tasks)
@@ -88,8 +109,8 @@ class PenalisedModel(LinearMTLModel):
         warm = getattr(init, "coef_", None)
         if warm is not None and warm.shape == shape and min(self.ratios()) < 1:
             X0 = warm                      # convex: a warm start changes only the speed
-        res = FISTA(tol=float(self.tol), max_iter=int(self.max_iter),
-                    decrease=FISTA_DECREASE).solve(J, self.penalty_, X0)
+        solver, J = self._solver(tasks)
+        res = solver.solve(J, self.penalty_, X0)
         self._store(J, res.W, res.history, res.n_iter, res.certificate)
         return self
 

@@ -675,25 +675,31 @@ def project_l1_box_rows(V: np.ndarray, radius: float, box: float) -> np.ndarray:
     breakpoint by cumulative sums and t interpolated on the segment that crosses the radius)."""
     V = np.asarray(V, dtype=np.float64)
     A = np.abs(V)
-    if V.size == 0:
-        return V.copy()
+    U = np.minimum(A, box)
+    need = np.flatnonzero(U.sum(axis=1) > radius)    # rows the box alone does not project
+    if need.size:
+        U[need] = _l1_box_moduli(A[need], radius, box)
+    return np.sign(V) * U
+
+
+def _l1_box_moduli(A: np.ndarray, radius: float, box: float) -> np.ndarray:
+    """min(max(A - t, 0), box) per row of A >= 0 with t > 0 the threshold of
+    :func:`project_l1_box_rows` (rows whose clipped sum exceeds the radius)."""
     d, m = A.shape
     # breakpoints in decreasing order; passing |v_j| an entry starts to count (+1), passing
     # |v_j| - box it saturates (-1)
     E = np.concatenate([A, A - box], axis=1)
-    w = np.concatenate([np.ones((d, m)), -np.ones((d, m))], axis=1)
-    order = np.argsort(-E, axis=1, kind="stable")
+    order = np.argsort(-E, axis=1)
     E = np.take_along_axis(E, order, axis=1)
-    active = np.cumsum(np.take_along_axis(w, order, axis=1), axis=1)   # after each breakpoint
+    active = np.cumsum(np.where(order < m, 1.0, -1.0), axis=1)   # after each breakpoint
     # phi at the breakpoints: phi(E_0) = 0, phi(E_{k+1}) = phi(E_k) + active_k (E_k - E_{k+1})
-    phi = np.concatenate([np.zeros((d, 1)),
-                          np.cumsum(active[:, :-1] * (E[:, :-1] - E[:, 1:]), axis=1)], axis=1)
-    k = np.minimum((phi <= radius).sum(axis=1) - 1, 2 * m - 1)   # last breakpoint below radius
+    phi = np.zeros((d, 2 * m))
+    np.cumsum(active[:, :-1] * (E[:, :-1] - E[:, 1:]), axis=1, out=phi[:, 1:])
+    k = (phi <= radius).sum(axis=1) - 1              # the last breakpoint below the radius
     rows = np.arange(d)
     Ek, act = E[rows, k], active[rows, k]
-    t = np.where(act > 0, Ek - (radius - phi[rows, k]) / np.maximum(act, 1), Ek)
-    t = np.maximum(t, 0.0)
-    return np.sign(V) * np.minimum(np.maximum(A - t[:, None], 0.0), box)
+    t = np.where(act > 0, Ek - (radius - phi[rows, k]) / np.maximum(act, 1.0), Ek)
+    return np.minimum(np.maximum(A - np.maximum(t, 0.0)[:, None], 0.0), box)
 
 
 class L1InfConvL1:
