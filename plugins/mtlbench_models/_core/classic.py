@@ -86,14 +86,15 @@ class PenalisedModel(LinearMTLModel):
     def _solver(self, tasks: TaskSet):
         """(solver, datafit it runs on): block coordinate descent on the Gram matrices for
         the squared loss with a row-separable penalty (while T d^2 <= ``GRAM_MAX``), else
-        FISTA (the squared loss on the bucketed rows)."""
+        FISTA (the squared loss on the padded task stack, whose states hold the
+        gradient)."""
         tol, cap = float(self.tol), int(self.max_iter)
         if self.loss == "squared":
             if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
                 return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
                         SquaredLoss(tasks, representation="gram"))
             return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE),
-                    SquaredLoss(tasks, wide="buckets"))
+                    SquaredLoss(tasks, wide="padded"))
         return FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE), InterceptLogisticLoss(tasks)
 
     def _setup(self, tasks: TaskSet):

@@ -533,20 +533,34 @@ class L1Inf:
 
 class Nuclear:
     """g(W) = lam ||W||_* (the trace norm); prox: singular value thresholding
-    (:func:`prox_trace`); dual norm: the spectral norm."""
+    (:func:`prox_trace`); dual norm: the spectral norm (the largest eigenvalue of the smaller
+    Gram matrix).  ``value`` of the last ``prox`` result reads the singular values the prox
+    computed (no second decomposition)."""
 
     def __init__(self, lam: float) -> None:
         self.lam = float(lam)
+        self._last: tuple = (None, None)
 
     def value(self, W: np.ndarray) -> float:
+        X, s = self._last
+        if W is X:
+            return self.lam * float(s.sum())
         return self.lam * float(np.linalg.svd(W, compute_uv=False).sum())
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
-        return prox_trace(V, self.lam / L)[0]
+        X, s = prox_trace(V, self.lam / L)
+        self._last = (X, s)
+        return X
 
     @staticmethod
     def dual_norm(G: np.ndarray) -> float:
-        return float(np.linalg.norm(G, 2)) if G.size else 0.0
+        if G.size == 0:
+            return 0.0
+        m = min(G.shape)
+        gram = G.T @ G if G.shape[1] <= G.shape[0] else G @ G.T
+        top = eigh(gram, subset_by_index=(m - 1, m - 1), eigvals_only=True, driver="evr",
+                   check_finite=False)
+        return float(np.sqrt(max(float(top[0]), 0.0)))
 
     def dual_scale(self, G: np.ndarray) -> float:
         return _scale(self.lam, self.dual_norm(G))
