@@ -16,8 +16,9 @@ benchmark against MALSAR compares one objective; the intercept is minimised out
 (``_core.datafits.InterceptLogisticLoss``) and ``decision_function`` adds it.  MALSAR's optional
 ridge ``opts.rho_L2 ||W||_F^2`` (default 0) is left out.  RAMUSA's first stage is ``trace``.
 
-Solver (``_core.classic.PenalisedModel``): FISTA with backtracking and monotone restart (Ji &
-Ye's accelerated gradient method is the same scheme), the prox singular value thresholding
+Solver (``_core.classic.PenalisedModel``): FISTA with backtracking (FISTA-BKTR: the step
+constant may also decrease) and monotone restart (Ji & Ye's accelerated gradient method is
+the same scheme with an increasing step constant), the prox singular value thresholding
 (``_core.penalties.prox_trace``, from the eigen-decomposition of the smaller Gram matrix);
 stopped at a relative duality gap <= tol = 1e-6 (the dual norm of the trace norm: the spectral
 norm), ``converged_`` iff reached within ``max_iter`` (5000).  A second solver, ``cvxpy``
