@@ -65,7 +65,8 @@ class Dirty(PenalisedModel):
                     "lam2_ratio": Log([0.1, 0.3, 0.9], low=None, high=1.0)}
     target_kinds = ("binary", "real")
     row_separable = True
-    cost_hint = 3.0  # s per unit on the reference problem (mtlbench.runner.cost)
+    solver_name = "cd"   # block coordinate descent (``_core.classic``)
+    cost_hint = 7.7  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam1_ratio: float = 0.2, lam2_ratio: float = 0.6, tol: float = 1e-6,
                  max_iter: int = 5000):
@@ -104,6 +105,8 @@ class DirtyLogistic(Dirty):
              "Learning, NIPS 2010 (MALSAR Logistic_Dirty)")
     loss = "logistic"
     target_kinds = ("binary",)
+    solver_name = "fista"
+    cost_hint = 12.9  # s per unit on the reference problem (mtlbench.runner.cost)
 
 
 class DirtyCvxpy(CvxpyFit, Dirty):

@@ -52,7 +52,7 @@ class Trace(PenalisedModel):
              "ICML 2009 (MALSAR Least_Trace)")
     search_space = {"lam_ratio": Log([0.03, 0.1, 0.3], low=None, high=1.0)}
     target_kinds = ("binary", "real")
-    cost_hint = 1.5  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 8.2  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam_ratio: float = 0.1, tol: float = 1e-6, max_iter: int = 5000):
         self.lam_ratio = lam_ratio
@@ -77,6 +77,7 @@ class TraceLogistic(Trace):
              "ICML 2009 (MALSAR Logistic_Trace)")
     loss = "logistic"
     target_kinds = ("binary",)
+    cost_hint = 11.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
 
 class TraceCvxpy(CvxpyFit, Trace):
