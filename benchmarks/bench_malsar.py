@@ -257,11 +257,11 @@ def mean_deviation(W: np.ndarray) -> float:
 #: The mtlbench model (registry name) of each MALSAR function; a name that is not registered
 #: is reported as "model not installed" and MALSAR runs alone.
 MODEL_NAMES = {
-    "Least_Lasso": "lasso", "Least_rMTFL": "rmtfl", "Least_L21": "l21", "Least_Trace": "trace",
+    "Least_Lasso": "lasso", "Least_rMTFL": "rmtfl", "Least_L21": "l21", "Least_Trace": "trace-norm",
     "Least_SRMTL": "srmtl", "Least_CMTL": "cmtl", "Least_Dirty": "dirty",
     "Least_SRMTL(mean)": "meanreg",
     "Logistic_Lasso": "lasso-logistic", "Logistic_rMTFL": "rmtfl-logistic",
-    "Logistic_L21": "l21-logistic", "Logistic_Trace": "trace-logistic",
+    "Logistic_L21": "l21-logistic", "Logistic_Trace": "trace-norm-logistic",
     "Logistic_SRMTL": "srmtl-logistic", "Logistic_CMTL": "cmtl-logistic",
     "Logistic_Dirty": "dirty-logistic",
 }

@@ -1,6 +1,6 @@
-"""trace / trace-logistic: the optimum of each loss matches cvxpy, the gap certifies it, a tiny
-cap is not converged, W = 0 exactly at lam_ratio = 1, RAMUSA's first stage is the same
-problem, both target kinds end to end."""
+"""trace-norm / trace-norm-logistic: the optimum of each loss matches cvxpy, the gap certifies
+it, a tiny cap is not converged, W = 0 exactly at lam_ratio = 1, RAMUSA's first stage is the
+same problem, both target kinds end to end."""
 from __future__ import annotations
 
 import cvxpy as cp
@@ -46,4 +46,4 @@ def test_ramusa_stage_one_is_the_trace_model():
 
 @pytest.mark.slow
 def test_squared_runs_on_regression_and_logistic_is_refused(tmp_path, shared_data_dir):
-    check_targets_end_to_end(tmp_path, shared_data_dir, "trace", "trace-logistic")
+    check_targets_end_to_end(tmp_path, shared_data_dir, "trace-norm", "trace-norm-logistic")

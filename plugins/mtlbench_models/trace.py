@@ -5,8 +5,8 @@ S. Ji and J. Ye, "An Accelerated Gradient Method for Trace Norm Minimization", I
 
     min_W  J(W) + lam ||W||_*,     ||W||_* = sum_i sigma_i(W)   (the trace norm)
 
-    trace:           J(W) = sum_t 1/2 ||y_t - X_t w_t||^2
-    trace-logistic:  J(W) = min_c sum_t (1/n_t) sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t)))
+    trace-norm:          J(W) = sum_t 1/2 ||y_t - X_t w_t||^2
+    trace-norm-logistic: J(W) = min_c sum_t (1/n_t) sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t)))
 
 Ji & Ye's problem (their eq. 1: a smooth loss plus lam ||W||_*; multi-task learning is their
 first application), with the squared loss as MALSAR's ``Least_Trace`` writes it (with the
@@ -14,7 +14,7 @@ first application), with the squared loss as MALSAR's ``Least_Trace`` writes it 
 intercept c_t per task and each task's loss averaged over its n_t rows -- so that the
 benchmark against MALSAR compares one objective; the intercept is minimised out
 (``_core.datafits.InterceptLogisticLoss``) and ``decision_function`` adds it.  MALSAR's optional
-ridge ``opts.rho_L2 ||W||_F^2`` (default 0) is left out.  RAMUSA's first stage is ``trace``.
+ridge ``opts.rho_L2 ||W||_F^2`` (default 0) is left out.  RAMUSA's first stage is ``trace-norm``.
 
 Solver (``_core.classic.PenalisedModel``): FISTA with backtracking (FISTA-BKTR: the step
 constant may also decrease) and monotone restart (Ji & Ye's accelerated gradient method is
@@ -49,7 +49,7 @@ from ._core.penalties import Nuclear
 class Trace(PenalisedModel):
     """Trace-norm multi-task learning with the squared loss."""
 
-    name = "trace"
+    name = "trace-norm"
     paper = ("S. Ji, J. Ye, An Accelerated Gradient Method for Trace Norm Minimization, "
              "ICML 2009 (MALSAR Least_Trace)")
     search_space = {"lam_ratio": Log([0.03, 0.1, 0.3], low=None, high=1.0)}
@@ -74,7 +74,7 @@ class Trace(PenalisedModel):
 class TraceLogistic(Trace):
     """Trace-norm multi-task learning with MALSAR's logistic loss (per-task intercepts)."""
 
-    name = "trace-logistic"
+    name = "trace-norm-logistic"
     paper = ("S. Ji, J. Ye, An Accelerated Gradient Method for Trace Norm Minimization, "
              "ICML 2009 (MALSAR Logistic_Trace)")
     loss = "logistic"
@@ -83,11 +83,11 @@ class TraceLogistic(Trace):
 
 
 class TraceCvxpy(CvxpyFit, Trace):
-    """``trace`` solved by cvxpy."""
+    """``trace-norm`` solved by cvxpy."""
 
 
 class TraceLogisticCvxpy(CvxpyFit, TraceLogistic):
-    """``trace-logistic`` solved by cvxpy."""
+    """``trace-norm-logistic`` solved by cvxpy."""
 
 
 Trace.solvers = {"cvxpy": TraceCvxpy}

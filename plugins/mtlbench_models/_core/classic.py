@@ -1,4 +1,4 @@
-"""Norm-penalised linear MTL models: what the classic baselines (``l21``, ``trace``, ``dirty``
+"""Norm-penalised linear MTL models: what the classic baselines (``l21``, ``trace-norm``, ``dirty``
 and their ``-logistic`` variants) share.
 
     min_W  J(W) + g(W),     W (d x T), g a norm (or a norm's infimal convolution) with weights
