@@ -257,11 +257,11 @@ def mean_deviation(W: np.ndarray) -> float:
 #: The mtlbench model (registry name) of each MALSAR function; a name that is not registered
 #: is reported as "model not installed" and MALSAR runs alone.
 MODEL_NAMES = {
-    "Least_Lasso": "lasso", "Least_rMTFL": "rmtfl", "Least_L21": "l21", "Least_Trace": "trace",
+    "Least_Lasso": "lasso", "Least_rMTFL": "rmtfl", "Least_L21": "l21", "Least_Trace": "trace-norm",
     "Least_SRMTL": "srmtl", "Least_CMTL": "cmtl", "Least_Dirty": "dirty",
     "Least_SRMTL(mean)": "meanreg",
     "Logistic_Lasso": "lasso-logistic", "Logistic_rMTFL": "rmtfl-logistic",
-    "Logistic_L21": "l21-logistic", "Logistic_Trace": "trace-logistic",
+    "Logistic_L21": "l21-logistic", "Logistic_Trace": "trace-norm-logistic",
     "Logistic_SRMTL": "srmtl-logistic", "Logistic_CMTL": "cmtl-logistic",
     "Logistic_Dirty": "dirty-logistic",
 }
@@ -403,7 +403,7 @@ FORMULATIONS: dict[str, Formulation] = {f.key: f for f in [
         lambda p, rho: {"lam1_ratio": rho[0] / (2 * ROWS1(p, "squared")),
                         "lam2_ratio": rho[1] / (2 * ABS(p, "squared"))},
         "MALSAR: ||X(P+Q) - y||^2 + lambda1 ||P||_{1,inf} + lambda2 ||Q||_{1,1} "
-        "(||P||_{1,inf} = sum_i max_t |P_it|; no 1/2).\nmtlbench dirty (planned): sum_t 1/2 "
+        "(||P||_{1,inf} = sum_i max_t |P_it|; no 1/2).\nmtlbench dirty: sum_t 1/2 "
         "||.||^2 + lam1 ||P||_{1,inf} + lam2 ||Q||_1 = MALSAR / 2 (factor 2), lam = lambda / "
         "2; lam1_ratio = lam1 / max_i ||G0[i,:]||_1, lam2_ratio = lam2 / max |G0|.",
         lambda cp, v, rho, E: (rho[0] * cp.sum(cp.max(cp.abs(v["P"]), axis=1))
@@ -426,17 +426,19 @@ FORMULATIONS: dict[str, Formulation] = {f.key: f for f in [
     *_both_losses(
         "L21", ("functions/joint_feature_learning",), "[W, fv] = FUNC(X, Y, rho(1), opts);",
         lambda rho, s, E: rho[0] * l21_rows(s["W"]), lambda p, lo: (ROWS2(p, lo),),
-        ((0.03,), (0.1,), (0.3,)), lambda p, rho, lo: {"rho_ratio": rho[0] / ROWS2(p, lo)},
-        "MALSAR: DATA + rho1 ||W||_{2,1} (rows; + rho_L2 ||W||_F^2, 0 here).\nmtlbench MODEL "
-        "(planned): the same objective (factor 1), rho_ratio = rho1 / max_i ||G0[i,:]||_2 (G0: "
-        "the data term's gradient at W = 0, intercepts at their optimum there).",
+        ((0.03,), (0.1,), (0.3,)), lambda p, rho, lo: {"lam_ratio": rho[0] / ROWS2(p, lo)},
+        "MALSAR: DATA + rho1 ||W||_{2,1} (rows; + rho_L2 ||W||_F^2, 0 here).\nmtlbench MODEL: "
+        "the same objective (factor 1; the logistic one with MALSAR's intercepts and 1/n_t), "
+        "lam_ratio = rho1 / max_i ||G0[i,:]||_2 (G0: the data term's gradient at W = 0, "
+        "intercepts at their optimum there).",
         lambda cp, v, rho, E: (rho[0] * cp.sum(cp.norm(v["W"], 2, axis=1)), [])),
     *_both_losses(
         "Trace", ("functions/low_rank",), "[W, fv] = FUNC(X, Y, rho(1), opts);",
         lambda rho, s, E: rho[0] * nuclear(s["W"]), lambda p, lo: (SPECTRAL(p, lo),),
-        ((0.03,), (0.1,), (0.3,)), lambda p, rho, lo: {"rho_ratio": rho[0] / SPECTRAL(p, lo)},
-        "MALSAR: DATA + rho1 ||W||_* (+ rho_L2 ||W||_F^2, 0 here).\nmtlbench MODEL (planned): "
-        "the same objective (factor 1), rho_ratio = rho1 / ||G0||_2 (spectral norm).",
+        ((0.03,), (0.1,), (0.3,)), lambda p, rho, lo: {"lam_ratio": rho[0] / SPECTRAL(p, lo)},
+        "MALSAR: DATA + rho1 ||W||_* (+ rho_L2 ||W||_F^2, 0 here).\nmtlbench MODEL: the same "
+        "objective (factor 1; the logistic one with MALSAR's intercepts and 1/n_t), lam_ratio "
+        "= rho1 / ||G0||_2 (spectral norm).",
         lambda cp, v, rho, E: (rho[0] * cp.normNuc(v["W"]), [])),
     *_both_losses(
         "SRMTL", ("functions/SRMTL",), "[W, fv] = FUNC(X, Y, E.R, rho(1), rho(2), opts);",
@@ -492,7 +494,8 @@ FORMULATIONS: dict[str, Formulation] = {f.key: f for f in [
         lambda p, rho: {"lam1_ratio": rho[0] / ROWS1(p, "logistic"),
                         "lam2_ratio": rho[1] / ABS(p, "logistic")},
         f"MALSAR: {_DATA['logistic']} + rho1 ||P||_{{1,inf}} + rho2 ||Q||_1 (factor 1).\n"
-        "mtlbench dirty-logistic (planned): the same objective, lam1_ratio = rho1 / max_i "
+        "mtlbench dirty-logistic: the same objective (MALSAR's intercepts and 1/n_t), "
+        "lam1_ratio = rho1 / max_i "
         "||G0[i,:]||_1, lam2_ratio = rho2 / max |G0|.",
         lambda cp, v, rho, E: (rho[0] * cp.sum(cp.max(cp.abs(v["P"]), axis=1))
                                + rho[1] * cp.sum(cp.abs(v["Q"])), [])),

@@ -5,7 +5,8 @@
 (joint feature selection: Obozinski, Taskar & Jordan, Statistics and Computing 2010; MALSAR's
 ``Logistic_L21`` without its intercept).  lam = lam_ratio * lam_max, lam_max = the largest
 row norm of grad J(0): W = 0 is optimal iff lam_ratio >= 1, the bound of the search.  Solver:
-the layer's FISTA, stopped at a relative duality gap <= tol.  Convex: warm-started.
+the layer's FISTA, stopped at a relative duality gap <= tol.  Convex: warm-started.  The
+maintained model is the built-in ``l21-logistic`` (MALSAR's objective, with intercepts).
 """
 import numpy as np
 
@@ -14,7 +15,7 @@ from mtlbench_models._core import FISTA, L21, LogisticLoss
 
 
 class L21Logistic(LinearMTLModel):
-    name = "l21-logistic"
+    name = "l21-logistic-example"
     paper = "Obozinski, Taskar & Jordan, Joint covariate selection, Stat. Comput. 2010"
     search_space = {"lam_ratio": Log([0.01, 0.1, 0.5], low=0.0, high=1.0)}
     param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}

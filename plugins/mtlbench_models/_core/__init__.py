@@ -4,7 +4,8 @@
 
 * ``datafits`` -- J: :class:`SquaredLoss` (sum_t 1/2 ||y_t - X_t w_t||^2, one class with
   selectable representations, ``representations``), :class:`SquaredAUCLoss` (the TFCL
-  paper's pairwise surrogate), :class:`LogisticLoss`; value, gradient, Lipschitz constants,
+  paper's pairwise surrogate), :class:`LogisticLoss`, :class:`InterceptLogisticLoss`
+  (MALSAR's, per-task intercepts minimised out); value, gradient, Lipschitz constants,
   states for iterative solvers, and what a duality gap needs;
 * ``penalties`` -- g: :class:`L1`, :class:`L21` (rows or columns), :class:`L1Inf`,
   :class:`Nuclear`, :class:`SquaredFrobenius`, :class:`SquaredKSupport`,
@@ -20,7 +21,8 @@ A model of this form is a few lines (docs/plugins.md, "Writing a model from the 
     J = LogisticLoss(tasks)
     res = FISTA(tol=1e-8).solve(J, L21(lam), np.zeros((tasks.d, tasks.T)))
 """
-from .datafits import LeastSquares, LogisticLoss, SquaredAUCLoss, SquaredLoss
+from .datafits import (InterceptLogisticLoss, LeastSquares, LogisticLoss, SquaredAUCLoss,
+                       SquaredLoss)
 from .penalties import (L1, L21, BlockSum, ClusterRelaxation, CoCluster, FirstRows,
                         GraphLaplacian, L1Inf, L1PlusL1Inf, MeanRegularised, Nuclear,
                         SquaredFrobenius, SquaredKSupport)
@@ -28,6 +30,7 @@ from .solvers import (FISTA, BlockCoordinateDescent, Result, SmoothSum, SumOfBlo
                       duality_gap, lbfgs)
 
 __all__ = ["LeastSquares", "SquaredLoss", "SquaredAUCLoss", "LogisticLoss",
+           "InterceptLogisticLoss",
            "L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport",
            "GraphLaplacian", "MeanRegularised", "CoCluster", "L1PlusL1Inf", "BlockSum",
            "ClusterRelaxation", "FirstRows",

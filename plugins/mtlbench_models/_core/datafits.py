@@ -5,7 +5,9 @@
 * :class:`SquaredAUCLoss`: l_t(w) = 1/(2 n+ n-) sum_{p in S+, q in S-} (1 - (x_p - x_q)^T w)^2,
   the TFCL paper's squared pairwise AUC surrogate (eqs. loss_eve / grad_eve), written as the
   least-squares function 1/2 ||Z_t w - e||^2 of (n_t + 1) rows (class docstring);
-* :class:`LogisticLoss`: l_t(w) = sum_i log(1 + exp(-y_ti x_ti^T w)), labels in {-1, +1}.
+* :class:`LogisticLoss`: l_t(w) = sum_i log(1 + exp(-y_ti x_ti^T w)), labels in {-1, +1};
+* :class:`InterceptLogisticLoss`: MALSAR's l_t(w) = min_c (1/n_t) sum_i log(1 + exp(-y_ti
+  (x_ti^T w + c))), the unpenalised intercept minimised out (the average optional).
 
 The two squared losses are one least-squares implementation (:class:`LeastSquares`,
 J(W) = sum_t 1/2 ||Z_t w_t - c_t||^2) on different rows.  Its value and gradient are evaluated
@@ -61,7 +63,7 @@ from .representations import (PAD_RATIO, SVDForm, _BucketForm, _FORMS, _instance
                               ridge_solve, task_lipschitz)
 
 __all__ = ["LeastSquares", "SquaredLoss", "SquaredAUCLoss", "LogisticLoss",
-           "squared_auc_bruteforce", "squared_gap", "REPRESENTATIONS"]
+           "InterceptLogisticLoss", "squared_auc_bruteforce", "squared_gap", "REPRESENTATIONS"]
 
 #: the representations of :class:`LeastSquares` (module docstring; ``representations.py``)
 REPRESENTATIONS = ("auto", "gram", "rows", "padded", "buckets", "svd")
@@ -417,3 +419,77 @@ def _task_weights(task_weights, n: np.ndarray) -> np.ndarray | None:
     if w.shape != n.shape or not np.all(w > 0):
         raise ValueError(f"LogisticLoss: task_weights must be {n.size} positive numbers")
     return w
+
+# ------------------------------------------------- logistic loss with per-task intercepts
+class InterceptLogisticLoss(LogisticLoss):
+    """MALSAR's logistic datafit (``Logistic_L21``, ``Logistic_Trace``, ``Logistic_Dirty``, ...)
+    with its unpenalised per-task intercepts c_t minimised out:
+
+        J(W) = min_c sum_t omega_t sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))),
+
+    omega_t = 1 / n_t (``average=True``, MALSAR's per-task mean) or 1. Each task's c_t(W) is the
+    unique root of the derivative in c_t (it exists: every task of a TaskSet has both classes,
+    also after ``subset``), found by safeguarded Newton iterations vectorised over the tasks
+    (the step clipped to 4 and kept inside the bracket of signs found so far; stopped when every
+    step is <= 1e-13 (1 + |c_t|); warm-started from the last root). By Danskin's theorem grad
+    J(W) is the gradient of the loss at (W, c(W)); J is convex, and its Hessian is at most that
+    of the loss in W for fixed c, so task_lipschitz[t] = omega_t ||X_t||_2^2 / 4. States are the
+    margins without the intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts of
+    the last state are kept. Duality: at c(W) the dual point Theta_t = omega_t (-y sigma(-z))
+    sums to zero over each task's rows (the intercept's optimality), which is the dual
+    constraint of an unpenalised intercept, and s Theta keeps it; ``gap`` is the inherited one
+    with the weights: pen + J(W) + sum_ti omega_t [a log a + (1 - a) log(1 - a)], a = s
+    sigma(-z)."""
+
+    def __init__(self, tasks: TaskSet, average: bool = True) -> None:
+        super().__init__(tasks)
+        self.omega = 1.0 / self.n if average else np.ones(self.T)
+        self.w3 = np.where(self.mask, self.omega[:, None], 0.0)
+        self.task_lipschitz = self.task_lipschitz * self.omega
+        self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
+        self._last = (None, np.zeros(self.T))
+
+    def intercepts_of(self, S: np.ndarray) -> np.ndarray:
+        """c(W) (T,) for the state S of W."""
+        if self._last[0] is S:
+            return self._last[1]
+        c = self._last[1].copy()
+        lo, hi = np.full(self.T, -np.inf), np.full(self.T, np.inf)
+        for _ in range(200):
+            a = expit(-(S + self.y3 * c[:, None]))            # sigma(-z), z the margins
+            g = -np.sum(self.w3 * self.y3 * a, axis=1)        # d/dc_t, increasing in c_t
+            h = np.sum(self.w3 * a * (1.0 - a), axis=1)
+            lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
+            step = np.clip(-g / np.maximum(h, 1e-300), -4.0, 4.0)
+            new = c + step
+            out = (new < lo) | (new > hi)
+            both = np.isfinite(lo) & np.isfinite(hi)
+            mid = 0.5 * (np.where(both, lo, 0.0) + np.where(both, hi, 0.0))
+            new = np.where(out & both, mid, new)
+            done = np.abs(new - c) <= 1e-13 * (1.0 + np.abs(c))
+            c = new
+            if np.all(done | (g == 0)):
+                break
+        self._last = (S, c)
+        return c
+
+    def _margins(self, S: np.ndarray) -> np.ndarray:
+        return S + self.y3 * self.intercepts_of(S)[:, None]
+
+    def value_of(self, S: np.ndarray) -> float:
+        return float(np.sum(self.w3 * np.logaddexp(0.0, -self._margins(S))))
+
+    def grad_of(self, S: np.ndarray) -> np.ndarray:
+        coef = -self.y3 * self.w3 * expit(-self._margins(S))
+        return np.matmul(self.X3t, coef[:, :, None])[:, :, 0].T
+
+    def intercepts(self, W: np.ndarray) -> np.ndarray:
+        """c(W), shape (T,)."""
+        return self.intercepts_of(self.forward(W))
+
+    def gap(self, S: np.ndarray, W: np.ndarray, pen: float, s: float,
+            G: np.ndarray | None = None, f: float | None = None) -> float:
+        a = s * expit(-self._margins(S))
+        ent = xlogy(a, a) + xlogy(1.0 - a, 1.0 - a)
+        f = self.value_of(S) if f is None else f
+        return float(pen + f + np.sum(self.w3 * ent))

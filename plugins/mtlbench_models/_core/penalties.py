@@ -26,6 +26,7 @@ penalty                g(W)                                                dual 
 ``FirstRows(g, d)``    g(W[:d]) (unpenalised rows below: intercepts)       --
 ``CoCluster(lam, k)``  lam sum_{i > k} sigma_i(W)^2  (non-convex)          --
 ``L1PlusL1Inf``        lam1 ||W||_1 + lam2 sum_i max_t |W_it|              --
+``L1InfConvL1``        min_{P+Q=W} lam1 ||P||_{1,inf} + lam2 ||Q||_1       both balls (max)
 ``BlockSum(g_1, ...)`` sum_b g_b(X_b) on stacked blocks X (W = sum_b X_b)  max_b of the blocks'
 =====================  ==================================================  =====================
 
@@ -536,20 +537,34 @@ class L1Inf:
 
 class Nuclear:
     """g(W) = lam ||W||_* (the trace norm); prox: singular value thresholding
-    (:func:`prox_trace`); dual norm: the spectral norm."""
+    (:func:`prox_trace`); dual norm: the spectral norm (the largest eigenvalue of the smaller
+    Gram matrix).  ``value`` of the last ``prox`` result reads the singular values the prox
+    computed (no second decomposition)."""
 
     def __init__(self, lam: float) -> None:
         self.lam = float(lam)
+        self._last: tuple = (None, None)
 
     def value(self, W: np.ndarray) -> float:
+        X, s = self._last
+        if W is X:
+            return self.lam * float(s.sum())
         return self.lam * float(np.linalg.svd(W, compute_uv=False).sum())
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
-        return prox_trace(V, self.lam / L)[0]
+        X, s = prox_trace(V, self.lam / L)
+        self._last = (X, s)
+        return X
 
     @staticmethod
     def dual_norm(G: np.ndarray) -> float:
-        return float(np.linalg.norm(G, 2)) if G.size else 0.0
+        if G.size == 0:
+            return 0.0
+        m = min(G.shape)
+        gram = G.T @ G if G.shape[1] <= G.shape[0] else G @ G.T
+        top = eigh(gram, subset_by_index=(m - 1, m - 1), eigvals_only=True, driver="evr",
+                   check_finite=False)
+        return float(np.sqrt(max(float(top[0]), 0.0)))
 
     def dual_scale(self, G: np.ndarray) -> float:
         return _scale(self.lam, self.dual_norm(G))
@@ -837,6 +852,85 @@ class L1PlusL1Inf:
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
         return prox_l1_l1inf_rows(V, self.lam1 / L, self.lam2 / L)
+
+
+
+def project_l1_box_rows(V: np.ndarray, radius: float, box: float) -> np.ndarray:
+    """Euclidean projection of every row of V onto {u : ||u||_1 <= radius, ||u||_inf <= box}
+    (radius, box >= 0): u = sign(v) min(max(|v| - t, 0), box), t >= 0 the smallest threshold
+    with sum_j min(max(|v_j| - t, 0), box) <= radius (that sum is piecewise linear and
+    decreasing in t, with breakpoints |v_j| and |v_j| - box: sorted, it is evaluated at every
+    breakpoint by cumulative sums and t interpolated on the segment that crosses the radius)."""
+    V = np.asarray(V, dtype=np.float64)
+    A = np.abs(V)
+    U = np.minimum(A, box)
+    need = np.flatnonzero(U.sum(axis=1) > radius)    # rows the box alone does not project
+    if need.size:
+        U[need] = _l1_box_moduli(A[need], radius, box)
+    return np.sign(V) * U
+
+
+def _l1_box_moduli(A: np.ndarray, radius: float, box: float) -> np.ndarray:
+    """min(max(A - t, 0), box) per row of A >= 0 with t > 0 the threshold of
+    :func:`project_l1_box_rows` (rows whose clipped sum exceeds the radius)."""
+    d, m = A.shape
+    # breakpoints in decreasing order; passing |v_j| an entry starts to count (+1), passing
+    # |v_j| - box it saturates (-1)
+    E = np.concatenate([A, A - box], axis=1)
+    order = np.argsort(-E, axis=1)
+    E = np.take_along_axis(E, order, axis=1)
+    active = np.cumsum(np.where(order < m, 1.0, -1.0), axis=1)   # after each breakpoint
+    # phi at the breakpoints: phi(E_0) = 0, phi(E_{k+1}) = phi(E_k) + active_k (E_k - E_{k+1})
+    phi = np.zeros((d, 2 * m))
+    np.cumsum(active[:, :-1] * (E[:, :-1] - E[:, 1:]), axis=1, out=phi[:, 1:])
+    k = (phi <= radius).sum(axis=1) - 1              # the last breakpoint below the radius
+    rows = np.arange(d)
+    Ek, act = E[rows, k], active[rows, k]
+    t = np.where(act > 0, Ek - (radius - phi[rows, k]) / np.maximum(act, 1.0), Ek)
+    return np.minimum(np.maximum(A - np.maximum(t, 0.0)[:, None], 0.0), box)
+
+
+class L1InfConvL1:
+    """g(W) = min_{P + Q = W} lam1 ||P||_{1,inf} + lam2 ||Q||_1, the infimal convolution of
+    the dirty model's two norms (a norm separating over the rows).  Row by row the inner
+    minimum is attained at P = sign(w) min(|w|, c), Q = w - P with c the k-th largest |w_t|,
+    k = ceil(lam1 / lam2) (c = 0 when k > T: P = 0; k = 1: Q = 0), as the piecewise linear
+    lam1 c + lam2 sum_t (|w_t| - c)_+ has slope lam1 - lam2 #{t : |w_t| > c} (:meth:`split`).
+    The conjugate is the indicator of the intersection of the dual balls {max_i ||G[i, :]||_1
+    <= lam1} and {max |G| <= lam2}; prox (Moreau): V - the projection onto lam1 / L, lam2 / L
+    of that set (:func:`project_l1_box_rows`).  ``dual_scale``: min(1, lam1 / max_i
+    ||G[i, :]||_1, lam2 / max |G|)."""
+
+    def __init__(self, lam1: float, lam2: float) -> None:
+        self.lam1, self.lam2 = float(lam1), float(lam2)
+
+    def split(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(P, Q) with P + Q = W attaining the infimum (row-shared clipping level c)."""
+        W = np.asarray(W, dtype=np.float64)
+        A = np.abs(W)
+        T = W.shape[1]
+        if self.lam2 <= 0.0 or T == 0:
+            return np.zeros_like(W), W.copy()
+        k = int(np.ceil(self.lam1 / self.lam2 - 1e-12)) if self.lam1 > 0 else 0
+        if k > T or k <= 0:
+            c = np.zeros(W.shape[0]) if k > T else A.max(axis=1, initial=0.0)
+        else:
+            c = -np.partition(-A, k - 1, axis=1)[:, k - 1]
+        P = np.sign(W) * np.minimum(A, c[:, None])
+        return P, W - P
+
+    def value(self, W: np.ndarray) -> float:
+        if W.size == 0:
+            return 0.0
+        P, Q = self.split(W)
+        return self.lam1 * float(np.abs(P).max(axis=1).sum()) + self.lam2 * float(
+            np.abs(Q).sum())
+
+    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return V - project_l1_box_rows(V, self.lam1 / L, self.lam2 / L)
+
+    def dual_scale(self, G: np.ndarray) -> float:
+        return min(_scale(self.lam1, L1Inf.dual_norm(G)), _scale(self.lam2, L1.dual_norm(G)))
 
 
 class BlockSum:

@@ -6,12 +6,17 @@
   X+ = prox_{g/L}(Y - grad J(Y) / L) from the extrapolated point Y = X_k + beta_k (X_k - X_{k-1})
   (FISTA's beta_k); L starts at the datafit's Lipschitz constant and doubles until the
   descent-lemma test J(X+) <= J(Y) + <grad J(Y), X+ - Y> + L/2 ||X+ - Y||^2 holds (relative
-  slack 1e-12); with ``step_growth`` > 1, L is divided by it before every step (the step
-  grows back after a backtrack) as long as the last accepted step's L/2 ||X+ - Y||^2 exceeded
-  :data:`DECISIVE` times the slack (near the optimum the test is within rounding and passes
-  for any L: L stays).  g(X+) comes with the prox where the penalty has
-  ``prox_with_value``.  Monotone restart (a step that increases F is replaced by a plain
-  proximal-gradient step from X_k and the momentum restarts: F never increases).
+  slack 1e-12); monotone restart (a step that increases F is replaced by a plain
+  proximal-gradient step from X_k and the momentum restarts: F never increases beyond its
+  rounding, ``ROUNDING`` |F|; that step is taken even when rounding hides its decrease, so the
+  relative gap reaches tolerances far below sqrt(machine epsilon)).
+  With ``decrease`` = rho < 1, the step constant can also decrease (Scheinberg, Goldfarb & Bai
+  2014, FISTA-BKTR): each iteration first tries rho x the last accepted L (after a doubling,
+  L is kept ``patience`` iterations), and for every trial L the momentum
+  t_{k+1} = (1 + sqrt(1 + 4 (L / L_k) t_k^2)) / 2 and the extrapolated point are recomputed,
+  which keeps the O(1/k^2) rate with the step constants the descent-lemma test accepts; below
+  the smooth term's ``lipschitz`` the test has no rounding slack.  g(X+) comes with the prox
+  where the penalty has ``prox_with_value``.
   Certificate, checked every ``check_every`` iterations (1: every iterate) and at the cap:
   the relative duality gap (:func:`duality_gap`) when the penalty is a norm (``dual_scale``)
   or has a finite conjugate, else the relative optimality residual ||E|| / (L max(1, ||X||)),
@@ -191,6 +196,13 @@ def _gap_of(smooth, penalty, S, X, pen: float, f: float) -> float:
     return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
 
 
+#: Relative size of the rounding of F below which the plain proximal-gradient step of a
+#: monotone restart is taken although F did not decrease (the step cannot increase F in exact
+#: arithmetic, and near the optimum the iterates still move towards it while F no longer
+#: resolves the change: stopping there would leave the gap at about sqrt(machine epsilon)).
+ROUNDING = 1e-13
+
+
 class FISTA:
     """Accelerated proximal gradient with backtracking and monotone restart (module docstring).
 
@@ -203,28 +215,31 @@ class FISTA:
         else the residual), "gap" or "residual"
     slack : relative slack of the descent-lemma test (rounding of J near the optimum)
     L0 : the first step constant (default: the smooth term's ``lipschitz``)
-    step_growth : L is divided by it before every step (> 1: the step grows back after
-        backtracking, for a datafit whose local curvature is far below its global bound,
-        e.g. the logistic loss away from W = 0); 1: L never decreases
+    decrease : None (L only increases) or rho in (0, 1): FISTA-BKTR, each iteration first
+        tries rho x the last accepted L (needs ``backtracking``)
+    patience : with ``decrease``, the iterations L is kept after a doubling
     check_every : the certificate is computed every ``check_every`` iterations (and at the
         cap) when it costs a pass over the data; in between the last one is reported (an
-        upper bound still: F does not increase)
+        upper bound still: F does not increase beyond its rounding)
     """
 
     def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
                  backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
-                 L0: float | None = None, step_growth: float = 1.0,
-                 check_every: int = 1) -> None:
+                 L0: float | None = None, decrease: float | None = None,
+                 patience: int = 10, check_every: int = 1) -> None:
         if certificate not in ("auto", "gap", "residual"):
             raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
                              f"got {certificate!r}")
-        if not step_growth >= 1.0 or int(check_every) < 1:
-            raise ValueError(f"FISTA: step_growth must be >= 1 and check_every >= 1, got "
-                             f"{step_growth!r} and {check_every!r}")
+        if decrease is not None and not (0.0 < float(decrease) < 1.0 and backtracking):
+            raise ValueError(f"FISTA: decrease must be in (0, 1) and needs backtracking, "
+                             f"got decrease={decrease!r}, backtracking={backtracking!r}")
+        if int(check_every) < 1:
+            raise ValueError(f"FISTA: check_every must be >= 1, got {check_every!r}")
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.restart, self.backtracking = bool(restart), bool(backtracking)
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
-        self.step_growth, self.check_every = float(step_growth), int(check_every)
+        self.decrease = None if decrease is None else float(decrease)
+        self.patience, self.check_every = int(patience), int(check_every)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
@@ -254,26 +269,38 @@ class FISTA:
         Y, SY = X, S
         t_k = 1.0
         L = max(float(self.L0 if self.L0 is not None else datafit.lipschitz), 1e-12)
+        bktr = self.decrease is not None
+        Xp, Sp, wait = X, S, 0            # FISTA-BKTR: X_{k-1}, its state, L kept while wait
         it = 0
         for it in range(1, self.max_iter + 1):
-            if self.step_growth > 1.0 and prob.decisive:
-                L = L / self.step_growth
-            Xn, Sn, fn, L, GY, pen_n = prob.step_from(Y, SY, L)
-            base = Y
+            if bktr:
+                L_try = L if wait > 0 else L * self.decrease
+                wait = max(wait - 1, 0)
+                Xn, Sn, fn, L_new, GY, pen_n, base, t_acc = prob.bktr_step(X, S, Xp, Sp, t_k,
+                                                                           L_try, L)
+                if L_new > L_try:
+                    wait = self.patience
+                L = L_new
+            else:
+                Xn, Sn, fn, L, GY, pen_n = prob.step_from(Y, SY, L)
+                base = Y
             Fn = fn + pen_n
             if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
-                t_k = 1.0
+                t_k = t_acc = 1.0
                 Xn, Sn, fn, L, GY, pen_n = prob.step_from(X, S, L)
                 base = X
                 Fn = fn + pen_n
-                if Fn > F:                   # no progress possible at machine precision
+                if Fn > F + ROUNDING * abs(F):   # an increase beyond rounding: no progress
                     step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
                     cert = prob.certify(X, S, f, pen, step)
                     break
-            t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-            beta = (t_k - 1.0) / t_next
-            Y = Xn + beta * (Xn - X)
-            SY = datafit.combine(Sn, S, beta)
+            if bktr:
+                Xp, Sp, t_next = X, S, t_acc
+            else:
+                t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
+                beta = (t_k - 1.0) / t_next
+                Y = Xn + beta * (Xn - X)
+                SY = datafit.combine(Sn, S, beta)
             X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
             hist.append(float(F))
             if it % self.check_every == 0 or it == self.max_iter:
@@ -283,11 +310,6 @@ class FISTA:
             if cert <= self.tol:
                 break
         return Result(X, hist, it, float(cert), prob.kind, bool(cert <= self.tol))
-
-
-#: the test's quadratic term L/2 ||X+ - Y||^2 exceeds this many times its slack: the test
-#: decided the step (a smaller term is within rounding, where the test passes for any L)
-DECISIVE = 1e3
 
 
 class _Composite:
@@ -303,31 +325,57 @@ class _Composite:
                              "for a duality gap")
         self.kind, self.smooth, self.penalty = kind, smooth, penalty
         self.backtracking, self.slack = solver.backtracking, solver.slack
+        self.exact_below = solver.decrease is not None
         self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
         self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
         self.L_lip = max(float(smooth.lipschitz), 1e-12)
         self.prox_with_value = getattr(penalty, "prox_with_value", None)
-        self.decisive = True
 
     def step_from(self, Y, SY, L):
         """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
         holds; returns (X+, its state, J(X+), L, grad J(Y), g(X+))."""
-        smooth, penalty = self.smooth, self.penalty
+        smooth = self.smooth
         fY, G = smooth.value_of(SY), smooth.grad_of(SY)
         while True:
-            if self.prox_with_value is None:
-                Xn, pen = penalty.prox(Y - G / L, L), None
-            else:
-                Xn, pen = self.prox_with_value(Y - G / L, L)
-            D = Xn - Y
-            Sn = smooth.forward(Xn)
-            fn = smooth.value_of(Sn)
-            curv = 0.5 * L * self.sqnorm(D)
-            quad = fY + self.inner(G, D) + curv
-            slack = self.slack * max(abs(quad), 1.0)
-            if not self.backtracking or fn <= quad + slack:
-                self.decisive = curv > DECISIVE * slack
-                return Xn, Sn, fn, L, G, penalty.value(Xn) if pen is None else pen
+            Xn, Sn, fn, pen, ok = self._trial(Y, fY, G, L)
+            if ok:
+                return Xn, Sn, fn, L, G, pen
+            L *= 2.0
+
+    def _trial(self, Y, fY, G, L):
+        """The step from Y with constant L: (X+, its state, J(X+), g(X+), whether it passes
+        the descent-lemma test (with FISTA-BKTR, exact below the stated Lipschitz
+        constant))."""
+        smooth = self.smooth
+        if self.prox_with_value is None:
+            Xn, pen = self.penalty.prox(Y - G / L, L), None
+        else:
+            Xn, pen = self.prox_with_value(Y - G / L, L)
+        D = Xn - Y
+        Sn = smooth.forward(Xn)
+        fn = smooth.value_of(Sn)
+        quad = fY + self.inner(G, D) + 0.5 * L * self.sqnorm(D)
+        if self.exact_below and L < self.L_lip:
+            ok = fn <= quad
+        else:
+            ok = not self.backtracking or fn <= quad + self.slack * max(abs(quad), 1.0)
+        if ok and pen is None:
+            pen = self.penalty.value(Xn)
+        return Xn, Sn, fn, pen, ok
+
+    def bktr_step(self, X, S, Xp, Sp, t_k, L, L_acc):
+        """FISTA-BKTR's step from X_k (state S; X_{k-1}, Sp): for each trial L (doubled until
+        the descent-lemma test holds) the momentum at L / L_acc and the extrapolated point
+        Y are recomputed.  Returns (X+, its state, J(X+), L, grad J(Y), g(X+), Y, t_{k+1})."""
+        smooth = self.smooth
+        while True:
+            t_next = (1.0 + np.sqrt(1.0 + 4.0 * (L / L_acc) * t_k * t_k)) / 2.0
+            beta = (t_k - 1.0) / t_next
+            Y, SY = (X + beta * (X - Xp), smooth.combine(S, Sp, beta)) if beta > 0 else (X, S)
+            fY, G = smooth.value_of(SY), smooth.grad_of(SY)
+            Xn, Sn, fn, pen, ok = self._trial(Y, fY, G, L)
+            if ok:
+                return Xn, Sn, fn, L, G, pen, Y, t_next
             L *= 2.0
 
     def certify(self, X, S, f, pen, step=None) -> float:

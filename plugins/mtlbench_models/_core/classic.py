@@ -1,0 +1,191 @@
+"""Norm-penalised linear MTL models: what the classic baselines (``l21``, ``trace-norm``, ``dirty``
+and their ``-logistic`` variants) share.
+
+    min_W  J(W) + g(W),     W (d x T), g a norm (or a norm's infimal convolution) with weights
+
+J is :class:`~datafits.SquaredLoss` (``loss = "squared"``: sum_t 1/2 ||y_t - X_t w_t||^2) or
+:class:`~datafits.InterceptLogisticLoss` (``loss = "logistic"``: MALSAR's sum_t (1/n_t)
+sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))) with the unpenalised intercepts c_t minimised out;
+``intercept_`` holds c(W) and ``decision_function`` adds it).  A subclass gives the penalty
+from G0 = grad J(0) (:meth:`PenalisedModel.penalty`: each weight lam_b a searched fraction of
+the smallest at which its norm's part is zero at W = 0, lam_b^max = ||G0||_(b)^*, the dual
+norm) and its cvxpy expression (:meth:`PenalisedModel.cvx_penalty`).
+
+Solver: for the squared loss and a penalty separating over the rows of W (``row_separable``)
+:class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the rows, the Gram matrices
+H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
+FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone restart); both stopped at a
+relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
+(``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  Convex: warm
+starts from ``init``'s ``coef_``, except when every ratio is >= 1 (then W = 0 is optimal
+and the fit starts there: zero iterations, exact zeros).
+:class:`CvxpyFit` solves the same problem with cvxpy (Clarabel, tolerances 1e-9) as a second
+solver for ``mtlbench race`` and as the tests' oracle.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import ClassVar
+
+import numpy as np
+
+from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
+
+from .datafits import InterceptLogisticLoss, SquaredLoss
+from .solvers import FISTA, BlockCoordinateDescent, duality_gap
+
+__all__ = ["PenalisedModel", "CvxpyFit", "CVXPY_MAX_ENTRIES"]
+
+#: Largest stacked design (sum_t n_t * d entries) for which :class:`CvxpyFit` builds the conic
+#: problem (the interior-point factorisations grow faster than the data).
+CVXPY_MAX_ENTRIES = 2_000_000
+
+#: FISTA-BKTR's trial factor of the step constant (``solvers.FISTA``'s ``decrease``).
+FISTA_DECREASE = 0.8
+
+#: Largest T d^2 (entries of the per-task Gram matrices) for block coordinate descent.
+GRAM_MAX = 5e7
+
+
+class PenalisedModel(LinearMTLModel):
+    """Base of a norm-penalised model (module docstring).  Subclasses set ``name``, ``paper``,
+    ``search_space``, ``loss``, ``target_kinds`` and define :meth:`penalty`,
+    :meth:`ratios` and :meth:`cvx_penalty`."""
+
+    loss: ClassVar[str] = "squared"
+    #: the penalty separates over the rows of W with a row-wise prox (block coordinate descent)
+    row_separable: ClassVar[bool] = False
+    convex = True
+    supports_warm_start = True
+    solver_name = "fista"
+    param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
+
+    # -- what a subclass defines
+    def penalty(self, G0: np.ndarray):
+        """The penalty object (a norm of ``_core.penalties``, or a ``BlockSum``) from
+        G0 = grad J(0)."""
+        raise NotImplementedError
+
+    def ratios(self) -> tuple[float, ...]:
+        """The searched fractions of lambda_max (all >= 1: X = 0 is optimal)."""
+        raise NotImplementedError
+
+    def cvx_penalty(self, cp, W):
+        """The penalty as a cvxpy expression of the variable W."""
+        raise NotImplementedError
+
+    def lams(self) -> list[float]:
+        """The penalty's weights (after :meth:`fit`)."""
+        return [float(g.lam) for g in getattr(self.penalty_, "blocks", (self.penalty_,))]
+
+    # -- the fit
+    def datafit(self, tasks: TaskSet):
+        """J on ``tasks``: the squared loss or MALSAR's logistic loss with intercepts."""
+        return SquaredLoss(tasks) if self.loss == "squared" else InterceptLogisticLoss(tasks)
+
+    def _solver(self, tasks: TaskSet):
+        """(solver, datafit it runs on): block coordinate descent on the Gram matrices for
+        the squared loss with a row-separable penalty (while T d^2 <= ``GRAM_MAX``), else
+        FISTA (the squared loss on the padded task stack, whose states hold the
+        gradient)."""
+        tol, cap = float(self.tol), int(self.max_iter)
+        if self.loss == "squared":
+            if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
+                return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
+                        SquaredLoss(tasks, representation="gram"))
+            return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE),
+                    SquaredLoss(tasks, wide="padded"))
+        return FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE), InterceptLogisticLoss(tasks)
+
+    def _setup(self, tasks: TaskSet):
+        self.check_params()
+        J = self.datafit(tasks)
+        self.penalty_ = self.penalty(J.grad(np.zeros((tasks.d, tasks.T))))
+        return J
+
+    def fit(self, tasks: TaskSet, init=None) -> "PenalisedModel":
+        J = self._setup(tasks)
+        shape = (tasks.d, tasks.T)
+        X0 = np.zeros(shape)
+        warm = getattr(init, "coef_", None)
+        if warm is not None and warm.shape == shape and min(self.ratios()) < 1:
+            X0 = warm                      # convex: a warm start changes only the speed
+        solver, J = self._solver(tasks)
+        res = solver.solve(J, self.penalty_, X0)
+        self._store(J, res.W, res.history, res.n_iter, res.certificate)
+        return self
+
+    def _store(self, J, X: np.ndarray, hist: list, n_iter: int, gap: float) -> None:
+        self.coef_ = X
+        self.intercept_ = (J.intercepts(self.coef_) if isinstance(J, InterceptLogisticLoss)
+                           else None)
+        self.objective_history_ = hist
+        self.n_iter_ = int(n_iter)
+        self.gap_ = float(gap)
+        self.converged_ = bool(gap <= float(self.tol))
+        self.diagnostics_ = {"lam": [float(lam) for lam in self.lams()],
+                             "converged": self.converged_, "relative_gap": self.gap_}
+
+    def decision_function(self, X: np.ndarray, task: int) -> np.ndarray:
+        s = super().decision_function(X, task)
+        return s if self.intercept_ is None else s + self.intercept_[task]
+
+    def fitted_objective(self, tasks: TaskSet) -> float:
+        """J + g at ``coef_``, from scratch on ``tasks`` (the logistic J minimises over the
+        intercepts)."""
+        return self.datafit(tasks).value(self.coef_) + self.penalty_.value(self.coef_)
+
+
+class CvxpyFit:
+    """Mixin: ``fit`` by cvxpy (the first installed of Clarabel, ECOS, SCS; tolerances 1e-9)
+    for a :class:`PenalisedModel` subclass; the relative duality gap of the layer at the
+    conic solution is ``gap_``.  Refuses instances above :data:`CVXPY_MAX_ENTRIES`."""
+
+    solver_name = "cvxpy"
+
+    def fit(self, tasks: TaskSet, init=None):
+        import cvxpy as cp
+        from scipy import sparse
+
+        J = self._setup(tasks)
+        d, T = tasks.d, tasks.T
+        sizes = [tasks.X(t).shape[0] for t in range(T)]
+        if sum(sizes) * d > CVXPY_MAX_ENTRIES:
+            raise ValueError(f"{self.name} (cvxpy): the conic problem is not built for "
+                             f"sum_t n_t * d = {sum(sizes) * d:,} > {CVXPY_MAX_ENTRIES:,}")
+        solver = next((s for s in ("CLARABEL", "ECOS", "SCS") if s in cp.installed_solvers()),
+                      None)
+        if solver is None:
+            raise ValueError(f"{self.name} (cvxpy): none of Clarabel, ECOS, SCS is installed")
+        Xbd = sparse.block_diag([tasks.X(t) for t in range(T)], format="csr")
+        y = np.concatenate([tasks.y(t) for t in range(T)])
+        W = cp.Variable((d, T))
+        scores = Xbd @ cp.vec(W, order="F")     # (w_1; ...; w_T): block order
+        if self.loss == "squared":
+            data = 0.5 * cp.sum_squares(scores - y)
+        else:
+            c = cp.Variable(T)
+            task_of = np.repeat(np.arange(T), sizes)
+            E = sparse.csr_matrix((np.ones(y.size), (np.arange(y.size), task_of)),
+                                  shape=(y.size, T))
+            omega = 1.0 / np.asarray(sizes, dtype=np.float64)[task_of]
+            data = cp.sum(cp.multiply(omega, cp.logistic(-cp.multiply(y, scores + E @ c))))
+        problem = cp.Problem(cp.Minimize(data + self.cvx_penalty(cp, W)))
+        options = {"CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
+                   "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9},
+                   "SCS": {"eps": 1e-9, "max_iters": 100_000}}[solver]
+        with warnings.catch_warnings():   # "inaccurate": the status says so, the gap certifies
+            warnings.simplefilter("ignore", UserWarning)
+            problem.solve(solver=solver, **options)
+        if W.value is None:
+            raise RuntimeError(f"{self.name} (cvxpy): {solver} returned no solution "
+                               f"(status {problem.status})")
+        X = np.asarray(W.value)
+        F = J.value(X) + self.penalty_.value(X)
+        gap = max(duality_gap(J, self.penalty_, X), 0.0)
+        report_progress(1, float(F), gap)
+        iters = int(problem.solver_stats.num_iters or 0) if problem.solver_stats else 0
+        self._store(J, X, [float(F)], iters, gap / max(abs(F), 1e-300))
+        self.diagnostics_["conic_solver"] = solver
+        self.diagnostics_["conic_status"] = str(problem.status)
+        return self
