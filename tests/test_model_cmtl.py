@@ -28,7 +28,7 @@ def test_optimum_matches_cvxpy(cls, loss, k):
     tasks = tiny(1, binary=loss != "squared", d=3, T=5)
     m = cls(cluster_ratio=0.5, ridge_ratio=0.05, k=k, tol=1e-7, max_iter=50000).fit(tasks)
     assert m.converged_
-    assert m.diagnostics_["certificate_kind"] == ("gap" if loss == "squared" else "residual")
+    assert m.gap_ <= m.tol                     # a relative duality gap for both losses
     ref = cvxpy_optimum(cp, tasks, _penalty(m, tasks.T), loss)
     assert m.fitted_objective(tasks) == pytest.approx(ref, rel=1e-6)
 

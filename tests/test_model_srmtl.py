@@ -40,7 +40,7 @@ def test_optimum_matches_cvxpy(cls, loss, graph):
     tasks = _with_graph(tasks) if graph else tasks
     m = cls(graph_ratio=0.3, rho_ratio=0.1, tol=1e-7, max_iter=50000).fit(tasks)
     assert m.converged_
-    assert m.diagnostics_["certificate_kind"] == ("gap" if loss == "squared" else "residual")
+    assert m.gap_ <= m.tol                     # a relative duality gap for both losses
     ref = cvxpy_optimum(cp, tasks, _penalty(m, task_laplacian(tasks)), loss)
     assert m.fitted_objective(tasks) == pytest.approx(ref, rel=1e-6)
 

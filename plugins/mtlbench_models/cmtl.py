@@ -47,13 +47,15 @@ paper's text).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mtlbench import Int, Log, TaskSet, hookimpl
 
-from ._classic import FistaModel, curvature, malsar_logistic, penalised_rows, squared_loss
+from ._core.classic import PenalisedModel
 from ._core.penalties import ClusterRelaxation
 
 
-class CMTL(FistaModel):
+class CMTL(PenalisedModel):
     """Convex clustered MTL (Zhou, Chen & Ye 2011; MALSAR Least_CMTL), squared loss."""
 
     name = "cmtl"
@@ -74,18 +76,16 @@ class CMTL(FistaModel):
         self.tol = tol
         self.max_iter = max_iter
 
-    def _problem(self, tasks: TaskSet):
+    def penalty(self, G0: np.ndarray, tasks: TaskSet) -> ClusterRelaxation:
         if int(self.k) > tasks.T:
             raise ValueError(f"{self.name}: k = {self.k} clusters exceeds the {tasks.T} tasks "
                              f"of {tasks.name!r}")
-        scale = curvature(tasks, self.loss)
+        scale = self.curvature(tasks)
         self.rho1_ = float(self.cluster_ratio) * scale
         self.rho2_ = float(self.ridge_ratio) * scale
-        J = (malsar_logistic if self.intercept else squared_loss)(tasks)
-        return J, penalised_rows(ClusterRelaxation(self.rho1_, self.rho2_, int(self.k)), tasks,
-                                 self.intercept)
+        return ClusterRelaxation(self.rho1_, self.rho2_, int(self.k))
 
-    def _diagnostics(self) -> dict:
+    def diagnostics(self) -> dict:
         return {"rho1": self.rho1_, "rho2": self.rho2_, "k": int(self.k)}
 
 
@@ -100,8 +100,7 @@ class CMTLLogistic(CMTL):
                     "ridge_ratio": Log([1e-3, 1e-2, 0.1], low=0.0, high=None)}
     target_kinds = ("binary",)
     cost_hint = 9.2
-    intercept = True
-    loss = "logistic-mean"
+    loss = "logistic"
 
 
 @hookimpl

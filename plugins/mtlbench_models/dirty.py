@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Log, hookimpl
+from mtlbench import Log, TaskSet, hookimpl
 
 from ._core.classic import CvxpyFit, PenalisedModel
 from ._core.penalties import L1, L1Inf, L1InfConvL1
@@ -78,7 +78,7 @@ class Dirty(PenalisedModel):
     def ratios(self) -> tuple[float, ...]:
         return (float(self.lam1_ratio), float(self.lam2_ratio))
 
-    def penalty(self, G0: np.ndarray) -> L1InfConvL1:
+    def penalty(self, G0: np.ndarray, tasks: TaskSet) -> L1InfConvL1:
         return L1InfConvL1(float(self.lam1_ratio) * L1Inf.dual_norm(G0),
                            float(self.lam2_ratio) * L1.dual_norm(G0))
 

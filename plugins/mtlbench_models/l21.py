@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Log, hookimpl
+from mtlbench import Log, TaskSet, hookimpl
 
 from ._core.classic import CvxpyFit, PenalisedModel
 from ._core.penalties import L21 as L21Norm
@@ -67,7 +67,7 @@ class L21(PenalisedModel):
     def ratios(self) -> tuple[float, ...]:
         return (float(self.lam_ratio),)
 
-    def penalty(self, G0: np.ndarray) -> L21Norm:
+    def penalty(self, G0: np.ndarray, tasks: TaskSet) -> L21Norm:
         return L21Norm(float(self.lam_ratio) * L21Norm(1.0).dual_norm(G0))
 
     def cvx_penalty(self, cp, W):

@@ -47,15 +47,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, Log, TaskSet, hookimpl
+from mtlbench import Log, TaskSet, hookimpl
 
-from ._classic import FistaModel, curvature, squared_loss
-from ._core.datafits import LogisticLoss
+from ._core.classic import PenalisedModel
 from ._core.penalties import MeanRegularised
 from ._core.representations import TaskSpectra
 
 
-class MeanReg(FistaModel):
+class MeanReg(PenalisedModel):
     """Evgeniou & Pontil's mean-regularised MTL with the squared loss."""
 
     name = "meanreg"
@@ -63,7 +62,6 @@ class MeanReg(FistaModel):
              "(mean-regularised MTL, squared loss)")
     search_space = {"lam_ratio": Log([0.01, 0.1, 1.0, 10.0], low=0.0, high=None),
                     "mean_ratio": Log([0.01, 0.1, 1.0], low=0.0, high=1.0)}
-    param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
     cost_hint = 1.5  # s per unit on the reference problem (mtlbench.runner.cost)
 
@@ -74,20 +72,19 @@ class MeanReg(FistaModel):
         self.tol = tol
         self.max_iter = max_iter
 
-    def _datafit(self, tasks: TaskSet):
-        return squared_loss(tasks)
-
-    def _problem(self, tasks: TaskSet):
-        a = float(self.lam_ratio) * curvature(tasks, self.loss)
+    def penalty(self, G0: np.ndarray, tasks: TaskSet) -> MeanRegularised:
+        a = float(self.lam_ratio) * self.curvature(tasks)
         self.lam_, self.lam_mean_ = a, float(self.mean_ratio) * a
-        return self._datafit(tasks), MeanRegularised(self.lam_, lam_mean=self.lam_mean_)
+        return MeanRegularised(self.lam_, lam_mean=self.lam_mean_)
 
-    def _closed_form(self, tasks: TaskSet) -> np.ndarray:
+    def closed_form(self, tasks: TaskSet) -> np.ndarray | None:
         """The squared variant's optimum (module docstring): w_t = A_t^{-1} (X_t^T y_t +
         2 (a - b) wbar), A_t = X_t^T X_t + 2a I, with wbar from the d x d system
         (I - 2 (a - b) mean_t A_t^{-1}) wbar = mean_t A_t^{-1} X_t^T y_t, through the tasks'
         stacked Gram spectra (``TaskSpectra``: A_t^{-1} = I / 2a + V_t diag(1/(e_t + 2a) -
         1/2a) V_t^T)."""
+        if self.loss != "squared":
+            return None
         sp = TaskSpectra.of(tasks)
         a, b, T = self.lam_, self.lam_mean_, tasks.T
         ones, shift = np.ones(T), np.full(T, 2.0 * a)
@@ -98,7 +95,7 @@ class MeanReg(FistaModel):
         wbar = np.linalg.solve(np.eye(tasks.d) - 2.0 * (a - b) * mean_inv, rhs)
         return sp.shifted_solve(sp.Xty + 2.0 * (a - b) * wbar[:, None], ones, shift)
 
-    def _diagnostics(self) -> dict:
+    def diagnostics(self) -> dict:
         return {"lam": self.lam_, "lam_mean": self.lam_mean_}
 
 
@@ -111,12 +108,7 @@ class MeanRegLogistic(MeanReg):
     target_kinds = ("binary",)
     cost_hint = 4.0
     loss = "logistic"
-
-    def _datafit(self, tasks: TaskSet):
-        return LogisticLoss(tasks)
-
-    def _closed_form(self, tasks: TaskSet) -> None:
-        return None
+    intercept = False
 
 
 @hookimpl

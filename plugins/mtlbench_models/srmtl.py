@@ -45,10 +45,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Int, Log, TaskSet, hookimpl
+from mtlbench import Log, TaskSet, hookimpl
 
-from ._classic import (FistaModel, curvature, l1_lambda_max, malsar_logistic, penalised_rows,
-                       squared_loss, start_point)
+from ._core.classic import PenalisedModel
 from ._core.penalties import L1, GraphLaplacian
 from ._core.solvers import SmoothSum
 
@@ -67,7 +66,7 @@ def task_laplacian(tasks: TaskSet) -> np.ndarray:
     return np.diag(A.sum(axis=1)) - A
 
 
-class SRMTL(FistaModel):
+class SRMTL(PenalisedModel):
     """MALSAR's sparse graph-regularised MTL (Least_SRMTL), squared loss."""
 
     name = "srmtl"
@@ -75,7 +74,6 @@ class SRMTL(FistaModel):
              "Arizona State University 2012 (Least_SRMTL: graph Laplacian + l1)")
     search_space = {"graph_ratio": Log([1e-2, 0.1, 1.0, 10.0], low=0.0, high=None),
                     "rho_ratio": Log([3e-3, 0.03, 0.3], low=0.0, high=1.0)}
-    param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
     cost_hint = 14.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
@@ -86,17 +84,15 @@ class SRMTL(FistaModel):
         self.tol = tol
         self.max_iter = max_iter
 
-    def _problem(self, tasks: TaskSet):
-        d = tasks.d
-        J = (malsar_logistic if self.intercept else squared_loss)(tasks)
-        self.rho1_ = float(self.graph_ratio) * curvature(tasks, self.loss)
-        graph = penalised_rows(GraphLaplacian(self.rho1_, task_laplacian(tasks)), tasks,
-                               self.intercept)
-        self.rho2_ = float(self.rho_ratio) * l1_lambda_max(J, start_point(tasks, self.intercept),
-                                                           d)
-        return SmoothSum(J, graph), penalised_rows(L1(self.rho2_), tasks, self.intercept)
+    def penalty(self, G0: np.ndarray, tasks: TaskSet) -> L1:
+        self.rho2_ = float(self.rho_ratio) * L1(1.0).dual_norm(G0)
+        return L1(self.rho2_)
 
-    def _diagnostics(self) -> dict:
+    def smooth(self, J, tasks: TaskSet) -> SmoothSum:
+        self.rho1_ = float(self.graph_ratio) * self.curvature(tasks)
+        return SmoothSum(J, GraphLaplacian(self.rho1_, task_laplacian(tasks)))
+
+    def diagnostics(self) -> dict:
         return {"rho1": self.rho1_, "rho2": self.rho2_,
                 "n_nonzero": int(np.count_nonzero(self.coef_))}
 
@@ -112,8 +108,7 @@ class SRMTLLogistic(SRMTL):
                     "rho_ratio": Log([3e-3, 0.03, 0.3], low=0.0, high=1.0)}
     target_kinds = ("binary",)
     cost_hint = 4.9
-    intercept = True
-    loss = "logistic-mean"
+    loss = "logistic"
 
 
 @hookimpl

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mtlbench import Log, hookimpl
+from mtlbench import Log, TaskSet, hookimpl
 
 from ._core.classic import CvxpyFit, PenalisedModel
 from ._core.penalties import Nuclear
@@ -64,7 +64,7 @@ class Trace(PenalisedModel):
     def ratios(self) -> tuple[float, ...]:
         return (float(self.lam_ratio),)
 
-    def penalty(self, G0: np.ndarray) -> Nuclear:
+    def penalty(self, G0: np.ndarray, tasks: TaskSet) -> Nuclear:
         return Nuclear(float(self.lam_ratio) * Nuclear.dual_norm(G0))
 
     def cvx_penalty(self, cp, W):

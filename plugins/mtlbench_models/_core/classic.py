@@ -1,24 +1,32 @@
-"""Norm-penalised linear MTL models: what the classic baselines (``l21``, ``trace-norm``, ``dirty``
-and their ``-logistic`` variants) share.
+"""The classic convex baselines' base (``l21``, ``trace-norm``, ``dirty``, ``meanreg``, ``srmtl``,
+``cmtl`` and their ``-logistic`` variants): one fit of
 
-    min_W  J(W) + g(W),     W (d x T), g a norm (or a norm's infimal convolution) with weights
+    min_W  h(W) + g(W),     h = J + (smooth quadratic penalties),  W (d x T),
 
-J is :class:`~datafits.SquaredLoss` (``loss = "squared"``: sum_t 1/2 ||y_t - X_t w_t||^2) or
-:class:`~datafits.InterceptLogisticLoss` (``loss = "logistic"``: MALSAR's sum_t (1/n_t)
-sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))) with the unpenalised intercepts c_t minimised out;
-``intercept_`` holds c(W) and ``decision_function`` adds it).  A subclass gives the penalty
-from G0 = grad J(0) (:meth:`PenalisedModel.penalty`: each weight lam_b a searched fraction of
-the smallest at which its norm's part is zero at W = 0, lam_b^max = ||G0||_(b)^*, the dual
-norm) and its cvxpy expression (:meth:`PenalisedModel.cvx_penalty`).
+J :class:`~datafits.SquaredLoss` (``loss = "squared"``: sum_t 1/2 ||y_t - X_t w_t||^2) or, with
+``loss = "logistic"``, :class:`~datafits.InterceptLogisticLoss` (MALSAR's sum_t omega_t
+sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))), omega_t = 1/n_t (``average``), the
+unpenalised intercepts c_t minimised out; ``intercept_`` holds c(W) and
+``decision_function`` adds it), or :class:`~datafits.LogisticLoss` without intercepts
+(``intercept = False``).  A subclass gives the penalty g from G0 = grad J(0) and the tasks
+(:meth:`PenalisedModel.penalty`: a norm's weight a searched fraction of the smallest at which
+it is zero at W = 0, lam^max = ||G0||^*, the dual norm; or weights in units of the data's
+:meth:`PenalisedModel.curvature`), optionally smooth quadratic terms
+(:meth:`PenalisedModel.smooth`, summed with J by :class:`~solvers.SmoothSum`), a closed-form
+optimum (:meth:`PenalisedModel.closed_form`), and the penalty's cvxpy expression
+(:meth:`PenalisedModel.cvx_penalty`) for :class:`CvxpyFit`.
 
 Solver: for the squared loss and a penalty separating over the rows of W (``row_separable``)
 :class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the rows, the Gram matrices
 H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
-FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone restart); both stopped at a
-relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
-(``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  Convex: warm
-starts from ``init``'s ``coef_``, except when every ratio is >= 1 (then W = 0 is optimal
-and the fit starts there: zero iterations, exact zeros).
+FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone restart; the logistic
+certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over the data);
+both stopped at a relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
+(``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  The duality gap
+stays valid with the intercepts: at c(W) the dual point sums to zero over each task's rows.
+Convex: warm starts from ``init``'s ``coef_``, except when every ratio is >= 1 (then W = 0 is
+optimal and the fit starts there: zero iterations, exact zeros) or the model has a closed
+form (FISTA then only certifies it, or refines it if rounding left its gap above ``tol``).
 :class:`CvxpyFit` solves the same problem with cvxpy (Clarabel, tolerances 1e-9) as a second
 solver for ``mtlbench race`` and as the tests' oracle.
 """
@@ -31,7 +39,7 @@ import numpy as np
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 
-from .datafits import InterceptLogisticLoss, SquaredLoss
+from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
 from .solvers import FISTA, BlockCoordinateDescent, duality_gap
 
 __all__ = ["PenalisedModel", "CvxpyFit", "CVXPY_MAX_ENTRIES"]
@@ -43,46 +51,88 @@ CVXPY_MAX_ENTRIES = 2_000_000
 #: FISTA-BKTR's trial factor of the step constant (``solvers.FISTA``'s ``decrease``).
 FISTA_DECREASE = 0.8
 
+#: FISTA's certificate for the logistic loss (a pass over the data) every this many iterations.
+LOGISTIC_CHECK_EVERY = 10
+
 #: Largest T d^2 (entries of the per-task Gram matrices) for block coordinate descent.
 GRAM_MAX = 5e7
 
 
 class PenalisedModel(LinearMTLModel):
-    """Base of a norm-penalised model (module docstring).  Subclasses set ``name``, ``paper``,
-    ``search_space``, ``loss``, ``target_kinds`` and define :meth:`penalty`,
-    :meth:`ratios` and :meth:`cvx_penalty`."""
+    """Base of a classic convex model (module docstring).  Subclasses set ``name``, ``paper``,
+    ``search_space``, ``loss``, ``target_kinds`` and define :meth:`penalty` (and, where they
+    apply, :meth:`ratios`, :meth:`smooth`, :meth:`closed_form`, :meth:`cvx_penalty`)."""
 
     loss: ClassVar[str] = "squared"
+    #: the logistic loss: per-task intercepts minimised out (MALSAR's); False: none
+    intercept: ClassVar[bool] = True
+    #: the logistic loss with intercepts: each task's loss averaged over its rows (MALSAR's)
+    average: ClassVar[bool] = True
     #: the penalty separates over the rows of W with a row-wise prox (block coordinate descent)
     row_separable: ClassVar[bool] = False
     convex = True
     supports_warm_start = True
+    monotone_objective = True            # FISTA with monotone restart, coordinate descent
     solver_name = "fista"
     param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
 
     # -- what a subclass defines
-    def penalty(self, G0: np.ndarray):
-        """The penalty object (a norm of ``_core.penalties``, or a ``BlockSum``) from
-        G0 = grad J(0)."""
+    def penalty(self, G0: np.ndarray, tasks: TaskSet):
+        """The penalty object (of ``_core.penalties``) from G0 = grad J(0) and the tasks."""
         raise NotImplementedError
 
     def ratios(self) -> tuple[float, ...]:
-        """The searched fractions of lambda_max (all >= 1: X = 0 is optimal)."""
-        raise NotImplementedError
+        """The searched fractions of lambda_max (all >= 1: X = 0 is optimal); none when the
+        weights are not such fractions."""
+        return ()
+
+    def smooth(self, J, tasks: TaskSet):
+        """The smooth term h: J, or J plus smooth quadratic penalties (``SmoothSum``)."""
+        return J
+
+    def closed_form(self, tasks: TaskSet) -> np.ndarray | None:
+        """The optimum in closed form where the problem has one (after :meth:`penalty`);
+        None: iterate."""
+        return None
 
     def cvx_penalty(self, cp, W):
-        """The penalty as a cvxpy expression of the variable W."""
+        """The penalty (with the smooth terms beyond J) as a cvxpy expression of W."""
         raise NotImplementedError
 
     def lams(self) -> list[float]:
         """The penalty's weights (after :meth:`fit`)."""
         return [float(g.lam) for g in getattr(self.penalty_, "blocks", (self.penalty_,))]
 
-    # -- the fit
-    def datafit(self, tasks: TaskSet):
-        """J on ``tasks``: the squared loss or MALSAR's logistic loss with intercepts."""
-        return SquaredLoss(tasks) if self.loss == "squared" else InterceptLogisticLoss(tasks)
+    def diagnostics(self) -> dict:
+        """What the fit reports besides convergence (after :meth:`fit`)."""
+        return {"lam": [float(lam) for lam in self.lams()]}
 
+    # -- the data term
+    def datafit(self, tasks: TaskSet):
+        """J on ``tasks``: the squared loss, or the logistic loss with or without intercepts."""
+        if self.loss == "squared":
+            return SquaredLoss(tasks)
+        if self.intercept:
+            return InterceptLogisticLoss(tasks, average=self.average)
+        return LogisticLoss(tasks)
+
+    def curvature(self, tasks: TaskSet) -> float:
+        """J's curvature per feature, mean_t tr(H_t) / d, H_t = X_t^T X_t for the squared
+        loss, its bound omega_t X_t^T X_t / 4 for the logistic one: the unit of the weights
+        that are not fractions of a lambda_max (a weight of 1 x curvature is as strong as
+        the data)."""
+        c = float(SquaredLoss(tasks).curvature)
+        if self.loss == "squared":
+            return c
+        if not (self.intercept and self.average):
+            return 0.25 * c
+
+        def compute():
+            per = [float(np.sum(tasks.X(t) ** 2)) / tasks.X(t).shape[0] for t in range(tasks.T)]
+            return 0.25 * float(np.mean(per)) / tasks.d
+        return tasks.memo(("classic", "logistic-mean-curvature"), compute)
+
+    # -- the fit
     def _solver(self, tasks: TaskSet):
         """(solver, datafit it runs on): block coordinate descent on the Gram matrices for
         the squared loss with a row-separable penalty (while T d^2 <= ``GRAM_MAX``), else
@@ -95,23 +145,27 @@ class PenalisedModel(LinearMTLModel):
                         SquaredLoss(tasks, representation="gram"))
             return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE),
                     SquaredLoss(tasks, wide="padded"))
-        return FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE), InterceptLogisticLoss(tasks)
+        return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE,
+                      check_every=LOGISTIC_CHECK_EVERY), self.datafit(tasks))
 
     def _setup(self, tasks: TaskSet):
         self.check_params()
         J = self.datafit(tasks)
-        self.penalty_ = self.penalty(J.grad(np.zeros((tasks.d, tasks.T))))
+        self.penalty_ = self.penalty(J.grad(np.zeros((tasks.d, tasks.T))), tasks)
         return J
 
     def fit(self, tasks: TaskSet, init=None) -> "PenalisedModel":
-        J = self._setup(tasks)
+        self._setup(tasks)
         shape = (tasks.d, tasks.T)
-        X0 = np.zeros(shape)
-        warm = getattr(init, "coef_", None)
-        if warm is not None and warm.shape == shape and min(self.ratios()) < 1:
-            X0 = warm                      # convex: a warm start changes only the speed
+        X0 = self.closed_form(tasks)
+        if X0 is None:
+            X0 = np.zeros(shape)
+            warm = getattr(init, "coef_", None)
+            ratios = self.ratios()
+            if warm is not None and warm.shape == shape and not (ratios and min(ratios) >= 1):
+                X0 = warm                  # convex: a warm start changes only the speed
         solver, J = self._solver(tasks)
-        res = solver.solve(J, self.penalty_, X0)
+        res = solver.solve(self.smooth(J, tasks), self.penalty_, X0)
         self._store(J, res.W, res.history, res.n_iter, res.certificate)
         return self
 
@@ -123,17 +177,18 @@ class PenalisedModel(LinearMTLModel):
         self.n_iter_ = int(n_iter)
         self.gap_ = float(gap)
         self.converged_ = bool(gap <= float(self.tol))
-        self.diagnostics_ = {"lam": [float(lam) for lam in self.lams()],
-                             "converged": self.converged_, "relative_gap": self.gap_}
+        self.diagnostics_ = {**self.diagnostics(), "converged": self.converged_,
+                             "relative_gap": self.gap_}
 
     def decision_function(self, X: np.ndarray, task: int) -> np.ndarray:
         s = super().decision_function(X, task)
         return s if self.intercept_ is None else s + self.intercept_[task]
 
     def fitted_objective(self, tasks: TaskSet) -> float:
-        """J + g at ``coef_``, from scratch on ``tasks`` (the logistic J minimises over the
-        intercepts)."""
-        return self.datafit(tasks).value(self.coef_) + self.penalty_.value(self.coef_)
+        """h + g at ``coef_``, from scratch on ``tasks`` (the logistic J with intercepts
+        minimises over them)."""
+        h = self.smooth(self.datafit(tasks), tasks)
+        return float(h.value(self.coef_) + self.penalty_.value(self.coef_))
 
 
 class CvxpyFit:
@@ -148,6 +203,9 @@ class CvxpyFit:
         from scipy import sparse
 
         J = self._setup(tasks)
+        if self.loss != "squared" and not self.intercept:
+            raise ValueError(f"{self.name} (cvxpy): only the squared loss and the logistic "
+                             "loss with intercepts are stated")
         d, T = tasks.d, tasks.T
         sizes = [tasks.X(t).shape[0] for t in range(T)]
         if sum(sizes) * d > CVXPY_MAX_ENTRIES:
@@ -168,7 +226,8 @@ class CvxpyFit:
             task_of = np.repeat(np.arange(T), sizes)
             E = sparse.csr_matrix((np.ones(y.size), (np.arange(y.size), task_of)),
                                   shape=(y.size, T))
-            omega = 1.0 / np.asarray(sizes, dtype=np.float64)[task_of]
+            omega = (1.0 / np.asarray(sizes, dtype=np.float64)[task_of] if self.average
+                     else np.ones(y.size))
             data = cp.sum(cp.multiply(omega, cp.logistic(-cp.multiply(y, scores + E @ c))))
         problem = cp.Problem(cp.Minimize(data + self.cvx_penalty(cp, W)))
         options = {"CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
@@ -181,8 +240,9 @@ class CvxpyFit:
             raise RuntimeError(f"{self.name} (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")
         X = np.asarray(W.value)
-        F = J.value(X) + self.penalty_.value(X)
-        gap = max(duality_gap(J, self.penalty_, X), 0.0)
+        h = self.smooth(J, tasks)
+        F = h.value(X) + self.penalty_.value(X)
+        gap = max(duality_gap(h, self.penalty_, X), 0.0)
         report_progress(1, float(F), gap)
         iters = int(problem.solver_stats.num_iters or 0) if problem.solver_stats else 0
         self._store(J, X, [float(F)], iters, gap / max(abs(F), 1e-300))
