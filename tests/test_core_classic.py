@@ -1,7 +1,7 @@
 """The layer's pieces of the classic baselines: the clustered-MTL relaxation (value against
 cvxpy's minimum over M, gradient by finite differences, prox by its optimality condition,
-conjugate by Fenchel-Young), the mean regulariser with a weight on the mean, ``FirstRows``,
-``SmoothSum``'s duality gap, and the logistic loss's task weights and intercept."""
+conjugate by Fenchel-Young), the mean regulariser with a weight on the mean, ``SmoothSum``'s
+duality gap, and FISTA's decreasing step and sparse certificates on the logistic losses."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtlbench import TaskSet
-from mtlbench_models._core.datafits import LogisticLoss, SquaredLoss
-from mtlbench_models._core.penalties import (L1, ClusterRelaxation, FirstRows, GraphLaplacian,
+from mtlbench_models._core.datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
+from mtlbench_models._core.penalties import (L1, ClusterRelaxation, GraphLaplacian,
                                              MeanRegularised, cluster_relaxation_weights)
 from mtlbench_models._core.solvers import FISTA, SmoothSum, duality_gap
 
@@ -55,9 +55,9 @@ def test_cluster_relaxation_gradient_prox_and_conjugate(seed, k, wide):
     L = float(rng.uniform(0.3, 4))
     X = g.prox(W, L)                                  # L (V - X) = grad g(X)
     np.testing.assert_allclose(L * (W - X), g.grad(X), atol=1e-9)
-    Xv, value = FirstRows(g, W.shape[0] - 1).prox_with_value(W, L)   # value from the spectrum
-    np.testing.assert_array_equal(Xv[-1], W[-1])
-    assert value == pytest.approx(g.value(Xv[:-1]), rel=1e-10, abs=1e-12)
+    Xv, value = g.prox_with_value(W, L)                  # value from the spectrum
+    np.testing.assert_allclose(Xv, X, atol=1e-12)
+    assert value == pytest.approx(g.value(Xv), rel=1e-10, abs=1e-12)
     Y = L * (W - X)                                   # Fenchel-Young: equality there
     assert g.value(X) + g.conjugate(Y) == pytest.approx(float(np.sum(X * Y)), rel=1e-9)
     A, B = rng.standard_normal((2,) + W.shape)
@@ -96,17 +96,6 @@ def test_mean_regulariser_with_a_weight_on_the_mean():
     assert not hasattr(MeanRegularised(0.6), "conjugate")   # not finite: no duality gap
 
 
-def test_first_rows_leaves_the_rows_below_alone():
-    V = np.random.default_rng(3).standard_normal((5, 3))
-    g = FirstRows(L1(0.7), 4)
-    X = g.prox(V, 1.5)
-    np.testing.assert_array_equal(X[4], V[4])
-    np.testing.assert_allclose(X[:4], L1(0.7).prox(V[:4], 1.5))
-    assert g.value(V) == pytest.approx(L1(0.7).value(V[:4]))
-    smooth = FirstRows(MeanRegularised(0.5), 4)
-    assert np.all(smooth.grad(V)[4] == 0) and smooth.lipschitz == 1.0
-
-
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_smooth_sum_gap_bounds_the_distance_to_cvxpys_optimum(loss):
     """J + rho1 tr(W L W^T) + rho2 ||W||_1: the gap is >= F - F* at every iterate and the
@@ -134,42 +123,25 @@ def test_smooth_sum_gap_bounds_the_distance_to_cvxpys_optimum(loss):
         assert gap >= smooth.value(V) + pen.value(V) - prob.value - 1e-7
 
 
-@pytest.mark.parametrize("certificate", ["gap", "residual"])
-def test_fista_growing_step_and_sparse_certificates_reach_the_same_optimum(certificate):
-    """step_growth > 1 (the step grows back after a backtrack) and check_every > 1 change the
-    path, not the answer: the same optimum to the certificate's accuracy, certified; a cap
-    that is not a multiple of check_every is still certified at the cap."""
+@pytest.mark.parametrize("intercept", [False, True])
+def test_fista_decreasing_step_and_sparse_certificates_reach_the_same_optimum(intercept):
+    """FISTA-BKTR (``decrease``) and check_every > 1 change the path, not the answer: the same
+    optimum to the gap's accuracy, certified; a cap that is not a multiple of check_every is
+    still certified at the cap."""
     tasks = _tasks(7, d=5, T=4, n=12)
-    J = LogisticLoss(tasks, task_weights="mean", intercept=certificate == "residual")
-    g = ClusterRelaxation(0.05, 0.01, 2)
-    pen = FirstRows(g, tasks.d) if certificate == "residual" else g
-    W0 = np.zeros((J.d, tasks.T))
+    J = InterceptLogisticLoss(tasks) if intercept else LogisticLoss(tasks)
+    pen = ClusterRelaxation(0.05, 0.01, 2)
+    W0 = np.zeros((tasks.d, tasks.T))
     ref = FISTA(tol=1e-8, max_iter=50000).solve(J, pen, W0)
-    new = FISTA(tol=1e-8, max_iter=50000, step_growth=1.25, check_every=7).solve(J, pen, W0)
-    assert ref.converged and new.converged and new.certificate_kind == certificate
+    new = FISTA(tol=1e-8, max_iter=50000, decrease=0.8, check_every=7).solve(J, pen, W0)
+    assert ref.converged and new.converged and new.certificate_kind == "gap"
     F = lambda W: J.value(W) + pen.value(W)
     assert F(new.W) == pytest.approx(F(ref.W), rel=1e-7)
-    capped = FISTA(tol=1e-10, max_iter=10, step_growth=1.25, check_every=7).solve(J, pen, W0)
+    capped = FISTA(tol=1e-10, max_iter=10, decrease=0.8, check_every=7).solve(J, pen, W0)
     assert not capped.converged and capped.n_iter == 10
-    if certificate == "gap":                      # the certificate of the returned point
-        assert capped.certificate == pytest.approx(
-            duality_gap(J, pen, capped.W) / F(capped.W), rel=1e-9)
-    with pytest.raises(ValueError, match="step_growth must be >= 1"):
-        FISTA(step_growth=0.5)
-
-
-def test_logistic_weights_and_intercept_value_and_gradient():
-    tasks = _tasks(5)
-    J = LogisticLoss(tasks, task_weights="mean", intercept=True)
-    rng = np.random.default_rng(6)
-    W = rng.standard_normal((tasks.d + 1, tasks.T))
-    ref = sum(np.mean(np.logaddexp(0, -tasks.y(t) * (tasks.X(t) @ W[:-1, t] + W[-1, t])))
-              for t in range(tasks.T))
-    assert J.value(W) == pytest.approx(ref, rel=1e-12)
-    D, h = rng.standard_normal(W.shape), 1e-6
-    fd = (J.value(W + h * D) - J.value(W - h * D)) / (2 * h)
-    assert fd == pytest.approx(float(np.sum(J.grad(W) * D)), rel=1e-6)
-    with pytest.raises(ValueError, match="no duality gap with an unpenalised intercept"):
-        J.gap(J.forward(W), W, 0.0, 1.0)
-    with pytest.raises(ValueError, match="task_weights must be"):
-        LogisticLoss(tasks, task_weights="median")
+    assert capped.certificate == pytest.approx(duality_gap(J, pen, capped.W) / F(capped.W),
+                                               rel=1e-9)
+    with pytest.raises(ValueError, match="decrease must be in"):
+        FISTA(decrease=1.25)
+    with pytest.raises(ValueError, match="check_every must be >= 1"):
+        FISTA(check_every=0)

@@ -1,7 +1,7 @@
 """The layer pieces of the factored models: ``Factored`` (J(A X), J(X B)) gradients against
 finite differences and its Lipschitz bound; ``ConjugateGradient`` against the closed-form
 ridge and monotone; ``SquaredNuclear``'s prox against cvxpy and its conjugate by the
-Fenchel-Young equality at the prox; ``FreeRows`` leaves its rows alone."""
+Fenchel-Young equality at the prox."""
 from __future__ import annotations
 
 import cvxpy as cp
@@ -11,7 +11,7 @@ import pytest
 from mtlbench import TaskSet
 from mtlbench_models._core.datafits import LogisticLoss, SquaredLoss
 from mtlbench_models._core.factored import Factored
-from mtlbench_models._core.penalties import FreeRows, SquaredFrobenius, SquaredNuclear
+from mtlbench_models._core.penalties import SquaredFrobenius, SquaredNuclear
 from mtlbench_models._core.quadratic import ConjugateGradient
 
 
@@ -89,11 +89,3 @@ def test_squared_nuclear_prox_matches_cvxpy_and_conjugate_fenchel_young(ridge, s
     for _ in range(20):
         Y = rng.standard_normal(shape)
         assert np.sum(Y * Z) - g.value(Y) <= g.conjugate(Z) + 1e-12
-
-
-def test_free_rows_leaves_the_last_row_alone():
-    V = np.arange(12.0).reshape(4, 3)
-    g = FreeRows(SquaredNuclear(1.0))
-    X = g.prox(V, 1.0)
-    np.testing.assert_array_equal(X[-1], V[-1])
-    assert g.value(V) == SquaredNuclear(1.0).value(V[:-1])

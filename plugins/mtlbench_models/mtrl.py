@@ -23,12 +23,12 @@ FISTA on W with the exact prox of lam1/2 ||.||_F^2 + lam2/2 ||.||_*^2 (spectral;
 a d x T matrix per step; no dT x dT system).  Omega_ is the closed form at the solution (on
 the row space of W when W^T W is singular, e.g. T > d).  Intercepts (the paper's b_t,
 unpenalised; ``decision_function`` adds them): for the squared loss eliminated exactly by
-centring each task's X_t and y_t (b_t = mean(y_t) - mean(X_t) w_t); for the logistic loss a
-feature of constant 1 whose row of the augmented W is not penalised (``FreeRows``).
+centring each task's X_t and y_t (b_t = mean(y_t) - mean(X_t) w_t); for the logistic loss
+minimised out per task by the datafit (``_core.datafits.InterceptLogisticLoss``, unaveraged).
 
 Stopping rule and certificate (convex): squared loss, the relative duality gap <= ``tol``
-(1e-6; the penalty's conjugate is finite); logistic loss, the relative optimality residual of
-the proximal-gradient step <= ``tol`` (the free intercept row has no finite conjugate).
+(1e-6; the penalty's conjugate is finite), for both losses (at the minimising intercepts the
+logistic dual point sums to zero over each task's rows, as an unpenalised intercept needs).
 ``converged_`` iff it held within ``max_iter`` (5000) iterations.  Warm starts along a search
 (convex).  A second solver (``cvxpy``) solves the problem in W with the trace norm in
 epigraph form; the tests check the first against cvxpy on the paper's joint (W, b, Omega)
@@ -61,8 +61,8 @@ import numpy as np
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._core.datafits import LeastSquares, LogisticLoss, SquaredLoss
-from ._core.penalties import FreeRows, SquaredNuclear
+from ._core.datafits import InterceptLogisticLoss, LeastSquares, SquaredLoss
+from ._core.penalties import SquaredNuclear
 from ._core.solvers import FISTA
 
 __all__ = ["MTRL", "MTRLLogistic", "omega_step"]
@@ -87,16 +87,6 @@ def _centred(tasks: TaskSet):
         cs = [tasks.y(t) - ym[t] for t in range(tasks.T)]
         return LeastSquares.from_arrays(Zs, cs, tasks.d, representation="auto"), Xm, ym
     return tasks.memo(("mtrl.centred", 1), compute)
-
-
-def _augmented(tasks: TaskSet) -> LogisticLoss:
-    """The logistic loss on [X_t, 1] (the intercept as a last feature), once per TaskSet."""
-    def compute():
-        Xs = [np.column_stack([tasks.X(t), np.ones(tasks.X(t).shape[0])])
-              for t in range(tasks.T)]
-        return LogisticLoss(TaskSet.from_arrays(tasks.name, Xs,
-                                                [tasks.y(t) for t in range(tasks.T)]))
-    return tasks.memo(("mtrl.augmented", 1), compute)
 
 
 def _curvature(tasks: TaskSet) -> float:
@@ -141,7 +131,7 @@ class MTRL(LinearMTLModel):
             V0 = init.coef_.copy()                  # convex: changes only the speed
         return V0
 
-    def _store(self, tasks: TaskSet, V: np.ndarray) -> None:
+    def _store(self, tasks: TaskSet, V: np.ndarray, J) -> None:
         _, Xm, ym = _centred(tasks)
         self.coef_ = V
         self.intercept_ = ym - np.einsum("dt,dt->t", Xm, V)
@@ -153,7 +143,7 @@ class MTRL(LinearMTLModel):
         self.check_params()
         J, g = self._problem(tasks)
         res = self._solve(J, g, self._start(tasks, init))
-        self._store(tasks, res.W)
+        self._store(tasks, res.W, J)
         self.Omega_ = omega_step(self.coef_)
         self.objective_history_ = res.history
         self.n_iter_, self.gap_ = res.n_iter, float(res.certificate)
@@ -183,16 +173,10 @@ class MTRLLogistic(MTRL):
     curvature_scale = 0.25
 
     def _problem(self, tasks: TaskSet):
-        return _augmented(tasks), FreeRows(self._penalty(tasks))
+        return InterceptLogisticLoss(tasks, average=False), self._penalty(tasks)
 
-    def _start(self, tasks: TaskSet, init) -> np.ndarray:
-        V0 = np.zeros((tasks.d + 1, tasks.T))
-        if getattr(init, "coef_", None) is not None and init.coef_.shape == V0[:-1].shape:
-            V0 = np.vstack([init.coef_, init.intercept_])
-        return V0
-
-    def _store(self, tasks: TaskSet, V: np.ndarray) -> None:
-        self.coef_, self.intercept_ = V[:-1].copy(), V[-1].copy()
+    def _store(self, tasks: TaskSet, V: np.ndarray, J) -> None:
+        self.coef_, self.intercept_ = V, J.intercepts(V)
 
     def fitted_objective(self, tasks: TaskSet) -> float:
         z = [tasks.y(t) * self.decision_function(tasks.X(t), t) for t in range(tasks.T)]

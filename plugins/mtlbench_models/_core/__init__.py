@@ -10,7 +10,7 @@
 * ``penalties`` -- g: :class:`L1`, :class:`L21` (rows or columns), :class:`L1Inf`,
   :class:`Nuclear`, :class:`SquaredFrobenius`, :class:`SquaredKSupport`,
   :class:`GraphLaplacian`, :class:`MeanRegularised`, :class:`CoCluster`,
-  :class:`L1PlusL1Inf`, :class:`BlockSum`, :class:`ClusterRelaxation`, :class:`FirstRows`;
+  :class:`L1PlusL1Inf`, :class:`BlockSum`, :class:`ClusterRelaxation`;
   value, proximal map, dual norm or conjugate;
 * ``solvers`` -- :class:`FISTA`, :class:`BlockCoordinateDescent` (options are constructor
   arguments; ``solve(datafit, penalty, W0)``), :func:`duality_gap`, :class:`SumOfBlocks`
@@ -23,9 +23,9 @@ A model of this form is a few lines (docs/plugins.md, "Writing a model from the 
 """
 from .datafits import (InterceptLogisticLoss, LeastSquares, LogisticLoss, SquaredAUCLoss,
                        SquaredLoss)
-from .penalties import (L1, L21, BlockSum, ClusterRelaxation, CoCluster, FirstRows,
-                        GraphLaplacian, L1Inf, L1PlusL1Inf, MeanRegularised, Nuclear,
-                        SquaredFrobenius, SquaredKSupport)
+from .penalties import (L1, L21, BlockSum, ClusterRelaxation, CoCluster, GraphLaplacian,
+                        L1Inf, L1PlusL1Inf, MeanRegularised, Nuclear, SquaredFrobenius,
+                        SquaredKSupport)
 from .solvers import (FISTA, BlockCoordinateDescent, Result, SmoothSum, SumOfBlocks,
                       duality_gap, lbfgs)
 
@@ -33,6 +33,6 @@ __all__ = ["LeastSquares", "SquaredLoss", "SquaredAUCLoss", "LogisticLoss",
            "InterceptLogisticLoss",
            "L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport",
            "GraphLaplacian", "MeanRegularised", "CoCluster", "L1PlusL1Inf", "BlockSum",
-           "ClusterRelaxation", "FirstRows",
+           "ClusterRelaxation",
            "FISTA", "BlockCoordinateDescent", "Result", "SumOfBlocks", "SmoothSum",
            "duality_gap", "lbfgs"]

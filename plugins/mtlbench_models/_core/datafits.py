@@ -290,40 +290,23 @@ def squared_auc_bruteforce(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple
 
 # ------------------------------------------------------------------------- logistic loss
 class LogisticLoss:
-    """J(W) = sum_t omega_t sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))), labels y in {-1, +1}.
-
-    By default omega_t = 1 and no intercept (c_t = 0).  ``task_weights="mean"`` sets
-    omega_t = 1/n_t (each task's average loss, MALSAR's ``Logistic_*`` functions), or give an
-    array of T weights.  ``intercept=True`` adds an unpenalised intercept c_t per task as a
-    last row of the variable: W has shape (d + 1, T), W[d] = c, and the rows are the features
-    with a column of ones appended (``d`` is then d + 1; a penalty acts on W[:d] only through
-    ``penalties.FirstRows``).  An intercept's conjugate constraint (sum_i of the dual
-    variable = 0 per task) is not met by a scaled dual point, so a problem with an intercept is
-    certified by the optimality residual, not by ``gap``.
+    """J(W) = sum_t sum_i log(1 + exp(-y_ti x_ti^T w_t)), labels y in {-1, +1}.
 
     Evaluated on the zero-padded task stack (:func:`padded_task_rows`; padding rows are masked
     out of the value and contribute exact zeros to the gradient), log(1 + exp(-z)) as
     ``logaddexp(0, -z)`` and the weights sigma(-z) by ``expit``: finite for every margin.
-    State: the margins z = y * (X_t w_t) (T x n_max).
-    grad J[:, t] = -omega_t X_t^T (y_t sigma(-z_t)); task_lipschitz[t] = omega_t ||X_t||_2^2 / 4
-    (sigma' <= 1/4).  Duality: the conjugate of l(z) = log(1 + exp(-y z)) at -y a is
-    a log a + (1 - a) log(1 - a) for a in [0, 1], so the dual point s sigma(-z) stays feasible
-    for s in [0, 1] (``gap``; (omega l)*(omega u) = omega l*(u))."""
+    State: the margins z = y * (X_t w_t) (T x n_max).  grad J[:, t] = -X_t^T (y_t sigma(-z_t));
+    task_lipschitz[t] = ||X_t||_2^2 / 4 (sigma' <= 1/4).  Duality: the conjugate of
+    l(z) = log(1 + exp(-y z)) at -y a is a log a + (1 - a) log(1 - a) for a in [0, 1], so the
+    dual point s sigma(-z) stays feasible for s in [0, 1] (``gap``)."""
 
-    def __init__(self, tasks: TaskSet, task_weights=None, intercept: bool = False) -> None:
-        """``tasks``: T tasks, X_t of shape (n_t, d), labels y_t in {-1, +1} of shape (n_t,);
-        ``task_weights``: None, ``"mean"`` or T positive weights; ``intercept``: append c_t."""
-        self.intercept = bool(intercept)
-        if self.intercept:
-            tasks = tasks.memo(("logistic", "intercept"), lambda: _with_ones(tasks))
+    def __init__(self, tasks: TaskSet) -> None:
+        """``tasks``: T tasks, X_t of shape (n_t, d), labels y_t in {-1, +1} of shape (n_t,)."""
         self.d, self.T = tasks.d, tasks.T
         _, self.y3, self.n = padded_task_rows(tasks)
         self.X3t = padded_task_rows_t(tasks)
         self.mask = np.arange(self.y3.shape[1])[None, :] < self.n[:, None]
         self.task_lipschitz = 0.25 * task_lipschitz(tasks)
-        self.weights = _task_weights(task_weights, self.n)
-        if self.weights is not None:
-            self.task_lipschitz = self.task_lipschitz * self.weights
         self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
 
     @classmethod
@@ -348,9 +331,7 @@ class LogisticLoss:
         return self.y3 * np.matmul(W.T[:, None, :], self.X3t)[:, 0, :]
 
     def value_of(self, Z: np.ndarray) -> float:
-        if self.weights is None:
-            return float(np.sum(np.logaddexp(0.0, -Z), where=self.mask))
-        return float(np.sum(np.logaddexp(0.0, -Z), axis=1, where=self.mask) @ self.weights)
+        return float(np.sum(np.logaddexp(0.0, -Z), where=self.mask))
 
     def task_values_of(self, Z: np.ndarray) -> np.ndarray:
         """l_t(w_t) per task (T,) from the margins."""
@@ -364,8 +345,6 @@ class LogisticLoss:
 
     def grad_of(self, Z: np.ndarray) -> np.ndarray:
         coef = -self.y3 * expit(-Z)                           # zero at the padding (y = 0)
-        if self.weights is not None:
-            coef *= self.weights[:, None]
         return np.matmul(self.X3t, coef[:, :, None])[:, :, 0].T
 
     def value(self, W: np.ndarray) -> float:
@@ -385,40 +364,13 @@ class LogisticLoss:
 
     def gap(self, Z: np.ndarray, W: np.ndarray, pen: float, s: float,
             G: np.ndarray | None = None, f: float | None = None) -> float:
-        """pen + J(W) + sum_t omega_t sum_i [a log a + (1 - a) log(1 - a)], a = s sigma(-z)
-        (the datafit's conjugate at the dual point s Theta; module docstring).  Without an
-        intercept only (class docstring)."""
-        if self.intercept:
-            raise ValueError("LogisticLoss: no duality gap with an unpenalised intercept "
-                             "(certify by the optimality residual)")
+        """pen + J(W) + sum_ti [a log a + (1 - a) log(1 - a)], a = s sigma(-z) (the datafit's
+        conjugate at the dual point s Theta; module docstring)."""
         a = s * expit(-Z)
         ent = xlogy(a, a) + xlogy(1.0 - a, 1.0 - a)
         f = self.value_of(Z) if f is None else f
-        if self.weights is None:
-            return float(pen + f + np.sum(ent, where=self.mask))
-        return float(pen + f + np.sum(ent, axis=1, where=self.mask) @ self.weights)
+        return float(pen + f + np.sum(ent, where=self.mask))
 
-
-def _with_ones(tasks: TaskSet) -> TaskSet:
-    """The tasks with a column of ones appended to every X_t (the intercept's feature)."""
-    Xs = [np.hstack([tasks.X(t), np.ones((tasks.X(t).shape[0], 1))]) for t in range(tasks.T)]
-    return TaskSet.from_arrays(f"{tasks.name}[+1]", Xs, [tasks.y(t) for t in range(tasks.T)],
-                               task_names=list(tasks.task_names), target_kind=tasks.target_kind)
-
-
-def _task_weights(task_weights, n: np.ndarray) -> np.ndarray | None:
-    """omega (T,) from ``task_weights`` (None: all 1, returned as None)."""
-    if task_weights is None:
-        return None
-    if isinstance(task_weights, str):
-        if task_weights != "mean":
-            raise ValueError(f"LogisticLoss: task_weights must be None, 'mean' or an array, "
-                             f"got {task_weights!r}")
-        return 1.0 / n.astype(np.float64)
-    w = np.asarray(task_weights, dtype=np.float64)
-    if w.shape != n.shape or not np.all(w > 0):
-        raise ValueError(f"LogisticLoss: task_weights must be {n.size} positive numbers")
-    return w
 
 # ------------------------------------------------- logistic loss with per-task intercepts
 class InterceptLogisticLoss(LogisticLoss):

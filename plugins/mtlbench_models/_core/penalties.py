@@ -23,7 +23,6 @@ penalty                g(W)                                                dual 
 ``GraphLaplacian``     lam tr(W L W^T), L a T x T Laplacian (smooth)       --
 ``MeanRegularised``    lam sum_t ||w_t - wbar||^2 + lam_mean T ||wbar||^2  conjugate (both > 0)
 ``ClusterRelaxation``  min_M c tr(W (eta I + M)^{-1} W^T)  (smooth, CMTL)  conjugate: top-k sum
-``FirstRows(g, d)``    g(W[:d]) (unpenalised rows below: intercepts)       --
 ``CoCluster(lam, k)``  lam sum_{i > k} sigma_i(W)^2  (non-convex)          --
 ``L1PlusL1Inf``        lam1 ||W||_1 + lam2 sum_i max_t |W_it|              --
 ``L1InfConvL1``        min_{P+Q=W} lam1 ||P||_{1,inf} + lam2 ||Q||_1       both balls (max)
@@ -48,13 +47,12 @@ from scipy.linalg import eigh
 
 __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport",
            "GraphLaplacian", "MeanRegularised", "CoCluster", "L1PlusL1Inf", "BlockSum",
-           "ClusterRelaxation", "FirstRows", "cluster_relaxation_weights",
+           "ClusterRelaxation", "cluster_relaxation_weights",
            "prox_l1", "prox_group_rows", "prox_group_cols", "prox_trace", "prox_trace_svd",
            "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
            "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
-           "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
-           "FreeRows"]
+           "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold"]
 
 
 # ============================================================================ proximal maps
@@ -807,38 +805,6 @@ class ClusterRelaxation:
         return (self.eta * float(np.sum(V * V)) + best) / (4.0 * self.c)
 
 
-class FirstRows:
-    """g(W[:d]) for a variable W with more rows than ``d`` (unpenalised rows below: the
-    per-task intercepts of ``datafits.LogisticLoss(intercept=True)``): value, prox (the rows
-    below d are left as they are), and ``grad`` / ``lipschitz`` for a smooth g (zeros below)."""
-
-    def __init__(self, penalty, d: int) -> None:
-        self.penalty, self.d = penalty, int(d)
-        if hasattr(penalty, "grad"):
-            self.grad = self._grad
-            self.lipschitz = penalty.lipschitz
-        if hasattr(penalty, "prox_with_value"):
-            self.prox_with_value = self._prox_with_value
-
-    def value(self, W: np.ndarray) -> float:
-        return self.penalty.value(W[:self.d])
-
-    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
-        X = V.copy()
-        X[:self.d] = self.penalty.prox(V[:self.d], L)
-        return X
-
-    def _prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
-        X = V.copy()
-        X[:self.d], value = self.penalty.prox_with_value(V[:self.d], L)
-        return X, value
-
-    def _grad(self, W: np.ndarray) -> np.ndarray:
-        G = np.zeros_like(W)
-        G[:self.d] = self.penalty.grad(W[:self.d])
-        return G
-
-
 class L1PlusL1Inf:
     """g(W) = lam1 ||W||_1 + lam2 sum_i max_t |W_it| (VSTG-MTL's variable selection);
     prox: :func:`prox_l1_l1inf_rows` (the composition, exact)."""
@@ -1013,19 +979,3 @@ class SquaredNuclear:
         c = squared_l1_threshold(z, self.ridge, self.lam)
         x = np.maximum(z - c, 0.0) / self.ridge
         return float(z @ x - 0.5 * self.ridge * (x @ x) - 0.5 * self.lam * x.sum() ** 2)
-
-
-class FreeRows:
-    """g(W) = penalty(W[:-m]): the last ``m`` rows of W unpenalised (intercepts appended as
-    features of constant 1); prox: the penalty's on the first rows, the identity on the last.
-    No dual norm or conjugate (that of a free row is the indicator of zero): solvers certify
-    with the optimality residual."""
-
-    def __init__(self, penalty, m: int = 1) -> None:
-        self.penalty, self.m = penalty, int(m)
-
-    def value(self, W: np.ndarray) -> float:
-        return self.penalty.value(W[:-self.m])
-
-    def prox(self, V: np.ndarray, L: float) -> np.ndarray:
-        return np.concatenate([self.penalty.prox(V[:-self.m], L), V[-self.m:]])

@@ -109,9 +109,9 @@ class SumOfBlocks:
 
 class SmoothSum:
     """J(W) + sum_h h(W): a datafit plus smooth penalties h, each a homogeneous quadratic
-    (h(W) = 1/2 <W, grad h(W)>: ``GraphLaplacian``, ``MeanRegularised``, ``SquaredFrobenius``,
-    or one of them in ``FirstRows``), as the smooth term of :class:`FISTA` beside a
-    non-smooth penalty g (SRMTL: the squared loss + a graph term, with an l1 g).
+    (h(W) = 1/2 <W, grad h(W)>: ``GraphLaplacian``, ``MeanRegularised``, ``SquaredFrobenius``),
+    as the smooth term of :class:`FISTA` beside a non-smooth penalty g (SRMTL: the squared loss
+    + a graph term, with an l1 g).
 
     State (linear in W): the datafit's state, W and Gh = sum_h grad h(W); J + h reads
     f(S) + 1/2 <W, Gh>, its gradient grad J + Gh; ``lipschitz`` is the sum of the terms'.
