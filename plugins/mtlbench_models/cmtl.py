@@ -15,16 +15,16 @@ M shares the eigenvectors of W^T W; its eigenvalues m_i = clip(sqrt(s_i / nu) - 
 with nu set by sum_i m_i = k, found exactly on the piecewise-linear budget), so the problem
 is convex in W alone.  J is the squared loss sum_t 1/2 ||y_t - X_t w_t||^2 (``cmtl``,
 ``Least_CMTL``) or MALSAR's logistic loss sum_t (1/n_t) sum_i log(1 + exp(-y_ti (x_ti^T w_t +
-c_t))) with an unpenalised intercept c_t per task (``cmtl-logistic``, ``Logistic_CMTL``;
+c_t))) with an unpenalised intercept c_t per task, minimised out
+(``_core.datafits.InterceptLogisticLoss``; ``cmtl-logistic``, ``Logistic_CMTL``;
 ``decision_function`` adds c_t).
 
-Solver: FISTA (``_core.solvers.FISTA``) in W with the penalty's exact proximal map (the same
+Solver (``_core.classic.PenalisedModel``): FISTA-BKTR (``_core.solvers.FISTA``) in W with the penalty's exact proximal map (the same
 closed-form minimum over M at eta + 2c/L, one eigen-decomposition of the smaller Gram matrix
 of the point).  MALSAR instead runs accelerated projected gradient on (W, M) jointly.
-Stopping rule and certificate: the squared variant stops at a relative duality gap <= ``tol``
+Stopping rule and certificate: a relative duality gap <= ``tol`` for both losses
 (1e-6; the penalty's conjugate is (eta ||V||_F^2 + the sum of the k largest eigenvalues of
-V^T V) / (4c)); the logistic variant, whose intercepts admit no scaled dual point, at a
-relative optimality residual <= ``tol``.  ``converged_`` says whether it held within
+V^T V) / (4c)).  ``converged_`` says whether it held within
 ``max_iter``.
 
 Search space (scale-free): ``cluster_ratio`` = rho1 / curvature and ``ridge_ratio`` =

@@ -22,8 +22,8 @@ weight a; b -> 0 leaves the mean unpenalised.
 
 Solver: the squared variant's optimum in closed form: the optimality condition
 (X_t^T X_t + 2a I) w_t = X_t^T y_t + 2 (a - b) wbar reduces to one d x d system for wbar
-(``MeanReg._closed_form``, through the tasks' Gram spectra); the logistic variant by FISTA
-(``_core.solvers.FISTA``: backtracking with a growing step, monotone restart) with the
+(``MeanReg.closed_form``, through the tasks' Gram spectra); the logistic variant by FISTA
+(``_core.solvers.FISTA``: FISTA-BKTR, monotone restart; ``_core.classic.PenalisedModel``) with the
 penalty's exact proximal map (the column mean and the deviations from it shrunk apart).
 Stopping rule and certificate: the relative duality gap <= ``tol`` (1e-6), the penalty's
 conjugate being finite (both weights > 0); the closed form is certified the same way (FISTA

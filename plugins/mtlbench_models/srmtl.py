@@ -12,7 +12,8 @@ Laplacian L (T x T) -- MALSAR's structure matrix R enters as L = R R^T, since
 (MALSAR's optional ridge opts.rho_L2 is 0 here, its default).  J is the squared loss
 sum_t 1/2 ||y_t - X_t w_t||^2 (``srmtl``, MALSAR's ``Least_SRMTL``) or MALSAR's logistic loss
 sum_t (1/n_t) sum_i log(1 + exp(-y_ti (x_ti^T w_t + c_t))) with an unpenalised intercept c_t
-per task (``srmtl-logistic``, ``Logistic_SRMTL``; ``decision_function`` adds c_t).
+per task, minimised out (``_core.datafits.InterceptLogisticLoss``; ``srmtl-logistic``,
+``Logistic_SRMTL``; ``decision_function`` adds c_t).
 
 The graph: ``tasks.meta["task_graph"]`` (a symmetric T x T adjacency A >= 0, L = diag(A 1) -
 A) when the data set provides one; else the complete graph with edge weights 1/T,
@@ -20,11 +21,11 @@ L = I - 11^T / T (MALSAR's "all tasks related" R), for which the graph term is
 rho1 sum_t ||w_t - wbar||^2: mean-regularised MTL plus an l1 penalty.  (The protocol's
 training subsets carry no meta, so a benchmark run uses the complete graph.)
 
-Solver: FISTA (``_core.solvers.FISTA``) on the smooth part J + rho1 tr(W L W^T)
-(``_core.solvers.SmoothSum``) with the l1 prox (soft thresholding).  Stopping rule and
-certificate: the squared variant stops at a relative duality gap <= ``tol`` (1e-6; the
-graph term's conjugate enters the gap at its gradient); the logistic variant, whose
-intercepts admit no scaled dual point, at a relative optimality residual <= ``tol``.
+Solver (``_core.classic.PenalisedModel``): FISTA-BKTR (``_core.solvers.FISTA``) on the
+smooth part J + rho1 tr(W L W^T) (``_core.solvers.SmoothSum``) with the l1 prox (soft
+thresholding).  Stopping rule and certificate: a relative duality gap <= ``tol`` (1e-6; the
+graph term's conjugate enters the gap at its gradient; with the intercepts minimised out the
+logistic dual point keeps their zero-sum constraint).
 ``converged_`` says whether it held within ``max_iter``.
 
 Search space (scale-free): ``rho_ratio`` = rho2 / max_ij |grad J(0)| (with the intercepts at
