@@ -19,9 +19,10 @@ c_t))) with an unpenalised intercept c_t per task, minimised out
 (``_core.datafits.InterceptLogisticLoss``; ``cmtl-logistic``, ``Logistic_CMTL``;
 ``decision_function`` adds c_t).
 
-Solver (``_core.classic.PenalisedModel``): FISTA-BKTR (``_core.solvers.FISTA``) in W with the penalty's exact proximal map (the same
-closed-form minimum over M at eta + 2c/L, one eigen-decomposition of the smaller Gram matrix
-of the point).  MALSAR instead runs accelerated projected gradient on (W, M) jointly.
+Solver (``_core.classic.PenalisedModel``): FISTA-BKTR (``_core.solvers.FISTA``) in W with the
+penalty's exact proximal map (the same closed-form minimum over M at eta + 2c/L, one
+eigen-decomposition of the smaller Gram matrix of the point).  MALSAR instead runs
+accelerated projected gradient on (W, M) jointly.
 Stopping rule and certificate: a relative duality gap <= ``tol`` for both losses
 (1e-6; the penalty's conjugate is (eta ||V||_F^2 + the sum of the k largest eigenvalues of
 V^T V) / (4c)).  ``converged_`` says whether it held within
