@@ -106,11 +106,11 @@ class TaskScores:
     def __init__(self, ys: Sequence[np.ndarray], ss: Sequence[np.ndarray]) -> None:
         self.ys = list(ys)
         ss = [np.asarray(s, dtype=np.float64) for s in ss]
-        finite = [np.abs(s[np.isfinite(s)]) for s in ss]
-        scale = max((float(a.max()) for a in finite if a.size), default=0.0)
-        zero = SCORE_ZERO_RTOL * scale
-        self.ss = [np.where(np.abs(s) <= zero, 0.0, s) if np.any(np.abs(s) <= zero) and zero > 0
-                   else s for s in ss]
+        mags = [np.abs(s) for s in ss]
+        zero = SCORE_ZERO_RTOL * max(
+            (float(np.max(a, initial=0.0, where=np.isfinite(a))) for a in mags), default=0.0)
+        self.ss = [np.where(small, 0.0, s) if zero > 0 and (small := a <= zero).any() else s
+                   for s, a in zip(ss, mags)]
 
     def value(self, metric: Metric) -> tuple[float, np.ndarray]:
         """(aggregated value, per-task values (T,)) of ``metric`` (NaN: undefined)."""

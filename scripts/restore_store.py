@@ -84,54 +84,13 @@ def _prune(path: str, delete: bool) -> int:
     return 0
 
 
-def _pairing(model, problem, rep, split, protocol, config) -> str:
-    import json
-
-    protocol = {k: v for k, v in (protocol or {}).items() if k != "reps"}
-    return json.dumps([model, problem, int(rep), split, protocol, config], sort_keys=True)
-
-
 def _check_any_code(files: list[Path], store) -> int:
-    """``check --any-code``: each store unit beside the published unit it pairs with."""
-    import json
+    """``check --any-code``: print each pair that differs and the counts."""
+    from mtlbench.report.importing import check_restored_any_code
 
-    import numpy as np
-
-    rows = store.units(status="ok")
-    mine = {_pairing(r.model, r.problem, r.rep, r.split_fingerprint, r.protocol,
-                     r.model_config): r for r in rows.itertuples(index=False)}
-    scores = store.task_scores(keys=list(rows["key"]))
-    per_task = {k: g.sort_values("task_index")["test_auc"].to_numpy()
-                for k, g in scores.groupby("key")}
-    n = same = data_differs = 0
-    for p in files:
-        data = json.loads(p.read_text(encoding="utf-8"))
-        for u in data["units"]:
-            row = mine.get(_pairing(u["model"], u["problem"], u["rep"], u["split_fingerprint"],
-                                    u["protocol"], u["model_config"]))
-            if row is None or u["status"] != "ok":
-                continue
-            n += 1
-            where = f"{u['model']} {u['problem']} rep {u['rep']}"
-            note = ""
-            if row.data_fingerprint != u["data_fingerprint"]:
-                data_differs += 1
-                note = " (data fingerprint differs: the data set is not the same bits here)"
-            if row.best_params == u["best_params"] and row.test_auc == u["test_auc"]:
-                same += 1
-                continue
-            if row.best_params == u["best_params"]:
-                ours = per_task.get(row.key, np.array([]))
-                theirs = np.asarray(u["task_auc"], dtype=float)
-                dev = (float(np.max(np.abs(ours - theirs))) if ours.shape == theirs.shape
-                       else float("nan"))
-                print(f"same selection, test AUC differs: {where}: published "
-                      f"{u['test_auc']!r}, here {row.test_auc!r} (max per-task "
-                      f"difference {dev:.2e}){note}")
-            else:
-                print(f"selection differs: {where}: published {u['best_params']} "
-                      f"(test AUC {u['test_auc']:.6f}), here {row.best_params} "
-                      f"(test AUC {row.test_auc:.6f}){note}")
+    n, same, data_differs, lines = check_restored_any_code(files, store)
+    for line in lines:
+        print(line)
     print(f"{n} unit(s) of the store paired with published units (any code): {same} with the "
           f"same selection and test AUC, {n - same} differ; {data_differs} pair(s) on data "
           "whose fingerprint differs")

@@ -269,7 +269,7 @@ def _off_surface(path: Path) -> list[str]:
 
 
 def test_builtin_dataset_plugins_use_only_the_public_surface(tmp_path):
-    """Issue 26 item 4: what a dataset plugin needs (checksummed files, the user's data
+    """What a dataset plugin needs (checksummed files, the user's data
     folder, the minimum-per-class rule, building a task set) is public in
     ``mtlbench.datasets_api`` (docs/plugins.md); the built-in dataset plugins use nothing else
     of the core, so an outside author can rely on everything they use."""

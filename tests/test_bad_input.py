@@ -265,7 +265,7 @@ def test_unwritable_store_paths(tmp_path):
     assert not_db.read_text().startswith("these are my notes")  # left untouched
 
 
-# --------------------------------------------------------------------------- issue 28: silent or
+# --------------------------------------------------------------------------- silent or
 # traceback-ending inputs
 def _config(tmp_path: Path, data: bytes) -> str:
     path = tmp_path / "cfg.toml"
@@ -294,7 +294,7 @@ def _config(tmp_path: Path, data: bytes) -> str:
 ], ids=["dataset-seed", "config-not-utf8", "rerun-unknown", "config-type-unselected",
         "config-range-unselected", "scheduler-scheme", "scheduler-port"])
 def test_inputs_that_were_ignored_or_ended_in_a_traceback(tmp_path, args, fragments):
-    """Each gives one line and exit 2 (issue 28): before, a numpy traceback, a
+    """Each gives one line and exit 2: before, a numpy traceback, a
     UnicodeDecodeError, nothing at all (an unknown --rerun model recomputed nothing; a wrong
     [models.NAME] table of a model not selected waited for the day it is), or a clear line
     followed by a 40 s hang and a traceback from Dask's Client.__del__."""

@@ -1,4 +1,4 @@
-"""Options and config files are validated before any work (issue 14 item 13): one clear line
+"""Options and config files are validated before any work: one clear line
 each, exit status 2, never a traceback, nothing planned or stored."""
 from __future__ import annotations
 

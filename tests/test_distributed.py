@@ -3,7 +3,7 @@
 A ``distributed.LocalCluster`` on loopback (2 worker processes x 1 thread) stands in for a real
 cluster.  Results must be identical (to the bit) to a serial run; data goes to the workers once;
 failing and over-time units become "failed" records and the other units go on; a unit is never
-recorded as failed because a neighbour killed its worker (issue 28).
+recorded as failed because a neighbour killed its worker.
 
 Every cluster here is made by :func:`local_cluster`, which keeps a LocalCluster from giving up on
 a worker its nanny is restarting: LocalCluster closes a nanny whose worker has not come back
@@ -294,7 +294,7 @@ SEGFAULT_DRILLS = {
 @pytest.mark.parametrize("drill", sorted(SEGFAULT_DRILLS))
 def test_dask_records_only_the_unit_that_kills_workers_with_its_cause(faulty_dist, tmp_path,
                                                                      drill):
-    """Issue 28, cases 1 and 2: a segfaulting model beside healthy stl and lasso units on a
+    """A segfaulting model beside healthy stl and lasso units on a
     local Dask cluster.  Only the faulty units are recorded as failed, with the worker's death
     as the cause, with or without --timeout (before: a neighbour lost with a dying worker
     could be recorded as failed, and with --timeout the faulty unit was recorded as over time:
@@ -321,7 +321,7 @@ def test_dask_records_only_the_unit_that_kills_workers_with_its_cause(faulty_dis
 
 @pytest.mark.slow
 def test_dask_results_lost_with_a_dying_worker_are_computed_again(faulty_dist, tmp_path):
-    """Issue 28, case 1: finished results held by a worker that dies before the client
+    """Finished results held by a worker that dies before the client
     fetched them (future status "lost"; Dask recomputes them) are resubmitted, never
     recorded as failed ("the Dask task failed: NoneType: None").  The worker holding the most
     finished results is killed while the client is busy with the first one."""
@@ -350,7 +350,7 @@ def test_dask_results_lost_with_a_dying_worker_are_computed_again(faulty_dist, t
 
 @pytest.mark.slow
 def test_all_workers_gone_with_the_scheduler_alive_is_said_promptly(faulty_dist, tmp_path):
-    """Issue 28, case 7: every worker killed with its nanny (``dask worker`` processes),
+    """Every worker killed with its nanny (``dask worker`` processes),
     the scheduler alive: the run ends within seconds saying so (before: after 209 s, as
     "lost the connection to the Dask scheduler")."""
     from mtlbench.errors import MTLBenchError

@@ -255,7 +255,7 @@ def test_overrides_are_checked_without_running_the_plugin(faulty, tmp_path):
 def test_the_override_probe_is_bounded_from_outside(faulty, tmp_path):
     """An undeclared override is probed by one fit before any unit runs; a fit that swallows
     its time limit (600 s here) is stopped from outside after min(10 s, --timeout) + a grace,
-    like a unit, and the run goes on (issue 28: it blocked ``compare`` for the fit's whole
+    like a unit, and the run goes on (it blocked ``compare`` for the fit's whole
     duration, and its process outlived a kill -9)."""
     store = str(tmp_path / "p.sqlite")
     cmd = fault_plugins.cli_command() + [
@@ -272,7 +272,7 @@ def test_the_override_probe_is_bounded_from_outside(faulty, tmp_path):
 
 def test_fits_of_the_search_that_raise_are_counted_and_shown_with_the_plugin_line(
         faulty, tmp_path, monkeypatch):
-    """Issue 26 (c): a fit of the search that raises was swallowed (the unit ok, 0 failures
+    """A fit of the search that raises was swallowed (the unit ok, 0 failures
     everywhere, the error only in the stored trace).  Now the search summary counts them
     (``failed_fits``), each trace entry keeps the plugin's frames (framework frames
     stripped), ``compare`` ends by naming them with the plugin's line, and

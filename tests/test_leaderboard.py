@@ -400,7 +400,7 @@ def _search_unit(model, rep, auc, *, degenerate=None, share=None, selected=True,
 
 
 def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path):
-    """Issue 24 items 5-6, issue 26 (c): each flag in its own column and in the JSON, the
+    """Each flag in its own column and in the JSON, the
     degenerate units and units with failed fits named, "not recorded" never shown as 0."""
     rows = []
     for r in range(6):
@@ -471,7 +471,7 @@ def test_both_convergence_columns_read_converged_only(tmp_path):
 
 
 def test_machines_name_their_cpu_and_units_without_one_are_kept_apart(tmp_path):
-    # two CPUs behind one host name (a machine replaced between sessions, issue 23): the
+    # two CPUs behind one host name (a machine replaced between sessions): the
     # provenance lists them apart, with the CPU where the units recorded it
     rows = [unit("stl", r, 0.7) for r in range(3)]
     rows += [unit("best", r, 0.8, extra={"versions": {

@@ -263,7 +263,7 @@ def _label_boxes(ax):
     ([1, 2, 4, 8, 16, 32, 64, 128, 256], True),
 ])
 def test_log_axis_tick_labels_never_overlap(values, integer):
-    """Issue 26 item 7: the tuning figure's log-axis labels overlapped (minor ticks labelled
+    """The tuning figure's log-axis labels overlapped (minor ticks labelled
     in a larger font when a range spans under two decades)."""
     from matplotlib.figure import Figure
 

@@ -1,5 +1,5 @@
 """Plugin discovery through real entry points: resilience, strict mode, name conflicts, and
-the mistakes caught when a plugin registers (issue 26)."""
+the mistakes caught when a plugin registers."""
 import json
 import warnings
 
@@ -98,7 +98,7 @@ def test_strict_mode_turns_a_failure_into_an_error(broken_env, monkeypatch):
 
 
 def test_a_plugin_taking_a_builtin_name_is_refused_and_the_builtin_kept(tmp_path, monkeypatch):
-    """Issue 26 (e): a third-party model named like a built-in no longer disables the
+    """A third-party model named like a built-in no longer disables the
     built-in (a bare ``compare`` planned one model fewer): the built-in keeps its name, the
     newcomer is refused with a message naming it and the fix."""
     write_distribution(tmp_path / "site", "tp-clash", "9.9", {"tp_clash": CLASH},
@@ -149,7 +149,7 @@ def test_the_builtin_wins_whatever_the_order_plugins_are_added_in():
 
 
 def test_two_third_party_plugins_with_one_name_disable_only_that_name(tmp_path, monkeypatch):
-    """Issue 14 item 16: the clashing name is unusable (the message names both
+    """The clashing name is unusable (the message names both
     distributions); every other name and ``mtlbench plugins`` keep working."""
     # (dist-info folders are named NAME-VERSION: a dash in NAME would make both "tp")
     other = GOOD.replace("Mean", "Other")
@@ -195,7 +195,7 @@ def register_models(register):
 
 
 def test_a_misspelled_search_space_is_a_plugin_failure(tmp_path, monkeypatch):
-    """Issue 14 item 17: checked at registration, reported like a plugin failure, only that
+    """Checked at registration, reported like a plugin failure, only that
     model unusable."""
     write_distribution(tmp_path / "site", "tp-typo", "1.0", {"tp_typo": MISSPELLED},
                        {"tp-typo": "tp_typo"})
@@ -250,7 +250,7 @@ def register_models(register):
 
 def test_a_parameter_without_a_start_range_or_with_an_unknown_bound_name_is_refused(
         tmp_path, monkeypatch):
-    """Issue 24: every ordered parameter declares a start range (two distinct values) and a
+    """Every ordered parameter declares a start range (two distinct values) and a
     bound expression names only problem dimensions and searched parameters; checked at
     registration for third-party models, reported like a plugin failure naming the model,
     the parameter and the fix; the plugin's other models keep working."""
@@ -375,7 +375,7 @@ HOOK_MISTAKES = {
 
 
 def test_hook_mistakes_make_only_that_plugin_unusable(tmp_path, monkeypatch):
-    """Issue 26 item 1: a misspelled hook (silently ignored before: pluggy's
+    """A misspelled hook (silently ignored before: pluggy's
     ``check_pending`` finds it), a hook taking an argument mtlbench does not pass, an
     unmarked look-alike of a hook and a plugin implementing no hook fail registration with a
     message naming the plugin and the fix; the plugin registers nothing, the others work,
@@ -499,7 +499,7 @@ def register_models(register):
 
 
 def test_declarations_that_do_not_fit_together_are_reported(tmp_path, monkeypatch):
-    """Issue 26 (b): ``supports_warm_start`` without ``convex`` (warm starts silently off)
+    """``supports_warm_start`` without ``convex`` (warm starts silently off)
     warns with the model and the change, and is kept as a notice of its plugin; a ``fit``
     the protocol cannot call makes the model unusable.  Registration does not judge
     ``converged_`` (that is behaviour: the model's first unit, the kit)."""
@@ -522,7 +522,7 @@ def test_declarations_that_do_not_fit_together_are_reported(tmp_path, monkeypatc
 
 
 def test_a_stale_editable_install_is_named(monkeypatch):
-    """Issue 26 (f): an editable install keeps the version it was installed with, so after a
+    """An editable install keeps the version it was installed with, so after a
     version bump results would record the old one; loading says to reinstall."""
     from mtlbench.plugins import PluginWarning
 

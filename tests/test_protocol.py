@@ -183,7 +183,7 @@ def test_structure_recovery_on_simulated_truth():
     assert rec["ari_task_groups"] == 1.0
 
 
-# ---------------------------------------------------------------- model contract (issue 14.17)
+# ---------------------------------------------------------------- model contract
 def _contract_problem():
     from mtlbench import TaskSet
 

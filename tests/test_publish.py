@@ -1,4 +1,4 @@
-"""Publishing (issue 14 item 5) and reusing published results (issue 16 item 2)."""
+"""Publishing and reusing published results."""
 from __future__ import annotations
 
 import json
@@ -196,7 +196,7 @@ def test_a_dataset_with_parameters_is_published_under_a_file_safe_name(tmp_path)
     assert "[toy[seed=1]](toy-seed-1.md)" in index and "[toy](toy.md)" in index
 
 
-# ------------------------------------------------------------------ issue 28: verified imports
+# ------------------------------------------------------------------ verified imports
 @pytest.fixture(scope="module")
 def published_stl(tmp_path_factory):
     """simulated.json published from a store computed by this tree: stl, 2 repetitions."""
@@ -253,7 +253,7 @@ def _refused_import(tmp_path, data, *args):
         "rep-type", "rep-range", "fingerprint", "code-fingerprint", "label", "n-test", "key"])
 def test_import_refuses_a_unit_that_is_not_well_formed_or_consistent(published_stl, tmp_path,
                                                                      edit, message):
-    """Issue 28, case 5: one changed AUC, a wrong type, status, repetition, fingerprint or
+    """One changed AUC, a wrong type, status, repetition, fingerprint or
     key refuses the whole file in one line naming the unit and the field; nothing is
     written (before: the changed AUC was imported and moved the leaderboard, "excellent"
     made 'results' crash on the store, a missing or non-integer rep gave a traceback, and

@@ -1,4 +1,4 @@
-"""The solver race (issue 25): reference optima, suboptimality levels, solver agreement, models
+"""The solver race: reference optima, suboptimality levels, solver agreement, models
 without progress reports, the store's races table, and the command line end to end."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The judgement across data sets (issue 27 items 1-3): leaderboard --all, summary_across,
+"""The judgement across data sets: leaderboard --all, summary_across,
 publish's summary page."""
 from __future__ import annotations
 

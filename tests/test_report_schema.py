@@ -1,4 +1,4 @@
-"""The leaderboard is a typed object that defines the published JSON (issue 26 item 6)."""
+"""The leaderboard is a typed object that defines the published JSON."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""One selection rule for results, leaderboard and publish (issue 14 items 3 and 4)."""
+"""One selection rule for results, leaderboard and publish."""
 from __future__ import annotations
 
 import json
@@ -168,7 +168,7 @@ def test_unknown_seed_or_model_is_a_clear_error(tmp_path):
 
 
 def test_the_report_package_names_no_plugin():
-    """Issue 15: roles come from what models declare, so no model or dataset name, and no
+    """Roles come from what models declare, so no model or dataset name, and no
     import of the built-in plugin packages, appears in mtlbench/report."""
     import ast
     from pathlib import Path

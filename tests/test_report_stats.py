@@ -1,4 +1,4 @@
-"""Exact Wilcoxon signed-rank p-values (issue 24 item 7), checked against brute force."""
+"""Exact Wilcoxon signed-rank p-values, checked against brute force."""
 from __future__ import annotations
 
 import itertools

@@ -93,6 +93,32 @@ def test_check_reports_a_unit_that_differs(published, tmp_path, capsys):
     assert "differs: simulated: lasso simulated rep 1" in text and "1 differ" in text
 
 
+def test_check_any_code_pairs_units_of_other_code_and_names_a_changed_selection(
+        published, tmp_path, capsys):
+    """``check --any-code`` pairs units whose keys differ (other code) by model, problem,
+    repetition, split, protocol and space; a changed selection is one line, and the rest pair
+    as equal."""
+    store, out = published
+    copy = tmp_path / "other-code.sqlite"
+    copy.write_bytes(Path(store).read_bytes())
+    con = sqlite3.connect(copy)
+    con.execute("PRAGMA foreign_keys = ON")
+    con.execute("UPDATE task_scores SET key = key || 'x'")
+    con.execute("UPDATE units SET key = key || 'x'")   # another code: no key in common
+    con.execute("UPDATE units SET best_params = '{\"rho_ratio\": 0.5}' "
+                "WHERE model = 'lasso' AND rep = 2")
+    con.commit()
+    con.close()
+    script = _script()
+    assert script.main(["check", "--leaderboards", str(out), "--store", str(copy)]) == 0
+    assert "0 unit(s) of the store compared" in capsys.readouterr().out
+    assert script.main(["check", "--any-code", "--leaderboards", str(out),
+                        "--store", str(copy)]) == 1
+    text = capsys.readouterr().out
+    assert "selection differs: lasso simulated rep 2" in text
+    assert "6 unit(s) of the store paired" in text and "5 with the same selection" in text
+
+
 def test_units_of_other_code_are_left_for_compare(published, tmp_path, monkeypatch, capsys):
     import mtlbench.provenance as prov
 

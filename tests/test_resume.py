@@ -189,7 +189,7 @@ def test_stopping_compare_at_any_stage(tmp_path, stage, sig):
     """Ctrl-C and SIGTERM (what timeout, systemd and Slurm send) end ``compare`` at any stage
     with a message saying what was saved and how to resume (exit 130 / 143), its claims
     released; after any of them, kill -9 included, no process it started (forkserver,
-    resource tracker, probe, workers) is left, and none prints a traceback (issue 28)."""
+    resource tracker, probe, workers) is left, and none prints a traceback."""
     store = str(tmp_path / "c.sqlite")
     models, options, reached = STAGES[stage]
     proc = _start(tmp_path, store, models, *options)
@@ -248,7 +248,7 @@ for t in range(trials):
 
 @pytest.mark.slow
 def test_two_runs_started_while_units_finish_never_compute_a_unit_twice(tmp_path):
-    """Issue 28, case 4: run B starts while run A is finishing units (B reads the store, A
+    """Run B starts while run A is finishing units (B reads the store, A
     writes a unit and releases its claim, B claims): before, B then computed that unit a
     second time (2 of 11 trials).  Two processes call ``compare`` on one store per trial, B
     once A has stored a tenth of its units (A then writes a unit every few milliseconds: units

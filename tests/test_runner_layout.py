@@ -1,4 +1,4 @@
-"""The runner's layering (issue 15): the backends import the unit module, never the runner
+"""The runner's layering: the backends import the unit module, never the runner
 package or the CLI, so there is no runner <-> backend import cycle; library modules of the
 runner do not import click or rich."""
 from __future__ import annotations

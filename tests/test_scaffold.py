@@ -26,7 +26,7 @@ def test_new_plugin_writes_the_package(tmp_path):
     assert "from mtlbench.testing import ModelConformance" in \
         (root / "tests/test_my_ridge.py").read_text()
     assert "mtlbench leaderboard" in (root / "README.md").read_text()
-    # issue 26 (a): the template declares a start range, not a plain list
+    # The template declares a start range, not a plain list
     assert '{"lam": Log([0.1, 1.0, 10.0, 100.0], low=0.0, high=None)}' in \
         (root / "mtlbench_my_ridge.py").read_text()
 
@@ -112,7 +112,7 @@ def test_new_plugin_warns_when_the_name_is_taken(tmp_path):
     res = CliRunner().invoke(cli, ["new-plugin", "lasso", "--dir", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "Warning" in res.output and "'lasso' is already registered by mtlbench" in res.output
-    # issue 26 (e): the built-in keeps its name, so the new plugin's model would be refused
+    # The built-in keeps its name, so the new plugin's model would be refused
     assert "(a built-in model): a plugin registering that name is refused when it loads " \
            "and the built-in keeps it. Choose another name, e.g. 'my-lasso'." \
            in " ".join(res.output.split())

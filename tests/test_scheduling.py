@@ -1,4 +1,4 @@
-"""Scheduling (issue 13, item 3): --jobs defaults to the CPUs, units are dispatched longest
+"""Scheduling: --jobs defaults to the CPUs, units are dispatched longest
 expected first (stored times per model and problem, else a model's cost_hint), and the
 progress display's ETA comes from those expected times."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fair search (issue 12): searchers as plugins, the adaptive rule, the budget, the trace,
+"""The fair search: searchers as plugins, the adaptive rule, the budget, the trace,
 warm starts only for convex models, one train TaskSet object per unit."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Version 4 of the adaptive search (issue 24 items 1, 2 and 5; issue 26 point a): the
+"""Version 4 of the adaptive search: the
 space-filling starting design, bounds given as expressions of the problem and of the other
 parameters, plain-list spaces searched as ranges, and the degenerate-fit fields."""
 from __future__ import annotations
@@ -92,7 +92,7 @@ _ORDERED = st.sampled_from(["log", "linear", "int"])
        lows=st.lists(st.integers(1, 50), min_size=7, max_size=7),
        spans=st.lists(st.integers(3, 40), min_size=7, max_size=7))
 def test_every_ordered_parameter_takes_at_least_3_values_in_the_design(kinds, lows, spans):
-    """Issue 24 item 1: every searched parameter varies over its range in the start design
+    """Every searched parameter varies over its range in the start design
     (a range holding at least 3 integers for Int)."""
     space = {}
     for i, kind in enumerate(kinds):
@@ -206,7 +206,7 @@ class Refuses(LinearMTLModel):
 
 
 def test_a_step_the_model_would_refuse_is_never_proposed_and_the_bound_is_reported():
-    """Issue 24 item 2: design points and steps past a data-dependent or joint bound are
+    """Design points and steps past a data-dependent or joint bound are
     clipped to it (never a failed fit), and a selection there counts as at_bound; the
     unit stores the bounds resolved at its selected point."""
     tasks = _tasks()  # d = 4 < T = 6: k <= 4
@@ -257,7 +257,7 @@ def test_a_plain_list_is_read_by_the_documented_rule(values, expected):
 
 
 def test_a_plain_list_space_gets_the_same_budget_as_a_declared_one():
-    """Issue 26 (a): the first release's list form is searched under the same rule and
+    """The first release's list form is searched under the same rule and
     budget (20 fits), not "exactly as listed" (4 fits)."""
     class OldStyle(Refuses):
         search_space = {"lam": [0.01, 0.03, 0.1, 0.3]}
@@ -300,7 +300,7 @@ class ZeroesTasks(LinearMTLModel):
 
 @pytest.mark.parametrize("n_zero,degenerate", [(0, False), (1, False), (2, True), (6, True)])
 def test_constant_share_and_the_degenerate_flag(n_zero, degenerate):
-    """Issue 24 item 5: the share of tasks with constant scores, per fit (validation), for
+    """The share of tasks with constant scores, per fit (validation), for
     the selected fit and the refit (test); degenerate when the selected share >= 0.25."""
     out = run_protocol(ZeroesTasks(n_zero=n_zero), space_json(ZeroesTasks.search_space),
                        _tasks(T=6), ProtocolConfig(reps=1), rep=0)

@@ -148,7 +148,7 @@ def test_selector_errors_are_config_errors():
         apply_overrides(LASSO, {"rho_ratio": [[0.1]]})
 
 
-# ---------------------------------------------------------------- dataset parameters (issue 12.6)
+# ---------------------------------------------------------------- dataset parameters
 def test_dataset_parameters_on_the_command_line(tmp_path):
     store = tmp_path / "r.sqlite"
     for ds in ("simulated[seed=3]", "simulated", "simulated[ seed = 0 ]"):

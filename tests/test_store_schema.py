@@ -1,4 +1,4 @@
-"""The results store checks itself (issue 14, item 12): a schema version (PRAGMA user_version)
+"""The results store checks itself: a schema version (PRAGMA user_version)
 checked on open, older layouts migrated, newer ones refused, integrity checked, a full disk or
 damaged pages give a clear error without losing finished units, and a store on a read-only
 location can be read."""
@@ -187,7 +187,7 @@ def test_claims_keep_a_second_run_off_units_the_first_computes(tmp_path):
 
 @pytest.mark.parametrize("rerun", [False, True], ids=["new", "rerun"])
 def test_a_unit_written_between_reading_and_claiming_is_not_claimed(tmp_path, rerun):
-    """Issue 28, case 4: run B read the store (u1 not finished, or finished at t0 for a
+    """Run B read the store (u1 not finished, or finished at t0 for a
     --rerun), run A then finished u1 and released its claim; B's claim must see that in the
     same transaction and leave u1 alone (before, B claimed and computed it a second time)."""
     path = tmp_path / "race.sqlite"
@@ -228,7 +228,7 @@ def test_cli_reports_store_problems_in_one_line(tmp_path):
         " ".join(res.output.split())
 
 
-# ------------------------------------------------------------------ issue 28: the real cause
+# ------------------------------------------------------------------ the real cause
 def _sqlite_error(message, code, name):
     exc = sqlite3.OperationalError(message)
     exc.sqlite_errorcode, exc.sqlite_errorname = code, name

@@ -353,7 +353,7 @@ def test_non_convex_warm_start_is_only_run():
 
 
 def test_the_kit_warns_about_declarations_that_do_not_fit_together():
-    """Issue 26 (b): warm starts declared without ``convex`` (they stay off) and a fit that
+    """Warm starts declared without ``convex`` (they stay off) and a fit that
     leaves ``converged_`` unset (convergence "not recorded", whatever diagnostics_ says) are
     reported, naming the model and the change."""
     from mtlbench.plugins import PluginMigrationWarning

@@ -86,7 +86,7 @@ def block_tasks(seed=3, blocks=6, d_b=3, t_b=3, n=40):
 
 @pytest.mark.parametrize("loss", ["auc", "squared"])
 def test_k_changes_the_fit_with_more_components_than_k(loss):
-    """Issue 12: with the group weight scaled by 1/k, U proportional to k while the graph
+    """With the group weight scaled by 1/k, U proportional to k while the graph
     has >= k components made coef_ identical for k = 2, 3, 4.  The data scale no longer
     depends on k, so each k gives a different fit."""
     ts = block_tasks()

@@ -295,7 +295,7 @@ def test_graph_leaves_out_columns_constant_within_every_task():
 
 
 def test_k_changes_the_fit_with_constant_columns():
-    """Issue 24: with the bias and a task-level column as isolated graph nodes, k = 2 was
+    """With the bias and a task-level column as isolated graph nodes, k = 2 was
     exactly ridge and nearby k gave identical fits.  Without them every k in the searched
     range gives a different fit."""
     ts = random_tasks(10, T=8, d=10, n=30, bias=True, task_level=True)

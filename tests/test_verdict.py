@@ -1,4 +1,4 @@
-"""The verdict pages are generated from the published JSON (issue 24 item 8, issue 27 item 4).
+"""The verdict pages are generated from the published JSON.
 
 ``leaderboards/verdict.md`` and ``leaderboards/simulated-paper.md`` are written by
 ``scripts/write_verdict.py``; here they are regenerated from the committed

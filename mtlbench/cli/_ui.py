@@ -89,9 +89,17 @@ def warn(message: str) -> None:
     err_console.print(f"[yellow]Warning:[/] {escape(message)}", soft_wrap=True)
 
 
-def emit(text: str | None) -> None:
-    """Write ``text`` (json/csv output of :func:`render_rows`) as is; None: nothing."""
-    if text is not None:
+def emit(text: str | None, output: str | None = None) -> None:
+    """Write ``text`` as is to standard output, or to the file ``output`` (then say so);
+    None: nothing."""
+    if text is None:
+        return
+    if output:
+        from pathlib import Path
+
+        Path(output).write_text(text, encoding="utf-8")
+        console.print(f"wrote {escape(output)}")
+    else:
         click.echo(text, nl=False)
 
 

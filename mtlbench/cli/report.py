@@ -12,7 +12,7 @@ import click
 
 from ._options import (csv_list, dataset_list, dataset_option, datasets_option, figures_option,
                        model_list, models_option, open_store, seed_option, store_option)
-from ._ui import console, err_console, escape, user_errors
+from ._ui import console, emit, err_console, escape, user_errors
 
 __all__ = ["leaderboard", "publish"]
 
@@ -94,11 +94,7 @@ def leaderboard(dataset: str | None, across: bool, fmt: str, metric: str | None,
                 text = render(lb, fmt)
     finally:
         rs.close()
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-        console.print(f"wrote {output}")
-    else:
-        click.echo(text, nl=False)
+    emit(text, output)
 
 
 def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,

@@ -6,14 +6,13 @@ click and the standard library are imported at import time.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import click
 
 from ..api import DEFAULT_STORE
 from ._options import (data_dir_option, dataset_list, datasets_option, model_list,
                        models_option, open_store, seed_option, store_option)
-from ._ui import console, escape, user_errors
+from ._ui import console, emit, escape, user_errors
 
 __all__ = ["merge", "best_params"]
 
@@ -72,8 +71,4 @@ def best_params(store: str, datasets_: tuple[str, ...], models_: tuple[str, ...]
         text = best_params_toml(sel, source=str(store))
     finally:
         rs.close()
-    if output:
-        Path(output).write_text(text, encoding="utf-8")
-        console.print(f"wrote {escape(output)}")
-    else:
-        click.echo(text, nl=False)
+    emit(text, output)

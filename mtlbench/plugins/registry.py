@@ -265,13 +265,10 @@ class Registry:
         a form to migrate warns."""
         problems = model_declaration_problems(cls)
         if problems:
-            msg = (f"model {key!r} declares an invalid search space, parameter constraints "
-                   f"or fit signature: {'; '.join(problems)}")
-            self._unusable[("model", key)] = PluginError(
-                f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
-                f"{info.version}); the model cannot be used until the plugin is fixed")
-            self._fail(PluginFailure(info.name, info.distribution, info.version,
-                                     "validate", msg))
+            self._declaration_failed(
+                "model", key, info,
+                f"model {key!r} declares an invalid search space, parameter constraints or "
+                f"fit signature: {'; '.join(problems)}")
             return False
         for note in model_declaration_notices(cls):
             self._notice(info, key, note)
@@ -281,14 +278,19 @@ class Registry:
         """Check metric ``cls``'s declarations: a problem makes the metric unusable (False)."""
         problems = metric_declaration_problems(cls)
         if problems:
-            msg = f"metric {key!r} is declared wrongly: {'; '.join(problems)}"
-            self._unusable[("metric", key)] = PluginError(
-                f"{msg} (plugin {info.name!r}, distribution {info.distribution} "
-                f"{info.version}); the metric cannot be used until the plugin is fixed")
-            self._fail(PluginFailure(info.name, info.distribution, info.version,
-                                     "validate", msg))
+            self._declaration_failed(
+                "metric", key, info,
+                f"metric {key!r} is declared wrongly: {'; '.join(problems)}")
             return False
         return True
+
+    def _declaration_failed(self, kind: str, key: str, info: PluginInfo, msg: str) -> None:
+        """Make ``kind`` ``key`` unusable for the declaration problem ``msg`` and record it as
+        the plugin's failure."""
+        self._unusable[(kind, key)] = PluginError(
+            f"{msg} (plugin {info.name!r}, distribution {info.distribution} {info.version}); "
+            f"the {kind} cannot be used until the plugin is fixed")
+        self._fail(PluginFailure(info.name, info.distribution, info.version, "validate", msg))
     def _notice(self, info: PluginInfo, model: str, message: str) -> PluginNotice:
         """Record a notice and warn (:class:`PluginMigrationWarning`) once."""
         notice = PluginNotice(info.name, info.distribution, info.version, model, message)

@@ -298,5 +298,57 @@ def check_restored(path: str | Path, store) -> tuple[int, list[str]]:
     return len(rows), out
 
 
+def _pairing(model, problem, rep, split, protocol, config) -> str:
+    """What pairs a stored unit with a published one whatever code made either: model,
+    problem, repetition, split, protocol (the planned number of repetitions aside), space."""
+    protocol = {k: v for k, v in (protocol or {}).items() if k != "reps"}
+    return json.dumps([model, problem, int(rep), split, protocol, config], sort_keys=True)
+
+
+def check_restored_any_code(paths, store) -> tuple[int, int, int, list[str]]:
+    """Each finished unit of ``store`` beside the published unit (of the leaderboard JSON files
+    ``paths``) of the same model, problem, repetition, split, protocol and search space,
+    whatever code made either: (pairs, pairs with the same selection and test AUC, pairs
+    whose data fingerprints differ, one line per pair that differs)."""
+    import numpy as np
+
+    rows = store.units(status="ok")
+    mine = {_pairing(r.model, r.problem, r.rep, r.split_fingerprint, r.protocol,
+                     r.model_config): r for r in rows.itertuples(index=False)}
+    scores = store.task_scores(keys=list(rows["key"]))
+    per_task = {k: g.sort_values("task_index")["test_auc"].to_numpy()
+                for k, g in scores.groupby("key")}
+    n = same = data_differs = 0
+    lines: list[str] = []
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        for u in data["units"]:
+            row = mine.get(_pairing(u["model"], u["problem"], u["rep"], u["split_fingerprint"],
+                                    u["protocol"], u["model_config"]))
+            if row is None or u["status"] != "ok":
+                continue
+            n += 1
+            where = f"{u['model']} {u['problem']} rep {u['rep']}"
+            note = ""
+            if row.data_fingerprint != u["data_fingerprint"]:
+                data_differs += 1
+                note = " (data fingerprint differs: the data set is not the same bits here)"
+            if row.best_params == u["best_params"] and row.test_auc == u["test_auc"]:
+                same += 1
+            elif row.best_params == u["best_params"]:
+                ours = per_task.get(row.key, np.array([]))
+                theirs = np.asarray(u["task_auc"], dtype=float)
+                dev = (float(np.max(np.abs(ours - theirs))) if ours.shape == theirs.shape
+                       else float("nan"))
+                lines.append(f"same selection, test AUC differs: {where}: published "
+                             f"{u['test_auc']!r}, here {row.test_auc!r} (max per-task "
+                             f"difference {dev:.2e}){note}")
+            else:
+                lines.append(f"selection differs: {where}: published {u['best_params']} "
+                             f"(test AUC {u['test_auc']:.6f}), here {row.best_params} "
+                             f"(test AUC {row.test_auc:.6f}){note}")
+    return n, same, data_differs, lines
+
+
 __all__ = ["import_results", "check_import", "check_units", "write_import", "record_row",
-           "restore_published", "check_restored"]
+           "restore_published", "check_restored", "check_restored_any_code"]

@@ -136,6 +136,17 @@ def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None
 # Both k-support maps rest on the box-norm variational form (budget k, box [0, 1]):
 #     (||w||_k^sp)^2 = min { sum_i w_i^2 / theta_i : 0 < theta_i <= 1, sum_i theta_i <= k }.
 
+
+def _columns(V, k, who: str) -> tuple[np.ndarray, bool, int]:
+    """(V as float64 columns p x m, whether V was 1-d, k as an int >= 1) for the k-support
+    functions (one vector is one column)."""
+    V = np.asarray(V, dtype=np.float64)
+    one_d = V.ndim == 1
+    k = int(k)
+    if k < 1:
+        raise ValueError(f"{who}: k must be >= 1, got {k}")
+    return (V[:, None] if one_d else V), one_d, k
+
 def ksupport_sq(V: np.ndarray, k: int) -> np.ndarray | float:
     """(||v||_k^sp)^2 of every column of V (a 1-d V is one vector; returns a float then).
 
@@ -150,13 +161,8 @@ def ksupport_sq(V: np.ndarray, k: int) -> np.ndarray | float:
     them, so norm^2 = min of val_r over the feasible r (exact ties stay exact: no search for
     the r whose two strict inequalities hold).  k >= len(v) is the squared l2 norm, k = 1 the
     squared l1 norm.  O(p log p) per column."""
-    V = np.asarray(V, dtype=np.float64)
-    one_d = V.ndim == 1
-    M = V[:, None] if one_d else V
+    M, one_d, k = _columns(V, k, "ksupport_sq")
     p, m = M.shape
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"ksupport_sq: k must be >= 1, got {k}")
     Z = -np.sort(-np.abs(M), axis=0)
     if k >= p:
         out = np.einsum("ij,ij->j", Z, Z)
@@ -210,13 +216,8 @@ def prox_ksupport_sq_with_value(V: np.ndarray, lam: float | np.ndarray, k: int,
     runs over contiguous rows; one sort per column and O(k p) arithmetic, in chunks of columns
     that bound the k x p x m temporaries.  Checked against the box-norm problem solved by
     cvxpy, the Fenchel-Young equality and ``ksupport_sq`` (tests)."""
-    V = np.asarray(V, dtype=np.float64)
-    one_d = V.ndim == 1
-    M = V[:, None] if one_d else V
+    M, one_d, k = _columns(V, k, "prox_ksupport_sq")
     p, m = M.shape
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"prox_ksupport_sq: k must be >= 1, got {k}")
     lam = np.asarray(lam, dtype=np.float64)
     if lam.shape != (m,):
         lam = np.full(m, float(lam)) if lam.ndim == 0 else np.broadcast_to(lam, (m,))
