@@ -19,14 +19,19 @@ c_t))) with an unpenalised intercept c_t per task, minimised out
 (``_core.datafits.InterceptLogisticLoss``; ``cmtl-logistic``, ``Logistic_CMTL``;
 ``decision_function`` adds c_t).
 
-Solver (``_core.classic.PenalisedModel``): FISTA-BKTR (``_core.solvers.FISTA``) in W with the
-penalty's exact proximal map (the same closed-form minimum over M at eta + 2c/L, one
-eigen-decomposition of the smaller Gram matrix of the point).  MALSAR instead runs
+Solver: for the squared loss ADMM (``_core.splitting.ADMM``) on J(W) + g(Z), W = Z: the W
+step is every task's ridge solve through the stacked Gram spectra, the Z step the penalty's
+exact proximal map (the same closed-form minimum over M at eta + 2c/rho, one
+eigen-decomposition of the smaller Gram matrix of the point), rho starting at
+2 sqrt(rho2 (rho1 + rho2)), the geometric mean of the penalty's curvature bounds, and adapted
+by residual balancing; for the logistic loss FISTA-BKTR (``_core.solvers.FISTA``,
+``_core.classic.PenalisedModel``) in W with the same proximal map (``CMTLFista``: FISTA for
+the squared loss too, a second solver for ``mtlbench race``).  MALSAR instead runs
 accelerated projected gradient on (W, M) jointly.
 Stopping rule and certificate: a relative duality gap <= ``tol`` for both losses
 (1e-6; the penalty's conjugate is (eta ||V||_F^2 + the sum of the k largest eigenvalues of
-V^T V) / (4c)).  ``converged_`` says whether it held within
-``max_iter``.
+V^T V) / (4c)), every ``ADMM_CHECK_EVERY`` iterations for ADMM.  ``converged_`` says
+whether it held within ``max_iter``.
 
 Search space (scale-free): ``cluster_ratio`` = rho1 / curvature and ``ridge_ratio`` =
 rho2 / curvature, curvature = mean_t tr(H_t) / d (H_t = X_t^T X_t, or X_t^T X_t / (4 n_t) for
@@ -53,7 +58,14 @@ import numpy as np
 from mtlbench import Int, Log, TaskSet, hookimpl
 
 from ._core.classic import PenalisedModel
+from ._core.datafits import SquaredLoss
 from ._core.penalties import ClusterRelaxation
+from ._core.representations import TaskSpectra
+from ._core.splitting import ADMM
+
+#: ADMM's certificate (a pass over the data and the top-k eigenvalues) every this many
+#: iterations.
+ADMM_CHECK_EVERY = 5
 
 
 class CMTL(PenalisedModel):
@@ -67,6 +79,7 @@ class CMTL(PenalisedModel):
     param_constraints = {"k": Int([3], low=1, high=None), "tol": Log([1e-6], low=0.0),
                          "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
+    solver_name = "admm"
     cost_hint = 29.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, cluster_ratio: float = 0.1, ridge_ratio: float = 0.01, k: int = 3,
@@ -86,6 +99,16 @@ class CMTL(PenalisedModel):
         self.rho2_ = float(self.ridge_ratio) * scale
         return ClusterRelaxation(self.rho1_, self.rho2_, int(self.k))
 
+    def _solver(self, tasks: TaskSet):
+        """The squared loss: ADMM (``_core.splitting``), rho from the geometric mean of the
+        penalty's curvature bounds 2 rho2 and 2 (rho1 + rho2); the logistic loss: FISTA."""
+        if self.loss != "squared":
+            return super()._solver(tasks)
+        rho = 2.0 * np.sqrt(self.rho2_ * (self.rho1_ + self.rho2_))
+        return (ADMM(TaskSpectra.of(tasks), rho, tol=float(self.tol),
+                     max_iter=int(self.max_iter), check_every=ADMM_CHECK_EVERY),
+                SquaredLoss(tasks, wide="padded"))
+
     def diagnostics(self) -> dict:
         return {"rho1": self.rho1_, "rho2": self.rho2_, "k": int(self.k)}
 
@@ -100,8 +123,22 @@ class CMTLLogistic(CMTL):
     search_space = {"cluster_ratio": Log([0.01, 0.1, 1.0, 10.0], low=0.0, high=None),
                     "ridge_ratio": Log([1e-3, 1e-2, 0.1], low=0.0, high=None)}
     target_kinds = ("binary",)
+    solver_name = "fista"
     cost_hint = 9.2
     loss = "logistic"
+
+
+class CMTLFista(CMTL):
+    """``cmtl`` fitted by FISTA (``_core.classic.PenalisedModel``'s solver), a second solver
+    of the same objective for ``mtlbench race``."""
+
+    solver_name = "fista"
+
+    def _solver(self, tasks: TaskSet):
+        return PenalisedModel._solver(self, tasks)
+
+
+CMTL.solvers = {"fista": CMTLFista}
 
 
 @hookimpl
