@@ -49,7 +49,7 @@ import numpy as np
 from mtlbench import Log, TaskSet, hookimpl
 
 from ._core.classic import PenalisedModel
-from ._core.penalties import L1, GraphLaplacian
+from ._core.penalties import L1, GraphLaplacian, MeanRegularised
 from ._core.solvers import SmoothSum
 
 
@@ -90,7 +90,11 @@ class SRMTL(PenalisedModel):
         return L1(self.rho2_)
 
     def smooth(self, J, tasks: TaskSet) -> SmoothSum:
+        """J + rho1 tr(W L W^T); for the complete graph as rho1 sum_t ||w_t - wbar||^2
+        (``MeanRegularised``: O(d T) per gradient instead of the product with L)."""
         self.rho1_ = float(self.graph_ratio) * self.curvature(tasks)
+        if tasks.meta.get("task_graph") is None:
+            return SmoothSum(J, MeanRegularised(self.rho1_))
         return SmoothSum(J, GraphLaplacian(self.rho1_, task_laplacian(tasks)))
 
     def diagnostics(self) -> dict:
