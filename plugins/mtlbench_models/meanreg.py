@@ -41,6 +41,11 @@ ranges designed on ``simulated[seed=101]`` (2 repetitions) and
 there): lam_ratio [0.01, 10] (selected 0.29 - 0.73 and 1.8 - 10), mean_ratio [0.01, 1]
 (selected 0.015 - 0.08: the mean shrunk one to two decades less than the deviations).
 
+MALSAR has no mean-regularised function: its ``Least_SRMTL`` with the structure
+R = I - 11^T / T, no l1 term and its ridge ``opts.rho_L2`` is the squared variant's objective
+(``benchmarks/bench_malsar.py`` compares the two); the logistic variant has no MALSAR
+counterpart (MALSAR's logistic functions average each task's loss and fit intercepts).
+
 Unverified: the paper's equation numbers (read from its text as (2) and Lemma 2.1).
 """
 from __future__ import annotations
