@@ -80,6 +80,7 @@ class CMTL(PenalisedModel):
                          "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
     solver_name = "admm"
+    monotone_objective = False           # ADMM: F(Z) is not monotone along the iterations
     cost_hint = 29.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, cluster_ratio: float = 0.1, ridge_ratio: float = 0.01, k: int = 3,
@@ -124,6 +125,7 @@ class CMTLLogistic(CMTL):
                     "ridge_ratio": Log([1e-3, 1e-2, 0.1], low=0.0, high=None)}
     target_kinds = ("binary",)
     solver_name = "fista"
+    monotone_objective = True
     cost_hint = 9.2
     loss = "logistic"
 
@@ -133,6 +135,7 @@ class CMTLFista(CMTL):
     of the same objective for ``mtlbench race``."""
 
     solver_name = "fista"
+    monotone_objective = True
 
     def _solver(self, tasks: TaskSet):
         return PenalisedModel._solver(self, tasks)
