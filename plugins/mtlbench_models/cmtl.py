@@ -81,7 +81,7 @@ class CMTL(PenalisedModel):
     target_kinds = ("binary", "real")
     solver_name = "admm"
     monotone_objective = False           # ADMM: F(Z) is not monotone along the iterations
-    cost_hint = 29.0  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 7.3  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, cluster_ratio: float = 0.1, ridge_ratio: float = 0.01, k: int = 3,
                  tol: float = 1e-6, max_iter: int = 5000):
@@ -126,7 +126,7 @@ class CMTLLogistic(CMTL):
     target_kinds = ("binary",)
     solver_name = "fista"
     monotone_objective = True
-    cost_hint = 9.2
+    cost_hint = 34.7
     loss = "logistic"
 
 

@@ -68,7 +68,7 @@ class MeanReg(PenalisedModel):
     search_space = {"lam_ratio": Log([0.01, 0.1, 1.0, 10.0], low=0.0, high=None),
                     "mean_ratio": Log([0.01, 0.1, 1.0], low=0.0, high=1.0)}
     target_kinds = ("binary", "real")
-    cost_hint = 1.5  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 1.2  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam_ratio: float = 0.1, mean_ratio: float = 0.1, tol: float = 1e-6,
                  max_iter: int = 5000):
@@ -111,7 +111,7 @@ class MeanRegLogistic(MeanReg):
     paper = ("Evgeniou & Pontil, Regularized multi-task learning, KDD 2004 "
              "(mean-regularised MTL, logistic loss)")
     target_kinds = ("binary",)
-    cost_hint = 4.0
+    cost_hint = 3.7
     loss = "logistic"
     intercept = False
 
