@@ -19,14 +19,15 @@ c_t))) with an unpenalised intercept c_t per task, minimised out
 (``_core.datafits.InterceptLogisticLoss``; ``cmtl-logistic``, ``Logistic_CMTL``;
 ``decision_function`` adds c_t).
 
-Solver: for the squared loss ADMM (``_core.splitting.ADMM``) on J(W) + g(Z), W = Z: the W
+Solver: for the squared loss with most tasks under-determined (median n_t < d: J is flat
+along most directions) ADMM (``_core.splitting.ADMM``) on J(W) + g(Z), W = Z: the W
 step is every task's ridge solve through the stacked Gram spectra, the Z step the penalty's
 exact proximal map (the same closed-form minimum over M at eta + 2c/rho, one
 eigen-decomposition of the smaller Gram matrix of the point), rho starting at
 2 sqrt(rho2 (rho1 + rho2)), the geometric mean of the penalty's curvature bounds, and adapted
-by residual balancing; for the logistic loss FISTA-BKTR (``_core.solvers.FISTA``,
-``_core.classic.PenalisedModel``) in W with the same proximal map (``CMTLFista``: FISTA for
-the squared loss too, a second solver for ``mtlbench race``).  MALSAR instead runs
+by residual balancing; otherwise, and for the logistic loss, FISTA-BKTR
+(``_core.solvers.FISTA``, ``_core.classic.PenalisedModel``) in W with the same proximal map
+(``CMTLAdmm``, ``CMTLFista``: one solver always, for ``mtlbench race``).  MALSAR instead runs
 accelerated projected gradient on (W, M) jointly.
 Stopping rule and certificate: a relative duality gap <= ``tol`` for both losses
 (1e-6; the penalty's conjugate is (eta ||V||_F^2 + the sum of the k largest eigenvalues of
@@ -55,6 +56,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import ClassVar
+
 from mtlbench import Int, Log, TaskSet, hookimpl
 
 from ._core.classic import PenalisedModel
@@ -79,7 +82,7 @@ class CMTL(PenalisedModel):
     param_constraints = {"k": Int([3], low=1, high=None), "tol": Log([1e-6], low=0.0),
                          "max_iter": Int([5000], low=1)}
     target_kinds = ("binary", "real")
-    solver_name = "admm"
+    solver_name = "auto"
     monotone_objective = False           # ADMM: F(Z) is not monotone along the iterations
     cost_hint = 7.3  # s per unit on the reference problem (mtlbench.runner.cost)
 
@@ -100,10 +103,17 @@ class CMTL(PenalisedModel):
         self.rho2_ = float(self.ridge_ratio) * scale
         return ClusterRelaxation(self.rho1_, self.rho2_, int(self.k))
 
+    #: "auto": ADMM for the squared loss when the median task is under-determined
+    #: (n_t < d: J is flat along most directions, where FISTA's steps are slow), else FISTA;
+    #: "admm" or "fista" always (the race's solvers)
+    solver: ClassVar[str] = "auto"
+
     def _solver(self, tasks: TaskSet):
-        """The squared loss: ADMM (``_core.splitting``), rho from the geometric mean of the
-        penalty's curvature bounds 2 rho2 and 2 (rho1 + rho2); the logistic loss: FISTA."""
-        if self.loss != "squared":
+        """ADMM (``_core.splitting``; rho from the geometric mean of the penalty's curvature
+        bounds 2 rho2 and 2 (rho1 + rho2)) or FISTA (``PenalisedModel``), by ``solver``."""
+        under = np.median([tasks.X(t).shape[0] for t in range(tasks.T)]) < tasks.d
+        if self.loss != "squared" or self.solver == "fista" or (self.solver == "auto"
+                                                                 and not under):
             return super()._solver(tasks)
         rho = 2.0 * np.sqrt(self.rho2_ * (self.rho1_ + self.rho2_))
         return (ADMM(TaskSpectra.of(tasks), rho, tol=float(self.tol),
@@ -130,18 +140,23 @@ class CMTLLogistic(CMTL):
     loss = "logistic"
 
 
+class CMTLAdmm(CMTL):
+    """``cmtl`` always fitted by ADMM, a solver of the same objective for ``mtlbench race``."""
+
+    solver_name = "admm"
+    solver = "admm"
+
+
 class CMTLFista(CMTL):
-    """``cmtl`` fitted by FISTA (``_core.classic.PenalisedModel``'s solver), a second solver
+    """``cmtl`` always fitted by FISTA (``_core.classic.PenalisedModel``'s solver), a solver
     of the same objective for ``mtlbench race``."""
 
     solver_name = "fista"
+    solver = "fista"
     monotone_objective = True
 
-    def _solver(self, tasks: TaskSet):
-        return PenalisedModel._solver(self, tasks)
 
-
-CMTL.solvers = {"fista": CMTLFista}
+CMTL.solvers = {"admm": CMTLAdmm, "fista": CMTLFista}
 
 
 @hookimpl
