@@ -107,6 +107,7 @@ OCTAVE_EXIT_NOISE = "error: ignoring const execution_exception& while preparing 
 DEFAULT_MALSAR = Path("/work/malsar")
 DEFAULT_DATA = Path("/work/shared/data")
 CVXPY_MAX_ENTRIES = 2_000_000   # sum_t n_t d above which the conic problem is not built
+CVXPY_MAX_SDP_TASKS = 40        # T above which a T x T semidefinite variable is not built
 MEX = {"prf_lbm": "prf_lbm.cpp", "eplb": "eplb.c", "flsa": "flsa.c"}  # c_files/<dir>/<src>
 
 
@@ -338,8 +339,15 @@ def _cvx_mean_dev(cp, W):
     return cp.sum_squares(W - cp.sum(W, axis=1, keepdims=True) / W.shape[1])
 
 
+class NotBuilt(Exception):
+    """A conic form too large to build (the reason is the message)."""
+
+
 def _cvx_cmtl(cp, v, rho, E):
     W, T = v["W"], v["W"].shape[1]
+    if T > CVXPY_MAX_SDP_TASKS:   # Clarabel's KKT system of the (T + d)-sized cones: > 20 GB
+        raise NotBuilt(f"the T x T semidefinite M is not built for T = {T} > "
+                       f"{CVXPY_MAX_SDP_TASKS}")
     eta = rho[1] / rho[0]
     M = cp.Variable((T, T), symmetric=True)
     cons = [M >> 0, np.eye(T) - M >> 0, cp.trace(M) == E["k"]]
@@ -676,7 +684,10 @@ def cvxpy_reference(form: Formulation, p: Problem, rho, E: dict) -> tuple[dict |
         S = sparse.csr_matrix((np.ones(y.size), (np.arange(y.size), rows)), shape=(y.size, p.T))
         weight = 1.0 / np.bincount(rows).astype(float)[rows]
         data = cp.sum(cp.multiply(weight, cp.logistic(-cp.multiply(y, z + S @ v["C"]))))
-    pen, cons = form.cvx_penalty(cp, v, rho, E)
+    try:
+        pen, cons = form.cvx_penalty(cp, v, rho, E)
+    except NotBuilt as exc:
+        return None, str(exc)
     problem = cp.Problem(cp.Minimize(form.factor * data + pen), cons)
     tol = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "max_iter": 500}
     try:

@@ -8,7 +8,7 @@ import pytest
 from classic_oracle import cvxpy_optimum, tiny
 from mtlbench.errors import ConfigError
 from mtlbench.protocol import ProtocolConfig, run_protocol
-from mtlbench_models.cmtl import CMTL, CMTLLogistic
+from mtlbench_models.cmtl import CMTL, CMTLAdmm, CMTLFista, CMTLLogistic
 
 cp = pytest.importorskip("cvxpy")
 
@@ -31,6 +31,19 @@ def test_optimum_matches_cvxpy(cls, loss, k):
     assert m.gap_ <= m.tol                     # a relative duality gap for both losses
     ref = cvxpy_optimum(cp, tasks, _penalty(m, tasks.T), loss)
     assert m.fitted_objective(tasks) == pytest.approx(ref, rel=1e-6)
+
+
+def test_admm_and_fista_reach_the_same_optimum_from_a_warm_start():
+    """cmtl's own solver (ADMM) and its race alternative (FISTA), cold and warm."""
+    tasks = tiny(4, binary=False, d=6, T=5, n=4)
+    a = CMTLAdmm(cluster_ratio=3.0, ridge_ratio=0.02, tol=1e-9).fit(tasks)
+    b = CMTLFista(cluster_ratio=3.0, ridge_ratio=0.02, tol=1e-9).fit(tasks)
+    assert a.converged_ and b.converged_ and set(CMTL.solvers) == {"admm", "fista"}
+    assert a.fitted_objective(tasks) == pytest.approx(b.fitted_objective(tasks), rel=1e-8)
+    warm = CMTLAdmm(cluster_ratio=2.0, ridge_ratio=0.02, tol=1e-9).fit(tasks, init=a)
+    cold = CMTLFista(cluster_ratio=2.0, ridge_ratio=0.02, tol=1e-9).fit(tasks)
+    assert warm.converged_
+    assert warm.fitted_objective(tasks) == pytest.approx(cold.fitted_objective(tasks), rel=1e-8)
 
 
 @pytest.mark.parametrize("cls", [CMTL, CMTLLogistic])

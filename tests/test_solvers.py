@@ -60,14 +60,18 @@ def _solve_cvx(objective):
 @pytest.mark.parametrize("kind,name,ratio", [("squared", "l1", 0.3), ("squared", "l21", 0.2),
                                              ("squared", "nuclear", 0.3),
                                              ("logistic", "l21", 0.2)])
-def test_fista_reaches_the_cvxpy_optimum_with_a_certified_gap(kind, name, ratio):
+@pytest.mark.parametrize("options", [{}, {"gradient_restart": True},
+                                     {"decrease": 0.8, "gradient_restart": True}],
+                         ids=["plain", "gradient-restart", "bktr-gradient-restart"])
+def test_fista_reaches_the_cvxpy_optimum_with_a_certified_gap(kind, name, ratio, options):
     tasks = _tasks(1)
     J = df.SquaredLoss(tasks) if kind == "squared" else df.LogisticLoss(tasks)
     lam = ratio * _layer_penalty(name, 1.0).dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
     g = _layer_penalty(name, lam)
     gaps = []
     with listen(lambda i, obj, cert: gaps.append(cert)):
-        res = FISTA(tol=1e-7, max_iter=20000).solve(J, g, np.zeros((tasks.d, tasks.T)))
+        res = FISTA(tol=1e-7, max_iter=20000, **options).solve(J, g,
+                                                               np.zeros((tasks.d, tasks.T)))
     assert res.converged and res.certificate <= 1e-7 and res.certificate_kind == "gap"
     F = J.value(res.W) + g.value(res.W)
     assert res.history[-1] == pytest.approx(F, rel=1e-12)

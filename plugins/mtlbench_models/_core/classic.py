@@ -19,8 +19,9 @@ optimum (:meth:`PenalisedModel.closed_form`), and the penalty's cvxpy expression
 Solver: for the squared loss and a penalty separating over the rows of W (``row_separable``)
 :class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the rows, the Gram matrices
 H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
-FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone restart; the logistic
-certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over the data);
+FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone and gradient restart;
+the logistic certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over
+the data);
 both stopped at a relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
 (``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  The duality gap
 stays valid with the intercepts: at c(W) the dual point sums to zero over each task's rows.
@@ -143,9 +144,9 @@ class PenalisedModel(LinearMTLModel):
             if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
                 return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
                         SquaredLoss(tasks, representation="gram"))
-            return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE),
+            return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True),
                     SquaredLoss(tasks, wide="padded"))
-        return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE,
+        return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
                       check_every=LOGISTIC_CHECK_EVERY), self.datafit(tasks))
 
     def _setup(self, tasks: TaskSet):

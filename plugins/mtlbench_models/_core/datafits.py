@@ -373,6 +373,12 @@ class LogisticLoss:
 
 
 # ------------------------------------------------- logistic loss with per-task intercepts
+def _log1p_exp(u: np.ndarray) -> np.ndarray:
+    """log(1 + exp(u)) elementwise, finite for every u: max(u, 0) + log1p(exp(-|u|)) (the same
+    value as ``logaddexp(0, u)`` to rounding, in fewer passes)."""
+    return np.log1p(np.exp(-np.abs(u))) + np.maximum(u, 0.0)
+
+
 class InterceptLogisticLoss(LogisticLoss):
     """MALSAR's logistic datafit (``Logistic_L21``, ``Logistic_Trace``, ``Logistic_Dirty``, ...)
     with its unpenalised per-task intercepts c_t minimised out:
@@ -399,40 +405,44 @@ class InterceptLogisticLoss(LogisticLoss):
         self.w3 = np.where(self.mask, self.omega[:, None], 0.0)
         self.task_lipschitz = self.task_lipschitz * self.omega
         self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
-        self._last = (None, np.zeros(self.T))
+        self.wy = self.w3 * self.y3
+        self._last = (None, np.zeros(self.T), None, None)
+
+    def _solve(self, S: np.ndarray) -> tuple:
+        """(c(W), margins z = S + y c, sigma(-z)) for the state S of W (the last one cached)."""
+        if self._last[0] is S:
+            return self._last[1:]
+        c = self._last[1]
+        lo, hi = np.full(self.T, -np.inf), np.full(self.T, np.inf)
+        for _ in range(200):
+            z = S + self.y3 * c[:, None]
+            a = expit(-z)                                      # sigma(-z)
+            wa = self.w3 * a
+            g = -np.einsum("tn,tn->t", self.wy, a)             # d/dc_t, increasing in c_t
+            h = np.einsum("tn,tn->t", wa, 1.0 - a)
+            lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
+            step = np.clip(-g / np.maximum(h, 1e-300), -4.0, 4.0)
+            if np.all((np.abs(step) <= 1e-13 * (1.0 + np.abs(c))) | (g == 0)):
+                break                                          # c is the root to rounding
+            new = c + step
+            out = (new < lo) | (new > hi)
+            if out.any():
+                both = np.isfinite(lo) & np.isfinite(hi)
+                mid = 0.5 * (np.where(both, lo, 0.0) + np.where(both, hi, 0.0))
+                new = np.where(out & both, mid, new)
+            c = new
+        self._last = (S, c, z, a)
+        return c, z, a
 
     def intercepts_of(self, S: np.ndarray) -> np.ndarray:
         """c(W) (T,) for the state S of W."""
-        if self._last[0] is S:
-            return self._last[1]
-        c = self._last[1].copy()
-        lo, hi = np.full(self.T, -np.inf), np.full(self.T, np.inf)
-        for _ in range(200):
-            a = expit(-(S + self.y3 * c[:, None]))            # sigma(-z), z the margins
-            g = -np.sum(self.w3 * self.y3 * a, axis=1)        # d/dc_t, increasing in c_t
-            h = np.sum(self.w3 * a * (1.0 - a), axis=1)
-            lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
-            step = np.clip(-g / np.maximum(h, 1e-300), -4.0, 4.0)
-            new = c + step
-            out = (new < lo) | (new > hi)
-            both = np.isfinite(lo) & np.isfinite(hi)
-            mid = 0.5 * (np.where(both, lo, 0.0) + np.where(both, hi, 0.0))
-            new = np.where(out & both, mid, new)
-            done = np.abs(new - c) <= 1e-13 * (1.0 + np.abs(c))
-            c = new
-            if np.all(done | (g == 0)):
-                break
-        self._last = (S, c)
-        return c
-
-    def _margins(self, S: np.ndarray) -> np.ndarray:
-        return S + self.y3 * self.intercepts_of(S)[:, None]
+        return self._solve(S)[0]
 
     def value_of(self, S: np.ndarray) -> float:
-        return float(np.sum(self.w3 * np.logaddexp(0.0, -self._margins(S))))
+        return float(np.vdot(self.w3, _log1p_exp(-self._solve(S)[1])))
 
     def grad_of(self, S: np.ndarray) -> np.ndarray:
-        coef = -self.y3 * self.w3 * expit(-self._margins(S))
+        coef = -self.wy * self._solve(S)[2]
         return np.matmul(self.X3t, coef[:, :, None])[:, :, 0].T
 
     def intercepts(self, W: np.ndarray) -> np.ndarray:
@@ -441,7 +451,7 @@ class InterceptLogisticLoss(LogisticLoss):
 
     def gap(self, S: np.ndarray, W: np.ndarray, pen: float, s: float,
             G: np.ndarray | None = None, f: float | None = None) -> float:
-        a = s * expit(-self._margins(S))
+        a = s * self._solve(S)[2]
         ent = xlogy(a, a) + xlogy(1.0 - a, 1.0 - a)
         f = self.value_of(S) if f is None else f
         return float(pen + f + np.sum(self.w3 * ent))

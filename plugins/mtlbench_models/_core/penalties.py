@@ -739,7 +739,8 @@ class ClusterRelaxation:
     2c/L)) U^T.  Conjugate: g* = max over M of the quadratics' conjugates,
     g*(V) = (eta ||V||_F^2 + the sum of the k largest eigenvalues of V^T V (the fraction of
     the next for a fractional k)) / (4 c).  Every map uses the eigen-decomposition of the
-    smaller Gram matrix (d x d when d < T: the eigenvalues of W^T W beyond d are 0)."""
+    smaller Gram matrix (d x d when d < T: the eigenvalues of W^T W beyond d are 0), the
+    conjugate only its ceil(k) largest eigenvalues."""
 
     def __init__(self, rho1: float, rho2: float, k: float) -> None:
         self.rho1, self.rho2, self.k = float(rho1), float(rho2), float(k)
@@ -749,13 +750,18 @@ class ClusterRelaxation:
         self.c = self.rho1 * self.eta * (1.0 + self.eta)
         self.lipschitz = 2.0 * self.c / self.eta
 
+    @staticmethod
+    def _gram(W: np.ndarray) -> tuple[np.ndarray, bool]:
+        """(the smaller Gram matrix of W, right): W^T W (T x T) when ``right``, else W W^T."""
+        right = W.shape[1] <= W.shape[0]
+        return (W.T @ W if right else W @ W.T), right
+
     def _spectrum(self, W: np.ndarray):
         """(s: the T eigenvalues of W^T W, E: eigenvectors of the smaller Gram, right): when
         ``right`` E is T x T (of W^T W), else d x d (of W W^T; s padded with zeros)."""
-        d, T = W.shape
-        right = T <= d
-        evals, E = np.linalg.eigh(W.T @ W if right else W @ W.T)
-        s = np.zeros(T)
+        G, right = self._gram(W)
+        evals, E = eigh(G, driver="evd", check_finite=False)
+        s = np.zeros(W.shape[1])
         s[:evals.size] = np.maximum(evals, 0.0)
         return s, E, right
 
@@ -798,12 +804,19 @@ class ClusterRelaxation:
         return X, self._value_of_spectrum(sx)
 
     def conjugate(self, V: np.ndarray) -> float:
+        """From the ceil(k) largest eigenvalues of the smaller Gram matrix only (LAPACK's MRRR
+        with an index range) and ||V||_F^2."""
         self._check_k(V.shape[1])
-        top = np.sort(self._spectrum(V)[0])[::-1]
+        G, _ = self._gram(V)
+        n, q = G.shape[0], int(np.ceil(self.k))
+        top = np.zeros(q)
+        top[:min(q, n)] = np.maximum(eigh(G, eigvals_only=True, driver="evr",
+                                          subset_by_index=(max(n - q, 0), n - 1),
+                                          check_finite=False)[::-1], 0.0)
         whole = int(np.floor(self.k))
         best = float(top[:whole].sum()) + (self.k - whole) * (float(top[whole])
-                                                              if whole < top.size else 0.0)
-        return (self.eta * float(np.sum(V * V)) + best) / (4.0 * self.c)
+                                                              if whole < q else 0.0)
+        return (self.eta * float(np.trace(G)) + best) / (4.0 * self.c)
 
 
 class L1PlusL1Inf:

@@ -9,7 +9,10 @@
   slack 1e-12); monotone restart (a step that increases F is replaced by a plain
   proximal-gradient step from X_k and the momentum restarts: F never increases beyond its
   rounding, ``ROUNDING`` |F|; that step is taken even when rounding hides its decrease, so the
-  relative gap reaches tolerances far below sqrt(machine epsilon)).
+  relative gap reaches tolerances far below sqrt(machine epsilon)).  With
+  ``gradient_restart``, the momentum also restarts when the step X+ - X_k makes an acute angle
+  with Y - X+ (O'Donoghue & Candes 2015, "Adaptive restart for accelerated gradient schemes":
+  the momentum then points uphill); the step is kept, the next one starts from X+ without it.
   With ``decrease`` = rho < 1, the step constant can also decrease (Scheinberg, Goldfarb & Bai
   2014, FISTA-BKTR): each iteration first tries rho x the last accepted L (after a doubling,
   L is kept ``patience`` iterations), and for every trial L the momentum
@@ -221,12 +224,15 @@ class FISTA:
     check_every : the certificate is computed every ``check_every`` iterations (and at the
         cap) when it costs a pass over the data; in between the last one is reported (an
         upper bound still: F does not increase beyond its rounding)
+    gradient_restart : also restart the momentum when <Y - X+, X+ - X_k> > 0 (O'Donoghue &
+        Candes 2015's gradient scheme), before F can increase
     """
 
     def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
                  backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
                  L0: float | None = None, decrease: float | None = None,
-                 patience: int = 10, check_every: int = 1) -> None:
+                 patience: int = 10, check_every: int = 1,
+                 gradient_restart: bool = False) -> None:
         if certificate not in ("auto", "gap", "residual"):
             raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
                              f"got {certificate!r}")
@@ -240,6 +246,7 @@ class FISTA:
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
         self.decrease = None if decrease is None else float(decrease)
         self.patience, self.check_every = int(patience), int(check_every)
+        self.gradient_restart = bool(gradient_restart)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
@@ -294,8 +301,14 @@ class FISTA:
                     step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
                     cert = prob.certify(X, S, f, pen, step)
                     break
+            # gradient restart: the step X+ - X_k makes an acute angle with Y - X+ (a gradient
+            # mapping): the momentum points uphill, the next step starts without it
+            turned = (self.gradient_restart and base is not X
+                      and np.vdot(base - Xn, Xn - X) > 0)
             if bktr:
-                Xp, Sp, t_next = X, S, t_acc
+                Xp, Sp, t_next = X, S, (1.0 if turned else t_acc)
+            elif turned:
+                t_next, Y, SY = 1.0, Xn, Sn
             else:
                 t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
                 beta = (t_k - 1.0) / t_next
