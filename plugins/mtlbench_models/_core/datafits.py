@@ -401,8 +401,9 @@ class InterceptLogisticLoss(LogisticLoss):
     of the loss in W for fixed c, so task_lipschitz[t] = omega_t ||X_t||_2^2 / 4. States are the
     margins without the intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts,
     margins and sigma(-z) of the last three states are kept. Duality: at c(W) the dual point
-    Theta_t = omega_t (-y sigma(-z)) sums to zero over each task's rows (the intercept's optimality), which is the dual
-    constraint of an unpenalised intercept, and s Theta keeps it; ``gap`` is the inherited one
+    Theta_t = omega_t (-y sigma(-z)) sums to zero over each task's rows (the intercept's
+    optimality), which is the dual constraint of an unpenalised intercept, and s Theta keeps
+    it; ``gap`` is the inherited one
     with the weights: pen + J(W) + sum_ti omega_t [a log a + (1 - a) log(1 - a)], a = s
     sigma(-z)."""
 
