@@ -22,8 +22,8 @@ method is the same scheme with an increasing step constant and no restart), the 
 singular value thresholding (``_core.penalties.prox_trace``, from the eigen-decomposition of
 the smaller Gram matrix); stopped at a relative duality gap <= tol = 1e-6 (the dual norm of
 the trace norm: the spectral norm; checked every 5 iterations for the squared loss, every 10
-for the logistic one), ``converged_`` iff reached within ``max_iter`` (5000).  A second solver, ``cvxpy``
-(Clarabel, an SDP), solves the same problem for ``mtlbench race``.
+for the logistic one), ``converged_`` iff reached within ``max_iter`` (5000).  A second
+solver, ``cvxpy`` (Clarabel, an SDP), solves the same problem for ``mtlbench race``.
 
 Search space (scale-free): lam = lam_ratio * ||G0||_2, G0 = grad J(0) (for the logistic loss
 with the intercepts at their optimum at W = 0): W = 0 is optimal iff lam_ratio >= 1, so the
