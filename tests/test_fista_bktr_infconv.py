@@ -86,6 +86,9 @@ def test_infconv_value_split_and_prox_match_their_definitions(seed, m, lam1, lam
     X = cp.Variable((3, m))
     _solve(L / 2 * cp.sum_squares(X - W) + inner + lam2 * cp.sum(cp.abs(X - P)))
     np.testing.assert_allclose(g.prox(W, L), X.value, atol=1e-6)
+    Xp, value = g.prox_with_value(W, L)            # the value from the projection
+    np.testing.assert_array_equal(Xp, g.prox(W, L))
+    assert value == pytest.approx(g.value(Xp), rel=1e-12, abs=1e-14)
 
 
 def test_infconv_split_ends():

@@ -28,9 +28,9 @@ dual balls {max_i ||G[i, :]||_1 <= lam1} and {max |G| <= lam2}, and whose prox i
 projection onto that set (an l1 ball and a box per row).  The optimal values and W are those
 of the problem in (P, Q) that MALSAR solves.  ``dirty``: cyclic block coordinate descent over
 the rows of W on the Gram matrices X_t^T X_t; ``dirty-logistic``: FISTA with backtracking
-(FISTA-BKTR) and monotone restart; both stopped at a relative duality gap <= tol = 1e-6,
-``converged_`` iff reached within ``max_iter`` (5000 iterations or sweeps).  A second solver,
-``cvxpy`` (Clarabel), solves the (P, Q) form for ``mtlbench race``.
+(FISTA-BKTR), monotone and gradient restart; both stopped at a relative duality gap <=
+tol = 1e-6, ``converged_`` iff reached within ``max_iter`` (5000 iterations or sweeps).  A
+second solver, ``cvxpy`` (Clarabel), solves the (P, Q) form for ``mtlbench race``.
 
 Search space (scale-free, G0 = grad J(0), for the logistic loss with the intercepts at their
 optimum at W = 0): lam1 = lam1_ratio * max_i ||G0[i, :]||_1, lam2 = lam2_ratio * max |G0|;

@@ -19,7 +19,7 @@ adds it.  MALSAR's optional ridge ``opts.rho_L2 ||W||_F^2`` (default 0) is left 
 Solver (``_core.classic.PenalisedModel``): ``l21`` by cyclic block coordinate descent over the
 rows of W on the Gram matrices X_t^T X_t (each row a group-shrinkage step with its own
 curvature), ``l21-logistic`` by FISTA-BKTR (backtracking that may also decrease the step
-constant) with monotone restart, the prox a row-group shrinkage; both stopped at a
+constant) with monotone and gradient restart, the prox a row-group shrinkage; both stopped at a
 relative duality gap <= tol = 1e-6 (the dual norm of the l_{2,1} norm: the largest row l2
 norm), ``converged_`` iff reached within ``max_iter`` (5000 iterations or sweeps).  A second
 solver, ``cvxpy`` (Clarabel), solves the same problem for ``mtlbench race``.

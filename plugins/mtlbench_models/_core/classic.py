@@ -21,7 +21,7 @@ Solver: for the squared loss and a penalty separating over the rows of W (``row_
 H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
 FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone and gradient restart;
 the logistic certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over
-the data);
+the data, the squared one every ``squared_check_every``);
 both stopped at a relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
 (``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  The duality gap
 stays valid with the intercepts: at c(W) the dual point sums to zero over each task's rows.
@@ -71,6 +71,9 @@ class PenalisedModel(LinearMTLModel):
     average: ClassVar[bool] = True
     #: the penalty separates over the rows of W with a row-wise prox (block coordinate descent)
     row_separable: ClassVar[bool] = False
+    #: FISTA's certificate for the squared loss every this many iterations (more than 1 where
+    #: the dual norm costs a decomposition: the trace norm's spectral norm)
+    squared_check_every: ClassVar[int] = 1
     convex = True
     supports_warm_start = True
     monotone_objective = True            # FISTA with monotone restart, coordinate descent
@@ -144,7 +147,8 @@ class PenalisedModel(LinearMTLModel):
             if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
                 return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
                         SquaredLoss(tasks, representation="gram"))
-            return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True),
+            return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
+                          check_every=self.squared_check_every),
                     SquaredLoss(tasks, wide="padded"))
         return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
                       check_every=LOGISTIC_CHECK_EVERY), self.datafit(tasks))

@@ -373,6 +373,11 @@ class LogisticLoss:
 
 
 # ------------------------------------------------- logistic loss with per-task intercepts
+#: A Newton step of the intercepts at most this relative size is the last one (quadratic
+#: convergence: the root is then reached to about its square, below rounding).
+NEWTON_FINAL = 1e-8
+
+
 def _log1p_exp(u: np.ndarray) -> np.ndarray:
     """log(1 + exp(u)) elementwise, finite for every u: max(u, 0) + log1p(exp(-|u|)) (the same
     value as ``logaddexp(0, u)`` to rounding, in fewer passes)."""
@@ -388,14 +393,17 @@ class InterceptLogisticLoss(LogisticLoss):
     omega_t = 1 / n_t (``average=True``, MALSAR's per-task mean) or 1. Each task's c_t(W) is the
     unique root of the derivative in c_t (it exists: every task of a TaskSet has both classes,
     also after ``subset``), found by safeguarded Newton iterations vectorised over the tasks
-    (the step clipped to 4 and kept inside the bracket of signs found so far; stopped when every
-    step is <= 1e-13 (1 + |c_t|); warm-started from the last root). By Danskin's theorem grad
+    (the step clipped to 4 and kept inside the bracket of signs found so far; stopped after a
+    step of at most ``NEWTON_FINAL`` (1 + |c_t|) for every task, whose error is about its
+    square; started from the intercepts extrapolated by ``combine`` where both states' are
+    known, else from the last root). By Danskin's theorem grad
     J(W) is the gradient of the loss at (W, c(W)); J is convex, and its Hessian is at most that
     of the loss in W for fixed c, so task_lipschitz[t] = omega_t ||X_t||_2^2 / 4. States are the
-    margins without the intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts of
-    the last state are kept. Duality: at c(W) the dual point Theta_t = omega_t (-y sigma(-z))
-    sums to zero over each task's rows (the intercept's optimality), which is the dual
-    constraint of an unpenalised intercept, and s Theta keeps it; ``gap`` is the inherited one
+    margins without the intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts,
+    margins and sigma(-z) of the last three states are kept. Duality: at c(W) the dual point
+    Theta_t = omega_t (-y sigma(-z)) sums to zero over each task's rows (the intercept's
+    optimality), which is the dual constraint of an unpenalised intercept, and s Theta keeps
+    it; ``gap`` is the inherited one
     with the weights: pen + J(W) + sum_ti omega_t [a log a + (1 - a) log(1 - a)], a = s
     sigma(-z)."""
 
@@ -406,13 +414,29 @@ class InterceptLogisticLoss(LogisticLoss):
         self.task_lipschitz = self.task_lipschitz * self.omega
         self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
         self.wy = self.w3 * self.y3
-        self._last = (None, np.zeros(self.T), None, None)
+        self._recent: list[tuple] = []      # the last solved states: (S, c, z, sigma(-z))
+        self._guess: tuple = (None, np.zeros(self.T))
+
+    def combine(self, S1: np.ndarray, S0: np.ndarray, beta: float) -> np.ndarray:
+        """Margins of W1 + beta (W1 - W0); when c(W1) and c(W0) are known, their
+        extrapolation is the Newton start for the new state (c is smooth in W)."""
+        S = S1 + beta * (S1 - S0)
+        c1, c0 = self._known(S1), self._known(S0)
+        if c1 is not None and c0 is not None:
+            self._guess = (S, c1[0] + beta * (c1[0] - c0[0]))
+        return S
+
+    def _known(self, S: np.ndarray) -> tuple | None:
+        return next((r[1:] for r in self._recent if r[0] is S), None)
 
     def _solve(self, S: np.ndarray) -> tuple:
-        """(c(W), margins z = S + y c, sigma(-z)) for the state S of W (the last one cached)."""
-        if self._last[0] is S:
-            return self._last[1:]
-        c = self._last[1]
+        """(c(W), margins z = S + y c, sigma(-z)) for the state S of W (the last few cached;
+        Newton started from the extrapolated intercepts of ``combine`` or the last root)."""
+        known = self._known(S)
+        if known is not None:
+            return known
+        c = self._guess[1] if self._guess[0] is S else (
+            self._recent[-1][1] if self._recent else np.zeros(self.T))
         lo, hi = np.full(self.T, -np.inf), np.full(self.T, np.inf)
         for _ in range(200):
             z = S + self.y3 * c[:, None]
@@ -422,8 +446,13 @@ class InterceptLogisticLoss(LogisticLoss):
             h = np.einsum("tn,tn->t", wa, 1.0 - a)
             lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
             step = np.clip(-g / np.maximum(h, 1e-300), -4.0, 4.0)
-            if np.all((np.abs(step) <= 1e-13 * (1.0 + np.abs(c))) | (g == 0)):
-                break                                          # c is the root to rounding
+            small = np.abs(step) <= NEWTON_FINAL * (1.0 + np.abs(c))
+            if np.all(small | (g == 0)):
+                if np.any(step):                 # the last step: its error is ~ step^2
+                    c = c + step
+                    z = S + self.y3 * c[:, None]
+                    a = expit(-z)
+                break
             new = c + step
             out = (new < lo) | (new > hi)
             if out.any():
@@ -431,7 +460,7 @@ class InterceptLogisticLoss(LogisticLoss):
                 mid = 0.5 * (np.where(both, lo, 0.0) + np.where(both, hi, 0.0))
                 new = np.where(out & both, mid, new)
             c = new
-        self._last = (S, c, z, a)
+        self._recent = self._recent[-2:] + [(S, c, z, a)]
         return c, z, a
 
     def intercepts_of(self, S: np.ndarray) -> np.ndarray:

@@ -909,6 +909,14 @@ class L1InfConvL1:
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
         return V - project_l1_box_rows(V, self.lam1 / L, self.lam2 / L)
 
+    def prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
+        """(prox(V), g(prox(V))): g is the support function of the dual set C, and
+        L (V - X) = L P_{C/L}(V) is a subgradient of g at X = prox(V), so g(X) = L <P, X>
+        (a sum of non-negative terms: P and X share their signs entrywise)."""
+        P = project_l1_box_rows(V, self.lam1 / L, self.lam2 / L)
+        X = V - P
+        return X, L * float(np.vdot(P, X))
+
     def dual_scale(self, G: np.ndarray) -> float:
         return min(_scale(self.lam1, L1Inf.dual_norm(G)), _scale(self.lam2, L1.dual_norm(G)))
 
