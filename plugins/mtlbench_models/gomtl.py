@@ -12,10 +12,12 @@ L d x k, S k x T with column s_t for task t)::
 
 Solver (the paper's alternating minimisation; F is convex in each block, not jointly):
 * S-step (L fixed): the T LASSO problems min_s l_t(X_t L s) + mu ||s||_1 on the reduced
-  designs X_t L (n_t x k): for the squared loss the layer's cyclic coordinate descent on their
-  k x k Gram matrices, for the logistic loss proximal Newton (``_core.newton``: per-task k x k
-  Hessians, coordinate descent on the quadratic model, per-task backtracking); certified by
-  their duality gap (relative, <= ``inner_tol``, 1e-8), warm-started from the current S;
+  designs X_t L (n_t x k), all T at once in k dimensions by proximal Newton (``_core.newton``:
+  per-task k x k Hessians, coordinate descent on the quadratic model with exact solves on
+  each task's orthant face, per-task backtracking); for the squared loss the model is exact
+  (``_core.factored.TaskQuadratics``: the k x k Gram matrices of X_t L, every evaluation
+  O(T k^2)); certified by their duality gap (relative, <= ``inner_tol``, 1e-8; one dual scale
+  per task), warm-started from the current S;
 * L-step (S fixed): min_L J(L S) + lam ||L||_F^2, strongly convex in L: for the squared loss
   preconditioned conjugate gradients on its normal equations (``_core.quadratic``; no dk x dk
   matrix), for the logistic loss L-BFGS; both preconditioned by the Kronecker approximation
@@ -57,12 +59,13 @@ import numpy as np
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
-from ._core.datafits import LeastSquares, LogisticLoss, SquaredLoss
-from ._core.factored import Factored
+from ._core.datafits import LogisticLoss, SquaredLoss
+from ._core.factored import Factored, reduced_squared
 from ._core.newton import ProxNewton
 from ._core.penalties import L1, SquaredFrobenius
 from ._core.quadratic import ConjugateGradient, KroneckerPreconditioner
-from ._core.solvers import BlockCoordinateDescent, Result, duality_gap, lbfgs
+from ._core.representations import padded_task_rows, task_grams
+from ._core.solvers import Result, duality_gap, lbfgs
 
 __all__ = ["GOMTL", "GOMTLLogistic", "gomtl_objective"]
 
@@ -119,7 +122,7 @@ class GOMTL(LinearMTLModel):
         self.max_iter = max_iter
 
     def _datafit(self, tasks: TaskSet):
-        return SquaredLoss(tasks)
+        return SquaredLoss(tasks, wide="padded")
 
     #: the L-step preconditioner's curvature per unit of the mean Gram matrix (sup of l'')
     curvature_scale = 1.0
@@ -136,13 +139,12 @@ class GOMTL(LinearMTLModel):
             precondition=self._preconditioner(tasks, S, lam))
 
     def _s_step(self, tasks: TaskSet, J, L: np.ndarray, S: np.ndarray, mu: float):
-        """The T LASSO problems on the reduced designs X_t L (n_t x k): cyclic coordinate
-        descent on their k x k Gram matrices, certified by the duality gap."""
-        Zs = [tasks.X(t) @ L for t in range(tasks.T)]
-        J = LeastSquares.from_arrays(Zs, [tasks.y(t) for t in range(tasks.T)], L.shape[1],
-                                     representation="gram")
-        return BlockCoordinateDescent(tol=float(self.inner_tol), max_sweeps=10000).solve(
-            J, L1(mu), S)
+        """The T LASSO problems on the reduced designs X_t L (n_t x k), in k dimensions (their
+        k x k Gram matrices): coordinate descent (one exact proximal Newton step), certified
+        by the duality gap."""
+        X3, y3, _ = padded_task_rows(tasks)
+        Jk = reduced_squared(L, X3, y3, lambda: task_grams(tasks))
+        return ProxNewton(tol=float(self.inner_tol)).solve(Jk, L1(mu), S)
 
     def fit(self, tasks: TaskSet, init=None) -> "GOMTL":
         self.check_params()
