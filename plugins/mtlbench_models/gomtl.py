@@ -24,17 +24,26 @@ Solver (the paper's alternating minimisation; F is convex in each block, not joi
   of the Hessian, c0 A (x) S S^T + 2 lam (A = mean_t X_t^T X_t, c0 = 1 squared, 1/4
   logistic: the sup of the loss's second derivative), certified by a duality gap
   (<= ``inner_tol``) and warm-started from the current L.
-Both solvers start at the current block and never increase their objective, so F never
-increases along the iterations (tested).  ``objective_history_`` holds F after every block
-step (two values per iteration).  Initialisation (the paper's): L = the top-k left singular
+* line search (from the second iteration on): along the iteration's move (L, S) - (L0, S0),
+  F at (L, S) + b ((L, S) - (L0, S0)) for b = beta, 2 beta, 4 beta, ... while it decreases,
+  the best point taken if it is below F(L, S) (the extrapolation of alternating least
+  squares: R. Bro, "Multi-way analysis in the food industry", PhD thesis, 1998; A. Ang and
+  N. Gillis, Neural Computation 31, 2019); beta starts at 1, is the accepted b afterwards
+  and a quarter of it (at least 1/16) after a failure.  Along the slow, curved valleys of the
+  alternation it takes steps the block solves would need many iterations for.
+Both solvers start at the current block and never increase their objective, and a line
+search point is taken only below F, so F never increases along the iterations (tested).
+``objective_history_`` holds F after every block step and every accepted line search point
+(two or three values per iteration).  Initialisation (the paper's): L = the top-k left singular
 vectors of the single-task solutions W_stl, here the per-task ridge solutions of the squared
 loss with weight c = mean_t tr(X_t^T X_t) / d (one ridge per unit, cached; used for both
 losses: it seeds the subspace only); then S-step, L-step, ...  Warm-started only within one
 fit: ``convex = False``, every fit of a search starts from this initialisation.
 
-Stopping rule: the relative decrease of F over one iteration (S-step and L-step) is at most
-``tol`` (1e-5); ``converged_`` says whether it held within ``max_iter`` (300) iterations with
-the last two block solves certified.  No certificate of a global minimum (non-convex).
+Stopping rule: the relative decrease of F over one iteration (S-step, L-step and line
+search) is at most ``tol`` (1e-6), at an iteration whose line search did not move (so the
+result is the L-step's, L optimal for S); ``converged_`` says whether it held within
+``max_iter`` (300) iterations with the last two block solves certified.  No certificate of a global minimum (non-convex).
 
 Search space.  Scale invariance: (L, S) -> (a L, S / a) leaves J unchanged and maps the
 penalties of (mu, lam) to those of (mu / a, lam a^2), so the minimisers in W depend on mu and
@@ -106,14 +115,14 @@ class GOMTL(LinearMTLModel):
              "ICML 2012")
     search_space = {"mu_ratio": Log([0.03, 0.5], low=None, high=1.0),
                     "k": Int([2, 16], low=1, high="min(d, T)")}
-    param_constraints = {"lam_ratio": Log([1.0], low=0.0), "tol": Log([1e-5], low=0.0),
+    param_constraints = {"lam_ratio": Log([1.0], low=0.0), "tol": Log([1e-6], low=0.0),
                          "inner_tol": Log([1e-8], low=0.0), "max_iter": Int([300], low=1)}
     convex = False
     target_kinds = ("binary", "real")
     solver_name = "alternating"
 
     def __init__(self, mu_ratio: float = 0.1, k: int = 5, lam_ratio: float = 1.0,
-                 tol: float = 1e-5, inner_tol: float = 1e-8, max_iter: int = 300):
+                 tol: float = 1e-6, inner_tol: float = 1e-8, max_iter: int = 300):
         self.mu_ratio = mu_ratio
         self.k = k
         self.lam_ratio = lam_ratio
@@ -161,20 +170,28 @@ class GOMTL(LinearMTLModel):
         ridge = SquaredFrobenius(2.0 * lam)
         F = gomtl_objective(J, L, S, mu, lam)
         hist, ok, done, it = [float(F)], True, False, 0
+        beta = 1.0
+        polish = False
         for it in range(1, int(self.max_iter) + 1):
+            F_start, L0, S0 = F, L, S
             rs = self._s_step(tasks, J, L, S, mu)
             S = rs.W
             hist.append(float(rs.history[-1] + ridge.value(L)))
             rl = self._l_step(tasks, J, L, S, lam)
             L = rl.W
-            F_new = float(rl.history[-1] + L1(mu).value(S))
-            hist.append(F_new)
+            F = float(rl.history[-1] + L1(mu).value(S))
+            hist.append(F)
             ok = rs.converged and rl.converged
-            report_progress(it, F_new)
-            done = F - F_new <= float(self.tol) * max(abs(F_new), 1e-300)
-            F = F_new
+            moved = False
+            if it > 1 and not polish:
+                L, S, F, beta, moved = self._extrapolate(J, (L0, S0), (L, S), F, beta, mu,
+                                                         lam, hist)
+            report_progress(it, F)
+            small = F_start - F <= float(self.tol) * max(abs(F), 1e-300)
+            done = small and not moved
             if done:
                 break
+            polish = small
         self.L_, self.S_ = L, S
         self.coef_ = L @ S
         self.mu_, self.lam_ = mu, lam
@@ -186,6 +203,27 @@ class GOMTL(LinearMTLModel):
         self.task_groups_ = (np.argmax(np.abs(S), axis=0) if S.any()
                              else np.zeros(tasks.T, dtype=int))
         return self
+
+    @staticmethod
+    def _extrapolate(J, start, end, F, beta, mu, lam, hist):
+        """The line search along the iteration's move (start -> end, F at the end): F at
+        end + b (end - start) for b = beta, 2 beta, 4 beta, ... while it decreases; the best
+        point is taken (and appended to ``hist``) if F is below the end's, and the next
+        iteration starts at its b, else at beta / 4 (at least 1/16).  Returns (L, S, F,
+        beta, whether the point moved)."""
+        (L0, S0), (L1, S1) = start, end
+        dL, dS = L1 - L0, S1 - S0
+        best, b = None, beta
+        while True:
+            Le, Se = L1 + b * dL, S1 + b * dS
+            Fe = gomtl_objective(J, Le, Se, mu, lam)
+            if not Fe < (F if best is None else best[2]):
+                break
+            best, b = (Le, Se, Fe, b), 2.0 * b
+        if best is None:
+            return L1, S1, F, max(beta / 4.0, 1.0 / 16.0), False
+        hist.append(float(best[2]))
+        return (*best, True)
 
     def fitted_objective(self, tasks: TaskSet) -> float:
         """F(L_, S_) from scratch on ``tasks``."""

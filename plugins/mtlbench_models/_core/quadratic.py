@@ -73,6 +73,7 @@ class ConjugateGradient:
         it = 0
         P = M(R)
         rr = float(np.sum(R * P))
+        fresh_at_x = True                          # f, G, R, cert from a fresh evaluation
         while cert > self.tol and it < max_iter and rr > 0:
             it += 1
             AP = hess(P)
@@ -88,7 +89,8 @@ class ConjugateGradient:
             f = F - pen
             gap = datafit.gap(None, X, pen + penalty.conjugate(-G), 1.0, G, f)
             cert = gap / max(abs(F), 1e-300)
-            if cert <= self.tol:                   # confirm with a fresh gradient
+            fresh_at_x = cert <= self.tol
+            if fresh_at_x:                         # confirm with a fresh gradient
                 f, G, R = fresh(X)
                 F, cert = cert_of(X, f, G)
                 P = M(R)
@@ -100,7 +102,7 @@ class ConjugateGradient:
             rr = rr_new
             hist.append(float(F))
             report_progress(it, float(F), cert * abs(F))
-        if it:
+        if it and not fresh_at_x:
             f, G, _ = fresh(X)
             F, cert = cert_of(X, f, G)
             hist[-1] = float(F)
