@@ -43,7 +43,8 @@ fit: ``convex = False``, every fit of a search starts from this initialisation.
 Stopping rule: the relative decrease of F over one iteration (S-step, L-step and line
 search) is at most ``tol`` (1e-6), at an iteration whose line search did not move (so the
 result is the L-step's, L optimal for S); ``converged_`` says whether it held within
-``max_iter`` (300) iterations with the last two block solves certified.  No certificate of a global minimum (non-convex).
+``max_iter`` (1000) iterations with the last two block solves certified.  No certificate of
+a global minimum (non-convex).
 
 Search space.  Scale invariance: (L, S) -> (a L, S / a) leaves J unchanged and maps the
 penalties of (mu, lam) to those of (mu / a, lam a^2), so the minimisers in W depend on mu and
@@ -116,13 +117,13 @@ class GOMTL(LinearMTLModel):
     search_space = {"mu_ratio": Log([0.03, 0.5], low=None, high=1.0),
                     "k": Int([2, 16], low=1, high="min(d, T)")}
     param_constraints = {"lam_ratio": Log([1.0], low=0.0), "tol": Log([1e-6], low=0.0),
-                         "inner_tol": Log([1e-8], low=0.0), "max_iter": Int([300], low=1)}
+                         "inner_tol": Log([1e-8], low=0.0), "max_iter": Int([1000], low=1)}
     convex = False
     target_kinds = ("binary", "real")
     solver_name = "alternating"
 
     def __init__(self, mu_ratio: float = 0.1, k: int = 5, lam_ratio: float = 1.0,
-                 tol: float = 1e-6, inner_tol: float = 1e-8, max_iter: int = 300):
+                 tol: float = 1e-6, inner_tol: float = 1e-8, max_iter: int = 1000):
         self.mu_ratio = mu_ratio
         self.k = k
         self.lam_ratio = lam_ratio
