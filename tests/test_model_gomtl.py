@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
+from mtlbench.progress import listen
 from mtlbench_models._core.datafits import SquaredLoss
 from mtlbench_models.gomtl import GOMTL, GOMTLLogistic, gomtl_objective
 
@@ -61,3 +62,16 @@ def test_mu_ratio_one_gives_zero(cls):
 def test_k_beyond_min_d_t_is_refused():
     with pytest.raises(ValueError, match=r"gomtl: k = 6 exceeds min\(d, T\) = 5"):
         GOMTL(k=6).fit(_tasks())
+
+
+@pytest.mark.parametrize("cls", [GOMTL, GOMTLLogistic])
+def test_progress_reports_the_objective_once_per_iteration(cls):
+    # the block solvers run silently: a listener (the race) sees F itself, not the
+    # subproblems' objectives
+    seen = []
+    with listen(lambda it, F, cert: seen.append((it, F))):
+        m = cls(mu_ratio=0.1, k=3).fit(_tasks(3))
+    assert [it for it, _ in seen] == list(range(1, m.n_iter_ + 1))
+    F = np.array([f for _, f in seen])
+    assert np.all(np.diff(F) <= 1e-12 * abs(F[0]))
+    assert F[-1] == pytest.approx(m.objective_history_[-1], rel=1e-12)

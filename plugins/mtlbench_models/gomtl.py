@@ -146,7 +146,7 @@ class GOMTL(LinearMTLModel):
     def _l_step(self, tasks: TaskSet, J, L: np.ndarray, S: np.ndarray, lam: float) -> Result:
         """min_L J(L S) + lam ||L||_F^2 from L: preconditioned conjugate gradients on the
         normal equations, certified by the duality gap."""
-        return ConjugateGradient(tol=float(self.inner_tol)).solve(
+        return ConjugateGradient(tol=float(self.inner_tol), report=False).solve(
             Factored(J, right=S), SquaredFrobenius(2.0 * lam), L,
             precondition=self._preconditioner(tasks, S, lam))
 
@@ -156,7 +156,7 @@ class GOMTL(LinearMTLModel):
         by the duality gap."""
         X3, y3, _ = padded_task_rows(tasks)
         Jk = reduced_squared(L, X3, y3, lambda: task_grams(tasks))
-        return ProxNewton(tol=float(self.inner_tol)).solve(Jk, L1(mu), S)
+        return ProxNewton(tol=float(self.inner_tol), report=False).solve(Jk, L1(mu), S)
 
     def fit(self, tasks: TaskSet, init=None) -> "GOMTL":
         self.check_params()
@@ -272,7 +272,8 @@ class GOMTLLogistic(GOMTL):
     def _s_step(self, tasks: TaskSet, J, L: np.ndarray, S: np.ndarray, mu: float):
         """The T L1-regularised logistic regressions on the reduced designs X_t L (k-dim):
         proximal Newton, certified by the duality gap."""
-        return ProxNewton(tol=float(self.inner_tol)).solve(J.left_factor(L), L1(mu), S)
+        return ProxNewton(tol=float(self.inner_tol), report=False).solve(J.left_factor(L),
+                                                                         L1(mu), S)
 
 
 @hookimpl

@@ -40,13 +40,21 @@ ARMIJO = 1e-4
 EPS = 1e-15           # a predicted decrease below EPS |F_t| is at the rounding of F_t
 
 
+def _silent(*args) -> None:
+    """A progress report that goes nowhere."""
+
+
 class ProxNewton:
     """Proximal Newton on a datafit with ``task_hessians`` and ``task_values_of`` (e.g.
     ``LogisticLoss``) plus ``L1`` (module docstring).  Options: ``tol`` (relative duality
-    gap), ``max_iter`` (Newton iterations), ``sweeps`` (coordinate sweeps per subproblem)."""
+    gap), ``max_iter`` (Newton iterations), ``sweeps`` (coordinate sweeps per subproblem),
+    ``report`` (False: no ``report_progress`` calls, for a solver run inside another model's
+    iterations)."""
 
-    def __init__(self, tol: float = 1e-8, max_iter: int = 200, sweeps: int = 50) -> None:
+    def __init__(self, tol: float = 1e-8, max_iter: int = 200, sweeps: int = 50,
+                 report: bool = True) -> None:
         self.tol, self.max_iter, self.sweeps = float(tol), int(max_iter), int(sweeps)
+        self.report = bool(report)
 
     def _direction(self, X: np.ndarray, G: np.ndarray, H: np.ndarray, lam: float):
         """Coordinate descent on g^T D + 1/2 D^T H D + lam ||X + D||_1, per column."""
@@ -118,7 +126,8 @@ class ProxNewton:
         F = float(Ft.sum())
         cert = certificate(X, Z, F)
         hist = [F]
-        report_progress(0, F, cert * abs(F))
+        progress = report_progress if self.report else _silent
+        progress(0, F, cert * abs(F))
         it = 0
         while cert > self.tol and it < self.max_iter:
             it += 1
@@ -146,5 +155,5 @@ class ProxNewton:
             F = float(Ft.sum())
             cert = certificate(X, Z, F)
             hist.append(F)
-            report_progress(it, F, cert * abs(F))
+            progress(it, F, cert * abs(F))
         return Result(X, hist, it, float(cert), "gap", bool(cert <= self.tol))
