@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
+from mtlbench.progress import listen
 from mtlbench_models._core.datafits import SquaredLoss
 from mtlbench_models.gomtl import GOMTL, GOMTLLogistic, gomtl_objective
 
@@ -32,7 +33,8 @@ def test_every_block_step_decreases_the_objective(seed, mu, k, logistic):
     tasks = _tasks(seed)
     m = cls(mu_ratio=mu, k=k, max_iter=30).fit(tasks)
     h = np.asarray(m.objective_history_)
-    assert len(h) == 2 * m.n_iter_ + 1             # F at the start and after every block step
+    # F at the start, after every block step and after every accepted line-search step
+    assert 2 * m.n_iter_ + 1 <= len(h) <= 3 * m.n_iter_ + 1
     assert np.all(np.diff(h) <= 1e-10 * abs(h[0]))
     J = m._datafit(tasks)
     assert gomtl_objective(J, m.L_, m.S_, m.mu_, m.lam_) == pytest.approx(h[-1], rel=1e-9)
@@ -60,3 +62,16 @@ def test_mu_ratio_one_gives_zero(cls):
 def test_k_beyond_min_d_t_is_refused():
     with pytest.raises(ValueError, match=r"gomtl: k = 6 exceeds min\(d, T\) = 5"):
         GOMTL(k=6).fit(_tasks())
+
+
+@pytest.mark.parametrize("cls", [GOMTL, GOMTLLogistic])
+def test_progress_reports_the_objective_once_per_iteration(cls):
+    # the block solvers run silently: a listener (the race) sees F itself, not the
+    # subproblems' objectives
+    seen = []
+    with listen(lambda it, F, cert: seen.append((it, F))):
+        m = cls(mu_ratio=0.1, k=3).fit(_tasks(3))
+    assert [it for it, _ in seen] == list(range(1, m.n_iter_ + 1))
+    F = np.array([f for _, f in seen])
+    assert np.all(np.diff(F) <= 1e-12 * abs(F[0]))
+    assert F[-1] == pytest.approx(m.objective_history_[-1], rel=1e-12)

@@ -1,6 +1,8 @@
 """``ProxNewton`` (L1-regularised per-task problems in few dimensions) against cvxpy, monotone,
 certified; ``LogisticLoss``'s per-task values and Hessians against its value and finite
-differences of its gradient, its reduced designs against ``Factored``;
+differences of its gradient, its reduced designs against ``Factored``; the squared loss's
+k-dimensional form (``TaskQuadratics`` from rows or Gram matrices) against ``Factored`` and,
+under ``ProxNewton``, against a cvxpy LASSO;
 ``KroneckerPreconditioner`` inverts A P B + shift P; preconditioned CG reaches the ridge's
 closed form monotonically."""
 from __future__ import annotations
@@ -11,10 +13,11 @@ import pytest
 
 from mtlbench import TaskSet
 from mtlbench_models._core.datafits import LogisticLoss, SquaredLoss
-from mtlbench_models._core.factored import Factored
+from mtlbench_models._core.factored import Factored, reduced_squared
 from mtlbench_models._core.newton import ProxNewton
 from mtlbench_models._core.penalties import L1, SquaredFrobenius
 from mtlbench_models._core.quadratic import ConjugateGradient, KroneckerPreconditioner
+from mtlbench_models._core.representations import padded_task_rows, task_grams
 
 
 def _tasks(seed=0, d=4, T=3, n=8):
@@ -98,3 +101,26 @@ def test_preconditioned_cg_reaches_the_ridge_closed_form_monotonically():
     assert 0 <= q(res.W) - q(L) <= 1e-12 * abs(q(L)) + 1e-13  # within the certified gap
     np.testing.assert_allclose(res.W, L, rtol=1e-5, atol=1e-7)
     assert np.all(np.diff(res.history) <= 1e-12 * abs(res.history[0]))
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_task_quadratics_is_the_factored_squared_loss_and_its_lasso_matches_cvxpy(wide):
+    tasks = _tasks(6, d=12 if wide else 4)          # n_max < d: from the rows; else the Grams
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((tasks.d, 3))
+    X3, y3, _ = padded_task_rows(tasks)
+    Jk = reduced_squared(A, X3, y3, lambda: task_grams(tasks))
+    ref = Factored(SquaredLoss(tasks), left=A)
+    S = rng.standard_normal((3, tasks.T))
+    assert Jk.value(S) == pytest.approx(ref.value(S), rel=1e-12)
+    np.testing.assert_allclose(Jk.grad(S), ref.grad(S), rtol=1e-11, atol=1e-11)
+    mu = 0.3 * np.abs(Jk.grad(np.zeros((3, tasks.T)))).max()
+    res = ProxNewton(tol=1e-10).solve(Jk, L1(mu), np.zeros((3, tasks.T)))
+    assert res.converged and np.all(np.diff(res.history) <= 0)
+    Sv = cp.Variable((3, tasks.T))
+    loss = sum(0.5 * cp.sum_squares(tasks.y(t) - tasks.X(t) @ A @ Sv[:, t])
+               for t in range(tasks.T))
+    p = cp.Problem(cp.Minimize(loss + mu * cp.sum(cp.abs(Sv))))
+    p.solve(solver="CLARABEL")
+    assert res.history[-1] == pytest.approx(p.value, rel=1e-7)
+    np.testing.assert_allclose(res.W, Sv.value, atol=1e-5)

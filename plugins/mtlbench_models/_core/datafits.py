@@ -318,8 +318,12 @@ class LogisticLoss:
         self.T, self.d = X3t.shape[0], X3t.shape[1]
         self.X3t, self.y3, self.n = X3t, y3, n
         self.mask = np.arange(y3.shape[1])[None, :] < n[:, None]
-        self.task_lipschitz = (0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2 if X3t.size
-                               else np.zeros(self.T))
+        # ||X_t||_2^2 from the (d, d) Gram matrices when d < n_max (the reduced designs)
+        small = X3t.shape[1] < X3t.shape[2]
+        self.task_lipschitz = (
+            np.zeros(self.T) if not X3t.size
+            else 0.25 * np.linalg.eigvalsh(np.matmul(X3t, X3t.transpose(0, 2, 1)))[:, -1] if small
+            else 0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2)
         self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
         return self
 

@@ -13,14 +13,21 @@ runs on them unchanged:
 * duality gap: J's, read at the product: <X, grad_X> = <A X, grad J> (resp. <X B, grad J>),
   and the dual point in the scores is the same, so the penalty's dual norm is taken of the
   factor's gradient (what the solvers pass).
+
+:class:`TaskQuadratics` is the squared loss's J(A S) in the codes' own dimension: per task
+1/2 ||y_t - X_t A s_t||^2 = 1/2 s_t^T G_t s_t - g_t^T s_t + c_t / 2 with the k x k Gram
+matrix G_t = (X_t A)^T (X_t A), g_t = (X_t A)^T y_t, c_t = ||y_t||^2 (:func:`reduced_squared`
+builds them from the data's padded rows or Gram matrices, whichever is cheaper): every
+evaluation is O(T k^2), and it offers the per-task interface of ``newton.ProxNewton``
+(``task_values_of``, ``task_hessians``, a gap with one dual scale per task).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .datafits import LeastSquares
+from .datafits import LeastSquares, squared_gap
 
-__all__ = ["Factored"]
+__all__ = ["Factored", "TaskQuadratics", "reduced_squared"]
 
 
 class Factored:
@@ -80,3 +87,67 @@ class Factored:
         """J's duality gap (module docstring) with the factor's gradient ``G``."""
         G = self.grad_of(S) if G is None else G
         return self.datafit.gap(S, X, pen, s, G, f)
+
+
+class TaskQuadratics:
+    """J(S) = sum_t 1/2 s_t^T G_t s_t - g_t^T s_t + c_t / 2 (S of shape (k, T); G (T, k, k)
+    symmetric positive semi-definite, g (k, T), c (T,)): T separate least-squares problems of
+    dimension k (module docstring).  State: [s_t, G_t s_t] per task, shape (T, 2k) (tasks on
+    the first axis, as ``ProxNewton`` selects them).  Duality: the squared loss's gap
+    (``datafits.squared_gap``) per task, ||r_t||^2 = 2 l_t(s_t) (clipped at 0: rounding of
+    the expanded square), with one dual scale per task or one for all."""
+
+    quadratic = True
+
+    def __init__(self, G: np.ndarray, g: np.ndarray, c: np.ndarray) -> None:
+        self.G, self.g, self.c = G, g, np.asarray(c, dtype=np.float64)
+        self.T, self.d = G.shape[0], G.shape[1]
+        self.k = self.d
+
+    def forward(self, S: np.ndarray) -> np.ndarray:
+        return np.concatenate([S.T, np.matmul(self.G, S.T[:, :, None])[:, :, 0]], axis=1)
+
+    def task_values_of(self, Z: np.ndarray) -> np.ndarray:
+        s, q = Z[:, :self.k], Z[:, self.k:]
+        return np.maximum(np.einsum("tk,tk->t", s, 0.5 * q - self.g.T) + 0.5 * self.c, 0.0)
+
+    def value_of(self, Z: np.ndarray) -> float:
+        return float(self.task_values_of(Z).sum())
+
+    def grad_of(self, Z: np.ndarray) -> np.ndarray:
+        return Z[:, self.k:].T - self.g
+
+    def task_hessians(self, Z: np.ndarray) -> np.ndarray:
+        return self.G
+
+    def value(self, S: np.ndarray) -> float:
+        return self.value_of(self.forward(S))
+
+    def grad(self, S: np.ndarray) -> np.ndarray:
+        return self.grad_of(self.forward(S))
+
+    def gap(self, Z: np.ndarray, S: np.ndarray, pen: float, s, G: np.ndarray | None = None,
+            f: float | None = None) -> float:
+        """pen + sum_t [a_t <s_t, grad_t> + (1 - a_t)^2 / 2 ||r_t||^2], a = ``s`` (a scalar or
+        one scale per task, shape (T, 1))."""
+        G = self.grad_of(Z) if G is None else G
+        a = np.broadcast_to(np.asarray(s, dtype=np.float64).reshape(-1), (self.T,))
+        wg = np.einsum("kt,kt->t", S, G)
+        return float(pen + np.sum(squared_gap(0.0, a, wg, 2.0 * self.task_values_of(Z))))
+
+
+def reduced_squared(A: np.ndarray, X3: np.ndarray, y3: np.ndarray, grams) -> TaskQuadratics:
+    """The squared loss sum_t 1/2 ||y_t - X_t A s_t||^2 as a :class:`TaskQuadratics` of S:
+    ``X3``, ``y3`` the zero-padded rows (T, n_max, d) and labels (T, n_max); ``grams`` a
+    callable returning (H, B, c) (H_t = X_t^T X_t, B[:, t] = X_t^T y_t, c_t = ||y_t||^2):
+    G_t from the rows X_t A when n_max < d (T n_max d k flops), else A^T H_t A."""
+    if X3.shape[1] < X3.shape[2]:
+        Z = np.matmul(X3, A)                                     # (T, n_max, k)
+        G = np.matmul(Z.transpose(0, 2, 1), Z)
+        g = np.matmul(Z.transpose(0, 2, 1), y3[:, :, None])[:, :, 0].T
+        c = np.einsum("tn,tn->t", y3, y3)
+    else:
+        H, B, c = grams()
+        G = np.matmul(A.T, np.matmul(H, A))
+        g = A.T @ B
+    return TaskQuadratics(0.5 * (G + G.transpose(0, 2, 1)), g, c)

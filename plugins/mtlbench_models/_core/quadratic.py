@@ -26,6 +26,7 @@ import numpy as np
 
 from mtlbench import report_progress
 
+from .newton import _silent
 from .solvers import Result
 
 __all__ = ["ConjugateGradient", "KroneckerPreconditioner"]
@@ -34,11 +35,14 @@ __all__ = ["ConjugateGradient", "KroneckerPreconditioner"]
 class ConjugateGradient:
     """CG on a least-squares datafit plus a quadratic penalty with a conjugate (module
     docstring).  Options: ``tol`` (relative duality gap), ``max_iter`` (default: the number
-    of unknowns, plus restarts)."""
+    of unknowns, plus restarts), ``report`` (False: no ``report_progress`` calls, for a solver
+    run inside another model's iterations)."""
 
-    def __init__(self, tol: float = 1e-8, max_iter: int | None = None) -> None:
+    def __init__(self, tol: float = 1e-8, max_iter: int | None = None,
+                 report: bool = True) -> None:
         self.tol = float(tol)
         self.max_iter = None if max_iter is None else int(max_iter)
+        self.report = bool(report)
 
     def solve(self, datafit, penalty, W0: np.ndarray, precondition=None) -> Result:
         """Minimise J + g from ``W0`` (array of the variable's shape); ``precondition``: an
@@ -69,10 +73,12 @@ class ConjugateGradient:
         f, G, R = fresh(X)
         F, cert = cert_of(X, f, G)
         hist = [float(F)]
-        report_progress(0, float(F), cert * abs(F))
+        progress = report_progress if self.report else _silent
+        progress(0, float(F), cert * abs(F))
         it = 0
         P = M(R)
         rr = float(np.sum(R * P))
+        fresh_at_x = True                          # f, G, R, cert from a fresh evaluation
         while cert > self.tol and it < max_iter and rr > 0:
             it += 1
             AP = hess(P)
@@ -88,7 +94,8 @@ class ConjugateGradient:
             f = F - pen
             gap = datafit.gap(None, X, pen + penalty.conjugate(-G), 1.0, G, f)
             cert = gap / max(abs(F), 1e-300)
-            if cert <= self.tol:                   # confirm with a fresh gradient
+            fresh_at_x = cert <= self.tol
+            if fresh_at_x:                         # confirm with a fresh gradient
                 f, G, R = fresh(X)
                 F, cert = cert_of(X, f, G)
                 P = M(R)
@@ -99,8 +106,8 @@ class ConjugateGradient:
                 P = Zr + (rr_new / rr) * P
             rr = rr_new
             hist.append(float(F))
-            report_progress(it, float(F), cert * abs(F))
-        if it:
+            progress(it, float(F), cert * abs(F))
+        if it and not fresh_at_x:
             f, G, _ = fresh(X)
             F, cert = cert_of(X, f, G)
             hist[-1] = float(F)
