@@ -63,9 +63,13 @@ from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progres
 
 from ._core.datafits import InterceptLogisticLoss, LeastSquares, SquaredLoss
 from ._core.penalties import SquaredNuclear
+from ._core.classic import FISTA_DECREASE
 from ._core.solvers import FISTA
 
 __all__ = ["MTRL", "MTRLLogistic", "omega_step"]
+
+#: the duality gap (an SVD of the gradient) is computed every this many FISTA iterations
+CHECK_EVERY = 5
 
 
 def omega_step(W: np.ndarray) -> np.ndarray:
@@ -85,8 +89,8 @@ def _centred(tasks: TaskSet):
         ym = np.array([tasks.y(t).mean() for t in range(tasks.T)])
         Zs = [tasks.X(t) - Xm[:, t] for t in range(tasks.T)]
         cs = [tasks.y(t) - ym[t] for t in range(tasks.T)]
-        return LeastSquares.from_arrays(Zs, cs, tasks.d, representation="auto"), Xm, ym
-    return tasks.memo(("mtrl.centred", 1), compute)
+        return LeastSquares.from_arrays(Zs, cs, tasks.d, representation="padded"), Xm, ym
+    return tasks.memo(("mtrl.centred", 2), compute)
 
 
 def _curvature(tasks: TaskSet) -> float:
@@ -137,7 +141,8 @@ class MTRL(LinearMTLModel):
         self.intercept_ = ym - np.einsum("dt,dt->t", Xm, V)
 
     def _solve(self, J, g, V0):
-        return FISTA(tol=float(self.tol), max_iter=int(self.max_iter)).solve(J, g, V0)
+        return FISTA(tol=float(self.tol), max_iter=int(self.max_iter), decrease=FISTA_DECREASE,
+                     check_every=CHECK_EVERY).solve(J, g, V0)
 
     def fit(self, tasks: TaskSet, init=None) -> "MTRL":
         self.check_params()
