@@ -142,7 +142,7 @@ class MTRL(LinearMTLModel):
 
     def _solve(self, J, g, V0):
         return FISTA(tol=float(self.tol), max_iter=int(self.max_iter), decrease=FISTA_DECREASE,
-                     check_every=CHECK_EVERY).solve(J, g, V0)
+                     check_every=CHECK_EVERY, gradient_restart=True).solve(J, g, V0)
 
     def fit(self, tasks: TaskSet, init=None) -> "MTRL":
         self.check_params()

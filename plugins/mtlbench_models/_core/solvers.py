@@ -16,7 +16,9 @@
   t_{k+1} = (1 + sqrt(1 + 4 (L / L_k) t_k^2)) / 2 and the extrapolated point are recomputed,
   which keeps the O(1/k^2) rate with the step constants the descent-lemma test accepts; below
   the smooth term's ``lipschitz`` the test has no rounding slack.  g(X+) comes with the prox
-  where the penalty has ``prox_with_value``.
+  where the penalty has ``prox_with_value``.  With ``gradient_restart`` the momentum also
+  restarts when the step opposes it, <Y - X+, X+ - X_k> > 0 (O'Donoghue & Candes, "Adaptive
+  restart for accelerated gradient schemes", 2015; the gradient scheme).
   Certificate, checked every ``check_every`` iterations (1: every iterate) and at the cap:
   the relative duality gap (:func:`duality_gap`) when the penalty is a norm (``dual_scale``)
   or has a finite conjugate, else the relative optimality residual ||E|| / (L max(1, ||X||)),
@@ -221,12 +223,14 @@ class FISTA:
     check_every : the certificate is computed every ``check_every`` iterations (and at the
         cap) when it costs a pass over the data; in between the last one is reported (an
         upper bound still: F does not increase beyond its rounding)
+    gradient_restart : also restart the momentum when <Y - X+, X+ - X_k> > 0
     """
 
     def __init__(self, tol: float = 1e-6, max_iter: int = 5000, restart: bool = True,
                  backtracking: bool = True, certificate: str = "auto", slack: float = 1e-12,
                  L0: float | None = None, decrease: float | None = None,
-                 patience: int = 10, check_every: int = 1) -> None:
+                 patience: int = 10, check_every: int = 1,
+                 gradient_restart: bool = False) -> None:
         if certificate not in ("auto", "gap", "residual"):
             raise ValueError(f"FISTA: certificate must be 'auto', 'gap' or 'residual', "
                              f"got {certificate!r}")
@@ -240,6 +244,7 @@ class FISTA:
         self.certificate, self.slack, self.L0 = certificate, float(slack), L0
         self.decrease = None if decrease is None else float(decrease)
         self.patience, self.check_every = int(patience), int(check_every)
+        self.gradient_restart = bool(gradient_restart)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (a warm start: any point of the variable's shape).
@@ -283,7 +288,7 @@ class FISTA:
                 L = L_new
             else:
                 Xn, Sn, fn, L, GY, pen_n = prob.step_from(Y, SY, L)
-                base = Y
+                base, t_acc = Y, t_k
             Fn = fn + pen_n
             if self.restart and Fn > F:      # a plain proximal-gradient step from X_k
                 t_k = t_acc = 1.0
@@ -294,11 +299,13 @@ class FISTA:
                     step = (X, datafit.grad_of(S), L) if prob.kind == "residual" else None
                     cert = prob.certify(X, S, f, pen, step)
                     break
+            if self.gradient_restart and np.sum((base - Xn) * (Xn - X)) > 0:
+                t_acc = 1.0                  # the step opposes the momentum: restart it
             if bktr:
                 Xp, Sp, t_next = X, S, t_acc
             else:
-                t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0
-                beta = (t_k - 1.0) / t_next
+                t_next = (1.0 + np.sqrt(1.0 + 4.0 * t_acc * t_acc)) / 2.0
+                beta = (t_acc - 1.0) / t_next
                 Y = Xn + beta * (Xn - X)
                 SY = datafit.combine(Sn, S, beta)
             X, S, f, pen, F, t_k = Xn, Sn, fn, pen_n, Fn, t_next
