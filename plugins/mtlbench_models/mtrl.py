@@ -63,13 +63,15 @@ from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progres
 
 from ._core.datafits import InterceptLogisticLoss, LeastSquares, SquaredLoss
 from ._core.penalties import SquaredNuclear
-from ._core.classic import FISTA_DECREASE
 from ._core.solvers import FISTA
 
 __all__ = ["MTRL", "MTRLLogistic", "omega_step"]
 
 #: the duality gap (an SVD of the gradient) is computed every this many FISTA iterations
 CHECK_EVERY = 5
+
+#: FISTA-BKTR's trial factor of the step constant (the solver's ``decrease``)
+DECREASE = 0.5
 
 
 def omega_step(W: np.ndarray) -> np.ndarray:
@@ -141,7 +143,7 @@ class MTRL(LinearMTLModel):
         self.intercept_ = ym - np.einsum("dt,dt->t", Xm, V)
 
     def _solve(self, J, g, V0):
-        return FISTA(tol=float(self.tol), max_iter=int(self.max_iter), decrease=FISTA_DECREASE,
+        return FISTA(tol=float(self.tol), max_iter=int(self.max_iter), decrease=DECREASE,
                      check_every=CHECK_EVERY, gradient_restart=True).solve(J, g, V0)
 
     def fit(self, tasks: TaskSet, init=None) -> "MTRL":
