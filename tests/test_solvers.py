@@ -1,6 +1,7 @@
 """The solvers of the model layer (``_core.solvers``) against cvxpy on small problems: FISTA on
 squared loss + L1 / L2,1 / nuclear norm and logistic loss + L2,1 (1e-6 relative in objective),
-the decomposition W = P + Q (rMTFL's form), block coordinate descent; their certificates: the
+the decomposition W = P + Q (rMTFL's form), block coordinate descent (FISTA also with
+FISTA-BKTR and the gradient restart); their certificates: the
 duality gap is >= 0 at every iterate, tends to 0 and is met at convergence; warm starts reach
 the same optimum; the residual certificate of a smooth penalty without a conjugate."""
 from __future__ import annotations
@@ -57,17 +58,19 @@ def _solve_cvx(objective):
     return prob.value
 
 
+@pytest.mark.parametrize("options", [{}, {"decrease": 0.5, "gradient_restart": True}])
 @pytest.mark.parametrize("kind,name,ratio", [("squared", "l1", 0.3), ("squared", "l21", 0.2),
                                              ("squared", "nuclear", 0.3),
                                              ("logistic", "l21", 0.2)])
-def test_fista_reaches_the_cvxpy_optimum_with_a_certified_gap(kind, name, ratio):
+def test_fista_reaches_the_cvxpy_optimum_with_a_certified_gap(kind, name, ratio, options):
     tasks = _tasks(1)
     J = df.SquaredLoss(tasks) if kind == "squared" else df.LogisticLoss(tasks)
     lam = ratio * _layer_penalty(name, 1.0).dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
     g = _layer_penalty(name, lam)
     gaps = []
     with listen(lambda i, obj, cert: gaps.append(cert)):
-        res = FISTA(tol=1e-7, max_iter=20000).solve(J, g, np.zeros((tasks.d, tasks.T)))
+        res = FISTA(tol=1e-7, max_iter=20000, **options).solve(J, g,
+                                                               np.zeros((tasks.d, tasks.T)))
     assert res.converged and res.certificate <= 1e-7 and res.certificate_kind == "gap"
     F = J.value(res.W) + g.value(res.W)
     assert res.history[-1] == pytest.approx(F, rel=1e-12)
