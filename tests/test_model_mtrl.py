@@ -75,11 +75,13 @@ def test_omega_step_matches_cvxpy():
 
 
 def _joint(m, tasks, W, b, Om):
-    """The paper's objective at (W, b, Omega), from scratch (squared loss)."""
+    """The paper's objective at (W, b, Omega), from scratch (squared loss; Omega^{-1} the
+    pseudo-inverse where Omega is singular and W's rows lie in its range, as at the
+    Omega-step)."""
     loss = sum(0.5 * float(np.sum((tasks.y(t) - tasks.X(t) @ W[:, t] - b[t]) ** 2))
                for t in range(tasks.T))
     return (loss + 0.5 * m.lam1_ * float(np.sum(W * W))
-            + 0.5 * m.lam2_ * float(np.trace(W @ np.linalg.solve(Om, W.T))))
+            + 0.5 * m.lam2_ * float(np.trace(W @ np.linalg.pinv(Om, hermitian=True) @ W.T)))
 
 
 @settings(max_examples=15, deadline=None)

@@ -99,8 +99,9 @@ def _centred(tasks: TaskSet):
         ym = np.array([tasks.y(t).mean() for t in range(tasks.T)])
         Zs = [tasks.X(t) - Xm[:, t] for t in range(tasks.T)]
         cs = [tasks.y(t) - ym[t] for t in range(tasks.T)]
-        return LeastSquares.from_arrays(Zs, cs, tasks.d, representation="padded"), Xm, ym
-    return tasks.memo(("mtrl.centred", 2), compute)
+        return (LeastSquares.from_arrays(Zs, cs, tasks.d, representation="auto", wide="padded"),
+                Xm, ym)
+    return tasks.memo(("mtrl.centred", 1), compute)
 
 
 def _curvature(tasks: TaskSet) -> float:
