@@ -82,6 +82,9 @@ def test_squared_nuclear_prox_matches_cvxpy_and_conjugate_fenchel_young(ridge, s
     cp.Problem(cp.Minimize(L / 2 * cp.sum_squares(Xv - V) + ridge / 2 * cp.sum_squares(Xv)
                            + 0.4 * cp.square(cp.normNuc(Xv)))).solve(solver="CLARABEL")
     np.testing.assert_allclose(X, Xv.value, atol=1e-6)
+    Xw, value = g.prox_with_value(V, L)         # one Gram eigh: the same map and g there
+    np.testing.assert_allclose(Xw, X, rtol=0, atol=1e-12)
+    assert value == pytest.approx(g.value(X), rel=1e-10)
     # prox optimality: L (V - X) is a subgradient of g at X, so Fenchel-Young holds with equality
     Z = L * (V - X)
     assert g.value(X) + g.conjugate(Z) == pytest.approx(np.sum(X * Z), rel=1e-10)

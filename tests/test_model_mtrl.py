@@ -74,6 +74,39 @@ def test_omega_step_matches_cvxpy():
     assert prob.value == pytest.approx(np.linalg.svd(W, compute_uv=False).sum() ** 2, rel=1e-6)
 
 
+def _joint(m, tasks, W, b, Om):
+    """The paper's objective at (W, b, Omega), from scratch (squared loss; Omega^{-1} the
+    pseudo-inverse where Omega is singular and W's rows lie in its range, as at the
+    Omega-step)."""
+    loss = sum(0.5 * float(np.sum((tasks.y(t) - tasks.X(t) @ W[:, t] - b[t]) ** 2))
+               for t in range(tasks.T))
+    return (loss + 0.5 * m.lam1_ * float(np.sum(W * W))
+            + 0.5 * m.lam2_ * float(np.trace(W @ np.linalg.pinv(Om, hermitian=True) @ W.T)))
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), scale=st.floats(1e-3, 1.0))
+def test_each_alternating_step_decreases_the_joint_objective(seed, scale):
+    """The W-step (the fit, Omega minimised out) and the Omega-step (closed form) each give a
+    joint objective no larger than any (W, b, Omega) near them: from a random feasible point,
+    the Omega-step at its W decreases it, and the fit at its Omega_ is below both."""
+    rng = np.random.default_rng(seed)
+    tasks = _tasks(seed % 7, real=True)
+    m = MTRL(lam1_ratio=0.05, lam2_ratio=0.2, tol=1e-10, max_iter=100000).fit(tasks)
+    d, T = tasks.d, tasks.T
+    W = m.coef_ + scale * rng.standard_normal((d, T))
+    b = m.intercept_ + scale * rng.standard_normal(T)
+    A = rng.standard_normal((T, T))
+    Om = A @ A.T + 1e-3 * np.eye(T)
+    Om /= np.trace(Om)
+    F0 = _joint(m, tasks, W, b, Om)
+    F1 = _joint(m, tasks, W, b, omega_step(W))                    # Omega-step
+    F2 = _joint(m, tasks, m.coef_, m.intercept_, m.Omega_)        # the fit
+    assert F1 <= F0 * (1 + 1e-12)
+    assert F2 <= F1 * (1 + 1e-9)
+    assert F2 == pytest.approx(m.fitted_objective(tasks), rel=1e-6)   # (Omega_ ill-conditioned)
+
+
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 10_000), lam1=st.floats(1e-3, 1.0), lam2=st.floats(1e-3, 1.0),
        logistic=st.booleans())

@@ -61,8 +61,10 @@ def _solve_cvx(objective):
                                              ("squared", "nuclear", 0.3),
                                              ("logistic", "l21", 0.2)])
 @pytest.mark.parametrize("options", [{}, {"gradient_restart": True},
-                                     {"decrease": 0.8, "gradient_restart": True}],
-                         ids=["plain", "gradient-restart", "bktr-gradient-restart"])
+                                     {"decrease": 0.8, "gradient_restart": True},
+                                     {"decrease": 0.5, "gradient_restart": True}],
+                         ids=["plain", "gradient-restart", "bktr-gradient-restart",
+                              "bktr-0.5-gradient-restart"])
 def test_fista_reaches_the_cvxpy_optimum_with_a_certified_gap(kind, name, ratio, options):
     tasks = _tasks(1)
     J = df.SquaredLoss(tasks) if kind == "squared" else df.LogisticLoss(tasks)

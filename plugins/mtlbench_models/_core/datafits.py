@@ -115,11 +115,11 @@ class LeastSquares:
 
     @classmethod
     def from_arrays(cls, Zs: list[np.ndarray], cs: list[np.ndarray], d: int,
-                    representation: str = "buckets", pad_ratio: float = PAD_RATIO
-                    ) -> "LeastSquares":
+                    representation: str = "buckets", pad_ratio: float = PAD_RATIO,
+                    wide: str = "rows") -> "LeastSquares":
         """sum_t 1/2 ||Z_t w_t - c_t||^2 on the given rows (cached on the object itself)."""
         rows = _Rows(d, len(Zs), "arrays", Zs.__getitem__, cs.__getitem__)
-        return cls(rows, representation=representation, pad_ratio=pad_ratio)
+        return cls(rows, representation=representation, wide=wide, pad_ratio=pad_ratio)
 
     # -- value and gradient at W
     def value(self, W: np.ndarray) -> float:

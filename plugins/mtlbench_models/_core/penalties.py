@@ -52,7 +52,8 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
            "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
-           "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold"]
+           "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
+           "gram_eigh"]
 
 
 # ============================================================================ proximal maps
@@ -82,7 +83,14 @@ def prox_trace_svd(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     return (U[:, keep] * s[keep]) @ Vt[keep], s
 
 
-def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None = None):
+def gram_eigh(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.linalg.eigh`` of the smaller Gram matrix of V (V^T V when T <= d, else V V^T):
+    its eigenvalues are the squared singular values of V (ascending)."""
+    return np.linalg.eigh(V.T @ V if V.shape[1] <= V.shape[0] else V @ V.T)
+
+
+def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None = None,
+               gram_eig: tuple[np.ndarray, np.ndarray] | None = None):
     """Singular value thresholding argmin_X 1/2||X - V||_F^2 + tau ||X||_*.
 
     Returns (X, singular values of X in descending order, length min(d, T)), and with
@@ -92,20 +100,24 @@ def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None
     their vectors matter: X = V B B^T-type products with B = E diag(1 - tau/sigma)); falls back
     to :func:`prox_trace_svd` when tau < 1e-6 sigma_1 (Gram precision).  ``few=True`` (the
     caller expects few singular values above tau): only the eigenpairs of the Gram matrix
-    above tau^2 are computed (LAPACK ``syevr`` with a value range) -- the same exact set."""
+    above tau^2 are computed (LAPACK ``syevr`` with a value range) -- the same exact set.
+    ``gram_eig``: the caller's ``np.linalg.eigh`` of that Gram matrix (:func:`gram_eigh`),
+    not recomputed."""
     d, T = V.shape
     m = min(d, T)
     right = T <= d
     zero = np.zeros_like(V)
     if m == 0:
         return (zero, np.zeros(0)) if above is None else (zero, np.zeros(0), zero)
-    G = V.T @ V if right else V @ V.T
-    if few:
+    if gram_eig is not None:
+        evals, evecs = gram_eig
+    elif few:
+        G = V.T @ V if right else V @ V.T
         evals, evecs = eigh(G, subset_by_value=(tau * tau, np.inf), driver="evr",
                             check_finite=False)
     else:
         # (the value subset is slower whenever more than a few singular values exceed tau)
-        evals, evecs = np.linalg.eigh(G)
+        evals, evecs = gram_eigh(V)
     sig = np.sqrt(np.maximum(evals[::-1], 0.0))
     evecs = evecs[:, ::-1]
     keep = sig > tau
@@ -988,9 +1000,21 @@ class SquaredNuclear:
         return 0.5 * self.lam * float(s.sum()) ** 2 + 0.5 * self.ridge * float(np.sum(W * W))
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
-        s = _singular_values(V)
+        return self.prox_with_value(V, L)[0]
+
+    def prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
+        """(prox(V, L), g there): one eigen-decomposition of V's smaller Gram matrix gives
+        the singular values s of V (for the threshold c) and the thresholding; g of the
+        result from its singular values L/(L + ridge) max(s - c, 0)."""
+        if V.size == 0:
+            return np.zeros_like(V), 0.0
+        evals, evecs = gram_eigh(V)
+        s = np.sqrt(np.maximum(evals[::-1], 0.0))
         c = squared_l1_threshold(L * s, L + self.ridge, self.lam) / L
-        return (L / (L + self.ridge)) * prox_trace(V, c)[0]
+        X, sx = prox_trace(V, c, gram_eig=(evals, evecs))
+        a = L / (L + self.ridge)
+        sx = a * sx
+        return a * X, 0.5 * self.lam * float(sx.sum()) ** 2 + 0.5 * self.ridge * float(sx @ sx)
 
     def conjugate(self, V: np.ndarray) -> float:
         z = _singular_values(V)
