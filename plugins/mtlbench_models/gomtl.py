@@ -24,7 +24,8 @@ Solver (the paper's alternating minimisation; F is convex in each block, not joi
   of the Hessian, c0 A (x) S S^T + 2 lam (A = mean_t X_t^T X_t, c0 = 1 squared, 1/4
   logistic: the sup of the loss's second derivative), certified by a duality gap
   (<= ``inner_tol``) and warm-started from the current L.
-* line search (from the second iteration on): along the iteration's move (L, S) - (L0, S0),
+* line search (from the second iteration on, except after an iteration whose decrease met
+  the stopping rule): along the iteration's move (L, S) - (L0, S0),
   F at (L, S) + b ((L, S) - (L0, S0)) for b = beta, 2 beta, 4 beta, ... while it decreases,
   the best point taken if it is below F(L, S) (the extrapolation of alternating least
   squares: R. Bro, "Multi-way analysis in the food industry", PhD thesis, 1998; A. Ang and
