@@ -317,7 +317,7 @@ def plan(datasets: str | Sequence[str] | None = None, models: str | Sequence[str
          "select_by": select_by}, cfg, str(config) if config else None,
         searchers=reg.searcher_names, metrics=metric_names())
     ds_names = list(settings.datasets)
-    selectors = list(settings.selectors) or reg.model_names
+    selectors = reg.expand_model_selectors(list(settings.selectors)) or reg.default_model_names
     pconf, jobs, timeout = settings.protocol, settings.jobs, settings.timeout
     if jobs is None or jobs == -1:
         from .runner import default_jobs
@@ -456,8 +456,9 @@ def compare(datasets: str | Sequence[str] | None = None,
     datasets, models
         Lists of names (or one comma-separated string) exactly as on the command line:
         ``"shoes"`` (every problem), ``"shoes/brown"``; ``"lasso"``, ``"tfcl[k=5]"``,
-        ``"lasso[rho_ratio=[0.01,0.1]]"``.  Default: ``simulated`` and every discovered model
-        (or what ``config``'s ``[compare]`` table says).
+        ``"lasso[rho_ratio=[0.01,0.1]]"``; a group name (a model's ``group``, or ``"all"``)
+        stands for its models.  Default: ``simulated`` and every discovered model whose
+        ``default_run`` is True (or what ``config``'s ``[compare]`` table says).
     reps, seed, test_fraction, val_fraction, search, budget
         Protocol settings (defaults: 15 repetitions, seed 0, 0.15, 0.2, the default searcher).
     train_fraction

@@ -108,6 +108,12 @@ class MTLModel(BaseEstimator):
     solver_agreement_rtol : float
         Relative tolerance within which the final objectives of the model's solvers agree
         (at default tolerances); the race checks it before comparing their times.
+    group : str or None
+        A named set of models: ``--models GROUP`` (``compare``, ``race``) selects every model
+        of the group (``--models all``: every discovered model).
+    default_run : bool
+        Whether ``compare`` and ``race`` without ``--models`` run the model (default True: a
+        model that is slow on the default data says so by False, and runs when selected).
     """
 
     name: ClassVar[str] = ""
@@ -124,6 +130,8 @@ class MTLModel(BaseEstimator):
     solver_name: ClassVar[str] = "default"
     solvers: ClassVar[Mapping[str, type]] = {}
     solver_agreement_rtol: ClassVar[float] = 1e-6
+    group: ClassVar[str | None] = None
+    default_run: ClassVar[bool] = True
 
     def check_params(self) -> None:
         """Raise ``ValueError("NAME: param ...")`` for a hyperparameter outside its declared

@@ -40,7 +40,7 @@ RACES=${RACES:-"simulated school"}   # data sets whose rep-0 solver race is publ
 TIMEOUT=${TIMEOUT:-3600}          # seconds per unit (model x problem x repetition)
 SEED=${SEED:-0}
 RETRY=${RETRY:-}
-MODELS=${MODELS:-}                # e.g. MODELS=stl,lasso: only these (default: every model)
+MODELS=${MODELS:-all}             # e.g. MODELS=stl,lasso: only these (default: every model)
 FORCE=${FORCE:-}                  # FORCE=--force (or 1): replace tables of another store
 [ "$FORCE" = "1" ] && FORCE=--force
 

@@ -210,3 +210,29 @@ def test_overrides_of_declared_ranges_keep_kind_and_bounds():
                       ({"tol": -1.0}, "tol must be >= 0")):
         with pytest.raises(ConfigError, match=msg):
             apply_overrides(Ranged, over)
+
+
+def test_a_group_name_selects_its_models_and_the_default_run_leaves_out_the_rest(tmp_path):
+    """``-m classic`` is every model whose ``group`` is "classic"; ``-m all`` every model;
+    without ``-m`` the models with ``default_run = False`` stay out (and say so in
+    ``mtlbench models``); a group takes no hyperparameters."""
+    from mtlbench.plugins import get_registry
+
+    reg = get_registry()
+    classic = [n for n in reg.model_names if reg.model_class(n).group == "classic"]
+    assert {"l21", "gomtl-logistic", "mtrl"} <= set(classic)
+    assert reg.expand_model_selectors(["classic"]) == classic
+    assert reg.expand_model_selectors(["stl", "classic", "l21"]) == ["stl"] + classic
+    assert reg.expand_model_selectors(["all"]) == reg.model_names
+    assert reg.expand_model_selectors(["lasso[rho_ratio=0.1]"]) == ["lasso[rho_ratio=0.1]"]
+    default = reg.default_model_names
+    assert "stl" in default and "tfcl" in default and not set(classic) & set(default)
+    with pytest.raises(ConfigError, match="'classic' is a group of models"):
+        reg.expand_model_selectors(["classic[lam_ratio=0.1]"])
+    out = _run(["compare", "-m", "classic", "--reps", "1", "--dry-run",
+                "--store", str(tmp_path / "g.sqlite")]).output
+    assert f"{len(classic)} model(s) x 1 problem(s)" in out
+    out = _run(["compare", "--reps", "1", "--dry-run",
+                "--store", str(tmp_path / "d.sqlite")]).output
+    assert f"{len(default)} model(s) x 1 problem(s)" in out
+    assert "group classic, not in the default run" in _run(["models"]).output

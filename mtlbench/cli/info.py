@@ -92,10 +92,11 @@ def models(fmt: str) -> None:
         info = reg.model_plugin(name)
         rows.append({"name": name, "class": cls.__name__, "distribution": info.distribution,
                      "version": info.version, "search_space": space_json(dict(cls.search_space)),
-                     "paper": cls.paper})
+                     "paper": cls.paper, "group": getattr(cls, "group", None),
+                     "default_run": getattr(cls, "default_run", True) is not False})
     if fmt != "table":
         emit(render_rows(rows, ["name", "class", "distribution", "version", "search_space",
-                                "paper"], fmt))
+                                "paper", "group", "default_run"], fmt))
         return
     width = READING_WIDTH
     if sys.stdout.isatty():
@@ -116,7 +117,9 @@ def _model_block(row: Mapping[str, Any], width: int) -> str:
     ``width``, one line per searched hyperparameter."""
     import textwrap
 
-    lines = [f"{row['name']}  ({row['class']}, {row['distribution']} {row['version']})"]
+    extra = ((f", group {row['group']}" if row.get("group") else "")
+             + ("" if row.get("default_run", True) else ", not in the default run"))
+    lines = [f"{row['name']}  ({row['class']}, {row['distribution']} {row['version']}{extra})"]
     lines += textwrap.wrap(str(row["paper"] or ""), width=width, initial_indent="    ",
                            subsequent_indent="    ") or ["    (no paper given)"]
     space = row["search_space"]

@@ -23,7 +23,8 @@ __all__ = ["race"]
 @dataset_option("One problem: DATASET, DATASET/PROBLEM or DATASET[param=value,...] as in "
                 "compare's --datasets.", required=True)
 @models_option("Model selectors, comma-separated and/or repeated, e.g. "
-               "-m 'lasso[rho_ratio=0.05],rmtfl' (default: every discovered model).")
+               "-m 'lasso[rho_ratio=0.05],rmtfl', or a group: -m classic, -m all (default: every "
+               "discovered model that runs by default).")
 @click.option("--from-store", "from_store", type=click.Path(dir_okay=False), default=None,
               help="Take each searched hyperparameter not given in a selector from the stored "
                    "unit of the same model, problem, repetition and seed.")
@@ -82,7 +83,7 @@ def race(dataset: str, models_: tuple[str, ...], from_store: str | None, rep: in
                                   ("val_fraction", val_fraction)) if v is not None}
     config = ProtocolConfig(seed=seed, reps=rep + 1, **settings)
     train, info = rc.race_problem(reg, ds_name, prob, ddir_s, rep, config)
-    selectors = model_list(models_) or reg.model_names
+    selectors = reg.expand_model_selectors(model_list(models_)) or reg.default_model_names
     source = open_store(from_store, readonly=True) if from_store else None
     try:
         selections = rc.race_selections(reg, selectors, problem=pid, rep=rep, seed=seed,

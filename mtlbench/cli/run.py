@@ -36,7 +36,8 @@ def _split_csv(value: str | None) -> list[str]:
 @datasets_option("Datasets or dataset/problem, comma-separated and/or repeated (default: "
                  "simulated).")
 @models_option("Model selectors, comma-separated and/or repeated, e.g. -m 'lasso,tfcl[k=[3,5]]' "
-               "-m stl (default: every discovered model).")
+               "-m stl, or a group: -m classic, -m all (default: every discovered model "
+               "that runs by default; `mtlbench models` says which).")
 @click.option("--reps", type=int, default=None,
               help="Repetitions, 1..1000 (default 15, the paper's).")
 @click.option("--seed", type=int, default=None,

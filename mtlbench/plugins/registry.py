@@ -24,7 +24,7 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pluggy
 
@@ -395,6 +395,44 @@ class Registry:
     @property
     def model_names(self) -> list[str]:
         return sorted(self._models)
+
+    @property
+    def default_model_names(self) -> list[str]:
+        """The models ``compare`` and ``race`` run without ``--models`` (``default_run``)."""
+        return [n for n in self.model_names
+                if getattr(self.model_class(n), "default_run", True) is not False]
+
+    def model_groups(self) -> dict[str, list[str]]:
+        """{group: its models}, from the models' ``group`` (plus ``all``: every model)."""
+        groups: dict[str, list[str]] = {}
+        for n in self.model_names:
+            g = getattr(self.model_class(n), "group", None)
+            if isinstance(g, str) and g and g not in self._models:
+                groups.setdefault(g, []).append(n)
+        return {**groups, "all": self.model_names}
+
+    def expand_model_selectors(self, selectors: Sequence[str]) -> list[str]:
+        """``selectors`` with each group name (:meth:`model_groups`) replaced by its models;
+        a model's own name always wins over a group of the same name."""
+        groups = self.model_groups() if selectors else {}
+        out: list[str] = []
+        grouped: set[str] = set()         # a model a group brought in, named again: once
+        for text in selectors:
+            name = text.split("[", 1)[0].strip()
+            if name in self._models or name not in groups:
+                if text.strip() not in grouped:
+                    out.append(text)
+            elif name != text.strip():
+                from ..errors import ConfigError
+
+                raise ConfigError(f"--models {text!r}: {name!r} is a group of models "
+                                  f"({', '.join(groups[name])}); set hyperparameters on a "
+                                  "model, not on a group")
+            else:
+                new = [m for m in groups[name] if m not in out]
+                out += new
+                grouped.update(new)
+        return out
 
     @property
     def dataset_names(self) -> list[str]:

@@ -121,6 +121,8 @@ class GOMTL(LinearMTLModel):
                     "k": Int([2, 16], low=1, high="min(d, T)")}
     param_constraints = {"lam_ratio": Log([1.0], low=0.0), "tol": Log([1e-6], low=0.0),
                          "inner_tol": Log([1e-8], low=0.0), "max_iter": Int([1000], low=1)}
+    group = "classic"          # --models classic; not in the default job
+    default_run = False
     convex = False
     target_kinds = ("binary", "real")
     solver_name = "alternating"

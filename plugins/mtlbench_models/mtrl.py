@@ -119,6 +119,8 @@ class MTRL(LinearMTLModel):
     search_space = {"lam1_ratio": Log([1e-4, 1.0], low=1e-6, high=None),
                     "lam2_ratio": Log([1e-3, 1.0], low=None, high=None)}
     param_constraints = {"tol": Log([1e-6], low=0.0), "max_iter": Int([5000], low=1)}
+    group = "classic"          # --models classic; not in the default job
+    default_run = False
     convex = True
     supports_warm_start = True
     target_kinds = ("binary", "real")
