@@ -114,8 +114,10 @@ def test_claim_words(diff, p, word):
 
 
 @pytest.mark.parametrize("diff,p,word", [
-    (2.6, 0.001, "holds on the stand-in"), (1.2, 0.14, "holds in direction only on the stand-in"),
-    (-1.28, 0.21, "not reproduced on the stand-in"), (-3.0, 0.004, "not reproduced on the stand-in")])
+    (2.6, 0.001, "holds on the stand-in"),
+    (1.2, 0.14, "holds in direction only on the stand-in"),
+    (-1.28, 0.21, "not reproduced on the stand-in"),
+    (-3.0, 0.004, "not reproduced on the stand-in")])
 def test_a_stand_in_never_contradicts_a_claim_about_other_data(diff, p, word):
     assert vp.claim_word(_pair(diff, p), stand_in=True) == word
 
@@ -244,7 +246,8 @@ def test_pages_of_a_format_3_publication_with_the_attribute_stand_in(tmp_path):
     assert write_verdict.main([str(folder)]) == 0
     assert write_verdict.main([str(folder), "--check"]) == 0
     page = (folder / "verdict.md").read_text(encoding="utf-8")
-    (folder / "verdict.md").write_text(page.replace("In all: holds on the stand-in on 1 of 2",
-                                                    "In all: holds on the stand-in on 2 of 2"), encoding="utf-8")
+    page = page.replace("In all: holds on the stand-in on 1 of 2",
+                        "In all: holds on the stand-in on 2 of 2")
+    (folder / "verdict.md").write_text(page, encoding="utf-8")
     assert write_verdict.main([str(folder), "--check"]) == 1
     assert json.loads((folder / f"{ATTR}.json").read_text())["format"] == FORMAT_VERSION

@@ -239,10 +239,10 @@ def choose_blocks(boards: Sequence[Leaderboard], blocks: str | Sequence[str] | N
         if unknown:
             from ..errors import ConfigError
 
+            sets = ", ".join(dict.fromkeys(b.lb.dataset for b in everything))
+            parts = ", ".join(b.label for b in everything if b.label != b.lb.dataset)
             raise ConfigError(f"unknown block(s) {', '.join(unknown)}; blocks of these results: "
-                              f"{', '.join(dict.fromkeys(b.lb.dataset for b in everything))}"
-                              f" or one of their problems: "
-                              f"{', '.join(b.label for b in everything if b.label != b.lb.dataset)}")
+                              f"{sets}" + (f" or one of their problems: {parts}" if parts else ""))
         used = []
         for lb in boards:
             if lb.dataset in wanted:
@@ -442,7 +442,8 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
                    equivalence: bool = True) -> Summary:
     """The summary of several data sets' leaderboards of one metric (module docstring).
     ``blocks``: None (one per independent data set, the default rule), ``"problems"``,
-    ``"all"``, or block / data set labels; ``focus``: models shown in their own column (default: :func:`focus_models`);
+    ``"all"``, or block / data set labels; ``focus``: models shown in their own column
+    (default: :func:`focus_models`);
     ``rope``: the ROPE in the tables' units (None: :func:`block_rope`'s default);
     ``equivalence=False`` leaves the Bayesian signed-rank view out (``equivalence`` empty; it
     is most of the run time) for callers that only read the headline and the ranks."""
