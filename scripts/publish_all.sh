@@ -4,7 +4,9 @@
 #   * the simulated data (generator seed 0, the paper's recipe),
 #   * the simulated data of two other generator seeds (robustness: data no design decision
 #     touched; starting grids were designed on seed 101, see docs/tuning.md),
-#   * School, Landmine, Lenk and MovieLens (read from DATA_DIR),
+#   * School, Landmine, Lenk and MovieLens (read from DATA_DIR), binary (AUC, error rate beside),
+#   * School and Lenk in their regression forms (school-regression, lenk-regression: RMSE, nMSE,
+#     explained variance; models that handle binary targets only are skipped and say so),
 #   * the paper-scale synthetic attribute data (synthetic-attributes, all 7 attributes),
 # then the solver races (simulated and School, at the selected hyperparameters of rep 0),
 # `mtlbench publish`, and the verdict pages regenerated from the published JSON.  Run from the repository root:
@@ -35,7 +37,7 @@ JOBS=${JOBS:-2}
 SIM_REPS=${SIM_REPS:-15}
 REAL_REPS=${REAL_REPS:-15}
 SIM_SEEDS=${SIM_SEEDS:-"1 2"}     # extra generator seeds of the simulated data (robustness rows)
-DATASETS=${DATASETS:-"synthetic-attributes simulated simulated-seeds school landmine lenk movielens"}
+DATASETS=${DATASETS:-"synthetic-attributes simulated simulated-seeds school landmine lenk movielens school-regression lenk-regression"}
 RACES=${RACES:-"simulated school"}   # data sets whose rep-0 solver race is published
 TIMEOUT=${TIMEOUT:-3600}          # seconds per unit (model x problem x repetition)
 SEED=${SEED:-0}

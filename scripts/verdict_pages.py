@@ -29,7 +29,12 @@ Rules
   significant".
 * **Words for a paper claim "A above B"** (:func:`claim_word`): "holds" (A above B, p <
   alpha), "holds in direction only" (A above B, p >= alpha), "not reproduced" (A not above B,
-  p >= alpha), "contradicted" (A significantly worse than B).  A claim is checked only on the
+  p >= alpha), "contradicted" (A significantly worse than B).  A claim about data we do not
+  have, checked on a generated stand-in (``Claim.stand_in``: the paper's Shoes and SUN, judged
+  on ``synthetic-attributes``), can only hold or not be reproduced there: its words are "holds
+  on the stand-in", "holds in direction only on the stand-in" and "not reproduced on the
+  stand-in" (A not above B, significant or not: a generator of ours cannot contradict a
+  measurement on the paper's data).  A claim is checked only on the
   data it is about, with the model it is about (``CLAIMS``); on data sets no claim is about the
   pages state the results without calling them a confirmation or a failure.
 * **Numbers.**  Means, standard deviations (ddof 1, over repetitions) and differences: two
@@ -425,14 +430,23 @@ def significant(pair: Pair, alpha: float = ALPHA) -> bool:
     return pair.p is not None and pair.p < alpha
 
 
-def claim_word(pair: Pair, alpha: float = ALPHA) -> str:
-    """Verdict on a claim "A above B" (module docstring)."""
+#: the verdict words, on the claim's own data and on a stand-in (module docstring)
+CLAIM_WORDS = ("holds", "holds in direction only", "not reproduced", "contradicted")
+STAND_IN_WORDS = ("holds on the stand-in", "holds in direction only on the stand-in",
+                  "not reproduced on the stand-in")
+
+
+def claim_word(pair: Pair, alpha: float = ALPHA, stand_in: bool = False) -> str:
+    """Verdict on a claim "A above B" (module docstring); ``stand_in``: judged on generated
+    data standing in for the paper's."""
     sig = significant(pair, alpha)
     if pair.diff >= TIE:
-        return "holds" if sig else "holds in direction only"
-    if sig and pair.diff < 0:
+        word = "holds" if sig else "holds in direction only"
+    elif sig and pair.diff < 0 and not stand_in:
         return "contradicted"
-    return "not reproduced"
+    else:
+        word = "not reproduced"
+    return f"{word} on the stand-in" if stand_in else word
 
 
 def comparison(block: Block, a: str, b: str) -> str:
@@ -507,7 +521,10 @@ def _intro(facts: Facts) -> list[str]:
         "*tied with* when |d| < 0.005 (equal at two decimals).",
         "* **Words for a paper claim \"A above B\"**: *holds* (A above B, p_Holm < alpha), "
         "*holds in direction only* (A above B, p_Holm >= alpha), *not reproduced* (A not above "
-        "B, p_Holm >= alpha), *contradicted* (A significantly worse than B). A claim is checked "
+        "B, p_Holm >= alpha), *contradicted* (A significantly worse than B). A claim about the "
+        "paper's Shoes and SUN data, judged on our generated stand-in, can only *hold on the "
+        "stand-in* (or in direction only) or be *not reproduced on the stand-in*: our generator "
+        "cannot contradict a measurement on the paper's data. A claim is checked "
         "only with the model it is about (the paper's simulated TFCL is the base model (P), "
         "`tfcl`; its Shoes/SUN TFCL is the full model (Q), `tfcl-q`) on the data it is about.",
         "* Means and standard deviations: two decimals; differences from unrounded means; "
@@ -557,10 +574,10 @@ def _claim_result(block: Block, c: Claim) -> tuple[str, str] | None:
     if against is None or c.ours not in block.stats or against not in block.stats:
         return None
     pair = block.pair(c.ours, against)
-    word = claim_word(pair)
+    word = claim_word(pair, stand_in=c.stand_in is not None)
     text = (f"{block.title}: {name(c.ours)} {f2(pair.mean_a)} vs {name(against)} "
             f"{f2(pair.mean_b)} ({fsigned(pair.diff)}, p_Holm = {fmt_p(pair.p)}): **{word}**")
-    if len(c.paper_values) == 2 and word == "holds":
+    if len(c.paper_values) == 2 and word.startswith("holds") and "direction" not in word:
         paper = c.paper_values[0] - c.paper_values[1]
         text += (", a larger margin than the paper's" if pair.diff > paper else
                  ", a smaller margin than the paper's")
@@ -590,7 +607,7 @@ def claim_lines(facts: Facts, claims: Sequence[Claim]) -> list[str]:
         out += [f"  * {text}" for _, text in results]
         if len(results) > 1:
             counts = {w: sum(1 for x, _ in results if x == w) for w in
-                      ("holds", "holds in direction only", "not reproduced", "contradicted")}
+                      (STAND_IN_WORDS if c.stand_in else CLAIM_WORDS)}
             out.append("  * In all: " + ", ".join(f"{w} on {n} of {len(results)}"
                                                   for w, n in counts.items() if n) + ".")
     return out

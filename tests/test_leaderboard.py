@@ -436,6 +436,15 @@ def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path)
     assert table["stl"]["failed search fits"] == "0"
     assert "**Degenerate selections**: a 2/6 (toy rep 0 (50 % of tasks constant)" in md
     assert "**Search fits that raised** (fits per unit in brackets): a 2 (toy rep 4 (2))" in md
+    # every search fit's flag, not only the selected one's: a's unit 3 had its one fit capped;
+    # "old" recorded no flag at all
+    assert (a.search_not_converged, a.search_converged_recorded) == (1, 6)
+    assert a.search_not_converged_units == ["toy rep 3 (1/1)"]
+    assert old.search_not_converged is None and old.search_converged_recorded is None
+    assert table["a"]["search fits not converged"] == "1/6"
+    assert table["old"]["search fits not converged"] == "—"
+    assert "**Search fits that did not converge** (not converged/recorded per unit in " \
+           "brackets): a 1/6 in 1/6 units (toy rep 3 (1/1))" in md
     data = json.loads(to_json(lb))
     row = {r["model"]: r for r in data["rows"]}["a"]["search"]
     assert row["degenerate"] == 2 and row["failed_fits"] == 2
@@ -444,7 +453,8 @@ def test_degenerate_selections_convergence_and_failed_fits_are_counted(tmp_path)
     assert units[("a", 3)]["selected_fit_converged"] is False
     assert units[("a", 4)]["failed_fits"] == 2
     csv = to_csv(lb)
-    assert "degenerate,selected_fit_not_converged,refit_not_converged,failed_search_fits" in csv
+    assert ("degenerate,selected_fit_not_converged,refit_not_converged,failed_search_fits,"
+            "search_fits_not_converged,search_fits_recorded") in csv
     st.close()
 
 

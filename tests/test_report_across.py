@@ -120,6 +120,44 @@ def test_variants_of_one_generator_are_one_block_unless_asked(tmp_path):
     st.close()
 
 
+def test_a_data_set_of_several_problems_is_one_block_unless_asked(tmp_path):
+    """Its problems count once: per repetition each model's mean over them, tested like a
+    column; --blocks problems gives a block per problem."""
+    rng = np.random.default_rng(3)
+    vals = {(m, p, r): base + 2.0 * rng.standard_normal()
+            for m, base in (("a", 80.0), ("b", 78.0), ("stl", 70.0))
+            for p in ("p1", "p2", "p3") for r in range(REPS)}
+    rows = [unit(m, r, v / 100, dataset="gen", problem=p, reps=REPS)
+            for (m, p, r), v in vals.items()]
+    rows += [unit(m, r, (mean + 0.4 * r) / 100, dataset="real", reps=REPS)
+             for m, mean in MEANS["one"].items() for r in range(REPS)]
+    st = make(tmp_path / "g.sqlite", rows)
+    boards = [build_leaderboard(st, ds) for ds in ("gen", "real")]
+    s = summary_across(boards, bayes_samples=500)
+    assert s.blocks == ["gen", "real"] and "one block per independent data set" in s.blocks_rule
+    assert "gen" in s.blocks_rule and s.friedman.blocks == 2
+    agg = {m: [np.mean([vals[(m, p, r)] for p in ("p1", "p2", "p3")]) for r in range(REPS)]
+           for m in ("a", "b", "stl")}
+    for m in agg:
+        assert s.block_means["gen"][m] == pytest.approx(np.mean(agg[m]), rel=1e-12)
+    head = s.headline[0]
+    assert head.block == "gen" and head.best.model == "a"
+    assert head.best.std == pytest.approx(np.std(agg["a"], ddof=1), rel=1e-12)
+    from mtlbench.report.stats import holm, wilcoxon_p
+
+    raw = [wilcoxon_p(np.subtract(agg["a"], agg[m])) for m in ("b", "stl")]
+    assert head.baseline.p_holm == pytest.approx(holm(raw)[1], rel=1e-12)
+    eq = {e.model: e for e in s.equivalence if e.block == "gen"}
+    assert eq["stl"].n_pairs == REPS
+    assert eq["stl"].mean_difference == pytest.approx(np.mean(agg["a"]) - np.mean(agg["stl"]))
+    per = summary_across(boards, blocks="problems", bayes_samples=200)
+    assert per.blocks == ["gen / p1", "gen / p2", "gen / p3", "real"]
+    assert per.friedman.blocks == 4
+    chosen = summary_across(boards, blocks=["gen"], bayes_samples=200)
+    assert chosen.blocks == ["gen"] and chosen.block_means["gen"] == s.block_means["gen"]
+    st.close()
+
+
 def test_bayesian_probabilities_sum_to_one_and_are_reproducible():
     rng = np.random.default_rng(0)
     best = 80 + rng.standard_normal(15)

@@ -68,6 +68,8 @@ def test_the_terminal_table_fits_100_columns_and_says_each_note_once(store):
 def test_the_summary_across_data_sets_in_a_terminal(store):
     text = _run(["leaderboard", "--all", "--store", str(store.path)])
     assert text.startswith("Across data sets\n")
+    assert "Blocks (1): wide[n_features=20,users=40] — one block per independent data set" in text
+    text = _run(["leaderboard", "--all", "--store", str(store.path), "--blocks", "problems"])
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "wide[n_features=20,users=40] / attribute-6" in text
     assert "wide[n_features=20,users=40] / wide" not in text       # no repeated data set name

@@ -39,9 +39,11 @@ __all__ = ["leaderboard", "publish"]
               help="Label of the win/tie/loss baseline (default: the model that declares "
                    "itself the baseline, e.g. stl).")
 @click.option("--blocks", default=None,
-              help="With --all: comma-separated data sets / blocks that count as independent "
-                   "blocks, or 'all' (default: every data set, variants name[...] of one "
-                   "generator counted once; the output says which).")
+              help="With --all: comma-separated data sets (each one block, its problems "
+                   "averaged) or problems that count as independent blocks; 'problems' (one "
+                   "block per data set and problem) or 'all' (every data set and problem). "
+                   "Default: one block per independent data set, variants name[...] of one "
+                   "generator counted once; the output says which.")
 @click.option("--focus", default=None,
               help="With --all: comma-separated models shown in their own headline column "
                    "(default: the models others declare themselves ablations of).")
@@ -104,7 +106,7 @@ def _summary_text(rs, fmt: str, seed: int | None, models: list[str] | None,
     from ..report.across import summarize_store
     from ..report.across_render import render_summary, summary_figures
 
-    chosen = "all" if blocks == "all" else csv_list(blocks)
+    chosen = blocks if blocks in ("all", "problems") else csv_list(blocks)
     summary, _ = summarize_store(rs, blocks=chosen, focus=csv_list(focus), rope=rope,
                                  seed=seed, models=models, metric=metric)
     if fmt == "table":

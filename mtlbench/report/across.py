@@ -7,11 +7,19 @@ read from published JSON) and returns a :class:`Summary`:
   ``metric``; by default the primary metric of most data sets, the others left out and
   named); every comparison respects its direction: "best", ranks and the Bayesian test are on
   values oriented so that higher is better.
-* **blocks**: one per (data set, problem) of the leaderboards.  Data sets that are variants of
-  one generator (labels ``name[...]`` beside ``name``, e.g. ``simulated[seed=1]`` beside
-  ``simulated``) are not independent blocks: by default only the base label of such a family
-  counts, and the summary names those it left out; ``blocks`` chooses explicitly (``"all"`` or
-  a list of block labels).
+* **blocks**: by default one per independent data set.  A data set with several problems
+  (the seven attributes of ``synthetic-attributes``) is one block, its *aggregate*: per
+  repetition each model's mean of the metric over the problems (over the repetitions every
+  problem finished), so that the problems of one generated data set, which share its items,
+  features and generator, weigh as much as one real data set and not seven.  Data sets that
+  are variants of one generator (labels ``name[...]`` beside ``name``, e.g.
+  ``simulated[seed=1]`` beside ``simulated``) are not independent either: only the base label
+  of such a family counts, and the summary names those it left out.  ``blocks="problems"``
+  is the per-problem view (one block per data set and problem, variants still counted once),
+  ``"all"`` every data set and problem, or a list of labels (a data set's label: its
+  aggregate; a problem's label: that problem).  An aggregate block's cells are tested like a
+  leaderboard's column (best mean, Wilcoxon on the paired repetitions' aggregates, Holm over
+  the block).
 * **headline table**: per block the best model, each *focus* model (the full models that
   other models declare themselves ablations of, e.g. the proposed method; or given), the best
   *competitor* (a model that is neither the baseline, a focus model nor an ablation) and the
@@ -40,7 +48,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .schema import FriedmanResult, JsonRecord, Leaderboard
+from .schema import Cell, FriedmanResult, JsonRecord, Leaderboard
 from .stats import block_ranks, friedman
 
 SUMMARY_FORMAT = "mtlbench-summary/1"
@@ -138,9 +146,21 @@ class Summary(JsonRecord):
 # ================================================================================ blocks
 @dataclass(eq=False)
 class _Block:
+    """A block: one problem of a leaderboard, or (``aggregate``) every problem of one, with
+    each model's cell on it."""
+
     label: str
     lb: Leaderboard
-    problem: str
+    problem: str                   # the problem, or the data set's label for an aggregate
+    cells: dict[str, Cell]
+    aggregate: bool = False
+
+    def cell(self, model: str) -> Cell | None:
+        return self.cells.get(model)
+
+
+#: the key of an aggregate block's one column (a data set's problems averaged)
+_AGG = "(every problem)"
 
 
 def block_label(dataset: str, problem: str) -> str:
@@ -151,31 +171,47 @@ def block_label(dataset: str, problem: str) -> str:
     return dataset if problem == dataset else f"{dataset} / {problem_name(problem, dataset)}"
 
 
+def _problem_blocks(lb: Leaderboard) -> list[_Block]:
+    return [_Block(block_label(lb.dataset, p), lb, p,
+                   {r.model: r.cells[p] for r in lb.rows if r.cells[p].n})
+            for p in lb.problems if any(r.cells[p].n for r in lb.rows)]
+
+
+def _aggregate_block(lb: Leaderboard, alpha: float) -> _Block | None:
+    """The data set's problems as one block (module docstring); None without a finished cell.
+    A data set of one problem is that problem's block."""
+    problems = [p for p in lb.problems if any(r.cells[p].n for r in lb.rows)]
+    if not problems:
+        return None
+    if len(lb.problems) == 1:
+        return _problem_blocks(lb)[0]
+    from ..scoring import get_metric
+    from .leaderboard import _test_column
+
+    cells: dict[str, dict[str, Cell]] = {}
+    for r in lb.rows:
+        per = [dict(zip(r.cells[p].reps, r.cells[p].scores)) for p in lb.problems]
+        reps = sorted(set.intersection(*(set(v) for v in per)))
+        if not reps:
+            continue
+        vals = np.array([np.mean([v[k] for v in per]) for k in reps], dtype=np.float64)
+        cells[r.model] = {_AGG: Cell(
+            n=len(reps), failed=sum(r.cells[p].failed for p in lb.problems),
+            mean=float(vals.mean()), std=float(vals.std(ddof=1)) if len(reps) > 1 else None,
+            reps=reps, values=vals.tolist())}
+    if cells:
+        _test_column(cells, _AGG, alpha, get_metric(lb.get("metric") or "auc"))
+    return _Block(lb.dataset, lb, lb.dataset, {m: c[_AGG] for m, c in cells.items()},
+                  aggregate=True)
+
+
 def _all_blocks(boards: Sequence[Leaderboard]) -> list[_Block]:
-    return [_Block(block_label(lb.dataset, p), lb, p) for lb in boards for p in lb.problems
-            if any(r.cells[p].n for r in lb.rows)]
+    return [b for lb in boards for b in _problem_blocks(lb)]
 
 
-def choose_blocks(boards: Sequence[Leaderboard], blocks: str | Sequence[str] | None
-                  ) -> tuple[list[_Block], dict[str, str], str]:
-    """(blocks used, {left-out block: why}, the rule in words)."""
-    everything = _all_blocks(boards)
-    if blocks == "all":
-        return everything, {}, "every data set of the store (--blocks all)"
-    if blocks:
-        wanted = list(blocks)
-        ids = {b.problem: b.label for b in everything}   # a problem's id names its block too
-        wanted = [ids.get(w, w) for w in wanted]
-        known = {b.label for b in everything} | {b.lb.dataset for b in everything}
-        unknown = [w for w in wanted if w not in known]
-        if unknown:
-            from ..errors import ConfigError
-
-            raise ConfigError(f"unknown block(s) {', '.join(unknown)}; blocks of these results: "
-                              f"{', '.join(b.label for b in everything)}")
-        used = [b for b in everything if b.label in wanted or b.lb.dataset in wanted]
-        left = {b.label: "not asked for (--blocks)" for b in everything if b not in used}
-        return used, left, f"the blocks asked for: {', '.join(wanted)}"
+def _variants(boards: Sequence[Leaderboard]) -> dict[str, str]:
+    """{variant data set: the family member that counts}: labels ``name[...]`` of one
+    generator beside ``name`` (or beside each other) count once."""
     families: dict[str, list[str]] = {}
     for lb in boards:
         families.setdefault(lb.dataset.split("[", 1)[0], []).append(lb.dataset)
@@ -184,14 +220,57 @@ def choose_blocks(boards: Sequence[Leaderboard], blocks: str | Sequence[str] | N
         if len(members) > 1:
             keep = base if base in members else sorted(members)[0]
             variants.update({m: keep for m in members if m != keep})
-    used = [b for b in everything if b.lb.dataset not in variants]
+    return variants
+
+
+def choose_blocks(boards: Sequence[Leaderboard], blocks: str | Sequence[str] | None,
+                  alpha: float = ALPHA) -> tuple[list[_Block], dict[str, str], str]:
+    """(blocks used, {left-out block: why}, the rule in words): ``blocks`` None (one per
+    independent data set), ``"problems"``, ``"all"`` or labels (module docstring)."""
+    everything = _all_blocks(boards)
+    if blocks == "all":
+        return everything, {}, "every data set and problem of the store (--blocks all)"
+    if blocks and blocks != "problems":
+        wanted = list(blocks)
+        ids = {b.problem: b.label for b in everything}   # a problem's id names its block too
+        wanted = [ids.get(w, w) for w in wanted]
+        known = {b.label for b in everything} | {b.lb.dataset for b in everything}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            from ..errors import ConfigError
+
+            sets = ", ".join(dict.fromkeys(b.lb.dataset for b in everything))
+            parts = ", ".join(b.label for b in everything if b.label != b.lb.dataset)
+            raise ConfigError(f"unknown block(s) {', '.join(unknown)}; blocks of these results: "
+                              f"{sets}" + (f" or one of their problems: {parts}" if parts else ""))
+        used = []
+        for lb in boards:
+            if lb.dataset in wanted:
+                agg = _aggregate_block(lb, alpha)
+                used += [agg] if agg is not None else []
+            else:
+                used += [b for b in _problem_blocks(lb) if b.label in wanted]
+        left = {b.label: "not asked for (--blocks)" for b in everything
+                if b.label not in wanted and b.lb.dataset not in wanted}
+        return used, left, f"the blocks asked for: {', '.join(wanted)}"
+    variants = _variants(boards)
     left = {b.label: f"a variant of {variants[b.lb.dataset]} (same generator, other "
                      "parameters): not an independent block" for b in everything
             if b.lb.dataset in variants}
-    rule = ("one block per data set and problem; variants of one generator (name[...] beside "
-            "name) count once, by their base data set" if variants else
-            "one block per data set and problem")
-    return used, left, rule
+    kept = [lb for lb in boards if lb.dataset not in variants]
+    tail = ("; variants of one generator (name[...] beside name) count once, by their base "
+            "data set" if variants else "")
+    if blocks == "problems":
+        return ([b for lb in kept for b in _problem_blocks(lb)], left,
+                "one block per data set and problem (--blocks problems)" + tail)
+    used = [b for lb in kept if (b := _aggregate_block(lb, alpha)) is not None]
+    several = [b.label for b in used if b.aggregate]
+    rule = "one block per independent data set"
+    if several:
+        rule += (f"; a data set of several problems ({', '.join(several)}) is one block, each "
+                 "model's mean over its problems per repetition (--blocks problems: one per "
+                 "problem)")
+    return used, left, rule + tail
 
 
 # ================================================================================ headline
@@ -217,11 +296,10 @@ def _role(label: str, focus: Sequence[str], baseline: str | None) -> str:
     return "competitor"
 
 
-def _entry(lb: Leaderboard, model: str, problem: str) -> HeadlineEntry | None:
-    row = lb.row(model)
-    if row is None or not row.cells[problem].n:
+def _entry(b: _Block, model: str | None) -> HeadlineEntry | None:
+    c = b.cell(model) if model else None
+    if c is None or not c.n:
         return None
-    c = row.cells[problem]
     return HeadlineEntry(model=model, mean=c.mean, std=c.std, n=c.n, p_holm=c.p_holm,
                          significantly_worse=c.significantly_worse, best=c.best)
 
@@ -233,35 +311,32 @@ def _sign(lb: Leaderboard) -> float:
 
 
 def _headline(b: _Block, focus: Sequence[str], roles: dict[str, str]) -> HeadlineRow:
-    rows = [r for r in b.lb.rows if r.cells[b.problem].n]
     sign = _sign(b.lb)
-    best = next((r for r in rows if r.cells[b.problem].best),
-                max(rows, key=lambda r: sign * r.cells[b.problem].mean))
-    comp = [r for r in rows if roles.get(r.model) == "competitor"]
-    top = max(comp, key=lambda r: sign * r.cells[b.problem].mean) if comp else None
+    best = next((m for m, c in b.cells.items() if c.best),
+                max(b.cells, key=lambda m: sign * b.cells[m].mean))
+    comp = [m for m in b.cells if roles.get(m) == "competitor"]
+    top = max(comp, key=lambda m: sign * b.cells[m].mean) if comp else None
     return HeadlineRow(
-        block=b.label, dataset=b.lb.dataset, problem=b.problem,
-        best=_entry(b.lb, best.model, b.problem),
-        focus={m: _entry(b.lb, m, b.problem) for m in focus},
-        best_competitor=_entry(b.lb, top.model, b.problem) if top else None,
-        baseline=_entry(b.lb, b.lb.baseline, b.problem) if b.lb.baseline else None)
+        block=b.label, dataset=b.lb.dataset, problem=b.problem, best=_entry(b, best),
+        focus={m: _entry(b, m) for m in focus}, best_competitor=_entry(b, top),
+        baseline=_entry(b, b.lb.baseline))
 
 
 # ================================================================================ ranks
 def _rank_matrix(blocks: Sequence[_Block]) -> tuple[list[str], np.ndarray, dict[str, str]]:
     """(models, blocks x models mean scores oriented so that higher is better, {left-out
     model: why}): a model enters with every planned repetition on every block."""
-    labels = sorted({r.model for b in blocks for r in b.lb.rows})
+    labels = sorted({m for b in blocks for m in b.cells})
     keep, why = [], {}
     for m in labels:
-        cells = [(b, b.lb.row(m).cells[b.problem] if b.lb.row(m) else None) for b in blocks]
+        cells = [(b, b.cell(m)) for b in blocks]
         short = [b.label for b, c in cells if c is None or c.n < (b.lb.planned_reps or c.n)
                  or not c.n]
         if short:
             why[m] = f"fewer than the planned repetitions on {', '.join(short)}"
         else:
             keep.append(m)
-    scores = np.array([[_sign(b.lb) * b.lb.row(m).cells[b.problem].mean for m in keep]
+    scores = np.array([[_sign(b.lb) * b.cells[m].mean for m in keep]
                        for b in blocks], dtype=np.float64).reshape(len(blocks), len(keep))
     return keep, scores, why
 
@@ -318,37 +393,39 @@ def bayes_signed_rank(best: Sequence[float], model: Sequence[float], rope: float
     return float(left), float(equiv), float(right)
 
 
-def block_rope(lb: Leaderboard, problem: str, rope: float | None) -> float:
+def block_rope(lb: Leaderboard, problem: str, rope: float | None,
+               cells: dict[str, Cell] | None = None) -> float:
     """The ROPE of a block in its table's units: ``rope`` when given, else :data:`ROPE` for a
-    metric shown x 100 and :data:`ROPE_SHARE` of the best mean otherwise."""
+    metric shown x 100 and :data:`ROPE_SHARE` of the best mean otherwise (the best of
+    ``cells``, the block's, or of the leaderboard's column ``problem``)."""
     if rope is not None:
         return float(rope)
     from ..scoring import get_metric
 
     if get_metric(lb.get("metric") or "auc").percent:
         return ROPE
-    best = next((r.cells[problem].mean for r in lb.rows if r.cells[problem].best), None)
+    if cells is None:
+        cells = {r.model: r.cells[problem] for r in lb.rows}
+    best = next((c.mean for c in cells.values() if c.best), None)
     return ROPE_SHARE * abs(best) if best else ROPE_SHARE
 
 
 def _equivalence(b: _Block, rope: float | None, samples: int, seed: int) -> list[Equivalence]:
-    rows = [r for r in b.lb.rows if r.cells[b.problem].n]
-    best = next((r for r in rows if r.cells[b.problem].best), None)
+    best = next((m for m, c in b.cells.items() if c.best), None)
     if best is None:
         return []
-    sign, width = _sign(b.lb), block_rope(b.lb, b.problem, rope)
-    bscore = dict(zip(best.cells[b.problem].reps, best.cells[b.problem].scores))
+    sign, width = _sign(b.lb), block_rope(b.lb, b.problem, rope, b.cells)
+    bscore = dict(zip(b.cells[best].reps, b.cells[best].scores))
     out = []
-    for r in rows:
-        if r is best:
+    for model, c in b.cells.items():
+        if model == best:
             continue
-        c = r.cells[b.problem]
         common = sorted(set(bscore) & set(c.reps))
         mine = dict(zip(c.reps, c.scores))
         x, y = [sign * bscore[k] for k in common], [sign * mine[k] for k in common]
         probs = bayes_signed_rank(x, y, width, samples, seed) if len(common) >= 2 else \
             (None, None, None)
-        out.append(Equivalence(block=b.label, model=r.model, best=best.model,
+        out.append(Equivalence(block=b.label, model=model, best=best,
                                n_pairs=len(common),
                                mean_difference=float(np.mean(np.subtract(x, y))) if common
                                else None, p_best_better=probs[0], p_equivalent=probs[1],
@@ -364,8 +441,9 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
                    bayes_samples: int = BAYES_SAMPLES, bayes_seed: int = BAYES_SEED,
                    equivalence: bool = True) -> Summary:
     """The summary of several data sets' leaderboards of one metric (module docstring).
-    ``blocks``: None (independent blocks, the default rule), ``"all"``, or block / data set
-    labels; ``focus``: models shown in their own column (default: :func:`focus_models`);
+    ``blocks``: None (one per independent data set, the default rule), ``"problems"``,
+    ``"all"``, or block / data set labels; ``focus``: models shown in their own column
+    (default: :func:`focus_models`);
     ``rope``: the ROPE in the tables' units (None: :func:`block_rope`'s default);
     ``equivalence=False`` leaves the Bayesian signed-rank view out (``equivalence`` empty; it
     is most of the run time) for callers that only read the headline and the ranks."""
@@ -375,7 +453,7 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
 
         raise ConfigError(f"the leaderboards are tables of different metrics "
                           f"({', '.join(metrics)}); a summary ranks data sets on one metric")
-    used, left_out, rule = choose_blocks(boards, blocks)
+    used, left_out, rule = choose_blocks(boards, blocks, alpha)
     focus = list(focus) if focus is not None else focus_models(boards)
     baselines = sorted({lb.baseline for lb in boards if lb.baseline})
     baseline = baselines[0] if len(baselines) == 1 else None
@@ -386,7 +464,9 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
     from ..scoring import get_metric
 
     metric = get_metric(metrics[0] if metrics else "auc")
-    fried.blocks_are = f"data sets / problems (each model's mean {metric.heading()} on the block)"
+    per_problem = any(not b.aggregate and len(b.lb.problems) > 1 for b in used)
+    fried.blocks_are = (f"{'data sets / problems' if per_problem else 'data sets'} (each "
+                        f"model's mean {metric.heading()} on the block)")
     avg: dict[str, float] = {}
     posthoc = None
     if models and len(used):
@@ -401,8 +481,7 @@ def summary_across(boards: Sequence[Leaderboard], *, blocks: str | Sequence[str]
     return Summary(
         format=SUMMARY_FORMAT, blocks=[b.label for b in used], blocks_rule=rule,
         left_out_blocks=left_out, focus_models=focus, baseline=baseline, roles=roles,
-        block_means={b.label: {r.model: r.cells[b.problem].mean for r in b.lb.rows
-                               if r.cells[b.problem].n} for b in used},
+        block_means={b.label: {m: c.mean for m, c in b.cells.items()} for b in used},
         headline=[_headline(b, focus, roles) for b in used], ranked_models=list(avg),
         not_ranked=not_ranked, average_ranks=avg, friedman=fried, posthoc=posthoc,
         rope=ROPE if rope is None else float(rope),

@@ -63,7 +63,8 @@ def blocks_paragraph(s: Summary) -> str:
     if s.left_out_blocks:
         out.append(" **Left out:** " + "; ".join(f"{_esc(b)} ({why})"
                                                  for b, why in s.left_out_blocks.items())
-                   + ". Choose with `--blocks` (`--blocks all` counts every data set).")
+                   + ". Choose with `--blocks` (`--blocks problems`: one per problem; "
+                   "`--blocks all`: every data set and problem).")
     return "".join(out)
 
 

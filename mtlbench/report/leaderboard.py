@@ -73,8 +73,8 @@ from .render import (GENERATED_MARKER, SORT_HEADER, cell_text, render, to_csv, t
 from .schema import (FORMAT_VERSION, Cell, FriedmanResult, Leaderboard, Row, SearchSummary,
                      SmallNColumn, TaskCounts, Tests, WeakComparison, WinTieLoss)
 from .select import (Selection, at_bound, at_edge, budget, constant_share, degenerate,
-                     failed_fits, n_fits, problem_kinds, refit_converged, select_units,
-                     selected_fit_converged)
+                     failed_fits, n_fits, problem_kinds, refit_converged,
+                     search_fits_not_converged, select_units, selected_fit_converged)
 from .arithmetic import arithmetic_notes
 from .records import _provenance, _short, _task_names, unit_records
 from .stats import TIE_TOL, block_ranks, friedman, holm, min_attainable_p, wilcoxon_p
@@ -497,13 +497,19 @@ def search_summary(units: pd.DataFrame) -> SearchSummary:
     at a declared bound or at a non-bound edge of what was searched (the search's
     ``at_edge``; a defect of the starting grid or of the budget), units whose selected search
     fit and whose refit did not converge (each with the units that recorded nothing),
-    degenerate selections, and search fits that raised."""
+    degenerate selections, search fits that raised, and search fits that did not converge
+    (of those that recorded it, with the units that had any)."""
     budgets = sorted({b for b in (budget(r) for _, r in units.iterrows()) if b is not None})
     fits = [n_fits(r) for _, r in units.iterrows()]
     bound, edge = _Flagged(), _Flagged()
     sel_conv, refit_conv, degen = _Flagged(), _Flagged(), _Flagged()
     n_failed_fits, failed_fit_units = 0, []
+    capped, recorded, capped_units = 0, 0, []
     for _, r in units.iterrows():
+        n_capped, n_recorded = search_fits_not_converged(r)
+        capped, recorded = capped + n_capped, recorded + n_recorded
+        if n_capped:
+            capped_units.append(f"{_unit_label(r)} ({n_capped}/{n_recorded})")
         bound.add(at_bound(r))
         edge.add(at_edge(r))
         sel_conv.add(None if (c := selected_fit_converged(r)) is None else not c)
@@ -523,7 +529,10 @@ def search_summary(units: pd.DataFrame) -> SearchSummary:
         selected_not_converged=sel_conv.hits, selected_converged_unknown=sel_conv.unknown,
         refit_not_converged=refit_conv.hits, refit_converged_unknown=refit_conv.unknown,
         degenerate=degen.count(), degenerate_unknown=degen.unknown, degenerate_units=degen.units,
-        failed_fits=n_failed_fits, failed_fit_units=failed_fit_units)
+        failed_fits=n_failed_fits, failed_fit_units=failed_fit_units,
+        search_not_converged=capped if recorded else None,
+        search_converged_recorded=recorded if recorded else None,
+        search_not_converged_units=capped_units)
 
 
 @dataclass

@@ -133,6 +133,17 @@ def _failed_fits_text(s: SearchSummary) -> str:
                                  if s.failed_fits else "")
 
 
+def _capped_text(s: SearchSummary) -> str:
+    """Search fits that did not converge, of those that recorded it ("—": none recorded)."""
+    if not s.units or s.search_converged_recorded is None:
+        return "—"
+    return f"{s.search_not_converged}/{s.search_converged_recorded}"
+
+
+#: at most this many units named per model in the legend's list of non-converged search fits
+NAMED_UNITS = 8
+
+
 def _esc(s: str) -> str:
     return str(s).replace("|", "\\|")
 
@@ -206,7 +217,7 @@ def table_headers(lb: Leaderboard) -> list[str]:
                f"W/T/L vs {_esc(lb.baseline or 'baseline')} (tasks)",
                f"Δ% vs {_esc(lb.baseline or 'baseline')}", "budget (fits/unit)",
                "at bound", "degenerate", "selected fit not converged", "refit not converged",
-               "failed search fits", "run time"])
+               "search fits not converged", "failed search fits", "run time"])
 
 
 def _delta_text(lb: Leaderboard, r: Row) -> str:
@@ -235,7 +246,7 @@ def table_row(lb: Leaderboard, r: Row) -> list[str]:
                _flag_text(s.degenerate, s.degenerate_unknown, s.units),
                _flag_text(s.selected_not_converged, s.selected_converged_unknown, s.units),
                _flag_text(s.refit_not_converged, s.refit_converged_unknown, s.units),
-               _failed_fits_text(s), _fmt_seconds(r.time_total_s)])
+               _capped_text(s), _failed_fits_text(s), _fmt_seconds(r.time_total_s)])
 
 
 def table_sort_keys(lb: Leaderboard, r: Row) -> list[float | str | None]:
@@ -251,7 +262,8 @@ def table_sort_keys(lb: Leaderboard, r: Row) -> list[float | str | None]:
                None if w is None or r.model == lb.baseline else float(w.win - w.loss),
                r.delta_vs_baseline, count(s.fits_max), count(s.at_bound),
                count(s.degenerate), count(s.selected_not_converged),
-               count(s.refit_not_converged), count(s.failed_fits), r.time_total_s])
+               count(s.refit_not_converged), count(s.search_not_converged),
+               count(s.failed_fits), r.time_total_s])
 
 
 def _table(lb: Leaderboard) -> str:
@@ -359,6 +371,10 @@ def _search_legend(lb: Leaderboard) -> list[str]:
            "solver's stated tolerance; *refit not converged*: the same for the refit on "
            "train+validation that is scored on test (\"not recorded\": the model did not "
            "report it).",
+           "*search fits not converged*: fits of every unit's search (not only the selected "
+           "one) whose model said it stopped short of its stated tolerance -- at its iteration "
+           "cap, or without its certificate --, of the fits that recorded it; the units that "
+           "had any are named below.",
            "*failed search fits*: fits of the search that raised (the unit finished, with "
            "fewer usable fits); `mtlbench results --failures` and the unit's trace give the "
            "errors."]
@@ -374,6 +390,16 @@ def _search_legend(lb: Leaderboard) -> list[str]:
         out.append("**Degenerate selections**: " + "; ".join(
             f"{_esc(m)} {s.degenerate}/{s.units} ({', '.join(s.degenerate_units)})"
             for m, s in degen) + ".")
+    capped = [(r.model, r.search) for r in lb.rows if r.search.search_not_converged]
+    if capped:
+        out.append("**Search fits that did not converge** (not converged/recorded per unit in "
+                   "brackets): " + "; ".join(
+                       f"{_esc(m)} {s.search_not_converged}/{s.search_converged_recorded} in "
+                       f"{len(s.search_not_converged_units)}/{s.units} units ("
+                       + ", ".join(s.search_not_converged_units[:NAMED_UNITS])
+                       + (f", and {len(s.search_not_converged_units) - NAMED_UNITS} more"
+                          if len(s.search_not_converged_units) > NAMED_UNITS else "") + ")"
+                       for m, s in capped) + ".")
     failed = [(r.model, r.search) for r in lb.rows if r.search.failed_fits]
     if failed:
         out.append("**Search fits that raised** (fits per unit in brackets): " + "; ".join(
@@ -527,13 +553,16 @@ def to_csv(lb: Leaderboard) -> str:
                          "selected_fit_not_converged": s.selected_not_converged,
                          "refit_not_converged": s.refit_not_converged,
                          "failed_search_fits": s.failed_fits,
+                         "search_fits_not_converged": s.search_not_converged,
+                         "search_fits_recorded": s.search_converged_recorded,
                          "fits_max": s.fits_max, "near_chance": r.near_chance,
                          "time_total_s": r.time_total_s, "metric": lb.get("metric", "auc"),
                          "mean": c.mean, "std": c.std,
                          "delta_vs_baseline_pct": r.delta_vs_baseline})
     df = pd.DataFrame(recs)
     for col in ("win_vs_baseline", "tie_vs_baseline", "loss_vs_baseline", "degenerate",
-                "selected_fit_not_converged", "refit_not_converged", "failed_search_fits"):
+                "selected_fit_not_converged", "refit_not_converged", "failed_search_fits",
+                "search_fits_not_converged", "search_fits_recorded"):
         df[col] = df[col].astype("Int64")
     return df.to_csv(index=False)
 

@@ -188,6 +188,11 @@ class SearchSummary(JsonRecord):
     degenerate_units: list[str] = field(default_factory=list)
     failed_fits: int | None = None
     failed_fit_units: list[str] = field(default_factory=list)
+    #: search fits (of every unit) that did not converge, of those that recorded it; the
+    #: units with such fits and their counts
+    search_not_converged: int | None = None
+    search_converged_recorded: int | None = None
+    search_not_converged_units: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -480,6 +480,15 @@ def failed_fits(row: pd.Series) -> int:
     return sum(1 for f in fits if f.get("error"))
 
 
+def search_fits_not_converged(row: pd.Series) -> tuple[int, int]:
+    """(fits of the unit's search whose model said it did not converge -- ``converged``
+    False in the trace: stopped at its iteration cap or short of its certificate --, fits
+    that recorded the flag)."""
+    fits, _ = row_search(row)
+    flags = [f["converged"] for f in fits if isinstance(f.get("converged"), bool)]
+    return sum(1 for c in flags if not c), len(flags)
+
+
 def at_bound(row: pd.Series) -> list[str] | None:
     """Searched parameters whose selected value sits at a declared bound of the model: the
     stored ``at_bound`` list, else computed from a stored space whose entries declare
