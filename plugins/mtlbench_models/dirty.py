@@ -106,7 +106,7 @@ class DirtyLogistic(Dirty):
     loss = "logistic"
     target_kinds = ("binary",)
     solver_name = "fista"
-    cost_hint = 12.9  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 8.3  # s per unit on the reference problem (mtlbench.runner.cost)
 
 
 class DirtyCvxpy(CvxpyFit, Dirty):

@@ -83,7 +83,7 @@ class L21Logistic(L21):
     loss = "logistic"
     target_kinds = ("binary",)
     solver_name = "fista"
-    cost_hint = 6.4  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 5.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
 
 class L21Cvxpy(CvxpyFit, L21):

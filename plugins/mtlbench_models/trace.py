@@ -18,7 +18,7 @@ ridge ``opts.rho_L2 ||W||_F^2`` (default 0) is left out.  RAMUSA's first stage i
 
 Solver (``_core.classic.PenalisedModel``): FISTA with backtracking (FISTA-BKTR: the step
 constant may also decrease), monotone and gradient restart (Ji & Ye's accelerated gradient
-method is the same scheme with an increasing step constant and no restart), the prox
+method is the same scheme with an increasing step constant), the prox
 singular value thresholding (``_core.penalties.prox_trace``, from the eigen-decomposition of
 the smaller Gram matrix); stopped at a relative duality gap <= tol = 1e-6 (the dual norm of
 the trace norm: the spectral norm; checked every 5 iterations for the squared loss, every 10
@@ -56,7 +56,7 @@ class Trace(PenalisedModel):
     search_space = {"lam_ratio": Log([0.03, 0.1, 0.3], low=None, high=1.0)}
     target_kinds = ("binary", "real")
     squared_check_every = 5   # the gap's spectral norm costs an eigen-decomposition
-    cost_hint = 8.2  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 5.2  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam_ratio: float = 0.1, tol: float = 1e-6, max_iter: int = 5000):
         self.lam_ratio = lam_ratio
@@ -81,7 +81,7 @@ class TraceLogistic(Trace):
              "ICML 2009 (MALSAR Logistic_Trace)")
     loss = "logistic"
     target_kinds = ("binary",)
-    cost_hint = 11.0  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 8.9  # s per unit on the reference problem (mtlbench.runner.cost)
 
 
 class TraceCvxpy(CvxpyFit, Trace):
