@@ -14,7 +14,11 @@
   value, proximal map, dual norm or conjugate;
 * ``solvers`` -- :class:`FISTA`, :class:`BlockCoordinateDescent` (options are constructor
   arguments; ``solve(datafit, penalty, W0)``), :func:`duality_gap`, :class:`SumOfBlocks`
-  (J of W = P + Q), :class:`SmoothSum` (J plus smooth quadratic penalties), :func:`lbfgs`.
+  (J of W = P + Q), :class:`SmoothSum` (J plus smooth quadratic penalties), :func:`lbfgs`;
+* ``splitting`` -- :class:`ADMM` for the squared loss plus a penalty with an exact prox
+  (per-task ridge solves through ``representations.TaskSpectra``, the same duality gap);
+* ``factored``, ``newton``, ``quadratic`` -- the blocks of the factored model (GO-MTL's
+  S-step by proximal Newton in k dimensions, its L-step by preconditioned CG).
 
 A model of this form is a few lines (docs/plugins.md, "Writing a model from the layer")::
 
