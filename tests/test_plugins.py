@@ -113,7 +113,7 @@ def test_a_plugin_taking_a_builtin_name_is_refused_and_the_builtin_kept(tmp_path
     assert fail.distribution == "tp-clash" and "rename its model (e.g. 'tp-clash-lasso')" \
         in fail.error
     assert len([w for w in caught if "tp-clash" in str(w.message)]) == 1
-    builtins = set(reg.model_names)  # the tp-clash plugin registered nothing else
+    builtins = set(reg.default_model_names)  # the tp-clash plugin registered nothing else
     runner = CliRunner()
     res = runner.invoke(cli, ["plugins"])
     assert res.exit_code == 0, res.output
