@@ -1,6 +1,6 @@
-"""Shared pieces of the tests of the norm-penalised classic models (l21, trace, dirty): small
-problems and an independent cvxpy statement of each objective (per-task sums, explicit
-intercepts), solved by Clarabel to 1e-10."""
+"""Shared pieces of the tests of the classic models: small problems and an independent cvxpy
+statement of each objective (per-task sums, explicit intercepts), solved by Clarabel to
+1e-10."""
 from __future__ import annotations
 
 import warnings
@@ -30,18 +30,38 @@ def small_tasks(seed: int = 0, T: int = 4, d: int = 6, n: int = 18) -> TaskSet:
     return TaskSet.from_arrays("small", Xs, ys)
 
 
+def tiny(seed: int, binary: bool, d: int = 4, T: int = 4, n: int = 10) -> TaskSet:
+    """T tasks of n + 2t rows over d features, real targets or their signs (both classes)."""
+    rng = np.random.default_rng(seed)
+    Xs = [rng.standard_normal((n + 2 * t, d)) for t in range(T)]
+    ys = [X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(X.shape[0]) for X in Xs]
+    if binary:
+        ys = [np.where(y > 0, 1.0, -1.0) for y in ys]
+        for y in ys:
+            y[:2] = (1.0, -1.0)
+    return TaskSet.from_arrays("tiny", Xs, ys, target_kind="binary" if binary else "real")
+
+
 def cvxpy_optimum(tasks: TaskSet, loss: str, penalty, n_blocks: int = 1) -> float:
-    """min over the blocks (and intercepts) of J(sum of blocks) + penalty(blocks)."""
+    """min over the blocks (and intercepts) of J(sum of blocks) + penalty(blocks): ``loss``
+    ``squared`` (sum_t 1/2 ||.||^2), ``logistic`` (MALSAR's: per-task intercepts, each task's
+    loss averaged over its rows) or ``logistic-sum`` (summed, no intercepts); ``penalty``
+    returns an expression or (expression, constraints)."""
     d, T = tasks.d, tasks.T
     blocks = [cp.Variable((d, T)) for _ in range(n_blocks)]
     W = sum(blocks)
     if loss == "squared":
         data = sum(0.5 * cp.sum_squares(tasks.X(t) @ W[:, t] - tasks.y(t)) for t in range(T))
+    elif loss == "logistic-sum":
+        data = sum(cp.sum(cp.logistic(-cp.multiply(tasks.y(t), tasks.X(t) @ W[:, t])))
+                   for t in range(T))
     else:
         c = cp.Variable(T)
         data = sum(cp.sum(cp.logistic(-cp.multiply(tasks.y(t), tasks.X(t) @ W[:, t] + c[t])))
                    / tasks.y(t).size for t in range(T))
-    prob = cp.Problem(cp.Minimize(data + penalty(blocks)))
+    pen = penalty(blocks)
+    expr, cons = pen if isinstance(pen, tuple) else (pen, [])
+    prob = cp.Problem(cp.Minimize(data + expr), cons)
     with warnings.catch_warnings():      # "may be inaccurate" at 1e-10: the value is checked
         warnings.simplefilter("ignore", UserWarning)
         prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
