@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from classic_oracles import (check_not_converged_at_a_tiny_cap, check_optimum,
-                             check_targets_end_to_end, small_tasks)
+                             check_targets_end_to_end, small_tasks, tiny)
 from mtlbench_models.l21 import L21, L21Logistic
 
 
@@ -42,3 +42,23 @@ def test_logistic_intercepts_enter_the_scores():
 @pytest.mark.slow
 def test_squared_runs_on_regression_and_logistic_is_refused(tmp_path, shared_data_dir):
     check_targets_end_to_end(tmp_path, shared_data_dir, "l21", "l21-logistic")
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_the_cvxpy_race_solver_reaches_the_models_optimum(binary):
+    """``solvers["cvxpy"]`` (``CvxpyFit`` on the shared conic helper) minimises the same
+    objective as the model's own solver."""
+    cls = L21Logistic if binary else L21
+    tasks = tiny(0, binary)
+    ours = cls(tol=1e-9).fit(tasks).fitted_objective(tasks)
+    conic = cls.solvers["cvxpy"]().fit(tasks)
+    assert conic.diagnostics_["conic_solver"] in ("CLARABEL", "ECOS", "SCS")
+    assert conic.fitted_objective(tasks) == pytest.approx(ours, rel=1e-8)
+
+
+def test_the_conic_problem_is_refused_above_its_size_in_one_line():
+    from mtlbench_models._core.conic import CVXPY_MAX_ENTRIES, stacked_design
+
+    X = np.empty((CVXPY_MAX_ENTRIES // 10 + 1, 10))
+    with pytest.raises(ValueError, match=r"^l21 \(cvxpy\): the conic problem is not built"):
+        stacked_design("l21", [X], [np.zeros(X.shape[0])])

@@ -64,12 +64,12 @@ Omega).
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
+from ._core.conic import solve_conic, stacked_design
 from ._core.datafits import InterceptLogisticLoss, LeastSquares, SquaredLoss
 from ._core.penalties import SquaredNuclear
 from ._core.solvers import FISTA
@@ -203,38 +203,27 @@ class MTRLLogistic(MTRL):
         return loss + SquaredNuclear(self.lam2_, ridge=self.lam1_).value(self.coef_)
 
 
-#: the largest sum_t n_t * d for which :class:`MTRLCvxpy` builds the conic problem
-CVXPY_MAX_ENTRIES = 2_000_000
-
-
 class MTRLCvxpy(MTRL):
     """MTRL (squared loss) solved by cvxpy: min over (W, b, t) of the loss + lam1/2 ||W||_F^2
-    + lam2/2 t^2 with ||W||_* <= t (an SDP; SCS or Clarabel, tolerances 1e-9).  Refuses
-    instances above ``CVXPY_MAX_ENTRIES`` in one line."""
+    + lam2/2 t^2 with ||W||_* <= t (an SDP; ``_core.conic.solve_conic``: Clarabel or SCS,
+    tolerances 1e-9).  Refuses instances above ``_core.conic.CVXPY_MAX_ENTRIES`` in one
+    line."""
 
     solver_name = "cvxpy"
 
     def _solve(self, J, g, V0):
         import cvxpy as cp
-        from scipy import sparse
 
         from ._core.solvers import Result, duality_gap
         rows = J._rows
         T, d = J.T, J.d
-        entries = int(sum(rows.Z(t).shape[0] for t in range(T))) * d
-        if entries > CVXPY_MAX_ENTRIES:
-            raise ValueError(f"mtrl (cvxpy): the conic problem is not built for "
-                             f"sum_t n_t * d = {entries:,} > {CVXPY_MAX_ENTRIES:,}")
-        X = sparse.block_diag([rows.Z(t) for t in range(T)], format="csr")
-        y = np.concatenate([rows.c(t) for t in range(T)])
+        X, y = stacked_design("mtrl", [rows.Z(t) for t in range(T)],
+                              [rows.c(t) for t in range(T)])
         W, s = cp.Variable((d, T)), cp.Variable()
         obj = (0.5 * cp.sum_squares(X @ cp.vec(W, order="F") - y)
                + 0.5 * g.ridge * cp.sum_squares(W) + 0.5 * g.lam * cp.square(s))
         problem = cp.Problem(cp.Minimize(obj), [cp.normNuc(W) <= s])
-        solver = "CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=solver)
+        solver = solve_conic(problem, "mtrl", sdp=True)
         if W.value is None:
             raise RuntimeError(f"mtrl (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")

@@ -50,12 +50,12 @@ cross-validation over a grid it does not list).
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from mtlbench import Int, Linear, LinearMTLModel, Log, TaskSet, hookimpl, report_progress
 
+from ._core.conic import solve_conic, stacked_design
 from ._core.datafits import SquaredLoss, squared_gap
 from ._core.representations import task_xty
 from ._core.penalties import L21, BlockSum
@@ -177,50 +177,29 @@ class RMTFL(LinearMTLModel):
                                                                       self.lam1_, self.lam2_)
 
 
-#: Largest stacked design (sum_t n_t * d entries) for which :class:`RMTFLCvxpy` builds the
-#: conic problem: cvxpy's canonicalisation and the interior-point factorisations grow
-#: faster than the data (the simulated data, 100 x 136 x 80 = 1.1 M, solve in tens of seconds).
-CVXPY_MAX_ENTRIES = 2_000_000
-
-
 class RMTFLCvxpy(RMTFL):
-    """rMTFL's objective as a second-order cone program, solved by cvxpy with the first
-    installed of Clarabel, ECOS, SCS (interior point / conic; tolerances 1e-9).  Refuses
-    instances above ``CVXPY_MAX_ENTRIES`` with a ValueError saying so."""
+    """rMTFL's objective as a second-order cone program, solved by cvxpy
+    (``_core.conic.solve_conic``: the first installed of Clarabel, ECOS, SCS; tolerances
+    1e-9).  Refuses instances above ``_core.conic.CVXPY_MAX_ENTRIES`` with a ValueError saying
+    so."""
 
     solver_name = "cvxpy"
 
     def fit(self, tasks: TaskSet, init=None) -> "RMTFLCvxpy":
         self.check_params()
         import cvxpy as cp
-        from scipy import sparse
 
         self._set_lambdas(tasks)
         d, T = tasks.d, tasks.T
-        entries = int(sum(tasks.X(t).shape[0] for t in range(T))) * d
-        if entries > CVXPY_MAX_ENTRIES:
-            raise ValueError(f"rmtfl (cvxpy): the conic problem is not built for "
-                             f"sum_t n_t * d = {entries:,} > {CVXPY_MAX_ENTRIES:,} "
-                             "(too slow for an interior-point solver here)")
-        solver = next((s_ for s_ in ("CLARABEL", "ECOS", "SCS") if s_ in cp.installed_solvers()),
-                      None)
-        if solver is None:
-            raise ValueError("rmtfl (cvxpy): none of the conic solvers Clarabel, ECOS, SCS is "
-                             "installed")
-        X = sparse.block_diag([tasks.X(t) for t in range(T)], format="csr")
-        y = np.concatenate([tasks.y(t) for t in range(T)])
+        X, y = stacked_design("rmtfl", [tasks.X(t) for t in range(T)],
+                              [tasks.y(t) for t in range(T)])
         P, Q = cp.Variable((d, T)), cp.Variable((d, T))
         w = cp.vec(P + Q, order="F")            # (w_1; ...; w_T), the block-diagonal order
         objective = (0.5 * cp.sum_squares(X @ w - y)
                      + self.lam1_ * cp.sum(cp.norm(P, 2, axis=1))
                      + self.lam2_ * cp.sum(cp.norm(Q, 2, axis=0)))
         problem = cp.Problem(cp.Minimize(objective))
-        options = {"CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
-                   "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9},
-                   "SCS": {"eps": 1e-9, "max_iters": 100_000}}[solver]
-        with warnings.catch_warnings():   # "inaccurate": the status says so, the gap certifies
-            warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=solver, **options)
+        solver = solve_conic(problem, "rmtfl")
         if P.value is None:
             raise RuntimeError(f"rmtfl (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")

@@ -17,6 +17,8 @@
   (J of W = P + Q), :class:`SmoothSum` (J plus smooth quadratic penalties), :func:`lbfgs`;
 * ``splitting`` -- :class:`ADMM` for the squared loss plus a penalty with an exact prox
   (per-task ridge solves through ``representations.TaskSpectra``, the same duality gap);
+* ``conic`` -- cvxpy as a second solver (the race's): the stacked design, its size limit,
+  the conic solver and its tolerances;
 * ``factored``, ``newton``, ``quadratic`` -- the blocks of the factored model (GO-MTL's
   S-step by proximal Newton in k dimensions, its L-step by preconditioned CG).
 

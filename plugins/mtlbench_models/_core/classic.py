@@ -33,7 +33,6 @@ solver for ``mtlbench race`` and as the tests' oracle.
 """
 from __future__ import annotations
 
-import warnings
 from typing import ClassVar
 
 import numpy as np
@@ -41,13 +40,10 @@ import numpy as np
 from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 
 from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
+from .conic import solve_conic, stacked_design
 from .solvers import FISTA, BlockCoordinateDescent, duality_gap
 
-__all__ = ["PenalisedModel", "CvxpyFit", "CVXPY_MAX_ENTRIES"]
-
-#: Largest stacked design (sum_t n_t * d entries) for which :class:`CvxpyFit` builds the conic
-#: problem (the interior-point factorisations grow faster than the data).
-CVXPY_MAX_ENTRIES = 2_000_000
+__all__ = ["PenalisedModel", "CvxpyFit"]
 
 #: FISTA-BKTR's trial factor of the step constant (``solvers.FISTA``'s ``decrease``).
 FISTA_DECREASE = 0.8
@@ -201,9 +197,10 @@ class PenalisedModel(LinearMTLModel):
 
 
 class CvxpyFit:
-    """Mixin: ``fit`` by cvxpy (the first installed of Clarabel, ECOS, SCS; tolerances 1e-9)
-    for a :class:`PenalisedModel` subclass; the relative duality gap of the layer at the
-    conic solution is ``gap_``.  Refuses instances above :data:`CVXPY_MAX_ENTRIES`."""
+    """Mixin: ``fit`` by cvxpy (``conic.solve_conic``: the first installed of Clarabel, ECOS,
+    SCS; tolerances 1e-9) for a :class:`PenalisedModel` subclass; the relative duality gap of
+    the layer at the conic solution is ``gap_``.  Refuses instances above
+    :data:`~conic.CVXPY_MAX_ENTRIES`."""
 
     solver_name = "cvxpy"
 
@@ -217,15 +214,8 @@ class CvxpyFit:
                              "loss with intercepts are stated")
         d, T = tasks.d, tasks.T
         sizes = [tasks.X(t).shape[0] for t in range(T)]
-        if sum(sizes) * d > CVXPY_MAX_ENTRIES:
-            raise ValueError(f"{self.name} (cvxpy): the conic problem is not built for "
-                             f"sum_t n_t * d = {sum(sizes) * d:,} > {CVXPY_MAX_ENTRIES:,}")
-        solver = next((s for s in ("CLARABEL", "ECOS", "SCS") if s in cp.installed_solvers()),
-                      None)
-        if solver is None:
-            raise ValueError(f"{self.name} (cvxpy): none of Clarabel, ECOS, SCS is installed")
-        Xbd = sparse.block_diag([tasks.X(t) for t in range(T)], format="csr")
-        y = np.concatenate([tasks.y(t) for t in range(T)])
+        Xbd, y = stacked_design(self.name, [tasks.X(t) for t in range(T)],
+                                [tasks.y(t) for t in range(T)])
         W = cp.Variable((d, T))
         scores = Xbd @ cp.vec(W, order="F")     # (w_1; ...; w_T): block order
         if self.loss == "squared":
@@ -239,12 +229,7 @@ class CvxpyFit:
                      else np.ones(y.size))
             data = cp.sum(cp.multiply(omega, cp.logistic(-cp.multiply(y, scores + E @ c))))
         problem = cp.Problem(cp.Minimize(data + self.cvx_penalty(cp, W)))
-        options = {"CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
-                   "ECOS": {"abstol": 1e-9, "reltol": 1e-9, "feastol": 1e-9},
-                   "SCS": {"eps": 1e-9, "max_iters": 100_000}}[solver]
-        with warnings.catch_warnings():   # "inaccurate": the status says so, the gap certifies
-            warnings.simplefilter("ignore", UserWarning)
-            problem.solve(solver=solver, **options)
+        solver = solve_conic(problem, self.name)
         if W.value is None:
             raise RuntimeError(f"{self.name} (cvxpy): {solver} returned no solution "
                                f"(status {problem.status})")
