@@ -68,6 +68,19 @@ def cvxpy_optimum(tasks: TaskSet, loss: str, penalty, n_blocks: int = 1) -> floa
     return float(prob.value)
 
 
+def left_factor_optimum(tasks: TaskSet, S: np.ndarray, lam: float) -> np.ndarray:
+    """GO-MTL's L-step for the squared loss in closed form: the L (d x k) with
+    sum_t X_t^T X_t L s_t s_t^T + lam L = sum_t X_t^T y_t s_t^T, solved in vec(L)."""
+    d, k = tasks.d, S.shape[0]
+    M = lam * np.eye(d * k)
+    rhs = np.zeros((d, k))
+    for t in range(tasks.T):
+        X, y, s = tasks.X(t), tasks.y(t), S[:, t]
+        M += np.kron(np.outer(s, s), X.T @ X)
+        rhs += np.outer(X.T @ y, s)
+    return np.linalg.solve(M, rhs.ravel(order="F")).reshape((d, k), order="F")
+
+
 def check_optimum(model, tasks: TaskSet, penalty, n_blocks: int = 1) -> None:
     """The fit converged, its fitted objective is its last history value, and it is within
     1e-6 relative of the cvxpy optimum (``penalty`` of ``n_blocks`` summed blocks)."""

@@ -8,6 +8,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
+from classic_oracles import left_factor_optimum
 from mtlbench import TaskSet
 from mtlbench_models._core.datafits import LogisticLoss, SquaredLoss
 from mtlbench_models._core.factored import Factored
@@ -55,20 +56,12 @@ def test_cg_reaches_the_ridge_closed_form_monotonically():
     J, S, lam = SquaredLoss(tasks), rng.standard_normal((3, tasks.T)), 0.7
     F = Factored(J, right=S)
     res = ConjugateGradient(tol=1e-12).solve(F, SquaredFrobenius(lam), np.zeros((tasks.d, 3)))
-    # closed form: sum_t X_t^T X_t L s_t s_t^T + lam L = sum_t X_t^T y_t s_t^T, in vec(L)
-    d, k = tasks.d, 3
-    M = lam * np.eye(d * k)
-    rhs = np.zeros((d, k))
-    for t in range(tasks.T):
-        X, y, s = tasks.X(t), tasks.y(t), S[:, t]
-        M += np.kron(np.outer(s, s), X.T @ X)
-        rhs += np.outer(X.T @ y, s)
-    L = np.linalg.solve(M, rhs.ravel(order="F")).reshape((d, k), order="F")
+    L = left_factor_optimum(tasks, S, lam)
     assert res.converged
     np.testing.assert_allclose(res.W, L, rtol=1e-8, atol=1e-10)
     assert np.all(np.diff(res.history) <= 1e-12 * abs(res.history[0]))
     assert not ConjugateGradient(tol=1e-12, max_iter=1).solve(
-        F, SquaredFrobenius(lam), np.zeros((d, k))).converged
+        F, SquaredFrobenius(lam), np.zeros((tasks.d, 3))).converged
 
 
 @pytest.mark.parametrize("ridge", [0.0, 0.3])

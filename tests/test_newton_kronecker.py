@@ -11,6 +11,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
+from classic_oracles import left_factor_optimum
 from mtlbench import TaskSet
 from mtlbench_models._core.datafits import LogisticLoss, SquaredLoss
 from mtlbench_models._core.factored import Factored, reduced_squared
@@ -89,13 +90,7 @@ def test_preconditioned_cg_reaches_the_ridge_closed_form_monotonically():
     M = KroneckerPreconditioner(np.linalg.eigh(Abar), S @ S.T, lam)
     res = ConjugateGradient(tol=1e-12).solve(F, SquaredFrobenius(lam), np.zeros((d, k)),
                                              precondition=M)
-    K = lam * np.eye(d * k)
-    rhs = np.zeros((d, k))
-    for t in range(tasks.T):
-        X, y, s = tasks.X(t), tasks.y(t), S[:, t]
-        K += np.kron(np.outer(s, s), X.T @ X)
-        rhs += np.outer(X.T @ y, s)
-    L = np.linalg.solve(K, rhs.ravel(order="F")).reshape((d, k), order="F")
+    L = left_factor_optimum(tasks, S, lam)
     assert res.converged
     q = lambda P: F.value(P) + SquaredFrobenius(lam).value(P)
     assert 0 <= q(res.W) - q(L) <= 1e-12 * abs(q(L)) + 1e-13  # within the certified gap
