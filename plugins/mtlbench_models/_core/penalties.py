@@ -53,7 +53,7 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
            "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
            "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
-           "gram_eigh"]
+           "gram_eigh", "smaller_gram"]
 
 
 # ============================================================================ proximal maps
@@ -83,10 +83,17 @@ def prox_trace_svd(V: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
     return (U[:, keep] * s[keep]) @ Vt[keep], s
 
 
+def smaller_gram(V: np.ndarray) -> tuple[np.ndarray, bool]:
+    """(the smaller Gram matrix of V, right): V^T V (T x T) when ``right`` (T <= d), else
+    V V^T; its eigenvalues are the squared singular values of V."""
+    right = V.shape[1] <= V.shape[0]
+    return (V.T @ V if right else V @ V.T), right
+
+
 def gram_eigh(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.linalg.eigh`` of the smaller Gram matrix of V (V^T V when T <= d, else V V^T):
-    its eigenvalues are the squared singular values of V (ascending)."""
-    return np.linalg.eigh(V.T @ V if V.shape[1] <= V.shape[0] else V @ V.T)
+    """``np.linalg.eigh`` of :func:`smaller_gram` (V): the squared singular values of V
+    (ascending) and the eigenvectors."""
+    return np.linalg.eigh(smaller_gram(V)[0])
 
 
 def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None = None,
@@ -112,7 +119,7 @@ def prox_trace(V: np.ndarray, tau: float, few: bool = False, above: float | None
     if gram_eig is not None:
         evals, evecs = gram_eig
     elif few:
-        G = V.T @ V if right else V @ V.T
+        G = smaller_gram(V)[0]
         evals, evecs = eigh(G, subset_by_value=(tau * tau, np.inf), driver="evr",
                             check_finite=False)
     else:
@@ -548,33 +555,30 @@ class L1Inf:
 
 class Nuclear:
     """g(W) = lam ||W||_* (the trace norm); prox: singular value thresholding
-    (:func:`prox_trace`); dual norm: the spectral norm (the largest eigenvalue of the smaller
-    Gram matrix).  ``value`` of the last ``prox`` result reads the singular values the prox
-    computed (no second decomposition)."""
+    (:func:`prox_trace`; ``prox_with_value`` reads g at the result from the singular values
+    the prox computed, no second decomposition); dual norm: the spectral norm (the largest
+    eigenvalue of the smaller Gram matrix)."""
 
     def __init__(self, lam: float) -> None:
         self.lam = float(lam)
-        self._last: tuple = (None, None)
 
     def value(self, W: np.ndarray) -> float:
-        X, s = self._last
-        if W is X:
-            return self.lam * float(s.sum())
-        return self.lam * float(np.linalg.svd(W, compute_uv=False).sum())
+        return self.lam * float(_singular_values(W).sum())
 
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
+        return prox_trace(V, self.lam / L)[0]
+
+    def prox_with_value(self, V: np.ndarray, L: float) -> tuple[np.ndarray, float]:
         X, s = prox_trace(V, self.lam / L)
-        self._last = (X, s)
-        return X
+        return X, self.lam * float(s.sum())
 
     @staticmethod
     def dual_norm(G: np.ndarray) -> float:
         if G.size == 0:
             return 0.0
         m = min(G.shape)
-        gram = G.T @ G if G.shape[1] <= G.shape[0] else G @ G.T
-        top = eigh(gram, subset_by_index=(m - 1, m - 1), eigvals_only=True, driver="evr",
-                   check_finite=False)
+        top = eigh(smaller_gram(G)[0], subset_by_index=(m - 1, m - 1), eigvals_only=True,
+                   driver="evr", check_finite=False)
         return float(np.sqrt(max(float(top[0]), 0.0)))
 
     def dual_scale(self, G: np.ndarray) -> float:
@@ -762,16 +766,10 @@ class ClusterRelaxation:
         self.c = self.rho1 * self.eta * (1.0 + self.eta)
         self.lipschitz = 2.0 * self.c / self.eta
 
-    @staticmethod
-    def _gram(W: np.ndarray) -> tuple[np.ndarray, bool]:
-        """(the smaller Gram matrix of W, right): W^T W (T x T) when ``right``, else W W^T."""
-        right = W.shape[1] <= W.shape[0]
-        return (W.T @ W if right else W @ W.T), right
-
     def _spectrum(self, W: np.ndarray):
         """(s: the T eigenvalues of W^T W, E: eigenvectors of the smaller Gram, right): when
         ``right`` E is T x T (of W^T W), else d x d (of W W^T; s padded with zeros)."""
-        G, right = self._gram(W)
+        G, right = smaller_gram(W)
         evals, E = eigh(G, driver="evd", check_finite=False)
         s = np.zeros(W.shape[1])
         s[:evals.size] = np.maximum(evals, 0.0)
@@ -819,7 +817,7 @@ class ClusterRelaxation:
         """From the ceil(k) largest eigenvalues of the smaller Gram matrix only (LAPACK's MRRR
         with an index range) and ||V||_F^2."""
         self._check_k(V.shape[1])
-        G, _ = self._gram(V)
+        G, _ = smaller_gram(V)
         n, q = G.shape[0], int(np.ceil(self.k))
         top = np.zeros(q)
         top[:min(q, n)] = np.maximum(eigh(G, eigvals_only=True, driver="evr",
