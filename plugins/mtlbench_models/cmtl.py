@@ -56,15 +56,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from typing import ClassVar
-
 from mtlbench import Int, Log, TaskSet, hookimpl
 
 from ._core.classic import PenalisedModel
-from ._core.datafits import SquaredLoss
 from ._core.penalties import ClusterRelaxation
-from ._core.representations import TaskSpectra
-from ._core.splitting import ADMM
 
 #: ADMM's certificate (a pass over the data and the top-k eigenvalues) every this many
 #: iterations.
@@ -103,22 +98,13 @@ class CMTL(PenalisedModel):
         self.rho2_ = float(self.ridge_ratio) * scale
         return ClusterRelaxation(self.rho1_, self.rho2_, int(self.k))
 
-    #: "auto": ADMM for the squared loss when the median task is under-determined
-    #: (n_t < d: J is flat along most directions, where FISTA's steps are slow), else FISTA;
-    #: "admm" or "fista" always (the race's solvers)
-    solver: ClassVar[str] = "auto"
+    #: ADMM where the median task is under-determined, else FISTA (``PenalisedModel``)
+    squared_solver = "auto"
+    admm_check_every = ADMM_CHECK_EVERY
 
-    def _solver(self, tasks: TaskSet):
-        """ADMM (``_core.splitting``; rho from the geometric mean of the penalty's curvature
-        bounds 2 rho2 and 2 (rho1 + rho2)) or FISTA (``PenalisedModel``), by ``solver``."""
-        under = np.median([tasks.X(t).shape[0] for t in range(tasks.T)]) < tasks.d
-        if self.loss != "squared" or self.solver == "fista" or (self.solver == "auto"
-                                                                 and not under):
-            return super()._solver(tasks)
-        rho = 2.0 * np.sqrt(self.rho2_ * (self.rho1_ + self.rho2_))
-        return (ADMM(TaskSpectra.of(tasks), rho, tol=float(self.tol),
-                     max_iter=int(self.max_iter), check_every=ADMM_CHECK_EVERY),
-                SquaredLoss(tasks, wide="padded"))
+    def admm_rho(self) -> float:
+        """The geometric mean of the penalty's curvature bounds 2 rho2 and 2 (rho1 + rho2)."""
+        return float(2.0 * np.sqrt(self.rho2_ * (self.rho1_ + self.rho2_)))
 
     def diagnostics(self) -> dict:
         return {"rho1": self.rho1_, "rho2": self.rho2_, "k": int(self.k)}
@@ -144,7 +130,7 @@ class CMTLAdmm(CMTL):
     """``cmtl`` always fitted by ADMM, a solver of the same objective for ``mtlbench race``."""
 
     solver_name = "admm"
-    solver = "admm"
+    squared_solver = "admm"
 
 
 class CMTLFista(CMTL):
@@ -152,7 +138,7 @@ class CMTLFista(CMTL):
     of the same objective for ``mtlbench race``."""
 
     solver_name = "fista"
-    solver = "fista"
+    squared_solver = "fista"
     monotone_objective = True
 
 

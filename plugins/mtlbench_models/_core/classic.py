@@ -21,8 +21,10 @@ Solver: for the squared loss and a penalty separating over the rows of W (``row_
 H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
 FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone and gradient restart;
 the logistic certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over
-the data, the squared one every ``squared_check_every``);
-both stopped at a relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
+the data, the squared one every ``squared_check_every``), or, for the squared loss where
+``squared_solver`` says so, :class:`~splitting.ADMM` (the tasks' ridge solves exactly, the
+penalty's prox);
+all stopped at a relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
 (``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  The duality gap
 stays valid with the intercepts: at c(W) the dual point sums to zero over each task's rows.
 Convex: warm starts from ``init``'s ``coef_``, except when every ratio is >= 1 (then W = 0 is
@@ -41,7 +43,9 @@ from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 
 from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
 from .conic import solve_conic, stacked_design
+from .representations import TaskSpectra
 from .solvers import FISTA, BlockCoordinateDescent, duality_gap
+from .splitting import ADMM
 
 __all__ = ["PenalisedModel", "CvxpyFit"]
 
@@ -70,6 +74,13 @@ class PenalisedModel(LinearMTLModel):
     #: FISTA's certificate for the squared loss every this many iterations (more than 1 where
     #: the dual norm costs a decomposition: the trace norm's spectral norm)
     squared_check_every: ClassVar[int] = 1
+    #: the squared loss's solver: "fista" (FISTA, or coordinate descent where row-separable),
+    #: "admm" (:class:`~splitting.ADMM` from :meth:`admm_rho`, its certificate every
+    #: ``admm_check_every`` iterations) or "auto" (ADMM when the median task is
+    #: under-determined, n_t < d: J is flat along most directions, where FISTA's steps are
+    #: slow; else FISTA)
+    squared_solver: ClassVar[str] = "fista"
+    admm_check_every: ClassVar[int] = 1
     convex = True
     supports_warm_start = True
     monotone_objective = True            # FISTA with monotone restart, coordinate descent
@@ -137,12 +148,29 @@ class PenalisedModel(LinearMTLModel):
         return tasks.memo(("classic", "logistic-mean-curvature"), compute)
 
     # -- the fit
+    def admm_rho(self) -> float:
+        """ADMM's first penalty parameter (after :meth:`penalty`), for a model whose
+        ``squared_solver`` may be ADMM."""
+        raise NotImplementedError
+
+    def _admm(self, tasks: TaskSet) -> bool:
+        """Whether the squared loss runs on ADMM (``squared_solver``)."""
+        if self.loss != "squared" or self.squared_solver == "fista":
+            return False
+        if self.squared_solver == "admm":
+            return True
+        return bool(np.median([tasks.X(t).shape[0] for t in range(tasks.T)]) < tasks.d)
+
     def _solver(self, tasks: TaskSet):
-        """(solver, datafit it runs on): block coordinate descent on the Gram matrices for
-        the squared loss with a row-separable penalty (while T d^2 <= ``GRAM_MAX``), else
-        FISTA (the squared loss on the padded task stack, whose states hold the
-        gradient)."""
+        """(solver, datafit it runs on): for the squared loss ADMM where ``squared_solver``
+        says so, block coordinate descent on the Gram matrices with a row-separable penalty
+        (while T d^2 <= ``GRAM_MAX``), else FISTA (the squared loss on the padded task stack,
+        whose states hold the gradient)."""
         tol, cap = float(self.tol), int(self.max_iter)
+        if self._admm(tasks):
+            return (ADMM(TaskSpectra.of(tasks), self.admm_rho(), tol=tol, max_iter=cap,
+                         check_every=self.admm_check_every),
+                    SquaredLoss(tasks, wide="padded"))
         if self.loss == "squared":
             if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
                 return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
