@@ -19,8 +19,8 @@ For repetition r of a run with seed s, independently per task t:
    ones; :mod:`mtlbench.metrics`).  The best point wins; validation scores within
    :data:`~mtlbench.metrics.SELECTION_RTOL` of the best are ties, won by the earliest fit
    (:func:`mtlbench.search.best_index`).  Only a model declaring ``convex`` and
-   ``supports_warm_start`` is warm-started (``init`` = the previous successful fit); every
-   other fit starts cold.  The whole trace is kept;
+   ``supports_warm_start`` is warm-started (``init`` = the earlier successful fit nearest to
+   the point, :func:`mtlbench.search.loop.nearest_fit`); every other fit starts cold.  The whole trace is kept;
 4. the winner is refitted on train+validation and scored on test by every metric that applies
    to the target kind (:func:`mtlbench.scoring.metrics_for`), per task and aggregated.
 

@@ -10,6 +10,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from mtlbench import Categorical, Int, LinearMTLModel, Linear, Log, TaskSet
 from mtlbench.protocol import ProtocolConfig, parameter_grid, run_protocol
+from mtlbench.search.loop import nearest_fit, param_distance
 from mtlbench.search import (AdaptiveSearcher, GridSearcher, best_index, edge_report,
                              space_from_json, space_json)
 
@@ -178,6 +179,51 @@ def test_non_convex_models_are_never_handed_init_and_convex_ones_are():
     grid_inits = ConvexWarm.inits[:n]
     assert grid_inits[0] is None and all(isinstance(i, ConvexWarm) for i in grid_inits[1:])
     assert ConvexWarm.inits[n] is None  # the refit on train+validation is always cold
+
+
+class ConvexWarm2D(ConvexWarm):
+    name = "convex-warm-2d"
+    search_space = {"lam": Log([0.1, 1.0, 10.0], low=0.0), "mu": Log([0.1, 1.0, 10.0], low=0.0)}
+
+
+def test_a_convex_fit_is_warm_started_from_the_nearest_earlier_fit():
+    """Each fit's init is the fitted model of the earlier point nearest in grid steps (decades
+    here; the latest of equally near ones), not merely the previous fit."""
+    ConvexWarm2D.inits = []
+    out = _run(ConvexWarm2D(), budget=20)
+    points = [(e["params"]["lam"], e["params"]["mu"]) for e in out.grid]
+    inits = ConvexWarm2D.inits[:len(points)]
+    not_previous = 0
+    for i in range(1, len(points)):
+        dists = [math.hypot(math.log10(points[i][0] / points[j][0]),
+                            math.log10(points[i][1] / points[j][1])) for j in range(i)]
+        want = max(j for j in range(i) if dists[j] <= min(dists) + 1e-9)
+        assert (inits[i].lam, inits[i].mu) == pytest.approx(points[want], rel=1e-12), i
+        not_previous += want != i - 1
+    assert not_previous > 0          # the design is such that the rule matters
+    space = space_from_json(space_json(ConvexWarm2D.search_space))
+    assert nearest_fit(space, {"lam": 1.0, "mu": 1.0}, []) is None
+
+
+_log_values = st.floats(1e-6, 1e6, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=_log_values, b=_log_values, c=_log_values, k=st.integers(1, 8), m=st.integers(1, 8))
+def test_param_distance_is_a_metric_in_grid_steps(a, b, c, k, m):
+    space = space_from_json(space_json({"lam": Log([0.1, 1.0, 10.0], low=0.0),
+                                        "k": Int([1, 3, 5], low=1),
+                                        "kind": Categorical(["x", "y"])}))
+    p, q, r = ({"lam": a, "k": k, "kind": "x"}, {"lam": b, "k": m, "kind": "x"},
+               {"lam": c, "k": k, "kind": "x"})
+    assert param_distance(space, p, p) == 0.0
+    assert param_distance(space, p, q) == pytest.approx(param_distance(space, q, p), rel=1e-12)
+    assert param_distance(space, p, r) <= (param_distance(space, p, q)
+                                           + param_distance(space, q, r)) * (1 + 1e-12) + 1e-12
+    # one decade of lam is one grid step; two of k are one step
+    assert param_distance(space, {**p, "lam": 1.0}, {**p, "lam": 10.0}) == pytest.approx(1.0)
+    assert param_distance(space, {**p, "k": 1}, {**p, "k": 3}) == pytest.approx(1.0)
+    assert param_distance(space, p, {**p, "kind": "y"}) == math.inf
 
 
 def test_the_search_is_deterministic():

@@ -4,6 +4,7 @@ proposes nothing or the budget is used (:func:`search`).
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Mapping
 
@@ -22,6 +23,10 @@ from .space import space_from_json
 #: Hard limit of fits per unit for a searcher that ignores the budget (``grid``), so that a
 #: faulty searcher cannot loop forever.
 MAX_FITS = 10000
+
+#: Relative tolerance under which two warm-start candidates are equally near
+#: (:func:`nearest_fit`).
+NEAR_RTOL = 1e-9
 
 
 def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSet,
@@ -74,7 +79,7 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
     # neither a searcher nor the stored trace can depend on them (bit-identical results
     # serially, with --jobs and on Dask).
     fit_times: list[float] = []
-    prev = None
+    fitted: list[tuple[Mapping[str, Any], MTLModel]] = []   # successful fits, for warm starts
     # Past the budget only extension fits, and at most the budget again (version 3 of the
     # adaptive rule); below it the loop is the same as before.
     extends = searcher.uses_budget and getattr(searcher, "extends_past_budget", False)
@@ -88,12 +93,12 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
                 break
             _check_proposal(searcher_name, space, params)
             t0 = time.perf_counter()
-            entry, model = _fit_point(base, params, phase, train, val, prev if warm else None,
-                                      metric)
+            init = nearest_fit(space, params, fitted) if warm else None
+            entry, model = _fit_point(base, params, phase, train, val, init, metric)
             fit_times.append(time.perf_counter() - t0)
             trace.append(entry)
-            if model is not None:
-                prev = model
+            if model is not None and warm:
+                fitted.append((params, model))
     exhausted = False
     if searcher.uses_budget and len(trace) >= cap:
         phase, batch = searcher.propose(trace)
@@ -108,6 +113,45 @@ def search(base: MTLModel, space: Mapping[str, Any], train: TaskSet, val: TaskSe
                "warm_start": warm, "fit_times": fit_times, "problem_dims": dims,
                "bounds": resolved_bounds(space, selected, context) if b is not None else {}}
     return trace, summary
+
+
+def param_distance(space: Mapping[str, Any], a: Mapping[str, Any],
+                   b: Mapping[str, Any]) -> float:
+    """Distance of two points of ``space`` in units of each parameter's starting-grid step:
+    ``|log(a / b)| / log(spacing)`` for a Log parameter, ``|a - b| / spacing`` for Linear and
+    Int, 0 or infinity for a Categorical one (equal or not); the Euclidean norm over the
+    parameters."""
+    total = 0.0
+    for key, par in space.items():
+        x, y = a[key], b[key]
+        if par.kind == "categorical":
+            if x != y:
+                return math.inf
+            continue
+        step = par.spacing()
+        if par.kind == "log":
+            diff = abs(math.log(float(x) / float(y))) / math.log(step) if step > 1 else 0.0
+        else:
+            diff = abs(float(x) - float(y)) / step if step > 0 else 0.0
+        total += diff * diff
+    return math.sqrt(total)
+
+
+def nearest_fit(space: Mapping[str, Any], params: Mapping[str, Any],
+                fitted: list[tuple[Mapping[str, Any], MTLModel]]) -> MTLModel | None:
+    """The warm start of a convex model's fit at ``params``: the earlier successful fit whose
+    point is nearest (:func:`param_distance`), or None when there is none or every one differs
+    in a categorical parameter.  Distances within a relative :data:`NEAR_RTOL` of the smallest
+    are ties (a starting design has equally near points, whose computed distances differ in
+    the last bits from one CPU to another), won by the latest fit.  The optimum of a convex
+    problem does not depend on the start, so the choice changes the number of iterations
+    only, and it is a function of the trace."""
+    dists = [param_distance(space, params, point) for point, _ in fitted]
+    finite = [d for d in dists if math.isfinite(d)]
+    if not finite:
+        return None
+    cut = min(finite) * (1.0 + NEAR_RTOL) + NEAR_RTOL
+    return next(model for (_, model), d in zip(reversed(fitted), reversed(dists)) if d <= cut)
 
 
 def _check_proposal(searcher_name: str, space: Mapping[str, Any],
