@@ -45,7 +45,7 @@ from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
 from .conic import solve_conic, stacked_design
 from .representations import TaskSpectra
 from .solvers import FISTA, BlockCoordinateDescent, duality_gap
-from .splitting import ADMM
+from .splitting import ADMM, prefers_admm
 
 __all__ = ["PenalisedModel", "CvxpyFit"]
 
@@ -159,7 +159,7 @@ class PenalisedModel(LinearMTLModel):
             return False
         if self.squared_solver == "admm":
             return True
-        return bool(np.median([tasks.X(t).shape[0] for t in range(tasks.T)]) < tasks.d)
+        return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
 
     def _solver(self, tasks: TaskSet):
         """(solver, datafit it runs on): for the squared loss ADMM where ``squared_solver``

@@ -37,7 +37,15 @@ from mtlbench import report_progress
 
 from .solvers import Result, duality_gap
 
-__all__ = ["ADMM"]
+__all__ = ["ADMM", "prefers_admm"]
+
+
+def prefers_admm(sizes, d: int) -> bool:
+    """Whether the squared loss of tasks with ``sizes`` rows over d features is ADMM's case:
+    the median task under-determined (n_t < d), so J is flat along most directions and a
+    proximal-gradient step, bounded by J's largest curvature, moves slowly along them, while
+    ADMM's W step solves every task's ridge problem exactly."""
+    return bool(np.median(np.asarray(sizes)) < d)
 
 
 class ADMM:
