@@ -22,7 +22,8 @@ def _tasks(seed: int, d: int = 12, T: int = 6) -> TaskSet:
 
 
 @pytest.mark.parametrize("penalty", [ClusterRelaxation(2.0, 0.05, 2), L1(0.5)])
-@pytest.mark.parametrize("options", [{}, {"max_changes": 0, "check_every": 3}])
+@pytest.mark.parametrize("options", [{}, {"max_changes": 0, "check_every": 3},
+                                     {"adapt_every": 1}])
 def test_admm_reaches_fistas_certified_optimum(penalty, options):
     tasks = _tasks(1)
     J = SquaredLoss(tasks, wide="padded")

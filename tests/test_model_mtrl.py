@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mtlbench import TaskSet
-from mtlbench_models.mtrl import MTRL, MTRLCvxpy, MTRLLogistic, omega_step
+from mtlbench_models.mtrl import (MTRL, MTRLAdmm, MTRLCvxpy, MTRLFista, MTRLLogistic,
+                                  omega_step)
 
 
 def _tasks(seed=0, d=4, T=3, n=8, real=False):
@@ -127,6 +128,24 @@ def test_converged_only_with_the_certificate_and_warm_start(cls):
     again = cls(lam1_ratio=0.1, lam2_ratio=0.12).fit(tasks)
     assert cold.converged_ and warm.converged_
     assert warm.fitted_objective(tasks) == pytest.approx(again.fitted_objective(tasks), rel=1e-5)
+
+
+def test_admm_and_fista_reach_the_same_optimum_on_under_determined_tasks():
+    """Tasks with fewer rows than features: ``auto`` runs ADMM; it and FISTA reach one optimum
+    (also from a warm start at other weights)."""
+    tasks = _tasks(4, d=10, T=5, n=4, real=True)
+    auto = MTRL(lam1_ratio=0.01, lam2_ratio=0.1, tol=1e-9, max_iter=100000).fit(tasks)
+    fista = MTRLFista(lam1_ratio=0.01, lam2_ratio=0.1, tol=1e-9, max_iter=100000).fit(tasks)
+    assert auto.diagnostics_["solver"] == "admm" and fista.diagnostics_["solver"] == "fista"
+    assert auto.converged_ and fista.converged_
+    assert auto.fitted_objective(tasks) == pytest.approx(fista.fitted_objective(tasks), rel=1e-8)
+    warm = MTRLAdmm(lam1_ratio=0.02, lam2_ratio=0.05, tol=1e-9, max_iter=100000).fit(
+        tasks, init=auto)
+    cold = MTRLFista(lam1_ratio=0.02, lam2_ratio=0.05, tol=1e-9, max_iter=100000).fit(tasks)
+    assert warm.converged_
+    assert warm.fitted_objective(tasks) == pytest.approx(cold.fitted_objective(tasks), rel=1e-8)
+    np.testing.assert_allclose(warm.intercept_, cold.intercept_, atol=1e-4)
+    assert set(MTRL.solvers) == {"cvxpy", "admm", "fista"}
 
 
 def test_cvxpy_solver_agrees():

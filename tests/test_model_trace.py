@@ -1,5 +1,5 @@
 """trace-norm / trace-norm-logistic: the optimum of each loss matches cvxpy, the gap certifies
-it, a tiny cap is not converged, W = 0 exactly at lam_ratio = 1, RAMUSA's first stage is the
+it (ADMM on under-determined tasks too, and FISTA's optimum there), a tiny cap is not converged, W = 0 exactly at lam_ratio = 1, RAMUSA's first stage is the
 same problem, both target kinds end to end."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from classic_oracles import (check_not_converged_at_a_tiny_cap, check_optimum,
                              check_targets_end_to_end, small_tasks)
 from mtlbench_models.ramusa import stage_solve, trace_lambda_max
 from mtlbench_models._core.datafits import SquaredLoss
-from mtlbench_models.trace import Trace, TraceLogistic
+from mtlbench_models.trace import Trace, TraceAdmm, TraceFista, TraceLogistic
 
 
 @pytest.mark.parametrize("cls", [Trace, TraceLogistic])
@@ -21,6 +21,21 @@ def test_optimum_matches_cvxpy(cls, lam_ratio):
     m = cls(lam_ratio=lam_ratio, tol=1e-7, max_iter=20000).fit(tasks)
     lam = m.penalty_.lam
     check_optimum(m, tasks, lambda B: lam * cp.normNuc(B[0]))
+
+
+@pytest.mark.parametrize("lam_ratio", [0.05, 0.4])
+def test_admm_on_under_determined_tasks_matches_cvxpy_and_fista(lam_ratio):
+    """Tasks with fewer rows than features: ``auto`` runs ADMM; its optimum is cvxpy's and
+    FISTA's, also from a warm start at another weight."""
+    tasks = small_tasks(7, T=5, d=16, n=6)
+    m = Trace(lam_ratio=lam_ratio, tol=1e-7, max_iter=20000).fit(tasks)
+    assert m._admm(tasks) and set(Trace.solvers) == {"cvxpy", "admm", "fista"}
+    check_optimum(m, tasks, lambda B: m.penalty_.lam * cp.normNuc(B[0]))
+    ref = TraceFista(lam_ratio=lam_ratio, tol=1e-10, max_iter=50000).fit(tasks)
+    start = TraceAdmm(lam_ratio=1.5 * lam_ratio, tol=1e-10, max_iter=50000).fit(tasks)
+    warm = TraceAdmm(lam_ratio=lam_ratio, tol=1e-10, max_iter=50000).fit(tasks, init=start)
+    assert ref.converged_ and warm.converged_
+    assert warm.fitted_objective(tasks) == pytest.approx(ref.fitted_objective(tasks), rel=1e-9)
 
 
 @pytest.mark.parametrize("cls", [Trace, TraceLogistic])

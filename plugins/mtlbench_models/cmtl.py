@@ -102,7 +102,7 @@ class CMTL(PenalisedModel):
     squared_solver = "auto"
     admm_check_every = ADMM_CHECK_EVERY
 
-    def admm_rho(self) -> float:
+    def admm_rho(self, spectra) -> float:
         """The geometric mean of the penalty's curvature bounds 2 rho2 and 2 (rho1 + rho2)."""
         return float(2.0 * np.sqrt(self.rho2_ * (self.rho1_ + self.rho2_)))
 

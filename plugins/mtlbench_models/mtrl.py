@@ -18,11 +18,17 @@ problem in (W, b) alone
 
     min_{W, b}  J(W, b) + lam1/2 ||W||_F^2 + lam2/2 ||W||_*^2
 
-which is what is solved, with the paper's alternation folded into each step: the layer's
-FISTA on W (FISTA-BKTR, trial factor ``DECREASE``; monotone and gradient restarts) with the
-exact prox of lam1/2 ||.||_F^2 + lam2/2 ||.||_*^2 (spectral: one eigen-decomposition of the
-smaller Gram matrix of a d x T matrix per step, which also gives the penalty's value; no
-dT x dT system).  The paper's alternation itself (the W-step given Omega, then the closed-form
+which is what is solved, with the paper's alternation folded into each step, by one of two
+solvers of the layer, both with the exact prox of lam1/2 ||.||_F^2 + lam2/2 ||.||_*^2
+(spectral: one eigen-decomposition of the smaller Gram matrix of a d x T matrix per step,
+which also gives the penalty's value; no dT x dT system): for the squared loss with the median
+task under-determined (n_t < d; ``_core.splitting.prefers_admm``) ADMM
+(``_core.splitting.ADMM``: the W step every centred task's ridge solve through the stacked
+Gram spectra, the Z step the prox; rho starting at the mean nonzero eigenvalue of the tasks'
+Gram matrices, the loss's curvature on the data's span, and adapted by residual balancing),
+otherwise, and for the logistic loss, FISTA on W (FISTA-BKTR, trial factor ``DECREASE``;
+monotone and gradient restarts); ``MTRLAdmm`` and ``MTRLFista`` always run one of them (for
+``mtlbench race``).  The paper's alternation itself (the W-step given Omega, then the closed-form
 Omega) is not the solver: the optima are of low rank (ranks between 6 and 93 of
 min(d, T) = 100 across one search on synthetic-attributes/attr0), where Omega is
 singular and the alternation, an iteratively reweighted least-squares scheme, reduces the
@@ -36,7 +42,8 @@ minimised out per task by the datafit (``_core.datafits.InterceptLogisticLoss``,
 Stopping rule and certificate (convex): squared loss, the relative duality gap <= ``tol``
 (1e-6; the penalty's conjugate is finite), for both losses (at the minimising intercepts the
 logistic dual point sums to zero over each task's rows, as an unpenalised intercept needs),
-computed every ``CHECK_EVERY`` iterations (it costs an SVD of the gradient).
+computed every ``CHECK_EVERY`` iterations by either solver (it costs an SVD of the
+gradient).
 ``converged_`` iff it held within ``max_iter`` (5000) iterations.  Warm starts along a search
 (convex).  A second solver (``cvxpy``) solves the problem in W with the trace norm in
 epigraph form; the tests check the first against cvxpy on the paper's joint (W, b, Omega)
@@ -72,9 +79,11 @@ from mtlbench import Int, LinearMTLModel, Log, TaskSet, hookimpl, report_progres
 from ._core.conic import solve_conic, stacked_design
 from ._core.datafits import InterceptLogisticLoss, LeastSquares, SquaredLoss
 from ._core.penalties import SquaredNuclear
+from ._core.representations import TaskSpectra
 from ._core.solvers import FISTA
+from ._core.splitting import ADMM, prefers_admm
 
-__all__ = ["MTRL", "MTRLLogistic", "omega_step"]
+__all__ = ["MTRL", "MTRLLogistic", "MTRLAdmm", "MTRLFista", "omega_step"]
 
 #: the duality gap (an SVD of the gradient) is computed every this many FISTA iterations
 CHECK_EVERY = 5
@@ -105,6 +114,15 @@ def _centred(tasks: TaskSet):
     return tasks.memo(("mtrl.centred", 1), compute)
 
 
+def _centred_spectra(tasks: TaskSet) -> TaskSpectra:
+    """The stacked Gram spectra of the centred tasks (ADMM's W step), once per TaskSet."""
+    def compute():
+        rows = _centred(tasks)[0]._rows
+        return TaskSpectra.from_arrays([rows.Z(t) for t in range(tasks.T)],
+                                       [rows.c(t) for t in range(tasks.T)], tasks.d)
+    return tasks.memo(("mtrl.centred-spectra", 1), compute)
+
+
 def _curvature(tasks: TaskSet) -> float:
     return max(float(SquaredLoss(tasks).curvature), 1e-12)
 
@@ -124,7 +142,10 @@ class MTRL(LinearMTLModel):
     convex = True
     supports_warm_start = True
     target_kinds = ("binary", "real")
-    solver_name = "fista"
+    solver_name = "auto"
+    #: the squared loss's solver: "admm", "fista" or "auto" (ADMM where the median task is
+    #: under-determined, ``prefers_admm``)
+    squared_solver = "auto"
     curvature_scale = 1.0
 
     def __init__(self, lam1_ratio: float = 0.1, lam2_ratio: float = 0.1, tol: float = 1e-6,
@@ -154,20 +175,33 @@ class MTRL(LinearMTLModel):
         self.coef_ = V
         self.intercept_ = ym - np.einsum("dt,dt->t", Xm, V)
 
-    def _solve(self, J, g, V0):
-        return FISTA(tol=float(self.tol), max_iter=int(self.max_iter), decrease=DECREASE,
-                     check_every=CHECK_EVERY, gradient_restart=True).solve(J, g, V0)
+    def _uses_admm(self, tasks: TaskSet) -> bool:
+        if self.squared_solver == "auto":
+            return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
+        return self.squared_solver == "admm"
+
+    def _solve(self, J, g, V0, tasks: TaskSet):
+        tol, cap = float(self.tol), int(self.max_iter)
+        if self._uses_admm(tasks):
+            spectra = _centred_spectra(tasks)
+            solver = ADMM(spectra, spectra.mean_eigenvalue, tol=tol, max_iter=cap,
+                          check_every=CHECK_EVERY)
+        else:
+            solver = FISTA(tol=tol, max_iter=cap, decrease=DECREASE, check_every=CHECK_EVERY,
+                           gradient_restart=True)
+        return solver.solve(J, g, V0)
 
     def fit(self, tasks: TaskSet, init=None) -> "MTRL":
         self.check_params()
         J, g = self._problem(tasks)
-        res = self._solve(J, g, self._start(tasks, init))
+        self.solver_ = "admm" if self._uses_admm(tasks) else "fista"
+        res = self._solve(J, g, self._start(tasks, init), tasks)
         self._store(tasks, res.W, J)
         self.Omega_ = omega_step(self.coef_)
         self.objective_history_ = res.history
         self.n_iter_, self.gap_ = res.n_iter, float(res.certificate)
         self.converged_ = bool(res.converged)
-        self.diagnostics_ = {"lam1": self.lam1_, "lam2": self.lam2_,
+        self.diagnostics_ = {"lam1": self.lam1_, "lam2": self.lam2_, "solver": self.solver_,
                              "certificate": res.certificate_kind,
                              "relative_certificate": self.gap_, "converged": self.converged_}
         return self
@@ -189,6 +223,8 @@ class MTRLLogistic(MTRL):
     name = "mtrl-logistic"
     cost_hint = 5.2
     target_kinds = ("binary",)
+    solver_name = "fista"
+    squared_solver = "fista"      # (ADMM's W step is the squared loss's ridge solve)
     curvature_scale = 0.25
 
     def _problem(self, tasks: TaskSet):
@@ -211,7 +247,7 @@ class MTRLCvxpy(MTRL):
 
     solver_name = "cvxpy"
 
-    def _solve(self, J, g, V0):
+    def _solve(self, J, g, V0, tasks: TaskSet):
         import cvxpy as cp
 
         from ._core.solvers import Result, duality_gap
@@ -234,7 +270,21 @@ class MTRLCvxpy(MTRL):
         return Result(Wv, [float(F)], 1, float(gap), "gap", bool(gap <= float(self.tol)))
 
 
-MTRL.solvers = {"cvxpy": MTRLCvxpy}
+class MTRLAdmm(MTRL):
+    """``mtrl`` always fitted by ADMM (a solver of the same objective for ``mtlbench race``)."""
+
+    solver_name = "admm"
+    squared_solver = "admm"
+
+
+class MTRLFista(MTRL):
+    """``mtrl`` always fitted by FISTA (a solver of the same objective for ``mtlbench race``)."""
+
+    solver_name = "fista"
+    squared_solver = "fista"
+
+
+MTRL.solvers = {"cvxpy": MTRLCvxpy, "admm": MTRLAdmm, "fista": MTRLFista}
 
 
 @hookimpl

@@ -45,7 +45,7 @@ from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
 from .conic import solve_conic, stacked_design
 from .representations import TaskSpectra
 from .solvers import FISTA, BlockCoordinateDescent, duality_gap
-from .splitting import ADMM
+from .splitting import ADMM, prefers_admm
 
 __all__ = ["PenalisedModel", "CvxpyFit"]
 
@@ -148,9 +148,10 @@ class PenalisedModel(LinearMTLModel):
         return tasks.memo(("classic", "logistic-mean-curvature"), compute)
 
     # -- the fit
-    def admm_rho(self) -> float:
-        """ADMM's first penalty parameter (after :meth:`penalty`), for a model whose
-        ``squared_solver`` may be ADMM."""
+    def admm_rho(self, spectra: TaskSpectra) -> float:
+        """ADMM's first penalty parameter (after :meth:`penalty`; ``spectra``: the tasks'
+        :class:`~representations.TaskSpectra`), for a model whose ``squared_solver`` may be
+        ADMM."""
         raise NotImplementedError
 
     def _admm(self, tasks: TaskSet) -> bool:
@@ -159,7 +160,7 @@ class PenalisedModel(LinearMTLModel):
             return False
         if self.squared_solver == "admm":
             return True
-        return bool(np.median([tasks.X(t).shape[0] for t in range(tasks.T)]) < tasks.d)
+        return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
 
     def _solver(self, tasks: TaskSet):
         """(solver, datafit it runs on): for the squared loss ADMM where ``squared_solver``
@@ -168,7 +169,8 @@ class PenalisedModel(LinearMTLModel):
         whose states hold the gradient)."""
         tol, cap = float(self.tol), int(self.max_iter)
         if self._admm(tasks):
-            return (ADMM(TaskSpectra.of(tasks), self.admm_rho(), tol=tol, max_iter=cap,
+            spectra = TaskSpectra.of(tasks)
+            return (ADMM(spectra, self.admm_rho(spectra), tol=tol, max_iter=cap,
                          check_every=self.admm_check_every),
                     SquaredLoss(tasks, wide="padded"))
         if self.loss == "squared":

@@ -712,9 +712,11 @@ def cluster_relaxation_weights(s: np.ndarray, eta: float, k: float) -> np.ndarra
     KKT: m_i = clip(u sqrt(s_i) - eta, 0, 1) with u = 1/sqrt(nu) > 0 such that sum_i m_i = k;
     g(u) = sum_i m_i(u) is continuous, nondecreasing and linear between the breakpoints
     eta / sqrt(s_i), (1 + eta) / sqrt(s_i), so u is found exactly: g at every breakpoint, then
-    the linear piece that crosses k (no iteration).  When at most k of the s_i are > 0 they
-    get m_i = 1 and the rest of the budget goes to the zero ones equally (their m does not
-    change the value)."""
+    the linear piece that crosses k (no iteration).  The piece is located on the sorted
+    breakpoints by the cumulative slopes (O(p log p)) and its two ends are evaluated exactly
+    (moved while rounding of the cumulative sums placed them on the wrong side of k).  When at
+    most k of the s_i are > 0 they get m_i = 1 and the rest of the budget goes to the zero ones
+    equally (their m does not change the value)."""
     s = np.maximum(np.asarray(s, dtype=np.float64), 0.0)
     r = np.sqrt(s)
     pos = r > 0
@@ -725,14 +727,25 @@ def cluster_relaxation_weights(s: np.ndarray, eta: float, k: float) -> np.ndarra
             m[~pos] = (k - np.count_nonzero(pos)) / np.count_nonzero(~pos)
         return m
     rp = r[pos]
-    g = lambda u: np.clip(np.multiply.outer(u, rp) - eta, 0.0, 1.0).sum(axis=-1)
-    br = np.unique(np.concatenate([eta / rp, (1.0 + eta) / rp]))
-    gb = g(br)
-    j = int(np.searchsorted(gb, k))          # first breakpoint with g >= k (g(br[-1]) = #pos > k)
-    if gb[j] == k or j == 0:
+    g = lambda u: float(np.clip(u * rp - eta, 0.0, 1.0).sum())
+    br = np.concatenate([eta / rp, (1.0 + eta) / rp])
+    order = np.argsort(br, kind="stable")
+    br = br[order]
+    slope = np.cumsum(np.concatenate([rp, -rp])[order])   # g's slope right of each breakpoint
+    approx = np.zeros(br.size)
+    np.cumsum(slope[:-1] * np.diff(br), out=approx[1:])   # g at the breakpoints
+    # j: the first breakpoint with g >= k (g(br[-1]) = #pos > k), the ends checked exactly
+    j = min(int(np.searchsorted(approx, k)), br.size - 1)
+    while j > 0 and g(br[j - 1]) >= k:
+        j -= 1
+    while g(br[j]) < k:
+        j += 1
+    gj = g(br[j])
+    if gj == k or j == 0:
         u = br[j]
-    else:
-        u = br[j - 1] + (k - gb[j - 1]) * (br[j] - br[j - 1]) / (gb[j] - gb[j - 1])
+    else:                                    # g(br[j - 1]) < k <= gj, so br[j - 1] < br[j]
+        g0 = g(br[j - 1])
+        u = br[j - 1] + (k - g0) * (br[j] - br[j - 1]) / (gj - g0)
     m[pos] = np.clip(u * rp - eta, 0.0, 1.0)
     return m
 

@@ -25,6 +25,7 @@ there) and :class:`TaskSpectra` (the stacked per-task Gram spectra).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -573,6 +574,19 @@ class TaskSpectra:
         self.Xty = np.column_stack([X.T @ y for X, y in zip(Xs, ys)])     # d x T
         self.yy = np.array([float(y @ y) for y in ys])                      # T
         self.energy = float(self.e.sum(axis=1).mean()) / d
+
+    @classmethod
+    def from_arrays(cls, Xs: list[np.ndarray], ys: list[np.ndarray], d: int) -> "TaskSpectra":
+        """The spectra of the tasks (X_t, y_t) given as arrays (X_t of shape (n_t, d))."""
+        rows = SimpleNamespace(T=len(Xs), d=int(d), X=Xs.__getitem__, y=ys.__getitem__)
+        return cls(rows)
+
+    @property
+    def mean_eigenvalue(self) -> float:
+        """The mean of the tasks' nonzero Gram eigenvalues: the scale of J's curvature on the
+        data's span."""
+        pos = self.e > 0
+        return float(self.e[pos].sum() / max(int(pos.sum()), 1))
 
     @classmethod
     def of(cls, tasks: TaskSet) -> "TaskSpectra":

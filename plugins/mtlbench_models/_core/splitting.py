@@ -17,10 +17,13 @@ The W step is exact for every task at once through the tasks' stacked Gram spect
 rho at no extra cost), which is what makes the method pay where the squared loss is badly
 conditioned (every task under-determined, n_t < d) and g is strongly convex: the W step takes
 J exactly, the Z step g exactly, and no step size depends on J's Lipschitz constant.  rho
-adapts by residual balancing (Boyd et al., Sec. 3.4.1): it doubles when the primal residual
-||W+ - Z+|| exceeds ``balance`` times the dual residual rho ||Z+ - Z|| and halves in the
-opposite case (U rescaled with it), at most ``max_changes`` times, after which rho stays
-fixed and the convergence of ADMM with a fixed penalty applies.
+adapts by residual balancing (Boyd et al., Sec. 3.4.1), looked at every ``adapt_every``
+iterations: it doubles when the primal residual ||W+ - Z+|| exceeds ``balance`` times the dual
+residual rho ||Z+ - Z|| and halves in the opposite case (U rescaled with it), at most
+``max_changes`` times, after which rho stays fixed and the convergence of ADMM with a fixed
+penalty applies.  (The two residuals oscillate from one iteration to the next, most of all
+from a warm start, where both are small; looked at every iteration, the balancing follows
+that oscillation and every change of rho starts a new transient.)
 
 Warm start from W0: Z = W0 and U = -grad J(W0) / rho (the scaled multiplier, optimal when W0
 is).  Certificate: the relative duality gap at Z (``solvers.duality_gap``, an upper bound of
@@ -37,7 +40,15 @@ from mtlbench import report_progress
 
 from .solvers import Result, duality_gap
 
-__all__ = ["ADMM"]
+__all__ = ["ADMM", "prefers_admm"]
+
+
+def prefers_admm(sizes, d: int) -> bool:
+    """Whether the squared loss of tasks with ``sizes`` rows over d features is ADMM's case:
+    the median task under-determined (n_t < d), so J is flat along most directions and a
+    proximal-gradient step, bounded by J's largest curvature, moves slowly along them, while
+    ADMM's W step solves every task's ridge problem exactly."""
+    return bool(np.median(np.asarray(sizes)) < d)
 
 
 class ADMM:
@@ -50,18 +61,23 @@ class ADMM:
     max_iter : iteration cap (a fit that reaches it is not converged)
     check_every : the gap is computed every this many iterations (and at the cap)
     balance, max_changes : residual balancing of rho (``balance`` > 1; 0 changes: rho fixed)
+    adapt_every : the balancing looks at the residuals every this many iterations
     """
 
     def __init__(self, spectra, rho: float, tol: float = 1e-6, max_iter: int = 5000,
-                 check_every: int = 1, balance: float = 10.0, max_changes: int = 50) -> None:
+                 check_every: int = 1, balance: float = 10.0, max_changes: int = 50,
+                 adapt_every: int = 10) -> None:
         if not float(rho) > 0:
             raise ValueError(f"ADMM: rho must be > 0, got {rho!r}")
-        if int(check_every) < 1 or not float(balance) > 1 or int(max_changes) < 0:
-            raise ValueError(f"ADMM: check_every >= 1, balance > 1 and max_changes >= 0 are "
-                             f"needed, got {check_every!r}, {balance!r}, {max_changes!r}")
+        if (int(check_every) < 1 or not float(balance) > 1 or int(max_changes) < 0
+                or int(adapt_every) < 1):
+            raise ValueError(f"ADMM: check_every >= 1, balance > 1, max_changes >= 0 and "
+                             f"adapt_every >= 1 are needed, got {check_every!r}, {balance!r}, "
+                             f"{max_changes!r}, {adapt_every!r}")
         self.spectra, self.rho = spectra, float(rho)
         self.tol, self.max_iter, self.check_every = float(tol), int(max_iter), int(check_every)
         self.balance, self.max_changes = float(balance), int(max_changes)
+        self.adapt_every = int(adapt_every)
 
     def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
         """Minimise J + g from ``W0`` (array of shape (d, T)).
@@ -127,7 +143,7 @@ class ADMM:
             report_progress(it, float(F), bound)
             if cert <= self.tol:
                 break
-            if changes < self.max_changes:
+            if changes < self.max_changes and it % self.adapt_every == 0:
                 if primal > self.balance * dual:
                     rho, U, QU, changes = 2.0 * rho, U / 2.0, QU / 2.0, changes + 1
                 elif dual > self.balance * primal:
