@@ -1,6 +1,7 @@
 """_core.solvers.lbfgs: the preconditioned L-BFGS of the factored solvers reaches the minimiser
 of convex quadratics (with and without a preconditioner), decreases f at every iteration, and
-stops where its caller's check says so."""
+stops where its caller's check says so; the solver built on it (solvers.LBFGS, a datafit plus a
+differentiable penalty) reaches the ridge solution and refuses a non-smooth penalty."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,3 +42,21 @@ def test_lbfgs_stops_at_the_cap_and_on_a_flat_function():
     # a function that cannot decrease (constant): the line search gives up, not stopped
     x, f, it, _, stopped = lbfgs(lambda x: (1.0, np.ones_like(x)), np.zeros(4), 50)
     assert not stopped and it == 0
+
+
+def test_lbfgs_solver_reaches_the_ridge_solution_and_refuses_a_nonsmooth_penalty():
+    """solvers.LBFGS on the squared loss plus lam/2 ||W||_F^2 reaches the per-task ridge
+    solutions, certified by the duality gap; a penalty without a gradient is refused."""
+    from classic_oracles import tiny
+    from mtlbench_models._core.datafits import SquaredLoss
+    from mtlbench_models._core.penalties import L21, SquaredFrobenius
+    from mtlbench_models._core.solvers import LBFGS
+
+    tasks = tiny(2, binary=False, d=5, T=4, n=8)
+    J, pen = SquaredLoss(tasks), SquaredFrobenius(0.3)
+    res = LBFGS(tol=1e-10).solve(J, pen, np.zeros((tasks.d, tasks.T)))
+    assert res.converged and res.certificate <= 1e-10 and res.certificate_kind == "gap"
+    assert len(res.history) == res.n_iter + 1
+    np.testing.assert_allclose(res.W, J.ridge(0.3), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="L21 needs a gradient and a conjugate"):
+        LBFGS().solve(J, L21(0.1), np.zeros((tasks.d, tasks.T)))

@@ -61,3 +61,25 @@ def test_squared_runs_on_real_targets_and_logistic_is_refused():
     assert np.isfinite(out.val_score)
     with pytest.raises(ConfigError, match=r"model 'cmtl-logistic' handles binary"):
         run_protocol(CMTLLogistic(), {"cluster_ratio": [0.1]}, reg, ProtocolConfig(), 0)
+
+
+def test_lbfgs_and_fista_reach_the_same_optimum_and_the_fallback_reaches_tiny_gaps():
+    """cmtl-logistic's own solver (L-BFGS on the smooth objective) and its race alternative
+    (FISTA with the proximal map), cold and warm; at a tolerance near the rounding of F,
+    L-BFGS's line search stops first and FISTA from its point reaches the gap."""
+    from mtlbench_models.cmtl import CMTLLogisticFista
+
+    tasks = tiny(6, binary=True, d=6, T=5, n=12)
+    a = CMTLLogistic(cluster_ratio=3.0, ridge_ratio=0.01, tol=1e-9).fit(tasks)
+    b = CMTLLogisticFista(cluster_ratio=3.0, ridge_ratio=0.01, tol=1e-9).fit(tasks)
+    assert a.converged_ and b.converged_ and set(CMTLLogistic.solvers) == {"fista"}
+    assert a.fitted_objective(tasks) == pytest.approx(b.fitted_objective(tasks), rel=1e-8)
+    hist = np.asarray(a.objective_history_)
+    assert np.all(np.diff(hist) <= 1e-13 * hist[1:])      # monotone to rounding
+    warm = CMTLLogistic(cluster_ratio=1.0, ridge_ratio=0.01, tol=1e-9).fit(tasks, init=a)
+    cold = CMTLLogisticFista(cluster_ratio=1.0, ridge_ratio=0.01, tol=1e-9).fit(tasks)
+    assert warm.converged_
+    assert warm.fitted_objective(tasks) == pytest.approx(cold.fitted_objective(tasks), rel=1e-8)
+    tight = CMTLLogistic(cluster_ratio=3.0, ridge_ratio=0.01, tol=1e-14).fit(tasks)
+    assert tight.converged_ and tight.gap_ <= 1e-14
+    assert len(tight.objective_history_) == tight.n_iter_ + 1

@@ -23,7 +23,10 @@ FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone and gradient
 the logistic certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over
 the data, the squared one every ``squared_check_every``), or, for the squared loss where
 ``squared_solver`` says so, :class:`~splitting.ADMM` (the tasks' ridge solves exactly, the
-penalty's prox);
+penalty's prox), or, for the logistic loss where ``logistic_solver`` says so and the penalty
+is differentiable, :class:`~solvers.LBFGS` (its certificate every ``LBFGS_CHECK_EVERY``
+iterations; FISTA from its point if its line search stops above ``tol``, at tolerances near
+the rounding of F);
 all stopped at a relative duality gap <= ``tol`` (``max_iter``: iterations or sweeps)
 (``converged_`` iff reached within ``max_iter``; ``gap_`` the gap reached).  The duality gap
 stays valid with the intercepts: at c(W) the dual point sums to zero over each task's rows.
@@ -44,7 +47,7 @@ from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
 from .conic import solve_conic, stacked_design
 from .representations import TaskSpectra
-from .solvers import FISTA, BlockCoordinateDescent, duality_gap
+from .solvers import FISTA, LBFGS, BlockCoordinateDescent, duality_gap
 from .splitting import ADMM, prefers_admm
 
 __all__ = ["PenalisedModel", "CvxpyFit"]
@@ -54,6 +57,10 @@ FISTA_DECREASE = 0.8
 
 #: FISTA's certificate for the logistic loss (a pass over the data) every this many iterations.
 LOGISTIC_CHECK_EVERY = 10
+
+#: :class:`~solvers.LBFGS`'s certificate every this many iterations (from the last evaluation's
+#: state: no pass over the data).
+LBFGS_CHECK_EVERY = 5
 
 #: Largest T d^2 (entries of the per-task Gram matrices) for block coordinate descent.
 GRAM_MAX = 5e7
@@ -81,6 +88,10 @@ class PenalisedModel(LinearMTLModel):
     #: slow; else FISTA)
     squared_solver: ClassVar[str] = "fista"
     admm_check_every: ClassVar[int] = 1
+    #: the logistic loss's solver: "fista" or "lbfgs" (:class:`~solvers.LBFGS`, for a
+    #: differentiable penalty with a conjugate, its certificate every ``LBFGS_CHECK_EVERY``
+    #: iterations)
+    logistic_solver: ClassVar[str] = "fista"
     convex = True
     supports_warm_start = True
     monotone_objective = True            # FISTA with monotone restart, coordinate descent
@@ -180,8 +191,12 @@ class PenalisedModel(LinearMTLModel):
             return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
                           check_every=self.squared_check_every),
                     SquaredLoss(tasks, wide="padded"))
-        return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
-                      check_every=LOGISTIC_CHECK_EVERY), self.datafit(tasks))
+        fista = FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
+                      check_every=LOGISTIC_CHECK_EVERY)
+        if self.logistic_solver == "lbfgs":
+            return (LBFGS(tol=tol, max_iter=cap, check_every=LBFGS_CHECK_EVERY, fallback=fista),
+                    self.datafit(tasks))
+        return fista, self.datafit(tasks)
 
     def _setup(self, tasks: TaskSet):
         self.check_params()

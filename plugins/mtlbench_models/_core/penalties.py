@@ -815,6 +815,12 @@ class ClusterRelaxation:
     def grad(self, W: np.ndarray) -> np.ndarray:
         return self._apply(W, self.eta, lambda m: 2.0 * self.c / (self.eta + m))[0]
 
+    def value_and_grad(self, W: np.ndarray) -> tuple[float, np.ndarray]:
+        """(g(W), grad g(W)) from one eigen-decomposition: g(W) = 1/2 <W, grad g(W)> (at the
+        optimal M, g is the quadratic c tr(W A W^T) whose gradient is grad g)."""
+        G = self.grad(W)
+        return 0.5 * float(np.sum(W * G)), G
+
     def prox(self, V: np.ndarray, L: float) -> np.ndarray:
         return self.prox_with_value(V, L)[0]
 

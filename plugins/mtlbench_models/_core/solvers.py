@@ -35,6 +35,15 @@
   duality gap after every sweep.
 * :class:`SmoothSum` -- J plus smooth quadratic penalties as one smooth term (its gap adds
   the quadratics' conjugates at their gradients).
+* :class:`LBFGS` -- :func:`lbfgs` on J + g for a differentiable penalty g (``grad``, or
+  ``value_and_grad`` where one decomposition gives both; with Lipschitz gradient, so F is
+  smooth): no proximal map and no step constant, the curvature pairs of L-BFGS instead of
+  FISTA's 1/L steps, which pays where F is badly conditioned (a small strongly convex part of
+  g beside a flat datafit).  Certificate: the relative duality gap with g's conjugate
+  (:func:`duality_gap`), from the state of the last evaluation (no extra pass over the
+  data), at the start, every ``check_every`` iterations and at the cap; converged iff it is
+  <= ``tol`` within ``max_iter`` iterations.  F decreases strictly at every iteration
+  (Armijo), so the last gap computed bounds F - F* until the next one.
 * :func:`lbfgs` -- limited-memory BFGS with a preconditioner (smooth or piecewise smooth f):
   the two-loop recursion (Nocedal & Wright, "Numerical Optimization", 2nd ed., Alg. 7.4) over
   the last ``memory`` pairs with s^T y > 0, started from ``precondition(x, v)`` scaled by
@@ -50,6 +59,7 @@ once per iteration (the certificate an upper bound of F - F* where it is a duali
 """
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass, field
 from typing import Callable
@@ -58,7 +68,7 @@ import numpy as np
 
 from mtlbench import report_progress
 
-__all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "SmoothSum", "Result",
+__all__ = ["FISTA", "BlockCoordinateDescent", "LBFGS", "SumOfBlocks", "SmoothSum", "Result",
            "duality_gap", "lbfgs"]
 
 
@@ -461,6 +471,96 @@ class BlockCoordinateDescent:
             hist.append(float(F))
             report_progress(sweep, float(F), cert * abs(F))
         return Result(W, hist, sweep, float(cert), "gap", bool(cert <= self.tol))
+
+
+class LBFGS:
+    """L-BFGS on J + g with a differentiable penalty g (module docstring).
+
+    Parameters (the solver's options; the problem is given to :meth:`solve`):
+    tol : the relative duality gap to reach
+    max_iter : iteration cap (a fit that reaches it is not converged)
+    check_every : the gap is computed every this many iterations (and at the start and the cap)
+    memory : the curvature pairs L-BFGS keeps
+    fallback : None, or a solver with the same ``solve`` (e.g. :class:`FISTA` with the same
+        ``tol``) run from L-BFGS's point when its line search stops above ``tol`` (no
+        decrease of F at machine precision: tolerances near the rounding of F), with the
+        iterations left; its certificate is the result's
+    """
+
+    def __init__(self, tol: float = 1e-6, max_iter: int = 5000, check_every: int = 5,
+                 memory: int = 10, fallback=None) -> None:
+        if int(check_every) < 1 or int(memory) < 1:
+            raise ValueError(f"LBFGS: check_every and memory must be >= 1, got "
+                             f"{check_every!r}, {memory!r}")
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        self.check_every, self.memory = int(check_every), int(memory)
+        self.fallback = fallback
+
+    def solve(self, smooth, penalty, W0: np.ndarray) -> Result:
+        """Minimise J + g from ``W0`` (a warm start: any point of shape (d, T)).
+
+        Parameters
+        ----------
+        smooth : a datafit of ``datafits.py`` (or ``SmoothSum``): the smooth term J
+        penalty : a penalty with ``value`` and ``grad`` (or ``value_and_grad``) and a finite
+            ``conjugate`` (the duality gap)
+        W0 : array of shape (d, T)
+
+        Returns
+        -------
+        Result : the minimiser, F after every iteration, iterations, certificate, converged
+        """
+        if not hasattr(penalty, "conjugate") or not (hasattr(penalty, "grad")
+                                                     or hasattr(penalty, "value_and_grad")):
+            raise ValueError(f"LBFGS: {type(penalty).__name__} needs a gradient and a "
+                             "conjugate")
+        value_and_grad = getattr(penalty, "value_and_grad",
+                                 lambda W: (penalty.value(W), penalty.grad(W)))
+        shape = np.shape(W0)
+        last: dict = {}
+
+        def fun(x):
+            W = x.reshape(shape)
+            S = smooth.forward(W)
+            f, G = smooth.value_of(S), smooth.grad_of(S)
+            pen, Gp = value_and_grad(W)
+            last.update(x=x, S=S, f=f, G=G, pen=pen)
+            return f + pen, (G + Gp).ravel()
+
+        cert: dict = {"gap": np.inf, "bound": None, "x": None}
+        hist: list = []
+
+        def check(x):
+            if last.get("x") is not x:             # the solver checks its last evaluation
+                fun(x)
+            W, S, f, G, pen = (x.reshape(shape), last["S"], last["f"], last["G"],
+                               last["pen"])
+            F = f + pen
+            gap = smooth.gap(S, W, pen + penalty.conjugate(-G), 1.0, G, f)
+            cert.update(gap=gap / max(abs(F), 1e-300), bound=gap, x=x)
+            if not hist:                            # the start
+                hist.append(float(F))
+                report_progress(0, float(F), gap)
+            return cert["gap"] <= self.tol
+
+        def progress(it, F):
+            hist.append(float(F))
+            report_progress(it, float(F), cert["bound"])
+
+        x, _, it, _, _ = lbfgs(fun, np.array(W0, dtype=np.float64).ravel(), self.max_iter,
+                               check=check, check_every=self.check_every,
+                               memory=self.memory, progress=progress)
+        if cert["x"] is not x:
+            check(x)
+        left = self.max_iter - it
+        if cert["gap"] > self.tol and left > 0 and self.fallback is not None:
+            fb = copy.copy(self.fallback)
+            fb.max_iter = left
+            res = fb.solve(smooth, penalty, x.reshape(shape))
+            return Result(res.W, hist + res.history[1:], it + res.n_iter, res.certificate,
+                          res.certificate_kind, res.converged)
+        return Result(x.reshape(shape), hist, it, float(cert["gap"]), "gap",
+                      bool(cert["gap"] <= self.tol))
 
 
 # ---------------------------------------------------------------------------------- L-BFGS
