@@ -123,8 +123,14 @@ class LeastSquares:
 
     # -- value and gradient at W
     def value(self, W: np.ndarray) -> float:
-        """J(W) for W of shape (d, T)."""
-        return self.value_of(self.forward(W))
+        """J(W) for W of shape (d, T) (from the representation's predictions alone where it
+        offers that, e.g. ``padded``)."""
+        value = getattr(self.form, "value", None)
+        return value(W) if value is not None else self.value_of(self.forward(W))
+
+    def grad_at_zero(self) -> np.ndarray:
+        """grad J(0) = -(Z_t^T c_t)_t, shape (d, T), without a pass over the data."""
+        return 0.0 - self.xty
 
     def grad(self, W: np.ndarray) -> np.ndarray:
         """grad J(W), shape (d, T): column t is Z_t^T (Z_t w_t - c_t)."""
@@ -318,14 +324,23 @@ class LogisticLoss:
         self.T, self.d = X3t.shape[0], X3t.shape[1]
         self.X3t, self.y3, self.n = X3t, y3, n
         self.mask = np.arange(y3.shape[1])[None, :] < n[:, None]
-        # ||X_t||_2^2 from the (d, d) Gram matrices when d < n_max (the reduced designs)
-        small = X3t.shape[1] < X3t.shape[2]
-        self.task_lipschitz = (
-            np.zeros(self.T) if not X3t.size
-            else 0.25 * np.linalg.eigvalsh(np.matmul(X3t, X3t.transpose(0, 2, 1)))[:, -1] if small
-            else 0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2)
-        self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
-        return self
+        return self                     # task_lipschitz, lipschitz: computed when first read
+
+    @functools.cached_property
+    def task_lipschitz(self) -> np.ndarray:
+        """||X_t||_2^2 / 4 per task (set by the constructor; for :meth:`from_padded`, computed
+        on first use: from the (d, d) Gram matrices when d < n_max, the reduced designs)."""
+        X3t = self.X3t
+        if not X3t.size:
+            return np.zeros(self.T)
+        if X3t.shape[1] < X3t.shape[2]:
+            return 0.25 * np.linalg.eigvalsh(np.matmul(X3t, X3t.transpose(0, 2, 1)))[:, -1]
+        return 0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2
+
+    @functools.cached_property
+    def lipschitz(self) -> float:
+        """The Lipschitz constant of grad J: max_t ``task_lipschitz``."""
+        return float(self.task_lipschitz.max()) if self.T else 0.0
 
     def left_factor(self, A: np.ndarray) -> "LogisticLoss":
         """The loss of s_t on the designs X_t A (A of shape (d, k)): J(A S) as a datafit of S."""

@@ -263,6 +263,12 @@ class _PaddedForm:
         r = S[:self.split] - self.y3.ravel()
         return float(0.5 * (r @ r))
 
+    def value(self, W: np.ndarray) -> float:
+        """J(W) from the predictions alone (one batched product, no back-projection; the
+        same number as ``value_of(forward(W))``)."""
+        r = np.matmul(W.T[:, None, :], self.X3t)[:, 0, :].ravel() - self.y3.ravel()
+        return float(0.5 * (r @ r))
+
     def grad_of(self, S: np.ndarray) -> np.ndarray:
         return S[self.split:].reshape(self.T, self.d).T - self.B
 
