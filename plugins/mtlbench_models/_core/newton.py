@@ -67,6 +67,7 @@ class ProxNewton:
         Xn = X.copy()                                           # X + D
         HD = np.zeros((k, T))                                   # column t: H_t D_t
         scale = 1e-12 * max(float(np.abs(X).max()), 1e-300)
+        HX = np.matmul(H, X.T[:, :, None])[:, :, 0].T           # (k, T): H_t X_t
         for _ in range(self.sweeps):
             moved = 0.0
             for i in range(k):
@@ -80,18 +81,18 @@ class ProxNewton:
                 moved = max(moved, float(np.abs(delta).max()))
             if moved <= scale:
                 break
-            HD = self._face(X, Xn, G, H, HD, lam)
+            HD = self._face(X, Xn, G, H, HX, HD, lam)
         return Xn - X
 
     @staticmethod
-    def _face(X, Xn, G, H, HD, lam):
+    def _face(X, Xn, G, H, HX, HD, lam):
         """Replace each column of Xn by the model's minimiser on its orthant face (support and
-        signs of Xn, the other coordinates zero) where that minimiser keeps the signs."""
+        signs of Xn, the other coordinates zero) where that minimiser keeps the signs (``HX``:
+        the products H_t X_t, (k, T))."""
         A = Xn != 0
         if not A.any():
             return HD
         sg = np.sign(Xn)
-        HX = np.matmul(H, X.T[:, :, None])[:, :, 0].T           # (k, T): H_t X_t
         rhs = np.where(A, HX - G - lam * sg, 0.0)
         Am = A.T                                                 # (T, k)
         M = np.where(Am[:, :, None] & Am[:, None, :], H, 0.0)
@@ -118,13 +119,13 @@ class ProxNewton:
         Ft = datafit.task_values_of(Z) + lam * np.abs(X).sum(axis=0)
         G = datafit.grad_of(Z)
 
-        def certificate(X, Z, F):
-            s = penalty.task_dual_scales(datafit.grad_of(Z))[:, None]
-            gap = datafit.gap(Z, X, penalty.value(X), s)
+        def certificate(X, Z, F, G):
+            s = penalty.task_dual_scales(G)[:, None]
+            gap = datafit.gap(Z, X, penalty.value(X), s, G)
             return gap / max(abs(F), 1e-300)
 
         F = float(Ft.sum())
-        cert = certificate(X, Z, F)
+        cert = certificate(X, Z, F, G)
         hist = [F]
         progress = report_progress if self.report else _silent
         progress(0, F, cert * abs(F))
@@ -153,7 +154,7 @@ class ProxNewton:
             X, Z, Ft = Xn, Zn, Fn
             G = datafit.grad_of(Z)
             F = float(Ft.sum())
-            cert = certificate(X, Z, F)
+            cert = certificate(X, Z, F, G)
             hist.append(F)
             progress(it, F, cert * abs(F))
         return Result(X, hist, it, float(cert), "gap", bool(cert <= self.tol))
