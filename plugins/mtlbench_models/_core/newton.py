@@ -68,6 +68,7 @@ class ProxNewton:
         HD = np.zeros((k, T))                                   # column t: H_t D_t
         scale = 1e-12 * max(float(np.abs(X).max()), 1e-300)
         HX = np.matmul(H, X.T[:, :, None])[:, :, 0].T           # (k, T): H_t X_t
+        faces: dict = {}                                        # the last face solves
         for _ in range(self.sweeps):
             moved = 0.0
             for i in range(k):
@@ -81,30 +82,40 @@ class ProxNewton:
                 moved = max(moved, float(np.abs(delta).max()))
             if moved <= scale:
                 break
-            HD = self._face(X, Xn, G, H, HX, HD, lam)
+            HD = self._face(X, Xn, G, H, HX, HD, lam, faces)
         return Xn - X
 
     @staticmethod
-    def _face(X, Xn, G, H, HX, HD, lam):
+    def _face(X, Xn, G, H, HX, HD, lam, faces):
         """Replace each column of Xn by the model's minimiser on its orthant face (support and
         signs of Xn, the other coordinates zero) where that minimiser keeps the signs (``HX``:
-        the products H_t X_t, (k, T))."""
+        the products H_t X_t, (k, T)).  Within one direction the face's system depends on the
+        signs alone: ``faces`` keeps the last solves (signs, minimisers, whether they keep the
+        signs) and only the tasks whose signs changed are solved again."""
         A = Xn != 0
         if not A.any():
             return HD
         sg = np.sign(Xn)
-        rhs = np.where(A, HX - G - lam * sg, 0.0)
-        Am = A.T                                                 # (T, k)
-        M = np.where(Am[:, :, None] & Am[:, None, :], H, 0.0)
-        k = X.shape[0]
-        idx = np.arange(k)
-        M[:, idx, idx] = np.where(Am, M[:, idx, idx], 1.0)
-        try:
-            xs = np.linalg.solve(M, rhs.T[:, :, None])[:, :, 0].T
-        except np.linalg.LinAlgError:
-            return HD
-        ok = (np.all(np.where(A, np.sign(xs) == sg, True), axis=0)
-              & np.all(np.isfinite(xs), axis=0))
+        new = (np.ones(X.shape[1], dtype=bool) if not faces
+               else np.any(sg != faces["signs"], axis=0))
+        xs = np.empty_like(Xn) if not faces else faces["xs"].copy()
+        ok = np.zeros(X.shape[1], dtype=bool) if not faces else faces["ok"].copy()
+        if new.any():
+            An, sn = A[:, new], sg[:, new]
+            rhs = np.where(An, HX[:, new] - G[:, new] - lam * sn, 0.0)
+            Am = An.T                                            # (T_new, k)
+            M = np.where(Am[:, :, None] & Am[:, None, :], H[new], 0.0)
+            k = X.shape[0]
+            idx = np.arange(k)
+            M[:, idx, idx] = np.where(Am, M[:, idx, idx], 1.0)
+            try:
+                xn = np.linalg.solve(M, rhs.T[:, :, None])[:, :, 0].T
+            except np.linalg.LinAlgError:
+                return HD
+            xs[:, new] = xn
+            ok[new] = (np.all(np.where(An, np.sign(xn) == sn, True), axis=0)
+                       & np.all(np.isfinite(xn), axis=0))
+        faces.update(signs=sg, xs=xs, ok=ok)
         if not ok.any():
             return HD
         Xn[:, ok] = np.where(A[:, ok], xs[:, ok], 0.0)
