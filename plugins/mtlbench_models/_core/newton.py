@@ -64,6 +64,7 @@ class ProxNewton:
         floor = 1e-12 * max(float(diag.max()), 1e-300) if diag.size else 1.0
         h = np.maximum(diag, floor)                             # (k, T)
         thr = lam / h
+        lo = -thr
         Xn = X.copy()                                           # X + D
         HD = np.zeros((k, T))                                   # column t: H_t D_t
         scale = 1e-12 * max(float(np.abs(X).max()), 1e-300)
@@ -74,7 +75,8 @@ class ProxNewton:
             for i in range(k):
                 x = Xn[i]
                 v = x - (G[i] + HD[i]) / h[i]
-                delta = (v - np.clip(v, -thr[i], thr[i])) - x  # soft thresholding, minus x
+                # soft thresholding, minus x (np.clip's numbers without its dispatch)
+                delta = (v - np.minimum(np.maximum(v, lo[i]), thr[i])) - x
                 if not delta.any():
                     continue
                 Xn[i] += delta
