@@ -103,10 +103,12 @@ class ProxNewton:
         xs = np.empty_like(Xn) if not faces else faces["xs"].copy()
         ok = np.zeros(X.shape[1], dtype=bool) if not faces else faces["ok"].copy()
         if new.any():
-            An, sn = A[:, new], sg[:, new]
-            rhs = np.where(An, HX[:, new] - G[:, new] - lam * sn, 0.0)
+            every = bool(new.all())                              # (then no copies)
+            An, sn = (A, sg) if every else (A[:, new], sg[:, new])
+            rhs = np.where(An, (HX - G - lam * sg) if every
+                           else HX[:, new] - G[:, new] - lam * sn, 0.0)
             Am = An.T                                            # (T_new, k)
-            M = np.where(Am[:, :, None] & Am[:, None, :], H[new], 0.0)
+            M = np.where(Am[:, :, None] & Am[:, None, :], H if every else H[new], 0.0)
             k = X.shape[0]
             idx = np.arange(k)
             M[:, idx, idx] = np.where(Am, M[:, idx, idx], 1.0)
