@@ -300,7 +300,9 @@ class LogisticLoss:
 
     Evaluated on the zero-padded task stack (:func:`padded_task_rows`; padding rows are masked
     out of the value and contribute exact zeros to the gradient), log(1 + exp(-z)) as
-    ``logaddexp(0, -z)`` and the weights sigma(-z) by ``expit``: finite for every margin.
+    max(-z, 0) + log1p(exp(-|z|)) (:func:`_log1p_exp`, as the intercept loss: ``logaddexp``'s
+    value to rounding, in fewer passes) and the weights sigma(-z) by ``expit``: finite for
+    every margin.
     State: the margins z = y * (X_t w_t) (T x n_max).  grad J[:, t] = -X_t^T (y_t sigma(-z_t));
     task_lipschitz[t] = ||X_t||_2^2 / 4 (sigma' <= 1/4).  Duality: the conjugate of
     l(z) = log(1 + exp(-y z)) at -y a is a log a + (1 - a) log(1 - a) for a in [0, 1], so the
@@ -350,11 +352,11 @@ class LogisticLoss:
         return self.y3 * np.matmul(W.T[:, None, :], self.X3t)[:, 0, :]
 
     def value_of(self, Z: np.ndarray) -> float:
-        return float(np.sum(np.logaddexp(0.0, -Z), where=self.mask))
+        return float(np.sum(_log1p_exp(-Z), where=self.mask))
 
     def task_values_of(self, Z: np.ndarray) -> np.ndarray:
         """l_t(w_t) per task (T,) from the margins."""
-        v = np.logaddexp(0.0, -Z)
+        v = _log1p_exp(-Z)
         return v.sum(axis=1) if self.mask.all() else np.where(self.mask, v, 0.0).sum(axis=1)
 
     def task_hessians(self, Z: np.ndarray) -> np.ndarray:
