@@ -78,7 +78,7 @@ from ._core.newton import ProxNewton
 from ._core.penalties import L1, SquaredFrobenius
 from ._core.quadratic import ConjugateGradient, KroneckerPreconditioner
 from ._core.representations import padded_task_rows, task_grams
-from ._core.solvers import Result, duality_gap, lbfgs
+from ._core.solvers import Result, lbfgs
 
 __all__ = ["GOMTL", "GOMTLLogistic", "gomtl_objective"]
 
@@ -256,15 +256,26 @@ class GOMTLLogistic(GOMTL):
         M = self._preconditioner(tasks, S, lam)
         shape = L.shape
         out = {}
+        last = {}
 
         def fun(x):
-            f, G = JL.value_and_grad(x.reshape(shape))
-            return f + ridge.value(x.reshape(shape)), (G + ridge.grad(x.reshape(shape))).ravel()
+            X = x.reshape(shape)
+            Z = JL.forward(X)
+            f, G = JL.value_of(Z), JL.grad_of(Z)
+            last.update(x=x, Z=Z, f=f, G=G)
+            return f + ridge.value(X), (G + ridge.grad(X)).ravel()
 
         def check(x):
+            # lbfgs checks the point it evaluated last: its margins, J and grad J are reused
             X = x.reshape(shape)
-            F = JL.value(X) + ridge.value(X)
-            out["cert"] = duality_gap(JL, ridge, X) / max(abs(F), 1e-300)
+            if last.get("x") is x:
+                Z, f, G = last["Z"], last["f"], last["G"]
+            else:
+                Z = JL.forward(X)
+                f, G = JL.value_of(Z), JL.grad_of(Z)
+            pen = ridge.value(X)
+            gap = JL.gap(Z, X, pen + ridge.conjugate(-G), 1.0, G, f)
+            out["cert"] = gap / max(abs(f + pen), 1e-300)
             return out["cert"] <= float(self.inner_tol)
 
         x, f, it, _, ok = lbfgs(fun, L.ravel(), max_iter=5000, check=check, check_every=5,

@@ -123,8 +123,14 @@ class LeastSquares:
 
     # -- value and gradient at W
     def value(self, W: np.ndarray) -> float:
-        """J(W) for W of shape (d, T)."""
-        return self.value_of(self.forward(W))
+        """J(W) for W of shape (d, T) (from the representation's predictions alone where it
+        offers that, e.g. ``padded``)."""
+        value = getattr(self.form, "value", None)
+        return value(W) if value is not None else self.value_of(self.forward(W))
+
+    def grad_at_zero(self) -> np.ndarray:
+        """grad J(0) = -(Z_t^T c_t)_t, shape (d, T), without a pass over the data."""
+        return 0.0 - self.xty
 
     def grad(self, W: np.ndarray) -> np.ndarray:
         """grad J(W), shape (d, T): column t is Z_t^T (Z_t w_t - c_t)."""
@@ -294,7 +300,9 @@ class LogisticLoss:
 
     Evaluated on the zero-padded task stack (:func:`padded_task_rows`; padding rows are masked
     out of the value and contribute exact zeros to the gradient), log(1 + exp(-z)) as
-    ``logaddexp(0, -z)`` and the weights sigma(-z) by ``expit``: finite for every margin.
+    max(-z, 0) + log1p(exp(-|z|)) (:func:`_log1p_exp`, as the intercept loss: ``logaddexp``'s
+    value to rounding, in fewer passes) and the weights sigma(-z) by ``expit``: finite for
+    every margin.
     State: the margins z = y * (X_t w_t) (T x n_max).  grad J[:, t] = -X_t^T (y_t sigma(-z_t));
     task_lipschitz[t] = ||X_t||_2^2 / 4 (sigma' <= 1/4).  Duality: the conjugate of
     l(z) = log(1 + exp(-y z)) at -y a is a log a + (1 - a) log(1 - a) for a in [0, 1], so the
@@ -318,14 +326,23 @@ class LogisticLoss:
         self.T, self.d = X3t.shape[0], X3t.shape[1]
         self.X3t, self.y3, self.n = X3t, y3, n
         self.mask = np.arange(y3.shape[1])[None, :] < n[:, None]
-        # ||X_t||_2^2 from the (d, d) Gram matrices when d < n_max (the reduced designs)
-        small = X3t.shape[1] < X3t.shape[2]
-        self.task_lipschitz = (
-            np.zeros(self.T) if not X3t.size
-            else 0.25 * np.linalg.eigvalsh(np.matmul(X3t, X3t.transpose(0, 2, 1)))[:, -1] if small
-            else 0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2)
-        self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
-        return self
+        return self                     # task_lipschitz, lipschitz: computed when first read
+
+    @functools.cached_property
+    def task_lipschitz(self) -> np.ndarray:
+        """||X_t||_2^2 / 4 per task (set by the constructor; for :meth:`from_padded`, computed
+        on first use: from the (d, d) Gram matrices when d < n_max, the reduced designs)."""
+        X3t = self.X3t
+        if not X3t.size:
+            return np.zeros(self.T)
+        if X3t.shape[1] < X3t.shape[2]:
+            return 0.25 * np.linalg.eigvalsh(np.matmul(X3t, X3t.transpose(0, 2, 1)))[:, -1]
+        return 0.25 * np.linalg.norm(X3t, 2, axis=(1, 2)) ** 2
+
+    @functools.cached_property
+    def lipschitz(self) -> float:
+        """The Lipschitz constant of grad J: max_t ``task_lipschitz``."""
+        return float(self.task_lipschitz.max()) if self.T else 0.0
 
     def left_factor(self, A: np.ndarray) -> "LogisticLoss":
         """The loss of s_t on the designs X_t A (A of shape (d, k)): J(A S) as a datafit of S."""
@@ -335,11 +352,11 @@ class LogisticLoss:
         return self.y3 * np.matmul(W.T[:, None, :], self.X3t)[:, 0, :]
 
     def value_of(self, Z: np.ndarray) -> float:
-        return float(np.sum(np.logaddexp(0.0, -Z), where=self.mask))
+        return float(np.sum(_log1p_exp(-Z), where=self.mask))
 
     def task_values_of(self, Z: np.ndarray) -> np.ndarray:
         """l_t(w_t) per task (T,) from the margins."""
-        v = np.logaddexp(0.0, -Z)
+        v = _log1p_exp(-Z)
         return v.sum(axis=1) if self.mask.all() else np.where(self.mask, v, 0.0).sum(axis=1)
 
     def task_hessians(self, Z: np.ndarray) -> np.ndarray:

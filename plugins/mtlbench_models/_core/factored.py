@@ -82,6 +82,14 @@ class Factored:
         S = self.forward(X)
         return self.value_of(S), self.grad_of(S)
 
+    def grad_at_zero(self) -> np.ndarray:
+        """grad J(A 0) = A^T grad J(0) (resp. grad J(0) B^T): from J's ``grad_at_zero`` when it
+        has one (no pass over the data), else from a state at zero."""
+        at_zero = getattr(self.datafit, "grad_at_zero", None)
+        G = at_zero() if at_zero is not None else self.datafit.grad(
+            np.zeros((self.datafit.d, self.datafit.T)))
+        return self.left.T @ G if self.left is not None else G @ self.right.T
+
     def gap(self, S, X: np.ndarray, pen: float, s: float, G: np.ndarray | None = None,
             f: float | None = None) -> float:
         """J's duality gap (module docstring) with the factor's gradient ``G``."""

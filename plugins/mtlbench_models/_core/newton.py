@@ -64,15 +64,19 @@ class ProxNewton:
         floor = 1e-12 * max(float(diag.max()), 1e-300) if diag.size else 1.0
         h = np.maximum(diag, floor)                             # (k, T)
         thr = lam / h
+        lo = -thr
         Xn = X.copy()                                           # X + D
         HD = np.zeros((k, T))                                   # column t: H_t D_t
         scale = 1e-12 * max(float(np.abs(X).max()), 1e-300)
+        HX = np.matmul(H, X.T[:, :, None])[:, :, 0].T           # (k, T): H_t X_t
+        faces: dict = {}                                        # the last face solves
         for _ in range(self.sweeps):
             moved = 0.0
             for i in range(k):
                 x = Xn[i]
                 v = x - (G[i] + HD[i]) / h[i]
-                delta = (v - np.clip(v, -thr[i], thr[i])) - x  # soft thresholding, minus x
+                # soft thresholding, minus x (np.clip's numbers without its dispatch)
+                delta = (v - np.minimum(np.maximum(v, lo[i]), thr[i])) - x
                 if not delta.any():
                     continue
                 Xn[i] += delta
@@ -80,30 +84,42 @@ class ProxNewton:
                 moved = max(moved, float(np.abs(delta).max()))
             if moved <= scale:
                 break
-            HD = self._face(X, Xn, G, H, HD, lam)
+            HD = self._face(X, Xn, G, H, HX, HD, lam, faces)
         return Xn - X
 
     @staticmethod
-    def _face(X, Xn, G, H, HD, lam):
+    def _face(X, Xn, G, H, HX, HD, lam, faces):
         """Replace each column of Xn by the model's minimiser on its orthant face (support and
-        signs of Xn, the other coordinates zero) where that minimiser keeps the signs."""
+        signs of Xn, the other coordinates zero) where that minimiser keeps the signs (``HX``:
+        the products H_t X_t, (k, T)).  Within one direction the face's system depends on the
+        signs alone: ``faces`` keeps the last solves (signs, minimisers, whether they keep the
+        signs) and only the tasks whose signs changed are solved again."""
         A = Xn != 0
         if not A.any():
             return HD
         sg = np.sign(Xn)
-        HX = np.matmul(H, X.T[:, :, None])[:, :, 0].T           # (k, T): H_t X_t
-        rhs = np.where(A, HX - G - lam * sg, 0.0)
-        Am = A.T                                                 # (T, k)
-        M = np.where(Am[:, :, None] & Am[:, None, :], H, 0.0)
-        k = X.shape[0]
-        idx = np.arange(k)
-        M[:, idx, idx] = np.where(Am, M[:, idx, idx], 1.0)
-        try:
-            xs = np.linalg.solve(M, rhs.T[:, :, None])[:, :, 0].T
-        except np.linalg.LinAlgError:
-            return HD
-        ok = (np.all(np.where(A, np.sign(xs) == sg, True), axis=0)
-              & np.all(np.isfinite(xs), axis=0))
+        new = (np.ones(X.shape[1], dtype=bool) if not faces
+               else np.any(sg != faces["signs"], axis=0))
+        xs = np.empty_like(Xn) if not faces else faces["xs"].copy()
+        ok = np.zeros(X.shape[1], dtype=bool) if not faces else faces["ok"].copy()
+        if new.any():
+            every = bool(new.all())                              # (then no copies)
+            An, sn = (A, sg) if every else (A[:, new], sg[:, new])
+            rhs = np.where(An, (HX - G - lam * sg) if every
+                           else HX[:, new] - G[:, new] - lam * sn, 0.0)
+            Am = An.T                                            # (T_new, k)
+            M = np.where(Am[:, :, None] & Am[:, None, :], H if every else H[new], 0.0)
+            k = X.shape[0]
+            idx = np.arange(k)
+            M[:, idx, idx] = np.where(Am, M[:, idx, idx], 1.0)
+            try:
+                xn = np.linalg.solve(M, rhs.T[:, :, None])[:, :, 0].T
+            except np.linalg.LinAlgError:
+                return HD
+            xs[:, new] = xn
+            ok[new] = (np.all(np.where(An, np.sign(xn) == sn, True), axis=0)
+                       & np.all(np.isfinite(xn), axis=0))
+        faces.update(signs=sg, xs=xs, ok=ok)
         if not ok.any():
             return HD
         Xn[:, ok] = np.where(A[:, ok], xs[:, ok], 0.0)
@@ -118,13 +134,13 @@ class ProxNewton:
         Ft = datafit.task_values_of(Z) + lam * np.abs(X).sum(axis=0)
         G = datafit.grad_of(Z)
 
-        def certificate(X, Z, F):
-            s = penalty.task_dual_scales(datafit.grad_of(Z))[:, None]
-            gap = datafit.gap(Z, X, penalty.value(X), s)
+        def certificate(X, Z, F, G):
+            s = penalty.task_dual_scales(G)[:, None]
+            gap = datafit.gap(Z, X, penalty.value(X), s, G)
             return gap / max(abs(F), 1e-300)
 
         F = float(Ft.sum())
-        cert = certificate(X, Z, F)
+        cert = certificate(X, Z, F, G)
         hist = [F]
         progress = report_progress if self.report else _silent
         progress(0, F, cert * abs(F))
@@ -153,7 +169,7 @@ class ProxNewton:
             X, Z, Ft = Xn, Zn, Fn
             G = datafit.grad_of(Z)
             F = float(Ft.sum())
-            cert = certificate(X, Z, F)
+            cert = certificate(X, Z, F, G)
             hist.append(F)
             progress(it, F, cert * abs(F))
         return Result(X, hist, it, float(cert), "gap", bool(cert <= self.tol))

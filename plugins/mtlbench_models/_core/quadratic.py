@@ -57,7 +57,8 @@ class ConjugateGradient:
                              "quadratic penalty with a conjugate")
         X = np.array(W0, dtype=np.float64)
         max_iter = self.max_iter if self.max_iter is not None else 2 * X.size + 10
-        G0 = datafit.grad(np.zeros_like(X))                        # grad J(0) = -b
+        at_zero = getattr(datafit, "grad_at_zero", None)           # grad J(0) = -b
+        G0 = at_zero() if at_zero is not None else datafit.grad(np.zeros_like(X))
         hess = lambda P: datafit.grad(P) - G0 + penalty.grad(P)
 
         def fresh(X):

@@ -41,6 +41,17 @@ __all__ = ["SVDForm", "TaskSpectra", "spectral_norm_sq", "ridge_solve", "task_xt
 #: by row count) while its padded size stays within this factor of its real rows
 PAD_RATIO = 1.25
 
+#: bytes of padded rows per block of tasks when a pass needs the predictions and the
+#: back-projections: each block's rows are read twice while they are in cache (a fraction
+#: of a core's L2 cache; the blocks' products are the same numbers as one batched product's)
+BLOCK_BYTES = 1 << 19
+
+
+def task_blocks(T: int, bytes_per_task: int) -> list[slice]:
+    """Consecutive slices of the T tasks of about ``BLOCK_BYTES`` each (at least one task)."""
+    step = max(1, BLOCK_BYTES // max(int(bytes_per_task), 1))
+    return [slice(i, min(i + step, T)) for i in range(0, T, step)]
+
 
 # ------------------------------------------------------------------------- small helpers
 def spectral_norm_sq(X: np.ndarray) -> float:
@@ -253,15 +264,28 @@ class _PaddedForm:
         self.X3t = _padded_t(rows)
         self.split = self.y3.size
         self.B = _xty(rows)
+        self.blocks = task_blocks(self.T, self.X3t[0].nbytes if self.T else 0)
 
     def forward(self, W: np.ndarray) -> np.ndarray:
-        A = np.matmul(W.T[:, None, :], self.X3t)[:, 0, :]      # Z_t w_t, (T, n_max)
-        # Z_t^T a_t, (T, d): the column form over X3t (faster than a_t^T Z_t here)
-        G = np.matmul(self.X3t, A[:, :, None])[:, :, 0]
-        return np.concatenate([A.ravel(), G.ravel()])
+        out = np.empty(self.split + self.T * self.d)
+        A = out[:self.split].reshape(self.y3.shape)               # Z_t w_t, (T, n_max)
+        G = out[self.split:].reshape(self.T, self.d)              # Z_t^T a_t, (T, d)
+        Wt = W.T
+        for b in self.blocks:                                     # each block read in cache
+            X = self.X3t[b]
+            A[b] = np.matmul(Wt[b, None, :], X)[:, 0, :]
+            # the column form over X3t (faster than a_t^T Z_t here)
+            G[b] = np.matmul(X, A[b][:, :, None])[:, :, 0]
+        return out
 
     def value_of(self, S: np.ndarray) -> float:
         r = S[:self.split] - self.y3.ravel()
+        return float(0.5 * (r @ r))
+
+    def value(self, W: np.ndarray) -> float:
+        """J(W) from the predictions alone (one batched product, no back-projection; the
+        same number as ``value_of(forward(W))``)."""
+        r = np.matmul(W.T[:, None, :], self.X3t)[:, 0, :].ravel() - self.y3.ravel()
         return float(0.5 * (r @ r))
 
     def grad_of(self, S: np.ndarray) -> np.ndarray:
