@@ -16,9 +16,10 @@ it is zero at W = 0, lam^max = ||G0||^*, the dual norm; or weights in units of t
 optimum (:meth:`PenalisedModel.closed_form`), and the penalty's cvxpy expression
 (:meth:`PenalisedModel.cvx_penalty`) for :class:`CvxpyFit`.
 
-Solver: for the squared loss and a penalty separating over the rows of W (``row_separable``)
-:class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the rows, the Gram matrices
-H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
+Solver: for the squared loss and a penalty (with the smooth terms) separating over the rows of
+W (``row_separable``) :class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the
+active rows with Anderson extrapolation, the Gram matrices H_t = X_t^T X_t; while
+T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
 FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone and gradient restart;
 the logistic certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over
 the data, the squared one every ``squared_check_every``), or, for the squared loss where
