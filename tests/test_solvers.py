@@ -161,6 +161,35 @@ def test_block_coordinate_descent_with_a_row_separable_graph_term(graph):
                                        np.zeros((tasks.d, tasks.T)))
 
 
+@pytest.mark.parametrize("kind", ["squared", "logistic"])
+def test_task_scaled_gap_bounds_the_suboptimality(kind):
+    """The duality gap with one dual scale per task (L1; inside a SmoothSum with a graph
+    term the quadratic's dual point unscaled) is an upper bound of F(W) - F* at any W, and
+    the certificate is the smaller of it and the uniformly scaled gap."""
+    from mtlbench_models._core.solvers import _task_scaled_gap
+    tasks = _tasks(7, T=4, d=5, n=14)
+    J = df.SquaredLoss(tasks, "gram") if kind == "squared" else df.LogisticLoss(tasks)
+    lam = 0.2 * pen.L1.dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    g = pen.L1(lam)
+    Wv = cp.Variable((tasks.d, tasks.T))
+    rng = np.random.default_rng(0)
+    for h in (None, pen.MeanRegularised(0.3)):
+        sm = J if h is None else SmoothSum(J, h)
+        extra = 0 if h is None else 0.3 * cp.sum_squares(Wv - cp.sum(Wv, axis=1, keepdims=True)
+                                                         / tasks.T)
+        ref = _solve_cvx(_cvx_loss(tasks, Wv, kind) + extra + lam * cp.sum(cp.abs(Wv)))
+        W_opt = FISTA(tol=1e-10, max_iter=20000).solve(sm, g, np.zeros((tasks.d, tasks.T))).W
+        for scale in (1.0, 0.1, 0.01, 1e-3):
+            W = W_opt + scale * rng.standard_normal(W_opt.shape)
+            S = sm.forward(W)
+            F = sm.value_of(S) + g.value(W)
+            per_task = _task_scaled_gap(sm, g, S, W, g.value(W), sm.grad_of(S), sm.value_of(S))
+            assert per_task >= F - ref - 1e-8 * abs(ref)
+            assert np.isfinite(per_task) or scale > 0.01
+            assert duality_gap(sm, g, W) <= min(per_task, sm.gap(
+                S, W, g.value(W), g.dual_scale(sm.grad_of(S)))) + 1e-12 * abs(F)
+
+
 def test_block_coordinate_descent_active_rows_and_extrapolation_keep_the_optimum():
     """L2,1 with most rows zero at the optimum: the active-row sweeps with Anderson
     extrapolation stop at the optimum of the full sweeps, F non-increasing."""

@@ -572,10 +572,22 @@ class L1:
         """max_i |G_it| per column (T,): the dual norms of the T separate problems."""
         return np.abs(G).max(axis=0) if G.shape[0] else np.zeros(G.shape[1])
 
-    def task_dual_scales(self, G: np.ndarray) -> np.ndarray:
-        """min(1, lam / max_i |G_it|) per column: the dual scales of the T separate problems
-        (one task each; an all-zero column gets 1)."""
-        return np.minimum(1.0, self.lam / np.maximum(self.dual_norm_per_task(G), 1e-300))
+    def task_dual_scales(self, G: np.ndarray, shift: np.ndarray | None = None) -> np.ndarray:
+        """Per column t the largest s_t <= 1 with |s_t G_it + shift_it| <= lam for every i
+        (T,): without ``shift``, min(1, lam / max_i |G_it|), the dual scales of the T separate
+        problems (one task each; an all-zero column gets 1); with it (a fixed part of the dual
+        point, e.g. a smooth penalty's gradient), nan where no s_t in [0, 1] fits."""
+        if shift is None:
+            return np.minimum(1.0, self.lam / np.maximum(self.dual_norm_per_task(G), 1e-300))
+        lam = self.lam
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a, b = (lam - shift) / G, (-lam - shift) / G      # the bounds of s, by G's sign
+            inside = np.abs(shift) <= lam
+            up = np.where(G > 0, a, np.where(G < 0, b, np.where(inside, np.inf, -np.inf)))
+            low = np.where(G > 0, b, np.where(G < 0, a, np.where(inside, -np.inf, np.inf)))
+        s = np.minimum(up.min(axis=0, initial=np.inf), 1.0)
+        lo = np.maximum(low.max(axis=0, initial=-np.inf), 0.0)
+        return np.where(s >= lo, s, np.nan)
 
 
 class L21:

@@ -63,6 +63,7 @@ import numpy as np
 
 from mtlbench import report_progress
 
+from .datafits import LeastSquares, LogisticLoss
 from .penalties import L1, GraphLaplacian, MeanRegL1Rows, MeanRegularised
 
 __all__ = ["FISTA", "BlockCoordinateDescent", "SumOfBlocks", "SmoothSum", "Result",
@@ -169,7 +170,8 @@ def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None =
     """P(W) - D(Theta) >= 0 at the dual point Theta = s grad F(XW) (the datafit's gradient in
     the scores; module docstring of ``datafits.py``): for a norm penalty g = lam ||.|| the
     conjugate is the indicator of {||.||_* <= lam}, and s = ``penalty.dual_scale(grad J(W))``
-    puts the point inside; for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
+    puts the point inside (for L1 also one s_t per task, :func:`_task_scaled_gap`: the smaller
+    gap is returned); for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
     added.  Zero exactly at the optimum, an upper bound of F(W) - F* everywhere.
 
     Parameters
@@ -185,11 +187,8 @@ def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None =
     """
     S = datafit.forward(W) if state is None else state
     pen = penalty.value(W) if pen is None else pen
-    G = datafit.grad_of(S)
-    if hasattr(penalty, "dual_scale"):
-        return datafit.gap(S, W, pen, penalty.dual_scale(G), G)
-    if hasattr(penalty, "conjugate"):
-        return datafit.gap(S, W, pen + penalty.conjugate(-G), 1.0, G)
+    if hasattr(penalty, "dual_scale") or hasattr(penalty, "conjugate"):
+        return _gap_of(datafit, penalty, S, W, pen, datafit.value_of(S))
     raise ValueError(f"duality_gap: {type(penalty).__name__} has neither a dual norm nor a "
                      "conjugate (use an optimality residual)")
 
@@ -199,11 +198,42 @@ def _has_gap(penalty) -> bool:
 
 
 def _gap_of(smooth, penalty, S, X, pen: float, f: float) -> float:
-    """The duality gap at X (state S, J(X) = f, g(X) = pen)."""
+    """The duality gap at X (state S, J(X) = f, g(X) = pen): for a norm the smaller of the
+    gaps at the dual point scaled into the ball as a whole and task by task
+    (:func:`_task_scaled_gap`, where it applies)."""
     G = smooth.grad_of(S)
     if hasattr(penalty, "dual_scale"):
-        return smooth.gap(S, X, pen, penalty.dual_scale(G), G, f)
+        return min(smooth.gap(S, X, pen, penalty.dual_scale(G), G, f),
+                   _task_scaled_gap(smooth, penalty, S, X, pen, G, f))
     return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
+
+
+def _task_scaled_gap(smooth, penalty, S, X, pen: float, G: np.ndarray, f: float) -> float:
+    """The duality gap at the dual point scaled task by task, for a penalty whose dual ball
+    constrains each task's column alone (``task_dual_scales``: L1) and a datafit of separate
+    tasks that takes one scale per task (``LeastSquares``, ``LogisticLoss``); inf elsewhere.
+
+    One task whose gradient leaves the ball then shrinks its own dual point only, not every
+    task's.  In a :class:`SmoothSum` the quadratics' dual point is their gradient Gh unscaled
+    (h(W) + h*(grad h(W)) = 2 h(W)) and s_t the largest <= 1 with
+    |s_t G_J[:, t] + Gh[:, t]| <= lam entrywise (inf if some task has none)."""
+    scales = getattr(penalty, "task_dual_scales", None)
+    if scales is None:
+        return np.inf
+    if isinstance(smooth, SmoothSum):
+        J = smooth.datafit
+        if not isinstance(J, (LeastSquares, LogisticLoss)):
+            return np.inf
+        Gh = S[2]
+        h = 0.5 * float(np.sum(S[1] * Gh))
+        GJ = G - Gh
+        s = scales(GJ, shift=Gh)
+        if not np.all(np.isfinite(s)):
+            return np.inf
+        return J.gap(S[0], X, pen + 2.0 * h, s[:, None], GJ, f - h)
+    if isinstance(smooth, (LeastSquares, LogisticLoss)):
+        return smooth.gap(S, X, pen, scales(G)[:, None], G, f)
+    return np.inf
 
 
 #: Relative size of the rounding of F below which the plain proximal-gradient step of a
@@ -490,9 +520,8 @@ class BlockCoordinateDescent:
             pen = penalty.value(W)
             f = smooth.value_of(S)
             F = f + pen
-            G = smooth.grad_of(S)
-            gap = smooth.gap(S, W, pen, penalty.dual_scale(G), G, f)
-            return F, gap / max(abs(F), 1e-300), G
+            return F, _gap_of(smooth, penalty, S, W, pen, f) / max(abs(F), 1e-300), \
+                smooth.grad_of(S)
 
         def rows_to_visit(G):
             if ratios is None:
