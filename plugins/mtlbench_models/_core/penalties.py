@@ -580,14 +580,15 @@ class L1:
         if shift is None:
             return np.minimum(1.0, self.lam / np.maximum(self.dual_norm_per_task(G), 1e-300))
         lam = self.lam
+        # -lam <= s G + b <= lam  <=>  (-lam - b sign G) / |G| <= s <= (lam - b sign G) / |G|
+        # where G != 0; where G = 0 it needs |b| <= lam
+        A = np.abs(G)
+        bs = shift * np.sign(G)
         with np.errstate(divide="ignore", invalid="ignore"):
-            a, b = (lam - shift) / G, (-lam - shift) / G      # the bounds of s, by G's sign
-            inside = np.abs(shift) <= lam
-            up = np.where(G > 0, a, np.where(G < 0, b, np.where(inside, np.inf, -np.inf)))
-            low = np.where(G > 0, b, np.where(G < 0, a, np.where(inside, -np.inf, np.inf)))
-        s = np.minimum(up.min(axis=0, initial=np.inf), 1.0)
-        lo = np.maximum(low.max(axis=0, initial=-np.inf), 0.0)
-        return np.where(s >= lo, s, np.nan)
+            s = np.minimum(((lam - bs) / A).min(axis=0, initial=np.inf), 1.0)
+            lo = np.maximum(((-lam - bs) / A).max(axis=0, initial=-np.inf), 0.0)
+        bad = np.any((A == 0.0) & (np.abs(shift) > lam), axis=0) | ~(s >= lo)
+        return np.where(bad, np.nan, s)
 
 
 class L21:
@@ -767,7 +768,7 @@ class MeanRegularised:
         return self.lam * mean_reg_penalty(W) + self.lam_mean * W.shape[1] * float(m @ m)
 
     def grad(self, W: np.ndarray) -> np.ndarray:
-        mean = W.mean(axis=1, keepdims=True)
+        mean = W.sum(axis=1, keepdims=True) / W.shape[1]       # W.mean(1), fewer passes
         if self.lam_mean == 0:
             return 2.0 * self.lam * (W - mean)
         return 2.0 * self.lam * (W - mean) + 2.0 * self.lam_mean * mean
