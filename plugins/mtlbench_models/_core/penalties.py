@@ -8,7 +8,12 @@ of a proximal-gradient method with step constant L); a smooth penalty also has
 ``dual_norm(G)`` (the dual norm ||G||_*) and ``dual_scale(G)`` = min(1, lam / ||G||_*), the
 factor that puts a dual point into the dual ball {||.||_* <= lam} (the conjugate of g is the
 indicator of that ball); a penalty with a finite conjugate has ``conjugate(V)``.  Both give the
-duality gaps of ``solvers.py``.
+duality gaps of ``solvers.py``.  Penalties that separate over the rows have
+``row_dual_ratios(G)`` (each row's dual norm over its weight: a zero row stays zero under a
+proximal step from gradient G iff its ratio is <= 1; coordinate descent's active rows);
+``L1.task_dual_scales`` scales a dual point task by task.  :class:`MeanRegL1Rows` is the
+exact minimiser of one row's problem of a squared loss + ``MeanRegularised`` + ``L1``
+(coordinate descent for SRMTL).
 
 =====================  ==================================================  =====================
 penalty                g(W)                                                dual norm / conjugate
@@ -53,7 +58,7 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
            "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
            "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
-           "gram_eigh", "smaller_gram"]
+           "gram_eigh", "smaller_gram", "MeanRegL1Rows"]
 
 
 # ============================================================================ proximal maps
