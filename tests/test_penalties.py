@@ -359,3 +359,10 @@ def test_mean_reg_l1_row_minimiser_is_exact_from_any_sign_guess(seed, T, lam, ta
     def value(v):
         return 0.5 * D @ (v * v) + c @ v + lam * np.sum((v - v.mean()) ** 2) + tau * np.abs(v).sum()
     assert value(w) <= prob.value + 1e-7 * max(1.0, abs(prob.value))
+
+
+def test_mean_reg_l1_row_minimiser_without_curvature_in_a_task():
+    """A feature absent from a task (D_t = 0, c_t = 0) and no graph weight: that entry is 0,
+    the others are the soft thresholdings S(-c_t, tau) / D_t."""
+    rows = pen.MeanRegL1Rows(np.array([[1.0, 0.0, 2.0]]), 0.0, 0.1)
+    np.testing.assert_allclose(rows(0, np.array([0.5, 0.0, -1.0])), [-0.4, 0.0, 0.45])

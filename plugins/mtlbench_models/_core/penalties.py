@@ -392,7 +392,10 @@ class MeanRegL1Rows:
 
     def __init__(self, D: np.ndarray, lam: float, tau: float) -> None:
         self.lam, self.tau = float(lam), float(tau)
-        self.inv_a = 1.0 / (np.asarray(D, dtype=np.float64) + 2.0 * self.lam)   # (d, T)
+        a = np.asarray(D, dtype=np.float64) + 2.0 * self.lam
+        # a_t = 0 (lam = 0 and a feature absent from task t): J does not depend on w_t, and
+        # c_t = 0 there; w_t = 0 is a minimiser
+        self.inv_a = np.divide(1.0, a, out=np.zeros_like(a), where=a > 0)          # (d, T)
         self.k = 2.0 * self.lam * self.inv_a
         self.k_sum = self.k.sum(axis=1)
         self.ta = self.tau * self.inv_a
