@@ -23,9 +23,10 @@ training subsets carry no meta, so a benchmark run uses the complete graph.)
 
 Solver (``_core.classic.PenalisedModel``): both terms separate over the rows of W
 (tr(W L W^T) = sum_i W[i, :] L W[i, :]^T), so ``srmtl`` runs block coordinate descent over
-the rows (``_core.solvers.BlockCoordinateDescent`` on the Gram matrices; for the complete
-graph each row moves to its exact minimiser, ``_core.penalties.MeanRegL1Rows``, for a graph of
-the data a proximal row step); ``srmtl-logistic`` runs FISTA-BKTR (``_core.solvers.FISTA``)
+the rows where the median task is under-determined, n_t < d (``row_solver = "auto"``;
+``_core.solvers.BlockCoordinateDescent`` on the Gram matrices; for the complete graph each
+row moves to its exact minimiser, ``_core.penalties.MeanRegL1Rows``, for a graph of the data
+a proximal row step), else, as ``srmtl-logistic`` always, FISTA-BKTR (``_core.solvers.FISTA``)
 on the smooth part J + rho1 tr(W L W^T) (``_core.solvers.SmoothSum``) with the l1 prox (soft
 thresholding).  Stopping rule and certificate: a relative duality gap <= ``tol`` (1e-6; the
 graph term's conjugate enters the gap at its gradient; the smaller of the gaps with the
@@ -82,7 +83,7 @@ class SRMTL(PenalisedModel):
                     "rho_ratio": Log([3e-3, 0.03, 0.3], low=0.0, high=1.0)}
     target_kinds = ("binary", "real")
     row_separable = True   # tr(W L W^T) = sum_i W[i, :] L W[i, :]^T and the l1 norm
-    solver_name = "cd"     # block coordinate descent (``_core.classic``)
+    row_solver = "auto"    # coordinate descent where the median task has n_t < d
     cost_hint = 7.9  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, graph_ratio: float = 0.1, rho_ratio: float = 0.1, tol: float = 1e-6,
@@ -121,7 +122,6 @@ class SRMTLLogistic(SRMTL):
     target_kinds = ("binary",)
     cost_hint = 18.3
     loss = "logistic"
-    solver_name = "fista"
 
 
 @hookimpl
