@@ -411,13 +411,13 @@ class MeanRegL1Rows:
             side, ca, ta = signs, c * inv_a, self.ta[i]
             for _ in range(ROW_NEWTON):
                 # on the piece: sum_t w_t = s mu + b, the sides (-1, 0, +1) fixed
-                on = np.abs(side)
+                on = side * side
                 mu = -float(ca @ on + ta @ side) / (T - float(k @ on))
                 u = 2.0 * lam * mu - c
-                sgn, mod = np.sign(u), np.abs(u)
-                new = sgn * (mod > tau)
+                keep = np.abs(u) > tau
+                new = np.copysign(keep, u)          # the sides at mu (-0 == 0)
                 if not np.any(new != side):
-                    return sgn * np.maximum(mod - tau, 0.0) * inv_a
+                    return (u - np.copysign(tau, u)) * keep * inv_a
                 side = new
         # below every breakpoint w_t = (2 lam mu - c_t + tau) / a_t; at (c_t - tau) / (2 lam)
         # it becomes 0 (slope -k_t, intercept -(tau - c_t) / a_t), at (c_t + tau) / (2 lam)

@@ -506,6 +506,7 @@ class BlockCoordinateDescent:
         Lrow = np.maximum(Dg.max(axis=1) + sum(h.lipschitz for h in quads), 1e-300)
         movable = Lrow > 1e-300
         Hcols = form.columns                                                 # [i] = H_t[:, i]
+        buf = np.empty((d, T))
         ratios = getattr(penalty, "row_dual_ratios", None) if self.active_set else None
 
         def state(W, HW):
@@ -554,7 +555,7 @@ class BlockCoordinateDescent:
                 new = step(i)
                 delta = new - W[i]
                 if np.any(delta):
-                    HW += Hcols[i] * delta[None, :]
+                    HW += np.multiply(Hcols[i], delta, out=buf)
                     W[i] = new
             if K:
                 past.append((W.copy(), HW.copy()))
