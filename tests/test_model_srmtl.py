@@ -46,6 +46,21 @@ def test_optimum_matches_cvxpy(cls, loss, graph):
     assert m.fitted_objective(tasks) == pytest.approx(ref, rel=1e-6)
 
 
+@pytest.mark.parametrize("graph", [False, True])
+def test_under_determined_tasks_run_coordinate_descent_to_the_cvxpy_optimum(graph):
+    """n_t < d: ``srmtl`` runs block coordinate descent (the exact row minimiser for the
+    complete graph, proximal row steps for a graph of the data) and reaches the optimum;
+    with n_t >= d it runs FISTA."""
+    tasks = tiny(3, binary=False, d=9, n=5)
+    tasks = _with_graph(tasks) if graph else tasks
+    m = SRMTL(graph_ratio=0.3, rho_ratio=0.1, tol=1e-8, max_iter=50000)
+    assert m._coordinate_descent(tasks) and not m._coordinate_descent(tiny(1, binary=False))
+    m.fit(tasks)
+    assert m.converged_ and m.gap_ <= m.tol
+    ref = cvxpy_optimum(tasks, "squared", lambda b: _penalty(m, task_laplacian(tasks))(b[0]))
+    assert m.fitted_objective(tasks) == pytest.approx(ref, rel=1e-6)
+
+
 def test_default_graph_is_the_mean_regulariser():
     tasks = tiny(2, binary=False)
     W = np.random.default_rng(0).standard_normal((tasks.d, tasks.T))

@@ -337,3 +337,32 @@ def test_block_sum_and_cocluster_objects():
     assert c.value(Q) == pytest.approx(0.5 * np.sum(s[2:] ** 2), rel=1e-10)
     with pytest.raises(ValueError, match="groups must be"):
         pen.L21(1.0, "cols")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 9), st.sampled_from([0.0, 0.4, 2.0]),
+       st.sampled_from([0.0, 0.3, 1.5]))
+def test_mean_reg_l1_row_minimiser_is_exact_from_any_sign_guess(seed, T, lam, tau):
+    """MeanRegL1Rows: the row's minimiser (cvxpy), the same from the sorted breakpoints and
+    from any guess of the signs."""
+    rng = np.random.default_rng(seed)
+    D, c = rng.random(T) + 0.1, 2.0 * rng.standard_normal(T)
+    rows = pen.MeanRegL1Rows(D[None, :], lam, tau)
+    w = rows(0, c)
+    for guess in (np.sign(w), rng.integers(-1, 2, T).astype(float)):
+        np.testing.assert_allclose(rows(0, c, guess), w, rtol=1e-10, atol=1e-12)
+    x = cp.Variable(T)
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(D, x ** 2)) + c @ x + lam * cp.sum_squares(
+        x - cp.sum(x) / T) + tau * cp.norm1(x)))
+    prob.solve(solver="CLARABEL")
+
+    def value(v):
+        return 0.5 * D @ (v * v) + c @ v + lam * np.sum((v - v.mean()) ** 2) + tau * np.abs(v).sum()
+    assert value(w) <= prob.value + 1e-7 * max(1.0, abs(prob.value))
+
+
+def test_mean_reg_l1_row_minimiser_without_curvature_in_a_task():
+    """A feature absent from a task (D_t = 0, c_t = 0) and no graph weight: that entry is 0,
+    the others are the soft thresholdings S(-c_t, tau) / D_t."""
+    rows = pen.MeanRegL1Rows(np.array([[1.0, 0.0, 2.0]]), 0.0, 0.1)
+    np.testing.assert_allclose(rows(0, np.array([0.5, 0.0, -1.0])), [-0.4, 0.0, 0.45])

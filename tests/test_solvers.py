@@ -15,8 +15,8 @@ from mtlbench import TaskSet
 from mtlbench.progress import listen
 from mtlbench_models._core import datafits as df
 from mtlbench_models._core import penalties as pen
-from mtlbench_models._core.solvers import (FISTA, BlockCoordinateDescent, SumOfBlocks,
-                                           duality_gap)
+from mtlbench_models._core.solvers import (FISTA, BlockCoordinateDescent, SmoothSum,
+                                           SumOfBlocks, duality_gap)
 
 
 def _tasks(seed=0, T=4, d=6, n=12):
@@ -132,6 +132,80 @@ def test_block_coordinate_descent_reaches_the_cvxpy_optimum(name):
     assert res.history[-1] == pytest.approx(ref, rel=1e-6)
     with pytest.raises(ValueError, match="gram"):
         BlockCoordinateDescent().solve(df.SquaredLoss(tasks, "rows"), g, np.zeros((5, 4)))
+
+
+@pytest.mark.parametrize("graph", ["mean", "laplacian"])
+def test_block_coordinate_descent_with_a_row_separable_graph_term(graph):
+    """Squared loss + a graph term + L1 (SRMTL's problem): the exact row minimiser (the
+    complete graph's mean regulariser) and the proximal row step (a general Laplacian) reach
+    the cvxpy optimum; F never increases; the options (no active set, no extrapolation)
+    reach the same optimum."""
+    tasks = _tasks(5, T=5, d=6, n=8)
+    J = df.SquaredLoss(tasks, "gram")
+    rho1, lam = 0.7, 0.2 * pen.L1.dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    A = np.ones((5, 5)) / 5 if graph == "mean" else np.diag(np.ones(4), 1) + np.diag(np.ones(4), -1)
+    Lg = np.diag(A.sum(1)) - A
+    h = pen.MeanRegularised(rho1) if graph == "mean" else pen.GraphLaplacian(rho1, Lg)
+    Wv = cp.Variable((tasks.d, tasks.T))
+    ref = _solve_cvx(_cvx_loss(tasks, Wv, "squared") + rho1 * sum(
+        cp.quad_form(Wv[i, :], cp.psd_wrap(Lg)) for i in range(tasks.d))
+        + lam * cp.sum(cp.abs(Wv)))
+    for options in ({}, {"active_set": False, "anderson": 0}):
+        res = BlockCoordinateDescent(tol=1e-9, max_sweeps=20000, **options).solve(
+            SmoothSum(J, h), pen.L1(lam), np.zeros((tasks.d, tasks.T)))
+        assert res.converged
+        assert np.all(np.diff(res.history) <= 1e-12 * np.abs(res.history[:-1]))
+        assert res.history[-1] == pytest.approx(ref, rel=1e-6)
+    with pytest.raises(ValueError, match="separate over the rows"):
+        BlockCoordinateDescent().solve(SmoothSum(J, pen.SquaredFrobenius(1.0)), pen.L1(lam),
+                                       np.zeros((tasks.d, tasks.T)))
+
+
+@pytest.mark.parametrize("kind", ["squared", "logistic"])
+def test_task_scaled_gap_bounds_the_suboptimality(kind):
+    """The duality gap with one dual scale per task (L1; inside a SmoothSum with a graph
+    term the quadratic's dual point unscaled) is an upper bound of F(W) - F* at any W, and
+    the certificate is the smaller of it and the uniformly scaled gap."""
+    from mtlbench_models._core.solvers import _task_scaled_gap
+    tasks = _tasks(7, T=4, d=5, n=14)
+    J = df.SquaredLoss(tasks, "gram") if kind == "squared" else df.LogisticLoss(tasks)
+    lam = 0.2 * pen.L1.dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    g = pen.L1(lam)
+    Wv = cp.Variable((tasks.d, tasks.T))
+    rng = np.random.default_rng(0)
+    for h in (None, pen.MeanRegularised(0.3)):
+        sm = J if h is None else SmoothSum(J, h)
+        extra = 0 if h is None else 0.3 * cp.sum_squares(Wv - cp.sum(Wv, axis=1, keepdims=True)
+                                                         / tasks.T)
+        ref = _solve_cvx(_cvx_loss(tasks, Wv, kind) + extra + lam * cp.sum(cp.abs(Wv)))
+        W_opt = FISTA(tol=1e-10, max_iter=20000).solve(sm, g, np.zeros((tasks.d, tasks.T))).W
+        for scale in (1.0, 0.1, 0.01, 1e-3):
+            W = W_opt + scale * rng.standard_normal(W_opt.shape)
+            S = sm.forward(W)
+            F = sm.value_of(S) + g.value(W)
+            per_task = _task_scaled_gap(sm, g, S, W, g.value(W), sm.grad_of(S), sm.value_of(S))
+            assert per_task >= F - ref - 1e-8 * abs(ref)
+            assert np.isfinite(per_task) or scale > 0.01
+            assert duality_gap(sm, g, W) <= min(per_task, sm.gap(
+                S, W, g.value(W), g.dual_scale(sm.grad_of(S)))) + 1e-12 * abs(F)
+
+
+def test_block_coordinate_descent_active_rows_and_extrapolation_keep_the_optimum():
+    """L2,1 with most rows zero at the optimum: the active-row sweeps with Anderson
+    extrapolation stop at the optimum of the full sweeps, F non-increasing."""
+    tasks = _tasks(6, T=4, d=12, n=20)
+    J = df.SquaredLoss(tasks, "gram")
+    g = pen.L21(0.5 * pen.L21(1.0).dual_norm(J.grad(np.zeros((tasks.d, tasks.T)))))
+    full = BlockCoordinateDescent(tol=1e-10, max_sweeps=20000, active_set=False,
+                                  anderson=0).solve(J, g, np.zeros((tasks.d, tasks.T)))
+    fast = BlockCoordinateDescent(tol=1e-10, max_sweeps=20000).solve(
+        J, g, np.zeros((tasks.d, tasks.T)))
+    assert full.converged and fast.converged
+    assert np.all(np.diff(fast.history) <= 1e-12 * np.abs(fast.history[:-1]))
+    assert fast.history[-1] == pytest.approx(full.history[-1], rel=1e-9)
+    assert np.count_nonzero(np.abs(fast.W).max(axis=1)) < tasks.d
+    with pytest.raises(ValueError, match="anderson"):
+        BlockCoordinateDescent(anderson=-1)
 
 
 def test_residual_certificate_of_a_smooth_penalty_without_conjugate():

@@ -16,9 +16,11 @@ it is zero at W = 0, lam^max = ||G0||^*, the dual norm; or weights in units of t
 optimum (:meth:`PenalisedModel.closed_form`), and the penalty's cvxpy expression
 (:meth:`PenalisedModel.cvx_penalty`) for :class:`CvxpyFit`.
 
-Solver: for the squared loss and a penalty separating over the rows of W (``row_separable``)
-:class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the rows, the Gram matrices
-H_t = X_t^T X_t; while T d^2 <= ``GRAM_MAX``), else :class:`~solvers.FISTA` (backtracking with
+Solver: for the squared loss and a penalty (with the smooth terms) separating over the rows of
+W (``row_separable``) :class:`~solvers.BlockCoordinateDescent` (cyclic proximal steps on the
+active rows with Anderson extrapolation, the Gram matrices H_t = X_t^T X_t; while
+T d^2 <= ``GRAM_MAX``; with ``row_solver = "auto"`` only when the median task has n_t < d),
+else :class:`~solvers.FISTA` (backtracking with
 FISTA-BKTR's decreasing step constant, ``FISTA_DECREASE``; monotone and gradient restart;
 the logistic certificate every ``LOGISTIC_CHECK_EVERY`` iterations, as it costs a pass over
 the data, the squared one every ``squared_check_every``), or, for the squared loss where
@@ -78,6 +80,11 @@ class PenalisedModel(LinearMTLModel):
     average: ClassVar[bool] = True
     #: the penalty separates over the rows of W with a row-wise prox (block coordinate descent)
     row_separable: ClassVar[bool] = False
+    #: where ``row_separable``: "always" coordinate descent for the squared loss, or "auto"
+    #: (only when the median task is under-determined, n_t < d: FISTA's steps are slow along
+    #: J's flat directions there, while with n_t >= d its vectorised iterations are cheaper
+    #: than a sweep's loop over the rows)
+    row_solver: ClassVar[str] = "always"
     #: FISTA's certificate for the squared loss every this many iterations (more than 1 where
     #: the dual norm costs a decomposition: the trace norm's spectral norm)
     squared_check_every: ClassVar[int] = 1
@@ -171,7 +178,14 @@ class PenalisedModel(LinearMTLModel):
             return False
         if self.squared_solver == "admm":
             return True
-        return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
+        return _under_determined(tasks)
+
+    def _coordinate_descent(self, tasks: TaskSet) -> bool:
+        """Whether the squared loss runs on block coordinate descent (``row_separable``,
+        ``row_solver``, T d^2 <= ``GRAM_MAX``)."""
+        return bool(self.loss == "squared" and self.row_separable
+                    and tasks.T * tasks.d ** 2 <= GRAM_MAX
+                    and (self.row_solver == "always" or _under_determined(tasks)))
 
     def _solver(self, tasks: TaskSet):
         """(solver, datafit it runs on): for the squared loss ADMM where ``squared_solver``
@@ -185,7 +199,7 @@ class PenalisedModel(LinearMTLModel):
                          check_every=self.admm_check_every),
                     SquaredLoss(tasks, wide="padded"))
         if self.loss == "squared":
-            if self.row_separable and tasks.T * tasks.d ** 2 <= GRAM_MAX:
+            if self._coordinate_descent(tasks):
                 return (BlockCoordinateDescent(tol=tol, max_sweeps=cap),
                         SquaredLoss(tasks, representation="gram"))
             return (FISTA(tol=tol, max_iter=cap, decrease=FISTA_DECREASE, gradient_restart=True,
@@ -239,6 +253,12 @@ class PenalisedModel(LinearMTLModel):
         minimises over them)."""
         h = self.smooth(self.datafit(tasks), tasks)
         return float(h.value(self.coef_) + self.penalty_.value(self.coef_))
+
+
+def _under_determined(tasks: TaskSet) -> bool:
+    """Whether the median task has fewer rows than features (:func:`splitting.prefers_admm`:
+    the case of ADMM's exact W step, and of coordinate descent for a row solver 'auto')."""
+    return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
 
 
 class CvxpyFit:

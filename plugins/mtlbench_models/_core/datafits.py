@@ -175,8 +175,13 @@ class LeastSquares:
             f: float | None = None) -> float:
         """Duality gap at the dual point s r (r the residuals; module docstring), from the
         state S of W: :func:`squared_gap` with <W, grad J(W)> and ||r||^2 = 2 J(W) (``G``,
-        ``f``: grad J(W) and J(W) if known)."""
+        ``f``: grad J(W) and J(W) if known); ``s`` a scalar or one scale per task, shape
+        (T, 1) (the tasks' terms summed, ||r_t||^2 from ``residual_norms_sq``)."""
         G = self.grad_of(S) if G is None else G
+        if np.ndim(s):                   # one scale per task: s of shape (T, 1)
+            s = np.ravel(s)
+            return float(pen + np.sum(squared_gap(0.0, s, np.einsum("it,it->t", W, G),
+                                                  self.residual_norms_sq(S))))
         rr = 2.0 * (self.value_of(S) if f is None else f)
         return float(squared_gap(pen, s, np.sum(W * G), rr))
 

@@ -8,7 +8,12 @@ of a proximal-gradient method with step constant L); a smooth penalty also has
 ``dual_norm(G)`` (the dual norm ||G||_*) and ``dual_scale(G)`` = min(1, lam / ||G||_*), the
 factor that puts a dual point into the dual ball {||.||_* <= lam} (the conjugate of g is the
 indicator of that ball); a penalty with a finite conjugate has ``conjugate(V)``.  Both give the
-duality gaps of ``solvers.py``.
+duality gaps of ``solvers.py``.  Penalties that separate over the rows have
+``row_dual_ratios(G)`` (each row's dual norm over its weight: a zero row stays zero under a
+proximal step from gradient G iff its ratio is <= 1; coordinate descent's active rows);
+``L1.task_dual_scales`` scales a dual point task by task.  :class:`MeanRegL1Rows` is the
+exact minimiser of one row's problem of a squared loss + ``MeanRegularised`` + ``L1``
+(coordinate descent for SRMTL).
 
 =====================  ==================================================  =====================
 penalty                g(W)                                                dual norm / conjugate
@@ -53,7 +58,7 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
            "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
            "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
-           "gram_eigh", "smaller_gram"]
+           "gram_eigh", "smaller_gram", "MeanRegL1Rows"]
 
 
 # ============================================================================ proximal maps
@@ -365,6 +370,76 @@ def prox_mean_reg(V: np.ndarray, tau: float) -> np.ndarray:
     return mean + (V - mean) / (1.0 + 2.0 * tau)
 
 
+class MeanRegL1Rows:
+    """The exact minimiser of one row's problem for coordinate descent on the rows of
+    J + lam sum_t ||w_t - wbar||^2 + tau ||W||_1 with a squared J:
+
+        argmin_w  1/2 sum_t D_t w_t^2 + c^T w + lam sum_t (w_t - wbar)^2 + tau ||w||_1
+
+    over w in R^T (row i of W: D = D[i] the tasks' curvatures (X_t^T X_t)_ii, c the rest of
+    the linear term; D > 0 or lam > 0; lam, tau >= 0; wbar = mean_t w_t).
+
+    As sum_t (w_t - wbar)^2 = min_mu sum_t (w_t - mu)^2, the minimum over w at a fixed mu is
+    the soft thresholding w_t(mu) = S(2 lam mu - c_t, tau) / a_t, a_t = D_t + 2 lam, and wbar
+    is the root of psi(mu) = mean_t w_t(mu) - mu, piecewise linear and strictly decreasing
+    (each w_t has slope k_t = 2 lam / a_t < 1 or 0).  From a guess of the signs of w (a warm
+    start: the row's current signs) psi's root on the piece of those signs is taken while the
+    signs at that root are the same (then it is psi's root), at most ``ROW_NEWTON`` times;
+    else (or without a guess) psi's 2T breakpoints (c_t -+ tau) / (2 lam) are sorted, the
+    slope and intercept of sum_t w_t after each one are cumulative sums, and the root is
+    solved on the segment where psi changes sign.  With lam = 0 it is the per-entry soft
+    thresholding S(-c_t, tau) / D_t."""
+
+    def __init__(self, D: np.ndarray, lam: float, tau: float) -> None:
+        self.lam, self.tau = float(lam), float(tau)
+        a = np.asarray(D, dtype=np.float64) + 2.0 * self.lam
+        # a_t = 0 (lam = 0 and a feature absent from task t): J does not depend on w_t, and
+        # c_t = 0 there; w_t = 0 is a minimiser
+        self.inv_a = np.divide(1.0, a, out=np.zeros_like(a), where=a > 0)          # (d, T)
+        self.k = 2.0 * self.lam * self.inv_a
+        self.k_sum = self.k.sum(axis=1)
+        self.ta = self.tau * self.inv_a
+
+    def __call__(self, i: int, c: np.ndarray, signs: np.ndarray | None = None) -> np.ndarray:
+        """w for row i, linear term c (T,) and a guess of w's signs (-1, 0, +1; T,)."""
+        lam, tau, inv_a = self.lam, self.tau, self.inv_a[i]
+        if lam <= 0.0:
+            return np.sign(-c) * np.maximum(np.abs(c) - tau, 0.0) * inv_a
+        T = c.size
+        k = self.k[i]
+        if signs is not None:
+            side, ca, ta = signs, c * inv_a, self.ta[i]
+            for _ in range(ROW_NEWTON):
+                # on the piece: sum_t w_t = s mu + b, the sides (-1, 0, +1) fixed
+                on = side * side
+                mu = -float(ca @ on + ta @ side) / (T - float(k @ on))
+                u = 2.0 * lam * mu - c
+                keep = np.abs(u) > tau
+                new = np.copysign(keep, u)          # the sides at mu (-0 == 0)
+                if not np.any(new != side):
+                    return (u - np.copysign(tau, u)) * keep * inv_a
+                side = new
+        # below every breakpoint w_t = (2 lam mu - c_t + tau) / a_t; at (c_t - tau) / (2 lam)
+        # it becomes 0 (slope -k_t, intercept -(tau - c_t) / a_t), at (c_t + tau) / (2 lam)
+        # it leaves 0 (slope +k_t, intercept -(c_t + tau) / a_t)
+        E = np.concatenate(((c - tau) / (2.0 * lam), (c + tau) / (2.0 * lam)))
+        order = np.argsort(E, kind="stable")
+        E = E[order]
+        i0 = float(((tau - c) * inv_a).sum())
+        slope = np.concatenate((-k, k))[order].cumsum() + self.k_sum[i]
+        icpt = np.concatenate(((c - tau) * inv_a, -(c + tau) * inv_a))[order].cumsum() + i0
+        psi = (icpt + slope * E) / T - E
+        j = int(np.count_nonzero(psi > 0.0))     # psi > 0 left of the root: after E[j-1]
+        s0, b0 = (self.k_sum[i], i0) if j == 0 else (slope[j - 1], icpt[j - 1])
+        mu = float(b0 / (T - s0))
+        u = 2.0 * lam * mu - c
+        return np.sign(u) * np.maximum(np.abs(u) - tau, 0.0) * inv_a
+
+
+#: :class:`MeanRegL1Rows`' root steps from a guess before it sorts the breakpoints.
+ROW_NEWTON = 4
+
+
 def mean_reg_penalty(P: np.ndarray) -> float:
     """||P (I - 11^T/T)||_F^2 = sum_t ||p_t - mean_s p_s||^2."""
     D = P - P.mean(axis=1, keepdims=True)
@@ -495,15 +570,33 @@ class L1:
     def dual_scale(self, G: np.ndarray) -> float:
         return _scale(self.lam, self.dual_norm(G))
 
+    def row_dual_ratios(self, G: np.ndarray) -> np.ndarray:
+        """max_t |G_it| / lam per row (d,): a zero row of W stays zero under a proximal step
+        from gradient G iff its ratio is <= 1 (``BlockCoordinateDescent``'s active rows)."""
+        return np.abs(G).max(axis=1, initial=0.0) / self.lam
+
     @staticmethod
     def dual_norm_per_task(G: np.ndarray) -> np.ndarray:
         """max_i |G_it| per column (T,): the dual norms of the T separate problems."""
         return np.abs(G).max(axis=0) if G.shape[0] else np.zeros(G.shape[1])
 
-    def task_dual_scales(self, G: np.ndarray) -> np.ndarray:
-        """min(1, lam / max_i |G_it|) per column: the dual scales of the T separate problems
-        (one task each; an all-zero column gets 1)."""
-        return np.minimum(1.0, self.lam / np.maximum(self.dual_norm_per_task(G), 1e-300))
+    def task_dual_scales(self, G: np.ndarray, shift: np.ndarray | None = None) -> np.ndarray:
+        """Per column t the largest s_t <= 1 with |s_t G_it + shift_it| <= lam for every i
+        (T,): without ``shift``, min(1, lam / max_i |G_it|), the dual scales of the T separate
+        problems (one task each; an all-zero column gets 1); with it (a fixed part of the dual
+        point, e.g. a smooth penalty's gradient), nan where no s_t in [0, 1] fits."""
+        if shift is None:
+            return np.minimum(1.0, self.lam / np.maximum(self.dual_norm_per_task(G), 1e-300))
+        lam = self.lam
+        # -lam <= s G + b <= lam  <=>  (-lam - b sign G) / |G| <= s <= (lam - b sign G) / |G|
+        # where G != 0; where G = 0 it needs |b| <= lam
+        A = np.abs(G)
+        bs = shift * np.sign(G)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.minimum(((lam - bs) / A).min(axis=0, initial=np.inf), 1.0)
+            lo = np.maximum(((-lam - bs) / A).max(axis=0, initial=-np.inf), 0.0)
+        bad = np.any((A == 0.0) & (np.abs(shift) > lam), axis=0) | ~(s >= lo)
+        return np.where(bad, np.nan, s)
 
 
 class L21:
@@ -531,6 +624,11 @@ class L21:
     def dual_scale(self, G: np.ndarray) -> float:
         return _scale(self.lam, self.dual_norm(G))
 
+    def row_dual_ratios(self, G: np.ndarray) -> np.ndarray:
+        """||G[i, :]||_2 / lam per row (d,; ``groups="rows"``): a zero row stays zero under a
+        proximal step from gradient G iff its ratio is <= 1."""
+        return np.sqrt(np.einsum("it,it->i", G, G)) / self.lam
+
 
 class L1Inf:
     """g(W) = lam sum_i max_t |W_it| (rows); prox: clipping at the rows' l1-ball thresholds;
@@ -551,6 +649,11 @@ class L1Inf:
 
     def dual_scale(self, G: np.ndarray) -> float:
         return _scale(self.lam, self.dual_norm(G))
+
+    def row_dual_ratios(self, G: np.ndarray) -> np.ndarray:
+        """||G[i, :]||_1 / lam per row (d,): a zero row stays zero under a proximal step from
+        gradient G iff its ratio is <= 1."""
+        return np.abs(G).sum(axis=1) / self.lam
 
 
 class Nuclear:
@@ -673,7 +776,7 @@ class MeanRegularised:
         return self.lam * mean_reg_penalty(W) + self.lam_mean * W.shape[1] * float(m @ m)
 
     def grad(self, W: np.ndarray) -> np.ndarray:
-        mean = W.mean(axis=1, keepdims=True)
+        mean = W.sum(axis=1, keepdims=True) / W.shape[1]       # W.mean(1), fewer passes
         if self.lam_mean == 0:
             return 2.0 * self.lam * (W - mean)
         return 2.0 * self.lam * (W - mean) + 2.0 * self.lam_mean * mean
@@ -948,6 +1051,13 @@ class L1InfConvL1:
 
     def dual_scale(self, G: np.ndarray) -> float:
         return min(_scale(self.lam1, L1Inf.dual_norm(G)), _scale(self.lam2, L1.dual_norm(G)))
+
+    def row_dual_ratios(self, G: np.ndarray) -> np.ndarray:
+        """max(||G[i, :]||_1 / lam1, max_t |G_it| / lam2) per row (d,): the row's gauge of the
+        dual set; a zero row stays zero under a proximal step from gradient G iff its ratio
+        is <= 1."""
+        A = np.abs(G)
+        return np.maximum(A.sum(axis=1) / self.lam1, A.max(axis=1, initial=0.0) / self.lam2)
 
 
 class BlockSum:

@@ -196,8 +196,16 @@ class _GramForm:
     grad J = HW - B.  One batched matrix-vector product per state (T d^2 flops)."""
 
     def __init__(self, rows: _Rows) -> None:
+        self._rows = rows
         self.H, self.B, self.c = _grams(rows)
         self.half_cc = 0.5 * float(self.c.sum())
+
+    @property
+    def columns(self) -> np.ndarray:
+        """H as (d, d, T): [i] holds every task's column H_t[:, i] side by side (coordinate
+        descent's update of HW after row i moves), computed once per TaskSet."""
+        return self._rows.memo("gram_columns", lambda: np.ascontiguousarray(
+            self.H.transpose(2, 1, 0)))
 
     def forward(self, W: np.ndarray) -> np.ndarray:
         # H_t is symmetric, so (H_t w_t)^T = w_t^T H_t: the row-vector batched product
