@@ -85,7 +85,7 @@ class CMTL(PenalisedModel):
     target_kinds = ("binary", "real")
     solver_name = "auto"
     monotone_objective = False           # ADMM: F(Z) is not monotone along the iterations
-    cost_hint = 7.3  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 4.6  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, cluster_ratio: float = 0.1, ridge_ratio: float = 0.01, k: int = 3,
                  tol: float = 1e-6, max_iter: int = 5000):
@@ -128,7 +128,7 @@ class CMTLLogistic(CMTL):
     target_kinds = ("binary",)
     solver_name = "lbfgs"
     monotone_objective = True            # L-BFGS (Armijo) and FISTA with monotone restart
-    cost_hint = 34.7
+    cost_hint = 15.3
     loss = "logistic"
     logistic_solver = "lbfgs"
 

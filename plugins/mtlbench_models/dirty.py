@@ -66,7 +66,7 @@ class Dirty(PenalisedModel):
     target_kinds = ("binary", "real")
     row_separable = True
     solver_name = "cd"   # block coordinate descent (``_core.classic``)
-    cost_hint = 7.7  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 4.2  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam1_ratio: float = 0.2, lam2_ratio: float = 0.6, tol: float = 1e-6,
                  max_iter: int = 5000):

@@ -57,7 +57,7 @@ class L21(PenalisedModel):
     target_kinds = ("binary", "real")
     row_separable = True
     solver_name = "cd"   # block coordinate descent (``_core.classic``)
-    cost_hint = 2.2  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 1.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam_ratio: float = 0.1, tol: float = 1e-6, max_iter: int = 5000):
         self.lam_ratio = lam_ratio

@@ -111,7 +111,7 @@ class MeanRegLogistic(MeanReg):
     paper = ("Evgeniou & Pontil, Regularized multi-task learning, KDD 2004 "
              "(mean-regularised MTL, logistic loss)")
     target_kinds = ("binary",)
-    cost_hint = 3.7
+    cost_hint = 3.1
     loss = "logistic"
     intercept = False
 

@@ -131,7 +131,7 @@ class MTRL(LinearMTLModel):
     """MTRL with the squared loss and per-task intercepts (Omega minimised out)."""
 
     name = "mtrl"
-    cost_hint = 6.1  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 1.9  # s per unit on the reference problem (mtlbench.runner.cost)
     paper = ("Zhang, Yeung, A Convex Formulation for Learning Task Relationships in "
              "Multi-Task Learning, UAI 2010")
     search_space = {"lam1_ratio": Log([1e-4, 1.0], low=1e-6, high=None),
@@ -221,7 +221,7 @@ class MTRLLogistic(MTRL):
     """MTRL with the logistic loss (labels in {-1, +1}) and per-task intercepts."""
 
     name = "mtrl-logistic"
-    cost_hint = 5.2
+    cost_hint = 4.4
     target_kinds = ("binary",)
     solver_name = "fista"
     squared_solver = "fista"      # (ADMM's W step is the squared loss's ridge solve)

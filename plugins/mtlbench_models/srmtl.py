@@ -84,7 +84,7 @@ class SRMTL(PenalisedModel):
     target_kinds = ("binary", "real")
     row_separable = True   # tr(W L W^T) = sum_i W[i, :] L W[i, :]^T and the l1 norm
     row_solver = "auto"    # coordinate descent where the median task has n_t < d
-    cost_hint = 7.9  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 3.7  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, graph_ratio: float = 0.1, rho_ratio: float = 0.1, tol: float = 1e-6,
                  max_iter: int = 5000):
@@ -120,7 +120,7 @@ class SRMTLLogistic(SRMTL):
     search_space = {"graph_ratio": Log([1e-5, 1e-3, 0.1, 10.0], low=0.0, high=None),
                     "rho_ratio": Log([3e-3, 0.03, 0.3], low=0.0, high=1.0)}
     target_kinds = ("binary",)
-    cost_hint = 18.3
+    cost_hint = 12.1
     loss = "logistic"
 
 

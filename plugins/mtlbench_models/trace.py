@@ -67,7 +67,7 @@ class Trace(PenalisedModel):
     squared_solver = "auto"
     solver_name = "auto"
     monotone_objective = False           # ADMM: F(Z) is not monotone along the iterations
-    cost_hint = 5.2  # s per unit on the reference problem (mtlbench.runner.cost)
+    cost_hint = 2.5  # s per unit on the reference problem (mtlbench.runner.cost)
 
     def __init__(self, lam_ratio: float = 0.1, tol: float = 1e-6, max_iter: int = 5000):
         self.lam_ratio = lam_ratio
