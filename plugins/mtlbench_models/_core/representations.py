@@ -29,7 +29,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.linalg import cho_factor, cho_solve
 
 from mtlbench import TaskSet
 
@@ -585,18 +585,22 @@ class TaskSpectra:
         self.r = r
         self.V = np.zeros((T, d, r))
         self.e = np.zeros((T, r))
+        # one batched eigendecomposition per matrix size (tasks of one size share a LAPACK call)
+        by_size: dict[int, list[int]] = {}
         for t, X in enumerate(Xs):
-            n = X.shape[0]
-            if n >= d:
-                ev, vec = eigh(X.T @ X)
-                ev = np.maximum(ev, 0.0)
-                self.V[t, :, :d] = vec
-                self.e[t, :d] = ev
-            else:
-                ev, U = eigh(X @ X.T)
+            by_size.setdefault(min(X.shape[0], d), []).append(t)
+        for size, ts in by_size.items():
+            wide = size < d                                   # n_t < d: the kernel matrix
+            grams = np.stack([Xs[t] @ Xs[t].T if wide else Xs[t].T @ Xs[t] for t in ts])
+            evs, vecs = np.linalg.eigh(grams)
+            for t, ev, vec in zip(ts, evs, vecs):
+                if not wide:
+                    self.V[t, :, :d] = vec
+                    self.e[t, :d] = np.maximum(ev, 0.0)
+                    continue
                 keep = ev > 1e-12 * max(float(ev.max(initial=0.0)), 1e-300)
-                ev, U = ev[keep], U[:, keep]
-                self.V[t, :, :ev.size] = (X.T @ U) / np.sqrt(ev)
+                ev, U = ev[keep], vec[:, keep]
+                self.V[t, :, :ev.size] = (Xs[t].T @ U) / np.sqrt(ev)
                 self.e[t, :ev.size] = ev
         # the Gram matrices themselves when that is no bigger than the spectra (d <= r): a Gram
         # product is then one pass over T d^2 numbers instead of two over T d r
