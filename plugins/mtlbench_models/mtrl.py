@@ -177,7 +177,7 @@ class MTRL(LinearMTLModel):
 
     def _uses_admm(self, tasks: TaskSet) -> bool:
         if self.squared_solver == "auto":
-            return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
+            return prefers_admm(tasks)
         return self.squared_solver == "admm"
 
     def _solve(self, J, g, V0, tasks: TaskSet):

@@ -178,14 +178,14 @@ class PenalisedModel(LinearMTLModel):
             return False
         if self.squared_solver == "admm":
             return True
-        return _under_determined(tasks)
+        return prefers_admm(tasks)
 
     def _coordinate_descent(self, tasks: TaskSet) -> bool:
         """Whether the squared loss runs on block coordinate descent (``row_separable``,
         ``row_solver``, T d^2 <= ``GRAM_MAX``)."""
         return bool(self.loss == "squared" and self.row_separable
                     and tasks.T * tasks.d ** 2 <= GRAM_MAX
-                    and (self.row_solver == "always" or _under_determined(tasks)))
+                    and (self.row_solver == "always" or prefers_admm(tasks)))
 
     def _solver(self, tasks: TaskSet):
         """(solver, datafit it runs on): for the squared loss ADMM where ``squared_solver``
@@ -253,12 +253,6 @@ class PenalisedModel(LinearMTLModel):
         minimises over them)."""
         h = self.smooth(self.datafit(tasks), tasks)
         return float(h.value(self.coef_) + self.penalty_.value(self.coef_))
-
-
-def _under_determined(tasks: TaskSet) -> bool:
-    """Whether the median task has fewer rows than features (:func:`splitting.prefers_admm`:
-    the case of ADMM's exact W step, and of coordinate descent for a row solver 'auto')."""
-    return prefers_admm([tasks.X(t).shape[0] for t in range(tasks.T)], tasks.d)
 
 
 class CvxpyFit:

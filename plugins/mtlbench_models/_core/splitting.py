@@ -43,12 +43,13 @@ from .solvers import Result, duality_gap
 __all__ = ["ADMM", "prefers_admm"]
 
 
-def prefers_admm(sizes, d: int) -> bool:
-    """Whether the squared loss of tasks with ``sizes`` rows over d features is ADMM's case:
-    the median task under-determined (n_t < d), so J is flat along most directions and a
-    proximal-gradient step, bounded by J's largest curvature, moves slowly along them, while
-    ADMM's W step solves every task's ridge problem exactly."""
-    return bool(np.median(np.asarray(sizes)) < d)
+def prefers_admm(tasks) -> bool:
+    """Whether the squared loss of ``tasks`` (a TaskSet) is ADMM's case: the median task
+    under-determined (n_t < d), so J is flat along most directions and a proximal-gradient
+    step, bounded by J's largest curvature, moves slowly along them, while ADMM's W step solves
+    every task's ridge problem exactly (the same rule chooses coordinate descent for a row
+    solver 'auto': ``classic.PenalisedModel``)."""
+    return bool(np.median([tasks.X(t).shape[0] for t in range(tasks.T)]) < tasks.d)
 
 
 class ADMM:
