@@ -587,12 +587,15 @@ class TaskSpectra:
         self.e = np.zeros((T, r))
         # one batched eigendecomposition per matrix size (tasks of one size share a LAPACK call)
         by_size: dict[int, list[int]] = {}
+        feature_grams: dict[int, np.ndarray] = {}         # X_t^T X_t of the tasks with n_t >= d
         for t, X in enumerate(Xs):
             by_size.setdefault(min(X.shape[0], d), []).append(t)
         for size, ts in by_size.items():
             wide = size < d                                   # n_t < d: the kernel matrix
             grams = np.stack([Xs[t] @ Xs[t].T if wide else Xs[t].T @ Xs[t] for t in ts])
             evs, vecs = np.linalg.eigh(grams)
+            if not wide:
+                feature_grams.update(zip(ts, grams))
             for t, ev, vec in zip(ts, evs, vecs):
                 if not wide:
                     self.V[t, :, :d] = vec
@@ -606,7 +609,8 @@ class TaskSpectra:
         # product is then one pass over T d^2 numbers instead of two over T d r
         self.G = None
         if d <= r:
-            self.G = np.stack([X.T @ X for X in Xs])                          # T x d x d
+            self.G = np.stack([feature_grams[t] if t in feature_grams else X.T @ X
+                               for t, X in enumerate(Xs)])                      # T x d x d
         self.Xty = np.column_stack([X.T @ y for X, y in zip(Xs, ys)])     # d x T
         self.yy = np.array([float(y @ y) for y in ys])                      # T
         self.energy = float(self.e.sum(axis=1).mean()) / d
