@@ -14,6 +14,7 @@
 #     bash scripts/publish_all.sh                  # everything, 2 parallel units
 #     FORCE=--force bash scripts/publish_all.sh    # first publication over tables of another store
 #     DATASETS="simulated school" bash scripts/publish_all.sh   # a part (then publish)
+#     STAGE=staging PUBLISH=0 DATASETS=school bash scripts/publish_all.sh
 #
 # The run is resumable: finished units are in $STORE and are not recomputed (a unit's key
 # includes the code fingerprint of its model, so changed code is recomputed); rerun the script
@@ -24,6 +25,14 @@
 # recomputed units are checked against the published ones (RESTORE=0: start from nothing).
 # Failed units (exception, timeout, killed worker, non-finite scores) are recorded and counted
 # in the tables; retry them with RETRY=--retry-failed.
+#
+# A republication longer than one machine session: with STAGE=FOLDER, every data set is written
+# to FOLDER as soon as its units are finished (JSON and tables, no figures or site; commit it),
+# and a store rebuilt on a later machine is restored from FOLDER as well as from $OUT, so that
+# the run goes on where it stopped. PUBLISH=0 stops after the data sets (no races, nothing
+# written to $OUT); the last session runs STAGE=FOLDER alone: it computes what is left (and
+# repetition 0 again, which is never restored), checks the staged units it recomputed, runs
+# the races and publishes to $OUT, after which FOLDER can be deleted.
 #
 # With n paired repetitions the smallest two-sided Wilcoxon p is 2/2^n; Holm multiplies the
 # smallest p of a column by the number of comparisons (13 for 14 models): n = 15 gives
@@ -38,12 +47,14 @@ SIM_REPS=${SIM_REPS:-15}
 REAL_REPS=${REAL_REPS:-15}
 SIM_SEEDS=${SIM_SEEDS:-"1 2"}     # extra generator seeds of the simulated data (robustness rows)
 DATASETS=${DATASETS:-"synthetic-attributes simulated simulated-seeds school landmine lenk movielens school-regression lenk-regression"}
-RACES=${RACES:-"simulated school"}   # data sets whose rep-0 solver race is published
+RACES=${RACES-"simulated school"}    # data sets whose rep-0 solver race is published (RACES="": none)
 TIMEOUT=${TIMEOUT:-3600}          # seconds per unit (model x problem x repetition)
 SEED=${SEED:-0}
 RETRY=${RETRY:-}
 MODELS=${MODELS:-all}             # e.g. MODELS=stl,lasso: only these (default: every model)
 FORCE=${FORCE:-}                  # FORCE=--force (or 1): replace tables of another store
+STAGE=${STAGE:-}                  # folder of a republication spanning sessions (see above)
+PUBLISH=${PUBLISH:-1}             # PUBLISH=0: compute (and stage) the data sets only
 [ "$FORCE" = "1" ] && FORCE=--force
 
 # A model whose plugin fails to import must stop the run, not silently drop out of the tables.
@@ -51,10 +62,13 @@ export MTLBENCH_STRICT_PLUGINS=1
 
 RESTORE=${RESTORE:-1}
 if [ "$RESTORE" = "1" ] && [ ! -e "$STORE" ]; then
-    echo "== rebuilding ${STORE} from the published ${OUT}/*.json"
-    python scripts/restore_store.py restore --leaderboards "$OUT" --store "$STORE" \
-        --data-dir "$DATA_DIR" || \
-        echo "(a file refused above: compare computes its units)"
+    for folder in "$OUT" ${STAGE:+"$STAGE"}; do
+        [ -d "$folder" ] || continue
+        echo "== rebuilding ${STORE} from the published ${folder}/*.json"
+        python scripts/restore_store.py restore --leaderboards "$folder" --store "$STORE" \
+            --data-dir "$DATA_DIR" || \
+            echo "(a file refused above: compare computes its units)"
+    done
 fi
 
 echo "== plugins and models that will run (every discovered model)"
@@ -77,11 +91,23 @@ for part in $DATASETS; do
         synthetic-attributes) run synthetic-attributes "$SIM_REPS" ;;
         *) run "$part" "$REAL_REPS" --data-dir "$DATA_DIR" ;;
     esac
+    if [ -n "$STAGE" ]; then
+        echo "== ${part}: finished units written to ${STAGE}/"
+        mtlbench publish --store "$STORE" --out "$STAGE" --no-figures --no-html --force
+    fi
 done
 
 echo "== units recomputed here vs the published units of the same key (bit for bit)"
-python scripts/restore_store.py check --leaderboards "$OUT" --store "$STORE" || \
-    echo "(differences above: this machine's arithmetic differs from the publishing one's)"
+for folder in "$OUT" ${STAGE:+"$STAGE"}; do
+    [ -d "$folder" ] || continue
+    python scripts/restore_store.py check --leaderboards "$folder" --store "$STORE" || \
+        echo "(differences above: this machine's arithmetic differs from the one that wrote ${folder})"
+done
+
+if [ "$PUBLISH" != "1" ]; then
+    echo "== PUBLISH=${PUBLISH}: no races, nothing written to ${OUT}/${STAGE:+ (finished data sets are in ${STAGE}/)}"
+    exit 0
+fi
 
 echo "== failures (also counted in every table)"
 mtlbench results --store "$STORE" --failures
