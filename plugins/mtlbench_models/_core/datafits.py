@@ -51,6 +51,7 @@ The interface every datafit offers (what the solvers of ``solvers.py`` use):
 """
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -348,6 +349,18 @@ class LogisticLoss:
     def lipschitz(self) -> float:
         """The Lipschitz constant of grad J: max_t ``task_lipschitz``."""
         return float(self.task_lipschitz.max()) if self.T else 0.0
+
+    def restrict_rows(self, rows: np.ndarray) -> "LogisticLoss":
+        """The loss of W[rows] alone (the other rows of W zero): the designs' columns ``rows``
+        (a copy), the same labels, weights and states (the margins of W with zeros off
+        ``rows``); ``task_lipschitz`` and ``lipschitz`` are the full loss's (upper bounds)."""
+        out = copy.copy(self)
+        out.X3t = np.ascontiguousarray(self.X3t[:, rows, :])
+        out.d = int(out.X3t.shape[1])
+        out.task_lipschitz, out.lipschitz = self.task_lipschitz, self.lipschitz
+        if hasattr(out, "_recent"):
+            out._recent = []
+        return out
 
     def left_factor(self, A: np.ndarray) -> "LogisticLoss":
         """The loss of s_t on the designs X_t A (A of shape (d, k)): J(A S) as a datafit of S."""
