@@ -28,8 +28,10 @@ dual balls {max_i ||G[i, :]||_1 <= lam1} and {max |G| <= lam2}, and whose prox i
 projection onto that set (an l1 ball and a box per row).  The optimal values and W are those
 of the problem in (P, Q) that MALSAR solves.  ``dirty``: cyclic block coordinate descent over
 the rows of W on the Gram matrices X_t^T X_t; ``dirty-logistic``: FISTA with backtracking
-(FISTA-BKTR), monotone and gradient restart; both stopped at a relative duality gap <=
-tol = 1e-6, ``converged_`` iff reached within ``max_iter`` (5000 iterations or sweeps).  A
+(FISTA-BKTR), monotone and gradient restart, on the working set of rows that can be non-zero
+(``_core.solvers.RowWorkingSet``: the designs' columns of those rows only, rows joining while
+the whole problem's gap says so); both stopped at a relative duality gap <= tol = 1e-6 of the
+whole problem, ``converged_`` iff reached within ``max_iter`` (5000 iterations or sweeps).  A
 second solver, ``cvxpy`` (Clarabel), solves the (P, Q) form for ``mtlbench race``.
 
 Search space (scale-free, G0 = grad J(0), for the logistic loss with the intercepts at their
@@ -106,6 +108,7 @@ class DirtyLogistic(Dirty):
     loss = "logistic"
     target_kinds = ("binary",)
     solver_name = "fista"
+    logistic_solver = "rows"     # FISTA on the rows that can be non-zero (RowWorkingSet)
     cost_hint = 8.3  # s per unit on the reference problem (mtlbench.runner.cost)
 
 

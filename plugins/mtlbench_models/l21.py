@@ -19,9 +19,12 @@ adds it.  MALSAR's optional ridge ``opts.rho_L2 ||W||_F^2`` (default 0) is left 
 Solver (``_core.classic.PenalisedModel``): ``l21`` by cyclic block coordinate descent over the
 rows of W on the Gram matrices X_t^T X_t (each row a group-shrinkage step with its own
 curvature), ``l21-logistic`` by FISTA-BKTR (backtracking that may also decrease the step
-constant) with monotone and gradient restart, the prox a row-group shrinkage; both stopped at a
-relative duality gap <= tol = 1e-6 (the dual norm of the l_{2,1} norm: the largest row l2
-norm), ``converged_`` iff reached within ``max_iter`` (5000 iterations or sweeps).  A second
+constant) with monotone and gradient restart, the prox a row-group shrinkage, on the working
+set of rows that can be non-zero (``_core.solvers.RowWorkingSet``: the designs' columns of
+those rows only, rows joining while the whole problem's gap says so); both stopped at a
+relative duality gap <= tol = 1e-6 of the whole problem (the dual norm of the l_{2,1} norm:
+the largest row l2 norm), ``converged_`` iff reached within ``max_iter`` (5000 iterations or
+sweeps).  A second
 solver, ``cvxpy`` (Clarabel), solves the same problem for ``mtlbench race``.
 
 Search space (scale-free): lam = lam_ratio * max_i ||G0[i, :]||_2, G0 = grad J(0) (for the
@@ -83,6 +86,7 @@ class L21Logistic(L21):
     loss = "logistic"
     target_kinds = ("binary",)
     solver_name = "fista"
+    logistic_solver = "rows"     # FISTA on the rows that can be non-zero (RowWorkingSet)
     cost_hint = 5.0  # s per unit on the reference problem (mtlbench.runner.cost)
 
 

@@ -49,7 +49,7 @@ from mtlbench import Int, LinearMTLModel, Log, TaskSet, report_progress
 from .datafits import InterceptLogisticLoss, LogisticLoss, SquaredLoss
 from .conic import solve_conic, stacked_design
 from .representations import TaskSpectra
-from .solvers import FISTA, LBFGS, BlockCoordinateDescent, duality_gap
+from .solvers import FISTA, LBFGS, BlockCoordinateDescent, RowWorkingSet, duality_gap
 from .splitting import ADMM, prefers_admm
 
 __all__ = ["PenalisedModel", "CvxpyFit"]
@@ -95,9 +95,10 @@ class PenalisedModel(LinearMTLModel):
     #: slow; else FISTA)
     squared_solver: ClassVar[str] = "fista"
     admm_check_every: ClassVar[int] = 1
-    #: the logistic loss's solver: "fista" or "lbfgs" (:class:`~solvers.LBFGS`, for a
+    #: the logistic loss's solver: "fista", "lbfgs" (:class:`~solvers.LBFGS`, for a
     #: differentiable penalty with a conjugate, its certificate every ``LBFGS_CHECK_EVERY``
-    #: iterations)
+    #: iterations) or "rows" (FISTA on the rows that can be non-zero,
+    #: :class:`~solvers.RowWorkingSet`, for a penalty separating over the rows)
     logistic_solver: ClassVar[str] = "fista"
     convex = True
     supports_warm_start = True
@@ -210,6 +211,8 @@ class PenalisedModel(LinearMTLModel):
         if self.logistic_solver == "lbfgs":
             return (LBFGS(tol=tol, max_iter=cap, check_every=LBFGS_CHECK_EVERY, fallback=fista),
                     self.datafit(tasks))
+        if self.logistic_solver == "rows":
+            return RowWorkingSet(fista), self.datafit(tasks)
         return fista, self.datafit(tasks)
 
     def _setup(self, tasks: TaskSet):

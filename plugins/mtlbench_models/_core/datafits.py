@@ -51,6 +51,7 @@ The interface every datafit offers (what the solvers of ``solvers.py`` use):
 """
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -349,6 +350,18 @@ class LogisticLoss:
         """The Lipschitz constant of grad J: max_t ``task_lipschitz``."""
         return float(self.task_lipschitz.max()) if self.T else 0.0
 
+    def restrict_rows(self, rows: np.ndarray) -> "LogisticLoss":
+        """The loss of W[rows] alone (the other rows of W zero): the designs' columns ``rows``
+        (a copy), the same labels, weights and states (the margins of W with zeros off
+        ``rows``); ``task_lipschitz`` and ``lipschitz`` are the full loss's (upper bounds)."""
+        out = copy.copy(self)
+        out.X3t = np.ascontiguousarray(self.X3t[:, rows, :])
+        out.d = int(out.X3t.shape[1])
+        out.task_lipschitz, out.lipschitz = self.task_lipschitz, self.lipschitz
+        if hasattr(out, "_recent"):
+            out._recent = []
+        return out
+
     def left_factor(self, A: np.ndarray) -> "LogisticLoss":
         """The loss of s_t on the designs X_t A (A of shape (d, k)): J(A S) as a datafit of S."""
         return LogisticLoss.from_padded(np.matmul(A.T, self.X3t), self.y3, self.n)
@@ -399,9 +412,22 @@ class LogisticLoss:
 
 
 # ------------------------------------------------- logistic loss with per-task intercepts
-#: A Newton step of the intercepts at most this relative size is the last one (quadratic
-#: convergence: the root is then reached to about its square, below rounding).
-NEWTON_FINAL = 1e-8
+#: The intercepts' accuracy: the solve stops after a step whose error is certified to be at
+#: most this times (1 + |c_t|)^2 for every task (below the rounding of c_t).
+INTERCEPT_ERROR = 1e-16
+
+#: The largest Newton step the final (Chebyshev) step is taken from: below it the error bound
+#: |step|^3 of :meth:`InterceptLogisticLoss._solve` holds (with room for the exponentials).
+CHEBYSHEV_RADIUS = 1e-3
+
+
+def _sigmoid_neg(z: np.ndarray) -> np.ndarray:
+    """sigma(-z) = 1 / (1 + exp(z)) elementwise (``scipy.special.expit``'s formula, in numpy's
+    vectorised exp; an overflow of exp gives exactly 0)."""
+    with np.errstate(over="ignore"):
+        e = np.exp(z)
+    e += 1.0
+    return np.divide(1.0, e, out=e)
 
 
 def _log1p_exp(u: np.ndarray) -> np.ndarray:
@@ -419,14 +445,15 @@ class InterceptLogisticLoss(LogisticLoss):
     omega_t = 1 / n_t (``average=True``, MALSAR's per-task mean) or 1. Each task's c_t(W) is the
     unique root of the derivative in c_t (it exists: every task of a TaskSet has both classes,
     also after ``subset``), found by safeguarded Newton iterations vectorised over the tasks
-    (the step clipped to 4 and kept inside the bracket of signs found so far; stopped after a
-    step of at most ``NEWTON_FINAL`` (1 + |c_t|) for every task, whose error is about its
-    square; started from the intercepts extrapolated by ``combine`` where both states' are
-    known, else from the last root). By Danskin's theorem grad
+    (the step clipped to 4 and kept inside the bracket of signs found so far), started from
+    the tangent prediction off the last solved state and ended by one Chebyshev step whose
+    error is certified to be at most ``INTERCEPT_ERROR`` (1 + |c_t|)^2 (:meth:`_solve`). By
+    Danskin's theorem grad
     J(W) is the gradient of the loss at (W, c(W)); J is convex, and its Hessian is at most that
     of the loss in W for fixed c, so task_lipschitz[t] = omega_t ||X_t||_2^2 / 4. States are the
     margins without the intercepts, y * (X_t w_t), linear in W (``combine``); the intercepts,
-    margins and sigma(-z) of the last three states are kept. Duality: at c(W) the dual point
+    margins, sigma(-z) and the derivatives the next start reads of the last three states are
+    kept. Duality: at c(W) the dual point
     Theta_t = omega_t (-y sigma(-z)) sums to zero over each task's rows (the intercept's
     optimality), which is the dual constraint of an unpenalised intercept, and s Theta keeps
     it; ``gap`` is the inherited one
@@ -440,45 +467,67 @@ class InterceptLogisticLoss(LogisticLoss):
         self.task_lipschitz = self.task_lipschitz * self.omega
         self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
         self.wy = self.w3 * self.y3
-        self._recent: list[tuple] = []      # the last solved states: (S, c, z, sigma(-z))
-        self._guess: tuple = (None, np.zeros(self.T))
+        #: the last solved states: (S, c, z, sigma(-z), dg/dS, h) (:meth:`_solve`)
+        self._recent: list[tuple] = []
 
-    def combine(self, S1: np.ndarray, S0: np.ndarray, beta: float) -> np.ndarray:
-        """Margins of W1 + beta (W1 - W0); when c(W1) and c(W0) are known, their
-        extrapolation is the Newton start for the new state (c is smooth in W)."""
-        S = S1 + beta * (S1 - S0)
-        c1, c0 = self._known(S1), self._known(S0)
-        if c1 is not None and c0 is not None:
-            self._guess = (S, c1[0] + beta * (c1[0] - c0[0]))
-        return S
+    @staticmethod
+    def combine(S1: np.ndarray, S0: np.ndarray, beta: float) -> np.ndarray:
+        """Margins of W1 + beta (W1 - W0) (linear in W)."""
+        return S1 + beta * (S1 - S0)
 
     def _known(self, S: np.ndarray) -> tuple | None:
-        return next((r[1:] for r in self._recent if r[0] is S), None)
+        return next((r[1:4] for r in self._recent if r[0] is S), None)
+
+    def _start(self, S: np.ndarray) -> np.ndarray:
+        """The Newton start for the state S: the tangent prediction from the last solved state
+        S0, c0 - (dg/dS . (S - S0)) / h0 (g the derivative in c, h its derivative in c, both
+        at (S0, c0)), its change clipped to 1 per task; zeros before the first solve."""
+        if not self._recent:
+            return np.zeros(self.T)
+        S0, c0, _, _, q0, h0 = self._recent[-1]
+        move = np.einsum("tn,tn->t", q0, S - S0) / np.maximum(h0, 1e-300)
+        return c0 - np.clip(move, -1.0, 1.0)
 
     def _solve(self, S: np.ndarray) -> tuple:
-        """(c(W), margins z = S + y c, sigma(-z)) for the state S of W (the last few cached;
-        Newton started from the extrapolated intercepts of ``combine`` or the last root)."""
+        """(c(W), margins z = S + y c, sigma(-z)) for the state S of W (the last three cached).
+
+        Per task, g(c) = -sum_i omega y_i sigma(-z_i) (the derivative in c) has g' = h =
+        sum_i omega a_i (1 - a_i) > 0 and |h'| <= h (|1 - 2a| <= 1), so h(c + s) lies within
+        h(c) e^(+-|s|).  Newton steps from :meth:`_start` (clipped to 4, kept inside the bracket
+        of signs found so far) until every task's Newton step d = -g/h is at most
+        ``CHEBYSHEV_RADIUS`` and |d|^3 <= ``INTERCEPT_ERROR`` (1 + |c|)^2; then the last step
+        is Chebyshev's, d (1 - d h' / (2h)), which leaves g = h O(|d|^3) (its Taylor terms up to
+        the second cancel; the third derivative is at most h e^|s| in modulus), hence an error
+        <= |d|^3 in c: the margins and sigma(-z) are then evaluated once more at the result."""
         known = self._known(S)
         if known is not None:
             return known
-        c = self._guess[1] if self._guess[0] is S else (
-            self._recent[-1][1] if self._recent else np.zeros(self.T))
-        lo, hi = np.full(self.T, -np.inf), np.full(self.T, np.inf)
+        c = self._start(S)
+        lo = hi = None
+        y3 = self.y3
         for _ in range(200):
-            z = S + self.y3 * c[:, None]
-            a = expit(-z)                                      # sigma(-z)
-            wa = self.w3 * a
+            z = y3 * c[:, None]
+            z += S
+            a = _sigmoid_neg(z)
             g = -np.einsum("tn,tn->t", self.wy, a)             # d/dc_t, increasing in c_t
-            h = np.einsum("tn,tn->t", wa, 1.0 - a)
-            lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
-            step = np.clip(-g / np.maximum(h, 1e-300), -4.0, 4.0)
-            small = np.abs(step) <= NEWTON_FINAL * (1.0 + np.abs(c))
-            if np.all(small | (g == 0)):
-                if np.any(step):                 # the last step: its error is ~ step^2
-                    c = c + step
-                    z = S + self.y3 * c[:, None]
-                    a = expit(-z)
+            q = a * (1.0 - a)
+            q *= self.wy                                        # dg/dS = omega y a (1 - a)
+            h = np.einsum("tn,tn->t", q, y3)                    # dg/dc = sum omega a (1 - a)
+            step = -g / np.maximum(h, 1e-300)
+            size = np.abs(step)
+            if np.all(size <= np.minimum(CHEBYSHEV_RADIUS, np.cbrt(
+                    INTERCEPT_ERROR * (1.0 + np.abs(c)) ** 2))):
+                if np.any(step):
+                    dh = -np.einsum("tn,tn->t", q, 1.0 - 2.0 * a)   # h'
+                    c = c + step * (1.0 - 0.5 * step * dh / np.maximum(h, 1e-300))
+                    z = y3 * c[:, None]
+                    z += S
+                    a = _sigmoid_neg(z)
                 break
+            step = np.clip(step, -4.0, 4.0)
+            if lo is None:
+                lo, hi = np.full(self.T, -np.inf), np.full(self.T, np.inf)
+            lo, hi = np.where(g < 0, c, lo), np.where(g > 0, c, hi)
             new = c + step
             out = (new < lo) | (new > hi)
             if out.any():
@@ -486,7 +535,7 @@ class InterceptLogisticLoss(LogisticLoss):
                 mid = 0.5 * (np.where(both, lo, 0.0) + np.where(both, hi, 0.0))
                 new = np.where(out & both, mid, new)
             c = new
-        self._recent = self._recent[-2:] + [(S, c, z, a)]
+        self._recent = self._recent[-2:] + [(S, c, z, a, q, h)]
         return c, z, a
 
     def intercepts_of(self, S: np.ndarray) -> np.ndarray:

@@ -77,8 +77,8 @@ from mtlbench import report_progress
 from .datafits import LeastSquares, LogisticLoss
 from .penalties import L1, GraphLaplacian, MeanRegL1Rows, MeanRegularised
 
-__all__ = ["FISTA", "BlockCoordinateDescent", "LBFGS", "SumOfBlocks", "SmoothSum", "Result",
-           "duality_gap", "lbfgs"]
+__all__ = ["FISTA", "BlockCoordinateDescent", "LBFGS", "RowWorkingSet", "SumOfBlocks",
+           "SmoothSum", "Result", "duality_gap", "lbfgs"]
 
 
 @dataclass
@@ -378,6 +378,66 @@ class FISTA:
             if cert <= self.tol:
                 break
         return Result(X, hist, it, float(cert), prob.kind, bool(cert <= self.tol))
+
+
+class RowWorkingSet:
+    """``inner`` (e.g. :class:`FISTA`) on the rows of W that can be non-zero, for a penalty
+    that separates over the rows with a dual norm (``row_dual_ratios``: ``L21`` by rows,
+    ``L1InfConvL1``) and a datafit with ``restrict_rows`` (``LogisticLoss`` and its intercept
+    variant: the designs' columns of those rows; the states, the value and the gradient's
+    rows are the full problem's when the other rows of W are zero).
+
+    The working set starts as the rows that are non-zero in ``W0`` or whose
+    ``row_dual_ratios`` at grad J(W0) exceed 1 (a zero row with ratio <= 1 stays zero under a
+    proximal step from W0); ``inner`` solves the problem on those rows (the others zero) to
+    its ``tol``; then the duality gap of the whole problem is computed at the result
+    (:func:`duality_gap`: the full gradient, every row's dual norm): the result is converged
+    iff that gap is <= ``tol``; else the rows outside the set whose ratio exceeds 1 join it
+    (all rows when none does) and ``inner`` continues from the result, with the iterations
+    left of ``max_iter`` (``inner.max_iter``).  The certificate is the whole problem's gap,
+    whatever the set."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.tol, self.max_iter = inner.tol, inner.max_iter
+
+    def solve(self, datafit, penalty, W0: np.ndarray) -> Result:
+        """Minimise J + g from ``W0`` (array of shape (d, T)); returns a :class:`Result` whose
+        certificate is the relative duality gap of the whole problem."""
+        if getattr(penalty, "groups", "rows") != "rows" or not hasattr(penalty,
+                                                                        "row_dual_ratios"):
+            raise ValueError(f"RowWorkingSet: {type(penalty).__name__} does not separate over "
+                             "the rows of W with a dual norm")
+        W = np.array(W0, dtype=np.float64)
+        S = datafit.forward(W)
+        keep = np.any(W != 0.0, axis=1) | ~(penalty.row_dual_ratios(datafit.grad_of(S)) <= 1.0)
+        hist: list = []
+        n_iter, cert = 0, np.inf
+        while True:
+            inner = copy.copy(self.inner)
+            inner.max_iter = self.max_iter - n_iter
+            whole = bool(keep.all())
+            rows = np.flatnonzero(keep)
+            res = inner.solve(datafit if whole else datafit.restrict_rows(rows), penalty,
+                              W[rows])
+            hist += res.history if not hist else res.history[1:]
+            n_iter += res.n_iter
+            if whole:                     # the whole problem: the inner certificate is its own
+                return Result(res.W, hist, n_iter, res.certificate, res.certificate_kind,
+                              res.converged)
+            W = np.zeros_like(W)
+            W[rows] = res.W
+            S = datafit.forward(W)
+            f, pen = datafit.value_of(S), penalty.value(W)
+            F = f + pen
+            cert = _gap_of(datafit, penalty, S, W, pen, f) / max(abs(F), 1e-300)
+            report_progress(n_iter, float(F), cert * abs(F))
+            if cert <= self.tol or n_iter >= self.max_iter:
+                return Result(W, hist, n_iter, float(cert), "gap", bool(cert <= self.tol))
+            join = ~keep & ~(penalty.row_dual_ratios(datafit.grad_of(S)) <= 1.0)
+            # no row to add (the set's problem is solved, the whole gap above tol only by
+            # rounding): the whole problem from here
+            keep = keep | join if join.any() else np.ones_like(keep)
 
 
 class _Composite:
