@@ -144,7 +144,10 @@ class SmoothSum:
 
     def __init__(self, datafit, *smooth) -> None:
         self.datafit, self.smooth = datafit, smooth
-        self.lipschitz = datafit.lipschitz + sum(h.lipschitz for h in smooth)
+
+    @property
+    def lipschitz(self) -> float:
+        return self.datafit.lipschitz + sum(h.lipschitz for h in self.smooth)
 
     def _gh(self, W: np.ndarray) -> np.ndarray:
         return functools.reduce(np.add, (h.grad(W) for h in self.smooth))
@@ -396,8 +399,13 @@ class _Composite:
         self.exact_below = solver.decrease is not None
         self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
         self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
-        self.L_lip = max(float(smooth.lipschitz), 1e-12)
         self.prox_with_value = getattr(penalty, "prox_with_value", None)
+
+    @functools.cached_property
+    def L_lip(self) -> float:
+        """The smooth term's Lipschitz constant (read at the first step: a start that is
+        certified needs none)."""
+        return max(float(self.smooth.lipschitz), 1e-12)
 
     def step_from(self, Y, SY, L):
         """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
