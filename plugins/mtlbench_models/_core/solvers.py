@@ -75,7 +75,8 @@ import numpy as np
 from mtlbench import report_progress
 
 from .datafits import LeastSquares, LogisticLoss
-from .penalties import L1, GraphLaplacian, MeanRegL1Rows, MeanRegularised
+from .penalties import (L1, GraphLaplacian, MeanRegL1Rows, MeanRegularised,
+                        mean_reg_l1_dual_rows)
 
 __all__ = ["FISTA", "BlockCoordinateDescent", "LBFGS", "SumOfBlocks", "SmoothSum", "Result",
            "duality_gap", "lbfgs"]
@@ -218,8 +219,10 @@ def _gap_of(smooth, penalty, S, X, pen: float, f: float, task_scaled: bool = Tru
     G = smooth.grad_of(S)
     if hasattr(penalty, "dual_scale"):
         gap = smooth.gap(S, X, pen, penalty.dual_scale(G), G, f)
-        return min(gap, _task_scaled_gap(smooth, penalty, S, X, pen, G, f)) if task_scaled \
-            else gap
+        if not task_scaled:
+            return gap
+        return min(gap, _task_scaled_gap(smooth, penalty, S, X, pen, G, f),
+                   _mean_dual_gap(smooth, penalty, S, X, pen, G, f))
     return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
 
 
@@ -249,6 +252,33 @@ def _task_scaled_gap(smooth, penalty, S, X, pen: float, G: np.ndarray, f: float)
     if isinstance(smooth, (LeastSquares, LogisticLoss)):
         return smooth.gap(S, X, pen, scales(G)[:, None], G, f)
     return np.inf
+
+
+def _mean_dual_gap(smooth, penalty, S, X, pen: float, G: np.ndarray, f: float) -> float:
+    """The duality gap of J + h + g, h = ``MeanRegularised`` (lam_mean = 0) in a
+    :class:`SmoothSum` and g = ``L1`` (tau), at the datafit's dual point s Theta and h's dual
+    point V = grad h(W) + Delta, Delta the row-wise correction that puts s grad J(W) + V into
+    the l1 ball (:func:`~penalties.mean_reg_l1_dual_rows`; V keeps zero row sums, where
+    h*(V) = ||V||^2 / (4 lam)): the datafit's gap at s with h(W) + h*(V) added.  The scale
+    s = min(1, T tau / max_i |sum_t grad J(W)_it|) makes every row's correction feasible
+    (grad h(W) has zero row sums).  inf for other terms."""
+    if not (isinstance(smooth, SmoothSum) and type(penalty) is L1 and len(smooth.smooth) == 1):
+        return np.inf
+    h = smooth.smooth[0]
+    if not (isinstance(h, MeanRegularised) and h.lam_mean == 0 and h.lam > 0):
+        return np.inf
+    Gh = S[2]
+    GJ = G - Gh
+    T = X.shape[1]
+    worst = float(np.abs(GJ.sum(axis=1)).max(initial=0.0))
+    s = 1.0 if worst <= T * penalty.lam else (1.0 - 1e-12) * T * penalty.lam / worst
+    Delta = mean_reg_l1_dual_rows(X, s * GJ + Gh, h.lam, penalty.lam)
+    if Delta is None:
+        return np.inf
+    hW = 0.5 * float(np.sum(S[1] * Gh))
+    V = Gh + Delta
+    return smooth.datafit.gap(S[0], X, pen + hW + float(np.sum(V * V)) / (4.0 * h.lam), s,
+                              GJ, f - hW)
 
 
 #: FISTA adds the task-scaled gap (:func:`_task_scaled_gap`) to the certificate at the
