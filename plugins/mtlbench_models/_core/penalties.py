@@ -56,7 +56,8 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "prox_l1", "prox_group_rows", "prox_group_cols", "prox_trace", "prox_trace_svd",
            "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
-           "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "mean_reg_l1_dual_rows", "cocluster_penalty",
+           "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "mean_reg_l1_dual_rows",
+           "cocluster_penalty",
            "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
            "gram_eigh", "smaller_gram", "MeanRegL1Rows"]
 
@@ -452,16 +453,18 @@ def mean_reg_l1_dual_rows(W: np.ndarray, A: np.ndarray, lam: float,
     keeps zero row sums (where h's conjugate ||V||^2 / (4 lam) is finite) and puts the total
     dual point A + Delta into the l1 dual ball; the gap at it is
     tau ||W||_1 + <W, A> + sum_t (W_t Delta_t + Delta_t^2 / (4 lam)) plus the datafit's
-    Fenchel term (``solvers._mean_dual_gap``), second order in the distance to the optimum
-    where the scaled dual points are first order.  Per row the minimiser is
+    Fenchel term (``solvers._mean_dual_gap``): where every row of the optimum has zero
+    entries strictly inside the ball (they take up the row sum at the cost Delta_t^2 /
+    (4 lam) alone), second order in the distance to the optimum, where the scaled dual points
+    are first order.  Per row the minimiser is
     Delta_t(nu) = clip(-2 lam (W_t + nu), -tau - A_t, tau - A_t) at the root nu of
     psi(nu) = sum_t Delta_t(nu) (piecewise linear, non-increasing).  Vectorised over the rows
     not yet at their root (|psi| <= ``ROW_ROOT_TOL`` sum_t |Delta_t|): from nu = -wbar
     (Delta = -grad h(W)), at most ``DUAL_ROW_NEWTON`` steps to the root of psi on the current
     piece (its unclipped entries fixed), kept strictly inside the bracket of psi's signs
     (first the outermost breakpoints; bisection otherwise); the rows left get psi's 2T
-    breakpoints sorted, the slope and intercept after each one as cumulative sums.  None when some row has no
-    feasible Delta (|sum_t A_it| > T tau)."""
+    breakpoints sorted, the slope and intercept after each one as cumulative sums.  None when
+    some row has no feasible Delta (|sum_t A_it| > T tau)."""
     d, T = W.shape
     lo, hi = -tau - A, tau - A
     if not (np.all(lo.sum(axis=1) <= 0.0) and np.all(hi.sum(axis=1) >= 0.0)):

@@ -21,8 +21,10 @@
   the smooth term's ``lipschitz`` the test has no rounding slack.  g(X+) comes with the prox
   where the penalty has ``prox_with_value``.
   Certificate, checked every ``check_every`` iterations (1: every iterate) and at the cap:
-  the relative duality gap (:func:`duality_gap`; for L1 also at per-task dual scales every
-  ``TASK_GAP_EVERY`` iterations) when the penalty is a norm (``dual_scale``)
+  the relative duality gap (:func:`duality_gap`; for L1 also at per-task dual scales and,
+  beside a mean regulariser, with its dual point corrected into the l1 ball
+  (:func:`_mean_dual_gap`), every ``TASK_GAP_EVERY`` iterations) when the penalty is a norm
+  (``dual_scale``)
   or has a finite conjugate, else the relative optimality residual ||E|| / (L max(1, ||X||)),
   E = grad J(X+) - grad J(Y) + L (Y - X+), an element of the subdifferential of F at X+
   (prox optimality).  Converged iff the certificate is <= ``tol`` within ``max_iter``
@@ -185,8 +187,9 @@ def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None =
     """P(W) - D(Theta) >= 0 at the dual point Theta = s grad F(XW) (the datafit's gradient in
     the scores; module docstring of ``datafits.py``): for a norm penalty g = lam ||.|| the
     conjugate is the indicator of {||.||_* <= lam}, and s = ``penalty.dual_scale(grad J(W))``
-    puts the point inside (for L1 also one s_t per task, :func:`_task_scaled_gap`: the smaller
-    gap is returned); for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
+    puts the point inside (for L1 also one s_t per task, :func:`_task_scaled_gap`, and beside
+    a mean regulariser its dual point corrected row by row, :func:`_mean_dual_gap`: the
+    smallest gap is returned); for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
     added.  Zero exactly at the optimum, an upper bound of F(W) - F* everywhere.
 
     Parameters
@@ -213,9 +216,10 @@ def _has_gap(penalty) -> bool:
 
 
 def _gap_of(smooth, penalty, S, X, pen: float, f: float, task_scaled: bool = True) -> float:
-    """The duality gap at X (state S, J(X) = f, g(X) = pen): for a norm the smaller of the
+    """The duality gap at X (state S, J(X) = f, g(X) = pen): for a norm the smallest of the
     gaps at the dual point scaled into the ball as a whole and (``task_scaled``) task by task
-    (:func:`_task_scaled_gap`, where it applies)."""
+    (:func:`_task_scaled_gap`) and with a mean regulariser's dual point corrected into the
+    ball (:func:`_mean_dual_gap`), where they apply."""
     G = smooth.grad_of(S)
     if hasattr(penalty, "dual_scale"):
         gap = smooth.gap(S, X, pen, penalty.dual_scale(G), G, f)
