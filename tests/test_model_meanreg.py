@@ -71,3 +71,19 @@ def test_squared_runs_on_real_targets_and_logistic_is_refused():
     assert np.isfinite(out.val_score)
     with pytest.raises(ConfigError, match=r"model 'meanreg-logistic' handles binary"):
         run_protocol(MeanRegLogistic(), {"lam_ratio": [0.1]}, reg, ProtocolConfig(), 0)
+
+
+def test_a_closed_form_certified_at_its_start_computes_no_step_constant():
+    """The closed form's fit reads no Lipschitz constant (each a spectral norm per task):
+    none is in the TaskSet's cache afterwards; a datafit that reads it later gets
+    ||X_t||_2^2."""
+    from mtlbench_models._core.datafits import SquaredLoss
+
+    tasks = tiny(5, binary=False, d=12, T=5, n=6)
+    m = MeanReg(lam_ratio=0.3, mean_ratio=0.1).fit(tasks)
+    assert m.converged_ and m.n_iter_ == 0
+    assert not [key for key in tasks._memo if "lipschitz" in str(key)]
+    J = SquaredLoss(tasks)
+    expected = [np.linalg.norm(tasks.X(t), 2) ** 2 for t in range(tasks.T)]
+    np.testing.assert_allclose(J.task_lipschitz, expected, rtol=1e-10)
+    assert J.lipschitz == pytest.approx(max(expected), rel=1e-10)

@@ -366,3 +366,33 @@ def test_mean_reg_l1_row_minimiser_without_curvature_in_a_task():
     the others are the soft thresholdings S(-c_t, tau) / D_t."""
     rows = pen.MeanRegL1Rows(np.array([[1.0, 0.0, 2.0]]), 0.0, 0.1)
     np.testing.assert_allclose(rows(0, np.array([0.5, 0.0, -1.0])), [-0.4, 0.0, 0.45])
+
+
+def test_mean_reg_l1_dual_rows_is_the_row_qp_minimiser():
+    """Each row of the correction minimises sum_t W_t D_t + D_t^2 / (4 lam) subject to
+    sum_t D_t = 0 and |A_t + D_t| <= tau (cvxpy); the root steps and the sorted breakpoints
+    give the same rows; an infeasible row gives None."""
+    from mtlbench_models._core.penalties import _mean_dual_roots_sorted, mean_reg_l1_dual_rows
+    rng = np.random.default_rng(3)
+    for trial in range(12):
+        d, T = int(rng.integers(1, 6)), int(rng.integers(1, 9))
+        W = rng.normal(size=(d, T)) * (rng.random((d, T)) < 0.6)
+        tau, lam = float(rng.uniform(0.1, 2.0)), float(rng.uniform(1e-3, 3.0))
+        A = rng.uniform(-1.5, 1.5, (d, T)) * tau
+        A -= A.mean(axis=1, keepdims=True) * rng.random()
+        if np.any(np.abs(A.sum(axis=1)) > T * tau):
+            assert mean_reg_l1_dual_rows(W, A, lam, tau) is None
+            continue
+        D = mean_reg_l1_dual_rows(W, A, lam, tau)
+        nu = _mean_dual_roots_sorted(W, -tau - A, tau - A, 2.0 * lam)
+        np.testing.assert_allclose(D, np.clip(-2.0 * lam * (W + nu[:, None]), -tau - A,
+                                              tau - A), atol=1e-10)
+        for i in range(d):
+            x = cp.Variable(T)
+            prob = cp.Problem(cp.Minimize(W[i] @ x + cp.sum_squares(x) / (4.0 * lam)),
+                              [cp.sum(x) == 0, cp.abs(A[i] + x) <= tau])
+            prob.solve(solver="CLARABEL")
+            val = W[i] @ D[i] + D[i] @ D[i] / (4.0 * lam)
+            assert abs(D[i].sum()) <= 1e-10 * (1.0 + tau * T)
+            assert np.all(np.abs(A[i] + D[i]) <= tau * (1 + 1e-12))
+            assert val <= prob.value + 1e-7 * (1.0 + abs(prob.value))

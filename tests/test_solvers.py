@@ -169,7 +169,7 @@ def test_task_scaled_gap_bounds_the_suboptimality(kind):
     from mtlbench_models._core.solvers import _task_scaled_gap
     tasks = _tasks(7, T=4, d=5, n=14)
     J = df.SquaredLoss(tasks, "gram") if kind == "squared" else df.LogisticLoss(tasks)
-    lam = 0.2 * pen.L1.dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    lam = 0.4 * pen.L1.dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
     g = pen.L1(lam)
     Wv = cp.Variable((tasks.d, tasks.T))
     rng = np.random.default_rng(0)
@@ -302,3 +302,48 @@ def test_row_working_set_refuses_a_penalty_without_rows():
     with pytest.raises(ValueError, match="rows"):
         RowWorkingSet(FISTA()).solve(df.InterceptLogisticLoss(tasks), pen.Nuclear(0.1),
                                      np.zeros((tasks.d, tasks.T)))
+
+
+@pytest.mark.parametrize("kind", ["squared", "logistic", "intercept"])
+def test_mean_dual_gap_bounds_the_suboptimality_and_is_second_order(kind):
+    """The gap with the mean regulariser's dual point corrected row by row into the l1 ball
+    (``_mean_dual_gap``) is an upper bound of F(W) - F* at any W; near an optimum whose every
+    row has zero entries (which absorb the correction's row sum) it is of the order of the
+    distance squared, where the scaled dual points' gaps are of its order."""
+    from mtlbench_models._core.solvers import _mean_dual_gap, _task_scaled_gap
+    tasks = _tasks(8, T=8, d=6, n=9)
+    J = {"squared": lambda: df.SquaredLoss(tasks, "gram"),
+         "logistic": lambda: df.LogisticLoss(tasks),
+         "intercept": lambda: df.InterceptLogisticLoss(tasks)}[kind]()
+    lam = 0.4 * pen.L1.dual_norm(J.grad(np.zeros((tasks.d, tasks.T))))
+    g, h = pen.L1(lam), pen.MeanRegularised(0.2)
+    sm = SmoothSum(J, h)
+    W_opt = FISTA(tol=1e-13, max_iter=50000).solve(sm, g, np.zeros((tasks.d, tasks.T))).W
+    F_opt = sm.value(W_opt) + g.value(W_opt)
+    assert np.all(np.any(W_opt == 0, axis=1)) and np.any(W_opt != 0)
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal(W_opt.shape)
+    near = {}
+    for scale in (1.0, 0.1, 1e-2, 1e-3, 1e-4, 1e-5):
+        W = W_opt + scale * E * (W_opt != 0)         # the optimum's support kept
+        for out in (W, W_opt + scale * E):           # and everywhere
+            S = sm.forward(out)
+            F = sm.value_of(S) + g.value(out)
+            assert _mean_dual_gap(sm, g, S, out, g.value(out), sm.grad_of(S),
+                                  sm.value_of(S)) >= F - F_opt - 1e-10 * abs(F_opt)
+        S = sm.forward(W)
+        f, p, G = sm.value_of(S), g.value(W), sm.grad_of(S)
+        near[scale] = (_mean_dual_gap(sm, g, S, W, p, G, f),
+                       min(_task_scaled_gap(sm, g, S, W, p, G, f),
+                           sm.gap(S, W, p, g.dual_scale(G), G, f)))
+    (m4, o4), (m5, o5) = near[1e-4], near[1e-5]
+    assert np.isfinite(m4) and m5 <= m4 / 30.0       # second order: / 100 per decade
+    assert o5 >= o4 / 30.0 and m5 <= 0.1 * o5          # the scaled ones: first order
+    # the optimum's gap is at rounding level
+    S = sm.forward(W_opt)
+    assert _mean_dual_gap(sm, g, S, W_opt, g.value(W_opt), sm.grad_of(S),
+                          sm.value_of(S)) <= 1e-9 * abs(F_opt)
+    # not stated for a mean weight on the column mean, or another penalty
+    S = SmoothSum(J, pen.MeanRegularised(0.2, lam_mean=0.1)).forward(W_opt)
+    assert _mean_dual_gap(SmoothSum(J, pen.MeanRegularised(0.2, lam_mean=0.1)), g, S, W_opt,
+                          0.0, W_opt, 0.0) == np.inf

@@ -29,9 +29,12 @@ row moves to its exact minimiser, ``_core.penalties.MeanRegL1Rows``, for a graph
 a proximal row step), else, as ``srmtl-logistic`` always, FISTA-BKTR (``_core.solvers.FISTA``)
 on the smooth part J + rho1 tr(W L W^T) (``_core.solvers.SmoothSum``) with the l1 prox (soft
 thresholding).  Stopping rule and certificate: a relative duality gap <= ``tol`` (1e-6; the
-graph term's conjugate enters the gap at its gradient; the smaller of the gaps with the
-datafit's dual point scaled as a whole and task by task, ``_core.solvers._task_scaled_gap``;
-with the intercepts minimised out the logistic dual point keeps their zero-sum constraint).
+graph term's conjugate enters the gap at its gradient; the smallest of the gaps with the
+datafit's dual point scaled as a whole and task by task, ``_core.solvers._task_scaled_gap``,
+and, for the complete graph, with the graph term's dual point corrected row by row into the
+l1 ball, ``_core.solvers._mean_dual_gap``: second order in the distance to the optimum
+where the rows have zero entries; with the intercepts minimised out the logistic dual point
+keeps their zero-sum constraint).
 ``converged_`` says whether it held within ``max_iter``.
 
 Search space (scale-free): ``rho_ratio`` = rho2 / max_ij |grad J(0)| (with the intercepts at

@@ -101,8 +101,6 @@ class LeastSquares:
             cheap = self.d < 2 * n.mean() and self.T * self.d ** 2 <= 5e7
             representation = "gram" if cheap else wide
         self.representation = representation
-        self.task_lipschitz = _lipschitz(rows)
-        self.lipschitz = float(self.task_lipschitz.max()) if self.T else 0.0
         if representation == "buckets":
             form = _BucketForm(rows, pad_ratio)
             self.buckets, self.shift = form.buckets, form.shift
@@ -142,7 +140,16 @@ class LeastSquares:
         S = self.forward(W)
         return self.value_of(S), self.grad_of(S)
 
-    # -- data-derived constants
+    # -- data-derived constants (computed when first read: a closed-form fit certified at
+    # its start reads no step constant)
+    @functools.cached_property
+    def task_lipschitz(self) -> np.ndarray:
+        return _lipschitz(self._rows)
+
+    @functools.cached_property
+    def lipschitz(self) -> float:
+        return float(self.task_lipschitz.max()) if self.T else 0.0
+
     @property
     def xty(self) -> np.ndarray:
         return _xty(self._rows)

@@ -56,7 +56,8 @@ __all__ = ["L1", "L21", "L1Inf", "Nuclear", "SquaredFrobenius", "SquaredKSupport
            "prox_l1", "prox_group_rows", "prox_group_cols", "prox_trace", "prox_trace_svd",
            "ksupport_sq", "ksupport_norm", "prox_ksupport_sq", "prox_ksupport_sq_with_value",
            "l1_ball_threshold_rows", "project_l1_ball_rows", "prox_l1inf_rows",
-           "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "cocluster_penalty",
+           "prox_l1_l1inf_rows", "prox_mean_reg", "mean_reg_penalty", "mean_reg_l1_dual_rows",
+           "cocluster_penalty",
            "prox_cocluster", "top_k_truncation", "SquaredNuclear", "squared_l1_threshold",
            "gram_eigh", "smaller_gram", "MeanRegL1Rows"]
 
@@ -438,6 +439,98 @@ class MeanRegL1Rows:
 
 #: :class:`MeanRegL1Rows`' root steps from a guess before it sorts the breakpoints.
 ROW_NEWTON = 4
+
+
+def mean_reg_l1_dual_rows(W: np.ndarray, A: np.ndarray, lam: float,
+                          tau: float) -> np.ndarray | None:
+    """The correction Delta (d x T) of the mean regulariser's dual point in the duality gap of
+    J + lam sum_t ||w_t - wbar||^2 + tau ||W||_1 (lam > 0, tau >= 0), row by row:
+
+        argmin_Delta  sum_t W_t Delta_t + Delta_t^2 / (4 lam)
+        s.t.          sum_t Delta_t = 0,   |A_t + Delta_t| <= tau,
+
+    A = grad J(W) + grad h(W) (h the mean regulariser).  The dual point grad h(W) + Delta
+    keeps zero row sums (where h's conjugate ||V||^2 / (4 lam) is finite) and puts the total
+    dual point A + Delta into the l1 dual ball; the gap at it is
+    tau ||W||_1 + <W, A> + sum_t (W_t Delta_t + Delta_t^2 / (4 lam)) plus the datafit's
+    Fenchel term (``solvers._mean_dual_gap``): where every row of the optimum has zero
+    entries strictly inside the ball (they take up the row sum at the cost Delta_t^2 /
+    (4 lam) alone), second order in the distance to the optimum, where the scaled dual points
+    are first order.  Per row the minimiser is
+    Delta_t(nu) = clip(-2 lam (W_t + nu), -tau - A_t, tau - A_t) at the root nu of
+    psi(nu) = sum_t Delta_t(nu) (piecewise linear, non-increasing).  Vectorised over the rows
+    not yet at their root (|psi| <= ``ROW_ROOT_TOL`` sum_t |Delta_t|): from nu = -wbar
+    (Delta = -grad h(W)), at most ``DUAL_ROW_NEWTON`` steps to the root of psi on the current
+    piece (its unclipped entries fixed), kept strictly inside the bracket of psi's signs
+    (first the outermost breakpoints; bisection otherwise); the rows left get psi's 2T
+    breakpoints sorted, the slope and intercept after each one as cumulative sums.  None when
+    some row has no feasible Delta (|sum_t A_it| > T tau)."""
+    d, T = W.shape
+    lo, hi = -tau - A, tau - A
+    if not (np.all(lo.sum(axis=1) <= 0.0) and np.all(hi.sum(axis=1) >= 0.0)):
+        return None
+    if d == 0 or T == 0:
+        return np.zeros_like(W)
+    k = 2.0 * float(lam)
+    nu = -W.mean(axis=1)
+    # psi(left) = sum hi >= 0 >= sum lo = psi(right)
+    left, right = (-hi / k - W).min(axis=1), (-lo / k - W).max(axis=1)
+    rows = np.arange(d)
+    for _ in range(DUAL_ROW_NEWTON):
+        Wr, lr, hr, nr = W[rows], lo[rows], hi[rows], nu[rows]
+        u = -k * (Wr + nr[:, None])
+        D = np.clip(u, lr, hr)
+        psi = D.sum(axis=1)
+        on = np.abs(psi) > ROW_ROOT_TOL * np.abs(D).sum(axis=1)       # not yet the root
+        if not on.any():
+            rows = rows[:0]
+            break
+        rows, u, psi, nr = rows[on], u[on], psi[on], nr[on]
+        lr, hr = lr[on], hr[on]
+        left[rows] = np.where(psi > 0.0, nr, left[rows])
+        right[rows] = np.where(psi < 0.0, nr, right[rows])
+        nf = np.count_nonzero((u > lr) & (u < hr), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = nr + psi / (k * nf)
+        lo_r, hi_r = left[rows], right[rows]
+        ok = (nf > 0) & (step > lo_r) & (step < hi_r)
+        nu[rows] = np.where(ok, step, 0.5 * (lo_r + hi_r))
+    else:
+        u = -k * (W[rows] + nu[rows][:, None])
+        D = np.clip(u, lo[rows], hi[rows])
+        rows = rows[np.abs(D.sum(axis=1)) > ROW_ROOT_TOL * np.abs(D).sum(axis=1)]
+    if rows.size:
+        nu[rows] = _mean_dual_roots_sorted(W[rows], lo[rows], hi[rows], k)
+    return np.clip(-k * (W + nu[:, None]), lo, hi)
+
+
+def _mean_dual_roots_sorted(W: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                            k: float) -> np.ndarray:
+    """The roots nu of psi(nu) = sum_t clip(-k (W_t + nu), lo_t, hi_t) per row (lo <= hi,
+    sum lo <= 0 <= sum hi): the 2T breakpoints sorted, slope and intercept after each one
+    as cumulative sums."""
+    d, T = W.shape
+    # Delta_t = hi_t for nu <= a_t, linear between, lo_t for nu >= b_t
+    E = np.concatenate((-hi / k - W, -lo / k - W), axis=1)                # (d, 2T)
+    dC = np.concatenate((-k * W - hi, k * W + lo), axis=1)
+    dK = np.concatenate((np.full((d, T), -k), np.full((d, T), k)), axis=1)
+    order = np.argsort(E, axis=1, kind="stable")
+    E = np.take_along_axis(E, order, axis=1)
+    C = np.take_along_axis(dC, order, axis=1).cumsum(axis=1) + hi.sum(axis=1)[:, None]
+    K = np.take_along_axis(dK, order, axis=1).cumsum(axis=1)
+    j = np.count_nonzero(C + K * E > 0.0, axis=1)       # the root: after event j - 1
+    jm = np.clip(j - 1, 0, 2 * T - 1)[:, None]
+    Cj, Kj = np.take_along_axis(C, jm, axis=1)[:, 0], np.take_along_axis(K, jm, axis=1)[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((j > 0) & (Kj < 0.0), -Cj / Kj, E[:, 0])
+
+
+#: :func:`mean_reg_l1_dual_rows`' root steps before it sorts the breakpoints of the rows left.
+DUAL_ROW_NEWTON = 12
+
+#: :func:`mean_reg_l1_dual_rows` takes nu as the root where |psi(nu)| <= this x sum_t |Delta_t|
+#: (rounding of the sum).
+ROW_ROOT_TOL = 1e-13
 
 
 def mean_reg_penalty(P: np.ndarray) -> float:

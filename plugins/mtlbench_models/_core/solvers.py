@@ -21,8 +21,10 @@
   the smooth term's ``lipschitz`` the test has no rounding slack.  g(X+) comes with the prox
   where the penalty has ``prox_with_value``.
   Certificate, checked every ``check_every`` iterations (1: every iterate) and at the cap:
-  the relative duality gap (:func:`duality_gap`; for L1 also at per-task dual scales every
-  ``TASK_GAP_EVERY`` iterations) when the penalty is a norm (``dual_scale``)
+  the relative duality gap (:func:`duality_gap`; for L1 also at per-task dual scales and,
+  beside a mean regulariser, with its dual point corrected into the l1 ball
+  (:func:`_mean_dual_gap`), every ``TASK_GAP_EVERY`` iterations) when the penalty is a norm
+  (``dual_scale``)
   or has a finite conjugate, else the relative optimality residual ||E|| / (L max(1, ||X||)),
   E = grad J(X+) - grad J(Y) + L (Y - X+), an element of the subdifferential of F at X+
   (prox optimality).  Converged iff the certificate is <= ``tol`` within ``max_iter``
@@ -75,7 +77,8 @@ import numpy as np
 from mtlbench import report_progress
 
 from .datafits import LeastSquares, LogisticLoss
-from .penalties import L1, GraphLaplacian, MeanRegL1Rows, MeanRegularised
+from .penalties import (L1, GraphLaplacian, MeanRegL1Rows, MeanRegularised,
+                        mean_reg_l1_dual_rows)
 
 __all__ = ["FISTA", "BlockCoordinateDescent", "LBFGS", "RowWorkingSet", "SumOfBlocks",
            "SmoothSum", "Result", "duality_gap", "lbfgs"]
@@ -144,7 +147,10 @@ class SmoothSum:
 
     def __init__(self, datafit, *smooth) -> None:
         self.datafit, self.smooth = datafit, smooth
-        self.lipschitz = datafit.lipschitz + sum(h.lipschitz for h in smooth)
+
+    @property
+    def lipschitz(self) -> float:
+        return self.datafit.lipschitz + sum(h.lipschitz for h in self.smooth)
 
     def _gh(self, W: np.ndarray) -> np.ndarray:
         return functools.reduce(np.add, (h.grad(W) for h in self.smooth))
@@ -181,8 +187,9 @@ def duality_gap(datafit, penalty, W: np.ndarray, state=None, pen: float | None =
     """P(W) - D(Theta) >= 0 at the dual point Theta = s grad F(XW) (the datafit's gradient in
     the scores; module docstring of ``datafits.py``): for a norm penalty g = lam ||.|| the
     conjugate is the indicator of {||.||_* <= lam}, and s = ``penalty.dual_scale(grad J(W))``
-    puts the point inside (for L1 also one s_t per task, :func:`_task_scaled_gap`: the smaller
-    gap is returned); for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
+    puts the point inside (for L1 also one s_t per task, :func:`_task_scaled_gap`, and beside
+    a mean regulariser its dual point corrected row by row, :func:`_mean_dual_gap`: the
+    smallest gap is returned); for a penalty with a finite conjugate, s = 1 and g*(-grad J(W)) is
     added.  Zero exactly at the optimum, an upper bound of F(W) - F* everywhere.
 
     Parameters
@@ -209,14 +216,17 @@ def _has_gap(penalty) -> bool:
 
 
 def _gap_of(smooth, penalty, S, X, pen: float, f: float, task_scaled: bool = True) -> float:
-    """The duality gap at X (state S, J(X) = f, g(X) = pen): for a norm the smaller of the
+    """The duality gap at X (state S, J(X) = f, g(X) = pen): for a norm the smallest of the
     gaps at the dual point scaled into the ball as a whole and (``task_scaled``) task by task
-    (:func:`_task_scaled_gap`, where it applies)."""
+    (:func:`_task_scaled_gap`) and with a mean regulariser's dual point corrected into the
+    ball (:func:`_mean_dual_gap`), where they apply."""
     G = smooth.grad_of(S)
     if hasattr(penalty, "dual_scale"):
         gap = smooth.gap(S, X, pen, penalty.dual_scale(G), G, f)
-        return min(gap, _task_scaled_gap(smooth, penalty, S, X, pen, G, f)) if task_scaled \
-            else gap
+        if not task_scaled:
+            return gap
+        return min(gap, _task_scaled_gap(smooth, penalty, S, X, pen, G, f),
+                   _mean_dual_gap(smooth, penalty, S, X, pen, G, f))
     return smooth.gap(S, X, pen + penalty.conjugate(-G), 1.0, G, f)
 
 
@@ -246,6 +256,33 @@ def _task_scaled_gap(smooth, penalty, S, X, pen: float, G: np.ndarray, f: float)
     if isinstance(smooth, (LeastSquares, LogisticLoss)):
         return smooth.gap(S, X, pen, scales(G)[:, None], G, f)
     return np.inf
+
+
+def _mean_dual_gap(smooth, penalty, S, X, pen: float, G: np.ndarray, f: float) -> float:
+    """The duality gap of J + h + g, h = ``MeanRegularised`` (lam_mean = 0) in a
+    :class:`SmoothSum` and g = ``L1`` (tau), at the datafit's dual point s Theta and h's dual
+    point V = grad h(W) + Delta, Delta the row-wise correction that puts s grad J(W) + V into
+    the l1 ball (:func:`~penalties.mean_reg_l1_dual_rows`; V keeps zero row sums, where
+    h*(V) = ||V||^2 / (4 lam)): the datafit's gap at s with h(W) + h*(V) added.  The scale
+    s = min(1, T tau / max_i |sum_t grad J(W)_it|) makes every row's correction feasible
+    (grad h(W) has zero row sums).  inf for other terms."""
+    if not (isinstance(smooth, SmoothSum) and type(penalty) is L1 and len(smooth.smooth) == 1):
+        return np.inf
+    h = smooth.smooth[0]
+    if not (isinstance(h, MeanRegularised) and h.lam_mean == 0 and h.lam > 0):
+        return np.inf
+    Gh = S[2]
+    GJ = G - Gh
+    T = X.shape[1]
+    worst = float(np.abs(GJ.sum(axis=1)).max(initial=0.0))
+    s = 1.0 if worst <= T * penalty.lam else (1.0 - 1e-12) * T * penalty.lam / worst
+    Delta = mean_reg_l1_dual_rows(X, s * GJ + Gh, h.lam, penalty.lam)
+    if Delta is None:
+        return np.inf
+    hW = 0.5 * float(np.sum(S[1] * Gh))
+    V = Gh + Delta
+    return smooth.datafit.gap(S[0], X, pen + hW + float(np.sum(V * V)) / (4.0 * h.lam), s,
+                              GJ, f - hW)
 
 
 #: FISTA adds the task-scaled gap (:func:`_task_scaled_gap`) to the certificate at the
@@ -456,8 +493,13 @@ class _Composite:
         self.exact_below = solver.decrease is not None
         self.inner = getattr(smooth, "inner", lambda G, D: np.sum(G * D))
         self.sqnorm = getattr(smooth, "sqnorm", lambda D: np.sum(D * D))
-        self.L_lip = max(float(smooth.lipschitz), 1e-12)
         self.prox_with_value = getattr(penalty, "prox_with_value", None)
+
+    @functools.cached_property
+    def L_lip(self) -> float:
+        """The smooth term's Lipschitz constant (read at the first step: a start that is
+        certified needs none)."""
+        return max(float(self.smooth.lipschitz), 1e-12)
 
     def step_from(self, Y, SY, L):
         """Proximal-gradient step from Y (state SY), L doubled until the descent-lemma test
