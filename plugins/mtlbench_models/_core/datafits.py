@@ -365,8 +365,6 @@ class LogisticLoss:
         out.X3t = np.ascontiguousarray(self.X3t[:, rows, :])
         out.d = int(out.X3t.shape[1])
         out.task_lipschitz, out.lipschitz = self.task_lipschitz, self.lipschitz
-        if hasattr(out, "_recent"):
-            out._recent = []
         return out
 
     def left_factor(self, A: np.ndarray) -> "LogisticLoss":
@@ -484,6 +482,13 @@ class InterceptLogisticLoss(LogisticLoss):
 
     def _known(self, S: np.ndarray) -> tuple | None:
         return next((r[1:4] for r in self._recent if r[0] is S), None)
+
+    def restrict_rows(self, rows: np.ndarray) -> "InterceptLogisticLoss":
+        """:meth:`LogisticLoss.restrict_rows`, with an empty cache of solved states (its
+        derivatives in the states have the full loss's shape)."""
+        out = super().restrict_rows(rows)
+        out._recent = []
+        return out
 
     def _start(self, S: np.ndarray) -> np.ndarray:
         """The Newton start for the state S: the tangent prediction from the last solved state
